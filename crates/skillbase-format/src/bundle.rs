@@ -1,0 +1,659 @@
+//! Skill bundles: a skill folder held as relative paths, bytes and SHA-256 digests.
+//!
+//! Loading is all-or-nothing: one unsafe path (absolute, `..`, a link leaving the folder), a
+//! case-folding collision or a broken limit rejects the whole bundle with an error that names the
+//! file. Zip archives are read in memory and never extracted; sizes are enforced while reading,
+//! because the sizes an archive declares are attacker-controlled.
+
+use crate::digest::Digest;
+use sha2::{Digest as _, Sha256};
+use std::collections::HashMap;
+use std::fmt;
+use std::fs;
+use std::io::{Read, Seek, Write};
+use std::path::{Component, Path};
+use std::sync::Arc;
+use unicode_normalization::UnicodeNormalization;
+
+/// Limits applied while loading a bundle. All configurable; the defaults suit skills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BundleLimits {
+    /// Most files in one bundle.
+    pub max_files: usize,
+    /// Most bytes in all files together.
+    pub max_total_bytes: u64,
+    /// Deepest path (number of segments, the file included).
+    pub max_depth: usize,
+    /// Highest ratio of a zip entry's size to its compressed size.
+    pub max_compression_ratio: u64,
+    /// Longest relative path, in bytes.
+    pub max_path_bytes: usize,
+}
+
+impl Default for BundleLimits {
+    fn default() -> Self {
+        BundleLimits {
+            max_files: 512,
+            max_total_bytes: 16 * 1024 * 1024,
+            max_depth: 10,
+            max_compression_ratio: 100,
+            max_path_bytes: 1024,
+        }
+    }
+}
+
+/// Why a bundle was rejected. Every variant names the offending path when there is one.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("unsafe path '{path}': {reason}")]
+    UnsafePath { path: String, reason: &'static str },
+    #[error("'{path}' is a link that leaves the skill folder; copy the file in instead")]
+    LinkEscapes { path: String },
+    #[error("'{path}' is a link; links are not allowed in a zip bundle")]
+    ZipLink { path: String },
+    #[error("'{path}' is not a regular file or folder (device, socket or pipe)")]
+    SpecialFile { path: String },
+    #[error("'{a}' and '{b}' are the same path when case is ignored; rename one")]
+    CaseCollision { a: String, b: String },
+    #[error("more than {limit} files; a skill bundle holds at most {limit}")]
+    TooManyFiles { limit: usize },
+    #[error("more than {limit} bytes in total (reached at '{path}')")]
+    TooLarge { limit: u64, path: String },
+    #[error("'{path}' is {depth} levels deep; at most {limit}")]
+    TooDeep {
+        path: String,
+        depth: usize,
+        limit: usize,
+    },
+    #[error(
+        "zip entry '{path}' holds more bytes than it declares ({declared}); the archive is corrupt or hostile"
+    )]
+    SizeMismatch { path: String, declared: u64 },
+    #[error("zip entry '{path}' expands {ratio}x (over {limit}x); refusing a possible zip bomb")]
+    CompressionRatio {
+        path: String,
+        ratio: u64,
+        limit: u64,
+    },
+    #[error("zip entry '{path}' is encrypted; encrypted archives are not supported")]
+    Encrypted { path: String },
+    #[error("not a readable zip archive: {0}")]
+    Zip(String),
+    #[error("no SKILL.md at the root of the bundle; a skill folder must contain SKILL.md")]
+    NoSkillMd,
+    #[error("cannot read '{path}': {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A safe relative path inside a bundle: `/`-separated, no empty, `.` or `..` segments, no
+/// backslashes, NUL or control characters, Unicode NFC.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct BundlePath(String);
+
+impl BundlePath {
+    /// Check a path written with `/` separators.
+    pub fn parse(raw: &str) -> Result<BundlePath, BundleError> {
+        let bad = |reason| BundleError::UnsafePath {
+            path: raw.to_owned(),
+            reason,
+        };
+        if raw.is_empty() {
+            return Err(bad("empty path"));
+        }
+        if raw.starts_with('/') || raw.starts_with('\\') {
+            return Err(bad("absolute paths are not allowed"));
+        }
+        if raw.len() >= 2 && raw.as_bytes()[1] == b':' && raw.as_bytes()[0].is_ascii_alphabetic() {
+            return Err(bad("drive-letter paths are not allowed"));
+        }
+        if raw.contains('\\') {
+            return Err(bad("backslashes are not allowed; use `/`"));
+        }
+        if raw.chars().any(|c| c.is_control()) {
+            return Err(bad("control characters are not allowed"));
+        }
+        for seg in raw.split('/') {
+            match seg {
+                "" => return Err(bad("empty path segment")),
+                "." => return Err(bad("`.` segments are not allowed")),
+                ".." => return Err(bad("`..` segments are not allowed")),
+                _ => {}
+            }
+        }
+        Ok(BundlePath(raw.nfc().collect()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Number of segments.
+    pub fn depth(&self) -> usize {
+        self.0.split('/').count()
+    }
+
+    /// The key used to detect collisions on case-insensitive file systems.
+    fn fold_key(&self) -> String {
+        self.0.to_lowercase()
+    }
+}
+
+impl fmt::Display for BundlePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One file of a bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleFile {
+    pub path: BundlePath,
+    pub bytes: Arc<[u8]>,
+    pub digest: Digest,
+    /// Whether the file was executable on disk (scripts keep their mode on export).
+    pub executable: bool,
+}
+
+/// A skill folder as a content-addressed set of files, sorted by path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    files: Vec<BundleFile>,
+    digest: Digest,
+    total_bytes: u64,
+}
+
+/// Files collected before the whole-bundle checks run.
+struct Builder<'a> {
+    limits: &'a BundleLimits,
+    files: Vec<BundleFile>,
+    total: u64,
+}
+
+impl<'a> Builder<'a> {
+    fn new(limits: &'a BundleLimits) -> Self {
+        Builder {
+            limits,
+            files: Vec::new(),
+            total: 0,
+        }
+    }
+
+    fn check_path(&self, path: &BundlePath) -> Result<(), BundleError> {
+        if path.as_str().len() > self.limits.max_path_bytes {
+            return Err(BundleError::UnsafePath {
+                path: path.to_string(),
+                reason: "path too long",
+            });
+        }
+        let depth = path.depth();
+        if depth > self.limits.max_depth {
+            return Err(BundleError::TooDeep {
+                path: path.to_string(),
+                depth,
+                limit: self.limits.max_depth,
+            });
+        }
+        if self.files.len() >= self.limits.max_files {
+            return Err(BundleError::TooManyFiles {
+                limit: self.limits.max_files,
+            });
+        }
+        Ok(())
+    }
+
+    /// Bytes still allowed before the total limit.
+    fn remaining(&self) -> u64 {
+        self.limits.max_total_bytes.saturating_sub(self.total)
+    }
+
+    fn add(
+        &mut self,
+        path: BundlePath,
+        bytes: Vec<u8>,
+        executable: bool,
+    ) -> Result<(), BundleError> {
+        self.check_path(&path)?;
+        self.total += bytes.len() as u64;
+        if self.total > self.limits.max_total_bytes {
+            return Err(BundleError::TooLarge {
+                limit: self.limits.max_total_bytes,
+                path: path.to_string(),
+            });
+        }
+        let digest = Digest::of(&bytes);
+        self.files.push(BundleFile {
+            path,
+            bytes: bytes.into(),
+            digest,
+            executable,
+        });
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Bundle, BundleError> {
+        Bundle::from_files(self.files, self.limits)
+    }
+}
+
+impl Bundle {
+    /// Build a bundle from files already in memory (paths are checked, limits applied).
+    pub fn from_files(
+        mut files: Vec<BundleFile>,
+        limits: &BundleLimits,
+    ) -> Result<Bundle, BundleError> {
+        if files.len() > limits.max_files {
+            return Err(BundleError::TooManyFiles {
+                limit: limits.max_files,
+            });
+        }
+        let mut total = 0u64;
+        let mut seen: HashMap<String, usize> = HashMap::with_capacity(files.len());
+        for (i, f) in files.iter().enumerate() {
+            let depth = f.path.depth();
+            if depth > limits.max_depth {
+                return Err(BundleError::TooDeep {
+                    path: f.path.to_string(),
+                    depth,
+                    limit: limits.max_depth,
+                });
+            }
+            total += f.bytes.len() as u64;
+            if total > limits.max_total_bytes {
+                return Err(BundleError::TooLarge {
+                    limit: limits.max_total_bytes,
+                    path: f.path.to_string(),
+                });
+            }
+            if let Some(j) = seen.insert(f.path.fold_key(), i) {
+                let (a, b) = (files[j].path.to_string(), f.path.to_string());
+                return Err(BundleError::CaseCollision { a, b });
+            }
+            // A file and a folder of the same name cannot both exist on disk.
+            let mut prefix = String::new();
+            for seg in f.path.as_str().split('/').take(depth - 1) {
+                if !prefix.is_empty() {
+                    prefix.push('/');
+                }
+                prefix.push_str(seg);
+                if let Some(&j) = seen.get(&prefix.to_lowercase()) {
+                    return Err(BundleError::CaseCollision {
+                        a: files[j].path.to_string(),
+                        b: f.path.to_string(),
+                    });
+                }
+            }
+        }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        for w in files.windows(2) {
+            let folder = format!("{}/", w[0].path.as_str().to_lowercase());
+            if w[1].path.as_str().to_lowercase().starts_with(&folder) {
+                return Err(BundleError::CaseCollision {
+                    a: w[0].path.to_string(),
+                    b: w[1].path.to_string(),
+                });
+            }
+        }
+        if !files
+            .iter()
+            .any(|f| matches!(f.path.as_str(), "SKILL.md" | "skill.md"))
+        {
+            return Err(BundleError::NoSkillMd);
+        }
+        let digest = bundle_digest(&files);
+        Ok(Bundle {
+            files,
+            digest,
+            total_bytes: total,
+        })
+    }
+
+    /// Build a bundle from `(path, bytes)` pairs, checking every path.
+    pub fn from_pairs<I, P>(pairs: I, limits: &BundleLimits) -> Result<Bundle, BundleError>
+    where
+        I: IntoIterator<Item = (P, Vec<u8>)>,
+        P: AsRef<str>,
+    {
+        let mut b = Builder::new(limits);
+        for (p, bytes) in pairs {
+            let path = BundlePath::parse(p.as_ref())?;
+            b.add(path, bytes, false)?;
+        }
+        b.finish()
+    }
+
+    /// A one-file skill: just its SKILL.md.
+    pub fn single(skill_md: impl Into<Vec<u8>>) -> Result<Bundle, BundleError> {
+        Bundle::from_pairs([("SKILL.md", skill_md.into())], &BundleLimits::default())
+    }
+
+    /// Load a skill folder from disk. Links are followed only while they stay inside the folder;
+    /// `.git` folders are skipped.
+    pub fn from_dir(dir: &Path, limits: &BundleLimits) -> Result<Bundle, BundleError> {
+        let root = dir.canonicalize().map_err(|source| BundleError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let mut b = Builder::new(limits);
+        walk(&root, &root, "", 0, &mut b)?;
+        b.finish()
+    }
+
+    /// Load a skill from zip bytes. If the archive holds a single top-level folder containing
+    /// SKILL.md, that folder is the skill's root.
+    pub fn from_zip(bytes: &[u8], limits: &BundleLimits) -> Result<Bundle, BundleError> {
+        let entries = read_zip(std::io::Cursor::new(bytes), limits)?;
+        let has_root_skill = entries
+            .iter()
+            .any(|(p, _, _)| matches!(p.as_str(), "SKILL.md" | "skill.md"));
+        let strip = if has_root_skill {
+            None
+        } else {
+            let first = entries
+                .first()
+                .and_then(|(p, _, _)| p.as_str().split_once('/').map(|(top, _)| top.to_owned()));
+            first.filter(|top| {
+                entries
+                    .iter()
+                    .all(|(p, _, _)| p.as_str().starts_with(&format!("{top}/")))
+            })
+        };
+        let mut b = Builder::new(limits);
+        for (path, data, exec) in entries {
+            let path = match &strip {
+                Some(top) => BundlePath::parse(&path.as_str()[top.len() + 1..])?,
+                None => path,
+            };
+            b.add(path, data, exec)?;
+        }
+        b.finish()
+    }
+
+    /// The files, sorted by path.
+    pub fn files(&self) -> &[BundleFile] {
+        &self.files
+    }
+
+    /// The file at `path`.
+    pub fn get(&self, path: &str) -> Option<&BundleFile> {
+        self.files
+            .binary_search_by(|f| f.path.as_str().cmp(path))
+            .ok()
+            .map(|i| &self.files[i])
+    }
+
+    /// The skill's SKILL.md (preferring `SKILL.md` over `skill.md`).
+    pub fn skill_md(&self) -> &BundleFile {
+        self.get("SKILL.md")
+            .or_else(|| self.get("skill.md"))
+            .expect("a bundle always has a SKILL.md")
+    }
+
+    /// The digest of the whole bundle: SHA-256 over, for each file in path order, the path's
+    /// length (u64 big-endian), the path bytes and the file's 32-byte digest.
+    pub fn digest(&self) -> Digest {
+        self.digest
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    /// Write the bundle as a zip archive (Deflate), paths under `root/` when given.
+    pub fn to_zip<W: Write + Seek>(&self, w: W, root: Option<&str>) -> Result<W, BundleError> {
+        let zerr = |e: zip::result::ZipError| BundleError::Zip(e.to_string());
+        let mut z = zip::ZipWriter::new(w);
+        for f in &self.files {
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated)
+                .unix_permissions(if f.executable { 0o755 } else { 0o644 });
+            let name = match root {
+                Some(r) => format!("{r}/{}", f.path),
+                None => f.path.to_string(),
+            };
+            z.start_file(name, opts).map_err(zerr)?;
+            z.write_all(&f.bytes).map_err(|source| BundleError::Io {
+                path: f.path.to_string(),
+                source,
+            })?;
+        }
+        z.finish().map_err(zerr)
+    }
+
+    /// Write the files under `dir` (created if missing). Paths were checked at load time.
+    pub fn write_to_dir(&self, dir: &Path) -> Result<(), BundleError> {
+        for f in &self.files {
+            let target = dir.join(f.path.as_str());
+            let io = |source| BundleError::Io {
+                path: f.path.to_string(),
+                source,
+            };
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(io)?;
+            }
+            fs::write(&target, &f.bytes).map_err(io)?;
+            #[cfg(unix)]
+            if f.executable {
+                use std::os::unix::fs::PermissionsExt;
+                fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).map_err(io)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn bundle_digest(files: &[BundleFile]) -> Digest {
+    let mut h = Sha256::new();
+    for f in files {
+        h.update((f.path.as_str().len() as u64).to_be_bytes());
+        h.update(f.path.as_str().as_bytes());
+        h.update(f.digest.0);
+    }
+    Digest(h.finalize().into())
+}
+
+fn walk(
+    root: &Path,
+    dir: &Path,
+    prefix: &str,
+    depth: usize,
+    b: &mut Builder<'_>,
+) -> Result<(), BundleError> {
+    let io = |path: &str, source| BundleError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .map_err(|e| io(prefix, e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| io(prefix, e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        let name = name.to_str().ok_or_else(|| BundleError::UnsafePath {
+            path: format!("{prefix}{}", name.to_string_lossy()),
+            reason: "file names must be valid UTF-8",
+        })?;
+        if name == ".git" {
+            continue;
+        }
+        let rel = format!("{prefix}{name}");
+        let path = BundlePath::parse(&rel)?;
+        if path.depth() > b.limits.max_depth {
+            return Err(BundleError::TooDeep {
+                path: rel,
+                depth: path.depth(),
+                limit: b.limits.max_depth,
+            });
+        }
+        let full = entry.path();
+        let mut meta = fs::symlink_metadata(&full).map_err(|e| io(&rel, e))?;
+        if meta.file_type().is_symlink() {
+            let target = full
+                .canonicalize()
+                .map_err(|_| BundleError::LinkEscapes { path: rel.clone() })?;
+            if !target.starts_with(root) {
+                return Err(BundleError::LinkEscapes { path: rel });
+            }
+            meta = fs::metadata(&target).map_err(|e| io(&rel, e))?;
+        }
+        if meta.is_dir() {
+            walk(root, &full, &format!("{rel}/"), depth + 1, b)?;
+        } else if meta.is_file() {
+            b.check_path(&path)?;
+            if meta.len() > b.remaining() {
+                return Err(BundleError::TooLarge {
+                    limit: b.limits.max_total_bytes,
+                    path: rel,
+                });
+            }
+            let f = fs::File::open(&full).map_err(|e| io(&rel, e))?;
+            let mut bytes = Vec::with_capacity(meta.len() as usize);
+            f.take(b.remaining() + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| io(&rel, e))?;
+            b.add(path, bytes, is_executable(&meta))?;
+        } else {
+            return Err(BundleError::SpecialFile { path: rel });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn is_executable(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_: &fs::Metadata) -> bool {
+    false
+}
+
+/// Read and check every file entry of a zip archive in memory: `(path, bytes, executable)`,
+/// in archive order. Directories are skipped; links, encrypted entries, unsafe names, lying sizes
+/// and extreme compression ratios reject the whole archive.
+pub fn read_zip<R: Read + Seek>(
+    reader: R,
+    limits: &BundleLimits,
+) -> Result<Vec<(BundlePath, Vec<u8>, bool)>, BundleError> {
+    let mut archive = zip::ZipArchive::new(reader).map_err(|e| BundleError::Zip(e.to_string()))?;
+    // Directory entries are not files, but an archive with far more entries than allowed files
+    // is refused before reading anything.
+    if archive.len()
+        > limits
+            .max_files
+            .saturating_mul(4)
+            .max(limits.max_files + 64)
+    {
+        return Err(BundleError::TooManyFiles {
+            limit: limits.max_files,
+        });
+    }
+    let mut out: Vec<(BundlePath, Vec<u8>, bool)> = Vec::new();
+    let mut total = 0u64;
+    for i in 0..archive.len() {
+        let mut f = archive
+            .by_index(i)
+            .map_err(|e| BundleError::Zip(e.to_string()))?;
+        let raw_name = String::from_utf8_lossy(f.name_raw()).into_owned();
+        if f.encrypted() {
+            return Err(BundleError::Encrypted { path: raw_name });
+        }
+        if f.is_symlink() {
+            return Err(BundleError::ZipLink { path: raw_name });
+        }
+        if f.is_dir() {
+            let trimmed = raw_name.trim_end_matches('/');
+            if !trimmed.is_empty() {
+                BundlePath::parse(trimmed)?;
+            }
+            continue;
+        }
+        if std::str::from_utf8(f.name_raw()).is_err() {
+            return Err(BundleError::UnsafePath {
+                path: raw_name,
+                reason: "entry names must be valid UTF-8",
+            });
+        }
+        let path = BundlePath::parse(&raw_name)?;
+        if f.enclosed_name().is_none() {
+            return Err(BundleError::UnsafePath {
+                path: raw_name,
+                reason: "the name leaves the archive root",
+            });
+        }
+        if out.len() >= limits.max_files {
+            return Err(BundleError::TooManyFiles {
+                limit: limits.max_files,
+            });
+        }
+        if path.depth() > limits.max_depth {
+            return Err(BundleError::TooDeep {
+                path: raw_name,
+                depth: path.depth(),
+                limit: limits.max_depth,
+            });
+        }
+        let declared = f.size();
+        let compressed = f.compressed_size().max(1);
+        let ratio = declared / compressed;
+        if ratio > limits.max_compression_ratio {
+            return Err(BundleError::CompressionRatio {
+                path: raw_name,
+                ratio,
+                limit: limits.max_compression_ratio,
+            });
+        }
+        let remaining = limits.max_total_bytes.saturating_sub(total);
+        if declared > remaining {
+            return Err(BundleError::TooLarge {
+                limit: limits.max_total_bytes,
+                path: raw_name,
+            });
+        }
+        let mut data = Vec::with_capacity(declared as usize);
+        let read = (&mut f)
+            .take(declared + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| BundleError::Zip(format!("entry '{raw_name}': {e}")))?;
+        if read as u64 > declared {
+            return Err(BundleError::SizeMismatch {
+                path: raw_name,
+                declared,
+            });
+        }
+        total += read as u64;
+        let exec = f.unix_mode().is_some_and(|m| m & 0o111 != 0);
+        out.push((path, data, exec));
+    }
+    Ok(out)
+}
+
+/// Turn an OS path relative to a skill folder into a bundle path (for callers walking folders).
+pub fn relative_bundle_path(rel: &Path) -> Result<BundlePath, BundleError> {
+    let mut parts = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(s) => {
+                parts.push(s.to_str().ok_or_else(|| BundleError::UnsafePath {
+                    path: rel.display().to_string(),
+                    reason: "file names must be valid UTF-8",
+                })?)
+            }
+            Component::CurDir => {}
+            _ => {
+                return Err(BundleError::UnsafePath {
+                    path: rel.display().to_string(),
+                    reason: "absolute or `..` paths are not allowed",
+                });
+            }
+        }
+    }
+    BundlePath::parse(&parts.join("/"))
+}

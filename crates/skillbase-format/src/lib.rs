@@ -1,0 +1,33 @@
+//! The Agent Skills format, as Skillbase reads it.
+//!
+//! - [`frontmatter`] splits SKILL.md on its delimiter lines and parses the YAML with hard limits
+//!   ([`yaml`]), keeping every scalar's source text.
+//! - [`validate`] checks a skill in the `Spec` profile (the reference validator's rules and
+//!   messages) or the `Skillbase` profile (plus `triggers`, `companions`, `inputs`,
+//!   `capabilities`, `cost`).
+//! - [`prompt`] renders `read-properties` and the `<available_skills>` block byte for byte like
+//!   the reference.
+//! - [`bundle`] holds a skill folder as content-addressed files, rejecting unsafe paths, links
+//!   and zip bombs whole.
+//!
+//! This crate is pure: no network, no database, no global state.
+
+pub mod bundle;
+pub mod digest;
+pub mod discover;
+pub mod frontmatter;
+pub mod meta;
+pub mod name;
+pub mod prompt;
+pub mod skill_dir;
+pub mod text;
+pub mod validate;
+pub mod yaml;
+
+pub use bundle::{Bundle, BundleError, BundleFile, BundleLimits, BundlePath};
+pub use digest::Digest;
+pub use frontmatter::{FrontmatterError, SkillMd};
+pub use meta::{Capabilities, Cost, SkillMeta};
+pub use name::{NameError, SkillName};
+pub use validate::{Diagnostic, Profile, Report, Severity, ValidateOptions};
+pub use yaml::YamlLimits;

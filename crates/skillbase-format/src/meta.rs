@@ -1,0 +1,194 @@
+//! The typed view of a skill's frontmatter: the six Agent Skills keys plus Skillbase's optional
+//! `triggers`, `companions`, `inputs`, `capabilities` and `cost`.
+//!
+//! [`SkillMeta::from_md`] is lenient (it never fails on an optional key; validation reports those
+//! problems), so a runtime can load whatever the validator let through.
+
+use crate::frontmatter::SkillMd;
+use crate::name::SkillName;
+use crate::yaml::Node;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// The six keys the Agent Skills specification allows.
+pub const SPEC_KEYS: [&str; 6] = [
+    "allowed-tools",
+    "compatibility",
+    "description",
+    "license",
+    "metadata",
+    "name",
+];
+
+/// Skillbase's optional keys (ignored by other tools).
+pub const SKILLBASE_KEYS: [&str; 5] = ["triggers", "companions", "inputs", "capabilities", "cost"];
+
+/// Longest description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 1024;
+/// Longest compatibility note, in characters.
+pub const MAX_COMPATIBILITY_CHARS: usize = 500;
+/// Longest trigger phrase, in characters.
+pub const MAX_TRIGGER_CHARS: usize = 200;
+/// Most triggers one skill may declare.
+pub const MAX_TRIGGERS: usize = 64;
+
+/// A latency class: how long a call or a skill may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cost {
+    #[default]
+    Immediate,
+    Seconds,
+    TensOfSeconds,
+}
+
+impl Cost {
+    pub const ALL: [Cost; 3] = [Cost::Immediate, Cost::Seconds, Cost::TensOfSeconds];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cost::Immediate => "immediate",
+            Cost::Seconds => "seconds",
+            Cost::TensOfSeconds => "tens_of_seconds",
+        }
+    }
+}
+
+impl fmt::Display for Cost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Cost {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "immediate" => Ok(Cost::Immediate),
+            "seconds" => Ok(Cost::Seconds),
+            "tens_of_seconds" => Ok(Cost::TensOfSeconds),
+            other => Err(format!(
+                "unknown cost class '{other}': use immediate, seconds or tens_of_seconds"
+            )),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Cost {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a skill declares it will use. A request, never a grant: the runtime intersects it with
+/// the agent's current grants on every call.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Capabilities {
+    /// Tool classes (`web_fetch`, `notes`, ...).
+    pub tools: Vec<String>,
+    /// Vault entry names (never values).
+    pub vault: Vec<String>,
+    /// Destination hosts, `host` or `host:port`.
+    pub hosts: Vec<String>,
+}
+
+impl Capabilities {
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.vault.is_empty() && self.hosts.is_empty()
+    }
+}
+
+/// The frontmatter of a skill, typed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkillMeta {
+    pub name: String,
+    pub description: String,
+    pub license: Option<String>,
+    pub compatibility: Option<String>,
+    pub allowed_tools: Option<String>,
+    pub metadata: Vec<(String, String)>,
+    pub triggers: Vec<String>,
+    pub companions: Vec<SkillName>,
+    /// The JSON Schema of the skill's arguments, typed (numbers are numbers).
+    pub inputs: Option<serde_json::Value>,
+    pub capabilities: Capabilities,
+    pub cost: Cost,
+}
+
+impl SkillMeta {
+    /// The typed view of a parsed SKILL.md; `None` when `name` or `description` is missing.
+    pub fn from_md(md: &SkillMd) -> Option<SkillMeta> {
+        let name = crate::name::normalize(md.name()?);
+        let description = md.description()?.to_owned();
+        let opt = |k: &str| md.get(k).and_then(Node::as_str).map(str::to_owned);
+        let metadata = md
+            .get("metadata")
+            .and_then(Node::as_map)
+            .map(|m| {
+                m.entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.python_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(SkillMeta {
+            name,
+            description,
+            license: opt("license"),
+            compatibility: opt("compatibility"),
+            allowed_tools: opt("allowed-tools"),
+            metadata,
+            triggers: string_list(md.get("triggers"))
+                .into_iter()
+                .filter(|t| !t.trim().is_empty())
+                .collect(),
+            companions: string_list(md.get("companions"))
+                .iter()
+                .filter_map(|c| SkillName::parse(c).ok())
+                .collect(),
+            inputs: md.get("inputs").map(Node::to_typed_json),
+            capabilities: capabilities(md.get("capabilities")),
+            cost: md
+                .get("cost")
+                .and_then(Node::as_str)
+                .and_then(|c| c.trim().parse().ok())
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// A list of strings, or a single string taken as a one-item list.
+pub(crate) fn string_list(node: Option<&Node>) -> Vec<String> {
+    match node {
+        Some(Node::Seq { items, .. }) => items
+            .iter()
+            .filter_map(Node::as_str)
+            .map(str::to_owned)
+            .collect(),
+        Some(Node::Scalar { text, .. }) if !text.trim().is_empty() => vec![text.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn capabilities(node: Option<&Node>) -> Capabilities {
+    let Some(map) = node.and_then(Node::as_map) else {
+        return Capabilities::default();
+    };
+    let trimmed = |k: &str| -> Vec<String> {
+        string_list(map.get(k))
+            .iter()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    Capabilities {
+        tools: trimmed("tools"),
+        vault: trimmed("vault"),
+        hosts: trimmed("hosts")
+            .into_iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect(),
+    }
+}

@@ -1,0 +1,196 @@
+//! Skill names, checked exactly as the Agent Skills reference validator checks them.
+
+use std::fmt;
+use unicode_general_category::{GeneralCategory, get_general_category};
+use unicode_normalization::UnicodeNormalization;
+
+/// Longest name, in characters after NFKC.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// A valid skill name: 1–64 characters after trimming and NFKC, lowercase, letters (any script),
+/// digits and single hyphens, not starting or ending with a hyphen.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct SkillName(String);
+
+/// One problem with a name. Messages match the reference validator's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("Field 'name' must be a non-empty string")]
+    Empty,
+    #[error("Skill name '{0}' exceeds {MAX_NAME_CHARS} character limit ({1} chars)")]
+    TooLong(String, usize),
+    #[error("Skill name '{0}' must be lowercase")]
+    NotLowercase(String),
+    #[error("Skill name cannot start or end with a hyphen")]
+    EdgeHyphen,
+    #[error("Skill name cannot contain consecutive hyphens")]
+    ConsecutiveHyphens,
+    #[error(
+        "Skill name '{0}' contains invalid characters. Only letters, digits, and hyphens are allowed."
+    )]
+    InvalidCharacters(String),
+}
+
+impl NameError {
+    /// What to do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            NameError::Empty => "give the skill a name such as `pdf-processing`",
+            NameError::TooLong(..) => "shorten the name to 64 characters or fewer",
+            NameError::NotLowercase(_) => "use lowercase letters only",
+            NameError::EdgeHyphen => "remove the leading or trailing hyphen",
+            NameError::ConsecutiveHyphens => "use single hyphens between words",
+            NameError::InvalidCharacters(_) => {
+                "use only letters, digits and hyphens (no spaces, dots or underscores)"
+            }
+        }
+    }
+}
+
+/// The name as the reference compares it: trimmed, then NFKC-normalised.
+pub fn normalize(raw: &str) -> String {
+    raw.trim().nfkc().collect()
+}
+
+/// Python's `str.isalnum()` for one character: a letter (L*) or a number (N*). Combining marks
+/// are not, which is why `हिंदी` is refused (Rust's `char::is_alphanumeric` would accept it).
+pub fn is_python_alnum(c: char) -> bool {
+    use GeneralCategory::*;
+    matches!(
+        get_general_category(c),
+        UppercaseLetter
+            | LowercaseLetter
+            | TitlecaseLetter
+            | ModifierLetter
+            | OtherLetter
+            | DecimalNumber
+            | LetterNumber
+            | OtherNumber
+    )
+}
+
+/// Every problem with a raw name, in the reference's order (empty list = valid).
+pub fn check(raw: &str) -> (String, Vec<NameError>) {
+    if raw.trim().is_empty() {
+        return (String::new(), vec![NameError::Empty]);
+    }
+    let n = normalize(raw);
+    let mut errors = Vec::new();
+    let len = n.chars().count();
+    if len > MAX_NAME_CHARS {
+        errors.push(NameError::TooLong(n.clone(), len));
+    }
+    if n != n.to_lowercase() {
+        errors.push(NameError::NotLowercase(n.clone()));
+    }
+    if n.starts_with('-') || n.ends_with('-') {
+        errors.push(NameError::EdgeHyphen);
+    }
+    if n.contains("--") {
+        errors.push(NameError::ConsecutiveHyphens);
+    }
+    if !n.chars().all(|c| c == '-' || is_python_alnum(c)) {
+        errors.push(NameError::InvalidCharacters(n.clone()));
+    }
+    (n, errors)
+}
+
+impl SkillName {
+    /// Parse a name, returning the first problem if it is invalid.
+    pub fn parse(raw: &str) -> Result<SkillName, NameError> {
+        let (n, errors) = check(raw);
+        match errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(SkillName(n)),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SkillName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for SkillName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for SkillName {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SkillName::parse(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SkillName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        SkillName::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_names() {
+        for n in [
+            "pdf-processing",
+            "a",
+            "123",
+            "技能",
+            "мой-навык",
+            "café",
+            "٣٤٥",
+        ] {
+            assert!(SkillName::parse(n).is_ok(), "{n}");
+        }
+        assert_eq!(SkillName::parse("  x  ").unwrap().as_str(), "x");
+        // NFD input is normalised.
+        assert_eq!(SkillName::parse("cafe\u{301}").unwrap().as_str(), "café");
+    }
+
+    #[test]
+    fn invalid_names_in_reference_order() {
+        let (_, e) = check("-Bad--Name_");
+        assert_eq!(
+            e,
+            vec![
+                NameError::NotLowercase("-Bad--Name_".into()),
+                NameError::EdgeHyphen,
+                NameError::ConsecutiveHyphens,
+                NameError::InvalidCharacters("-Bad--Name_".into()),
+            ]
+        );
+        assert_eq!(check("").1, vec![NameError::Empty]);
+        assert_eq!(check("   ").1, vec![NameError::Empty]);
+        assert!(matches!(
+            check(&"a".repeat(65)).1[0],
+            NameError::TooLong(_, 65)
+        ));
+        assert!(check(&"a".repeat(64)).1.is_empty());
+        assert!(matches!(
+            check("हिंदी").1[0],
+            NameError::InvalidCharacters(_)
+        ));
+        assert!(matches!(check("НАВЫК").1[0], NameError::NotLowercase(_)));
+        assert!(matches!(
+            check("my skill").1[0],
+            NameError::InvalidCharacters(_)
+        ));
+    }
+
+    #[test]
+    fn fullwidth_is_nfkc_folded() {
+        assert_eq!(SkillName::parse("ｓｋｉｌｌ").unwrap().as_str(), "skill");
+    }
+}

@@ -1,0 +1,103 @@
+//! Finding and reading a skill folder's SKILL.md on disk.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Largest SKILL.md read by default (1 MiB); the specification recommends under 500 lines.
+pub const DEFAULT_MAX_SKILL_MD_BYTES: u64 = 1024 * 1024;
+
+/// Why SKILL.md could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("Path does not exist: {0}")]
+    NotFound(String),
+    #[error("Not a directory: {0}")]
+    NotADirectory(String),
+    #[error("Missing required file: SKILL.md")]
+    MissingSkillMd,
+    #[error(
+        "{file} is {size} bytes, over the {limit}-byte limit; move detail into references/ files"
+    )]
+    TooLarge { file: String, size: u64, limit: u64 },
+    #[error("{file} is not valid UTF-8 (invalid byte at offset {offset}); save it as UTF-8 text")]
+    NotUtf8 { file: String, offset: usize },
+    #[error("cannot read {file}: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The SKILL.md of a skill folder: `SKILL.md` if present, else `skill.md`.
+pub fn find_skill_md(dir: &Path) -> Option<PathBuf> {
+    ["SKILL.md", "skill.md"]
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
+}
+
+/// Whether a path names a SKILL.md file (any case), so the skill folder is its parent.
+pub fn is_skill_md_path(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.eq_ignore_ascii_case("skill.md"))
+}
+
+/// Read a skill folder's SKILL.md text, checking the folder, size and encoding.
+pub fn read_skill_md(dir: &Path, max_bytes: u64) -> Result<(PathBuf, String), ReadError> {
+    let shown = dir.display().to_string();
+    let meta = match fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ReadError::NotFound(shown));
+        }
+        Err(source) => {
+            return Err(ReadError::Io {
+                file: shown,
+                source,
+            });
+        }
+    };
+    if !meta.is_dir() {
+        return Err(ReadError::NotADirectory(shown));
+    }
+    let path = find_skill_md(dir).ok_or(ReadError::MissingSkillMd)?;
+    let text = read_text_file(&path, max_bytes)?;
+    Ok((path, text))
+}
+
+/// Read a UTF-8 text file of at most `max_bytes`, never reading past the limit.
+pub fn read_text_file(path: &Path, max_bytes: u64) -> Result<String, ReadError> {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let io = |source| ReadError::Io {
+        file: file_name.clone(),
+        source,
+    };
+    let f = fs::File::open(path).map_err(io)?;
+    let size = f.metadata().map_err(io)?.len();
+    if size > max_bytes {
+        return Err(ReadError::TooLarge {
+            file: file_name,
+            size,
+            limit: max_bytes,
+        });
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    f.take(max_bytes + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(ReadError::TooLarge {
+            file: file_name,
+            size: bytes.len() as u64,
+            limit: max_bytes,
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8 {
+        file: file_name,
+        offset: e.utf8_error().valid_up_to(),
+    })
+}

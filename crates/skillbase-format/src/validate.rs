@@ -1,0 +1,913 @@
+//! Validation of a skill in two profiles.
+//!
+//! [`Profile::Spec`] applies exactly the Agent Skills rules as the reference validator applies
+//! them, with its messages. [`Profile::Skillbase`] (the default) adds Skillbase's optional keys,
+//! checked for type and sense, and turns unknown keys into warnings.
+
+use crate::frontmatter::{FrontmatterError, SkillMd};
+use crate::meta::{
+    MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_TRIGGER_CHARS, MAX_TRIGGERS,
+    SKILLBASE_KEYS, SPEC_KEYS,
+};
+use crate::name::{self, NameError};
+use crate::skill_dir::{self, ReadError};
+use crate::yaml::{Node, YamlLimits};
+use serde::Serialize;
+use std::path::Path;
+use unicode_normalization::UnicodeNormalization;
+
+/// Which rules apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// The Agent Skills specification, as the reference validator reads it.
+    Spec,
+    /// The specification plus Skillbase's keys (the default).
+    #[default]
+    Skillbase,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// One finding: which file and field, what is wrong, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// The file, relative to the skill folder (`SKILL.md`), or empty for the folder itself.
+    pub file: String,
+    /// The frontmatter field concerned, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// 1-based line in the file, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// What is wrong (for spec rules, the reference validator's exact text).
+    pub message: String,
+    /// What to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// Options for [`validate_dir`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValidateOptions {
+    pub profile: Profile,
+    pub yaml: YamlLimits,
+    pub max_skill_md_bytes: u64,
+}
+
+impl Default for ValidateOptions {
+    fn default() -> Self {
+        ValidateOptions {
+            profile: Profile::Skillbase,
+            yaml: YamlLimits::default(),
+            max_skill_md_bytes: skill_dir::DEFAULT_MAX_SKILL_MD_BYTES,
+        }
+    }
+}
+
+/// The verdict on one skill folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// The skill name (normalised), when one could be read.
+    pub name: Option<String>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Report {
+    pub fn is_valid(&self) -> bool {
+        !self
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+    }
+
+    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+    }
+}
+
+/// Validate a skill folder on disk.
+pub fn validate_dir(dir: &Path, opts: &ValidateOptions) -> Report {
+    let (path, text) = match skill_dir::read_skill_md(dir, opts.max_skill_md_bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            let (file, hint) = match &e {
+                ReadError::MissingSkillMd => (
+                    String::new(),
+                    Some("add a SKILL.md with `name` and `description` frontmatter".to_owned()),
+                ),
+                ReadError::TooLarge { file, .. } | ReadError::NotUtf8 { file, .. } => {
+                    (file.clone(), None)
+                }
+                _ => (String::new(), None),
+            };
+            return Report {
+                name: None,
+                diagnostics: vec![Diagnostic {
+                    severity: Severity::Error,
+                    file,
+                    field: None,
+                    line: None,
+                    message: e.to_string(),
+                    hint,
+                }],
+            };
+        }
+    };
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "SKILL.md".into());
+    let dir_name = dir_basename(dir);
+    validate_text(&text, &file, dir_name.as_deref(), opts)
+}
+
+/// The folder's own name, as Python's `Path.name` gives it (resolving `.` and trailing slashes).
+fn dir_basename(dir: &Path) -> Option<String> {
+    match dir.file_name() {
+        Some(n) => Some(n.to_string_lossy().into_owned()),
+        None => dir
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())),
+    }
+}
+
+/// Validate SKILL.md text. `dir_name` is the skill folder's name, compared with `name`.
+pub fn validate_text(
+    text: &str,
+    file: &str,
+    dir_name: Option<&str>,
+    opts: &ValidateOptions,
+) -> Report {
+    let mut out = Diagnostics {
+        file,
+        list: Vec::new(),
+        yaml_first_line: 2,
+    };
+    let md = match SkillMd::parse(text, &opts.yaml) {
+        Ok(md) => md,
+        Err(e) => {
+            let line = match &e {
+                FrontmatterError::Yaml(y) => yaml_error_line(y).map(|l| l + 1),
+                _ => None,
+            };
+            out.push(Severity::Error, None, line, e.to_string(), Some(e.hint()));
+            return Report {
+                name: None,
+                diagnostics: out.list,
+            };
+        }
+    };
+    out.yaml_first_line = md.yaml_first_line;
+    if opts.profile == Profile::Spec {
+        // strictyaml, which the reference uses, refuses flow collections and tabs.
+        let strict = if md.frontmatter.uses_flow() {
+            Some((
+                "Invalid YAML in frontmatter: flow style (`[a, b]` or `{a: b}`) is not allowed by strict YAML",
+                "write lists as `- item` lines and mappings as `key: value` lines",
+            ))
+        } else if md.yaml_has_tab {
+            Some((
+                "Invalid YAML in frontmatter: tab characters are not allowed by strict YAML",
+                "replace tabs in the frontmatter with spaces",
+            ))
+        } else {
+            None
+        };
+        if let Some((message, hint)) = strict {
+            out.push(Severity::Error, None, None, message.into(), Some(hint));
+            return Report {
+                name: None,
+                diagnostics: out.list,
+            };
+        }
+    }
+    let name = validate_metadata(&md, dir_name, opts.profile, &mut out);
+    if opts.profile == Profile::Skillbase {
+        validate_skillbase_keys(&md, name.as_deref(), &mut out);
+        validate_body(text, &md, &mut out);
+    }
+    Report {
+        name,
+        diagnostics: out.list,
+    }
+}
+
+fn yaml_error_line(e: &crate::yaml::YamlError) -> Option<usize> {
+    use crate::yaml::YamlError::*;
+    match e {
+        TooDeep { line, .. }
+        | Anchor { line }
+        | Tag { line }
+        | DuplicateKey { line, .. }
+        | ComplexKey { line }
+        | MultipleDocuments { line }
+        | Syntax { line, .. } => Some(*line),
+        TooLarge { .. } | TooManyNodes { .. } => None,
+    }
+}
+
+struct Diagnostics<'a> {
+    file: &'a str,
+    list: Vec<Diagnostic>,
+    yaml_first_line: usize,
+}
+
+impl Diagnostics<'_> {
+    fn push(
+        &mut self,
+        severity: Severity,
+        field: Option<&str>,
+        line: Option<usize>,
+        message: String,
+        hint: Option<&str>,
+    ) {
+        self.list.push(Diagnostic {
+            severity,
+            file: self.file.to_owned(),
+            field: field.map(str::to_owned),
+            line,
+            message,
+            hint: hint.map(str::to_owned),
+        });
+    }
+
+    /// A finding about a frontmatter key, positioned at the key's line in the file.
+    fn field(
+        &mut self,
+        severity: Severity,
+        md: &SkillMd,
+        field: &str,
+        message: String,
+        hint: &str,
+    ) {
+        let line = md
+            .frontmatter
+            .line_of(field)
+            .map(|l| l + self.yaml_first_line - 1);
+        self.push(severity, Some(field), line, message, Some(hint));
+    }
+}
+
+/// The reference validator's `validate_metadata`, in its order. Returns the normalised name.
+fn validate_metadata(
+    md: &SkillMd,
+    dir_name: Option<&str>,
+    profile: Profile,
+    out: &mut Diagnostics<'_>,
+) -> Option<String> {
+    let fm = &md.frontmatter;
+    let mut extra: Vec<&str> = fm
+        .keys()
+        .filter(|k| !SPEC_KEYS.contains(k))
+        .filter(|k| profile == Profile::Spec || !SKILLBASE_KEYS.contains(k))
+        .collect();
+    extra.sort_unstable();
+    if !extra.is_empty() {
+        match profile {
+            Profile::Spec => out.push(
+                Severity::Error,
+                None,
+                None,
+                format!(
+                    "Unexpected fields in frontmatter: {}. Only ['allowed-tools', 'compatibility', 'description', 'license', 'metadata', 'name'] are allowed.",
+                    extra.join(", ")
+                ),
+                Some("remove these keys, or move them under `metadata:`"),
+            ),
+            Profile::Skillbase => {
+                for k in extra {
+                    if k == "eager" {
+                        out.field(
+                            Severity::Warning,
+                            md,
+                            k,
+                            "`eager` is ignored: eagerness is the agent's setting, not the skill's".into(),
+                            "remove the key and list the skill in the agent's `eager` setting instead",
+                        );
+                    } else {
+                        out.field(
+                            Severity::Warning,
+                            md,
+                            k,
+                            format!("Unknown field '{k}' is kept but not used by Skillbase or the Agent Skills specification"),
+                            "check the spelling, or move it under `metadata:`",
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    let mut normalized = None;
+    match fm.get("name") {
+        None => out.push(
+            Severity::Error,
+            Some("name"),
+            None,
+            "Missing required field in frontmatter: name".into(),
+            Some("add `name: <folder-name>` to the frontmatter"),
+        ),
+        Some(node) => {
+            let raw = node.as_str().filter(|s| !s.trim().is_empty());
+            match raw {
+                None => out.field(
+                    Severity::Error,
+                    md,
+                    "name",
+                    NameError::Empty.to_string(),
+                    NameError::Empty.hint(),
+                ),
+                Some(raw) => {
+                    let (n, errors) = name::check(raw);
+                    for e in errors {
+                        out.field(Severity::Error, md, "name", e.to_string(), e.hint());
+                    }
+                    if let Some(dir) = dir_name {
+                        let dir_n: String = dir.nfkc().collect();
+                        if dir_n != n {
+                            out.field(
+                                Severity::Error,
+                                md,
+                                "name",
+                                format!("Directory name '{dir}' must match skill name '{n}'"),
+                                "rename the folder or change `name` so they are equal",
+                            );
+                        }
+                    }
+                    normalized = Some(n);
+                }
+            }
+        }
+    }
+
+    match fm.get("description") {
+        None => out.push(
+            Severity::Error,
+            Some("description"),
+            None,
+            "Missing required field in frontmatter: description".into(),
+            Some("add `description:` saying what the skill does and when to use it"),
+        ),
+        Some(node) => match node.as_str().filter(|s| !s.trim().is_empty()) {
+            None => out.field(
+                Severity::Error,
+                md,
+                "description",
+                "Field 'description' must be a non-empty string".into(),
+                "say what the skill does and when to use it",
+            ),
+            Some(d) => {
+                let len = d.chars().count();
+                if len > MAX_DESCRIPTION_CHARS {
+                    out.field(
+                        Severity::Error,
+                        md,
+                        "description",
+                        format!("Description exceeds {MAX_DESCRIPTION_CHARS} character limit ({len} chars)"),
+                        "shorten the description; move detail into the body",
+                    );
+                }
+            }
+        },
+    }
+
+    if let Some(node) = fm.get("compatibility") {
+        match node.as_str() {
+            None => out.field(
+                Severity::Error,
+                md,
+                "compatibility",
+                "Field 'compatibility' must be a string".into(),
+                "write compatibility as one line of text",
+            ),
+            Some(c) => {
+                let len = c.chars().count();
+                if len > MAX_COMPATIBILITY_CHARS {
+                    out.field(
+                        Severity::Error,
+                        md,
+                        "compatibility",
+                        format!("Compatibility exceeds {MAX_COMPATIBILITY_CHARS} character limit ({len} chars)"),
+                        "shorten it to the essential requirements",
+                    );
+                }
+            }
+        }
+    }
+
+    if profile == Profile::Skillbase {
+        // The reference does not type-check these; the specification does, so we warn.
+        for key in ["license", "allowed-tools"] {
+            if let Some(node) = fm.get(key)
+                && node.as_str().is_none()
+            {
+                out.field(
+                    Severity::Warning,
+                    md,
+                    key,
+                    format!("Field '{key}' should be a string, not {}", node.kind()),
+                    if key == "allowed-tools" {
+                        "write the tools space-separated on one line: `allowed-tools: Bash(git:*) Read`"
+                    } else {
+                        "write the license as one line of text"
+                    },
+                );
+            }
+        }
+        if let Some(node) = fm.get("metadata") {
+            let ok = node.as_map().is_some_and(|m| {
+                m.entries
+                    .iter()
+                    .all(|(_, v)| matches!(v, Node::Scalar { .. }))
+            });
+            if !ok {
+                out.field(
+                    Severity::Warning,
+                    md,
+                    "metadata",
+                    "Field 'metadata' should map string keys to string values".into(),
+                    "use `key: value` lines under `metadata:`, one level deep",
+                );
+            }
+        }
+    }
+    normalized
+}
+
+fn validate_skillbase_keys(md: &SkillMd, name: Option<&str>, out: &mut Diagnostics<'_>) {
+    use Severity::*;
+    if let Some(node) = md.get("triggers") {
+        match string_items(node) {
+            None => out.field(
+                Error,
+                md,
+                "triggers",
+                format!(
+                    "Field 'triggers' must be a list of phrases, not {}",
+                    node.kind()
+                ),
+                "write `triggers: [refund, money back]` or one `- phrase` per line",
+            ),
+            Some(items) => {
+                if items.len() > MAX_TRIGGERS {
+                    out.field(
+                        Error,
+                        md,
+                        "triggers",
+                        format!("Too many triggers ({}); at most {MAX_TRIGGERS}", items.len()),
+                        "keep the phrases that must fire deterministically; the description covers the rest",
+                    );
+                }
+                let mut seen = Vec::new();
+                for t in items {
+                    let t = t.trim();
+                    if t.is_empty() {
+                        out.field(
+                            Error,
+                            md,
+                            "triggers",
+                            "A trigger must not be empty".into(),
+                            "remove the empty entry",
+                        );
+                    } else if !t.chars().any(|c| c.is_alphanumeric()) {
+                        out.field(
+                            Error,
+                            md,
+                            "triggers",
+                            format!(
+                                "Trigger '{t}' has no letters or digits and can never match a word"
+                            ),
+                            "use a word or phrase the user would type",
+                        );
+                    } else if t.chars().count() > MAX_TRIGGER_CHARS {
+                        out.field(
+                            Error,
+                            md,
+                            "triggers",
+                            format!(
+                                "Trigger exceeds {MAX_TRIGGER_CHARS} character limit ({} chars)",
+                                t.chars().count()
+                            ),
+                            "use a short phrase",
+                        );
+                    } else {
+                        let folded = crate::text::fold(t);
+                        if seen.contains(&folded) {
+                            out.field(
+                                Warning,
+                                md,
+                                "triggers",
+                                format!("Trigger '{t}' repeats another trigger (matching ignores case and accents)"),
+                                "remove the duplicate",
+                            );
+                        } else {
+                            seen.push(folded);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    if let Some(node) = md.get("companions") {
+        match string_items(node) {
+            None => out.field(
+                Error,
+                md,
+                "companions",
+                format!(
+                    "Field 'companions' must be a list of skill names, not {}",
+                    node.kind()
+                ),
+                "write `companions: [refund-policy]`",
+            ),
+            Some(items) => {
+                let mut seen = Vec::new();
+                for c in items {
+                    match name::SkillName::parse(c) {
+                        Err(e) => out.field(
+                            Error,
+                            md,
+                            "companions",
+                            format!("Companion '{}' is not a valid skill name: {e}", c.trim()),
+                            e.hint(),
+                        ),
+                        Ok(n) if Some(n.as_str()) == name => out.field(
+                            Error,
+                            md,
+                            "companions",
+                            format!("Skill '{n}' lists itself as a companion"),
+                            "remove it from `companions`",
+                        ),
+                        Ok(n) if seen.contains(&n) => out.field(
+                            Warning,
+                            md,
+                            "companions",
+                            format!("Companion '{n}' is listed twice"),
+                            "remove the duplicate",
+                        ),
+                        Ok(n) => seen.push(n),
+                    }
+                }
+            }
+        }
+    }
+
+    if let Some(node) = md.get("inputs") {
+        match node {
+            Node::Map(_) => {
+                let schema = node.to_typed_json();
+                if let Some(t) = schema.get("type")
+                    && t != "object"
+                {
+                    out.field(
+                        Error,
+                        md,
+                        "inputs",
+                        format!(
+                            "Field 'inputs' must describe an object (type: object), not type {t}"
+                        ),
+                        "arguments are named: use `type: object` with `properties:`",
+                    );
+                }
+                if let Err(e) = jsonschema::validator_for(&schema) {
+                    out.field(
+                        Error,
+                        md,
+                        "inputs",
+                        format!("Field 'inputs' is not a valid JSON Schema: {e}"),
+                        "fix the schema (draft 2020-12); remote $ref is not fetched",
+                    );
+                }
+            }
+            other => out.field(
+                Error,
+                md,
+                "inputs",
+                format!(
+                    "Field 'inputs' must be a JSON Schema mapping, not {}",
+                    other.kind()
+                ),
+                "write `inputs:` with `type: object` and `properties:` beneath it",
+            ),
+        }
+    }
+
+    if let Some(node) = md.get("capabilities") {
+        validate_capabilities(md, node, out);
+    }
+
+    if let Some(node) = md.get("cost") {
+        match node.as_str().map(str::trim) {
+            Some(c) if c.parse::<crate::meta::Cost>().is_ok() => {}
+            _ => out.field(
+                Error,
+                md,
+                "cost",
+                format!(
+                    "Field 'cost' must be one of immediate, seconds, tens_of_seconds (got {})",
+                    node.as_str()
+                        .map(|s| format!("'{s}'"))
+                        .unwrap_or_else(|| node.kind().into())
+                ),
+                "declare how long the skill's work takes: `cost: seconds`",
+            ),
+        }
+    }
+}
+
+fn validate_capabilities(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
+    use Severity::Error;
+    let Some(map) = node.as_map() else {
+        out.field(
+            Error,
+            md,
+            "capabilities",
+            format!("Field 'capabilities' must be a mapping with tools, vault and hosts, not {}", node.kind()),
+            "write `capabilities:` then `tools: [web_fetch]`, `vault: [API_KEY]`, `hosts: [api.example.com]`",
+        );
+        return;
+    };
+    for (key, value) in &map.entries {
+        let check: fn(&str) -> Option<&'static str> = match key.as_str() {
+            "tools" => check_tool_class,
+            "vault" => check_vault_name,
+            "hosts" => check_host,
+            other => {
+                out.field(
+                    Error,
+                    md,
+                    "capabilities",
+                    format!("Unknown capability kind '{other}'"),
+                    "use only `tools`, `vault` and `hosts`",
+                );
+                continue;
+            }
+        };
+        let Some(items) = string_items(value) else {
+            out.field(
+                Error,
+                md,
+                "capabilities",
+                format!(
+                    "capabilities.{key} must be a list of strings, not {}",
+                    value.kind()
+                ),
+                "write a list: `[a, b]` or `- a` lines",
+            );
+            continue;
+        };
+        for item in items {
+            if let Some(problem) = check(item.trim()) {
+                out.field(
+                    Error,
+                    md,
+                    "capabilities",
+                    format!("capabilities.{key}: '{}' {problem}", item.trim()),
+                    match key.as_str() {
+                        "tools" => "name a tool class such as `web_fetch` or `notes`",
+                        "vault" => "name a vault entry such as `PAYMENTS_API_KEY`; never put a secret value here",
+                        _ => "write a host name, optionally with a port: `api.example.com` or `api.example.com:8443`",
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn check_tool_class(s: &str) -> Option<&'static str> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    (!ok).then_some("is not a tool class (lowercase letters, digits, `_` and `-`)")
+}
+
+fn check_vault_name(s: &str) -> Option<&'static str> {
+    let ok = !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    (!ok).then_some("is not a vault entry name (letters, digits, `_`, `-` and `.`)")
+}
+
+/// A destination host: a DNS name or IP literal, optionally `:port`; `*.` allows subdomains.
+pub fn check_host(s: &str) -> Option<&'static str> {
+    if s.contains("://") || s.contains('/') {
+        return Some("must be a host, not a URL (drop the scheme and path)");
+    }
+    let (host, port) = match s.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') || h.starts_with('[') => (h, Some(p)),
+        _ => (s, None),
+    };
+    if let Some(p) = port
+        && p.parse::<u16>().map_or(true, |p| p == 0)
+    {
+        return Some("has an invalid port");
+    }
+    let host = host.strip_prefix("*.").unwrap_or(host);
+    if host.starts_with('[') && host.ends_with(']') {
+        return host[1..host.len() - 1]
+            .parse::<std::net::Ipv6Addr>()
+            .is_err()
+            .then_some("is not a valid IPv6 literal");
+    }
+    let ok = !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    (!ok).then_some("is not a valid host name")
+}
+
+/// The string items of a list, or a one-item list for a plain string. `None` if anything else.
+fn string_items(node: &Node) -> Option<Vec<&str>> {
+    match node {
+        Node::Seq { items, .. } => items.iter().map(Node::as_str).collect(),
+        _ => None,
+    }
+}
+
+fn validate_body(text: &str, md: &SkillMd, out: &mut Diagnostics<'_>) {
+    if md.body().is_empty() {
+        out.push(
+            Severity::Warning,
+            None,
+            None,
+            "The body is empty: a loaded skill gives the model nothing to follow".into(),
+            Some("write the procedure after the closing `---`"),
+        );
+    }
+    let lines = text.lines().count();
+    if lines > 500 {
+        out.push(
+            Severity::Warning,
+            None,
+            None,
+            format!("SKILL.md has {lines} lines; the specification recommends under 500"),
+            Some("move detail into references/ files and link them from the body"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str, profile: Profile) -> Report {
+        validate_text(
+            text,
+            "SKILL.md",
+            Some("my-skill"),
+            &ValidateOptions {
+                profile,
+                ..ValidateOptions::default()
+            },
+        )
+    }
+
+    fn messages(r: &Report, severity: Severity) -> Vec<String> {
+        r.diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .map(|d| d.message.clone())
+            .collect()
+    }
+
+    const OK: &str = "---\nname: my-skill\ndescription: Does things. Use when asked.\n";
+
+    #[test]
+    fn skillbase_keys_accepted_in_default_profile() {
+        let text = format!(
+            "{OK}triggers: [refund, money back]\ncompanions: [refund-policy]\ncost: seconds\n\
+             inputs:\n  type: object\n  properties:\n    amount:\n      type: integer\n      minimum: 1\n\
+             capabilities:\n  tools: [web_fetch]\n  vault: [PAY_KEY]\n  hosts: [api.example.com, 'h.example.com:8443']\n---\nbody\n"
+        );
+        let r = check(&text, Profile::Skillbase);
+        assert!(r.is_valid(), "{:?}", r.diagnostics);
+        assert_eq!(r.warnings().count(), 0, "{:?}", r.diagnostics);
+        let r = check(&text, Profile::Spec);
+        assert!(!r.is_valid());
+        assert!(messages(&r, Severity::Error)[0].starts_with("Invalid YAML in frontmatter:"));
+    }
+
+    #[test]
+    fn spec_profile_lists_unknown_keys_sorted() {
+        let text = format!("{OK}triggers:\n  - x\ncost: seconds\n---\nbody\n");
+        let r = check(&text, Profile::Spec);
+        assert_eq!(
+            messages(&r, Severity::Error),
+            vec![
+                "Unexpected fields in frontmatter: cost, triggers. Only ['allowed-tools', 'compatibility', 'description', 'license', 'metadata', 'name'] are allowed."
+            ]
+        );
+    }
+
+    #[test]
+    fn eager_and_unknown_keys_warn() {
+        let text = format!("{OK}eager: true\nversion: 2\n---\nbody\n");
+        let r = check(&text, Profile::Skillbase);
+        assert!(r.is_valid());
+        let w = messages(&r, Severity::Warning);
+        assert!(w[0].contains("eagerness is the agent's setting"), "{w:?}");
+        assert!(w[1].contains("Unknown field 'version'"), "{w:?}");
+        let d = &r.diagnostics[0];
+        assert_eq!(d.field.as_deref(), Some("eager"));
+        assert_eq!(d.line, Some(4));
+    }
+
+    #[test]
+    fn bad_skillbase_keys_are_errors() {
+        let cases = [
+            ("triggers: refund\n", "must be a list"),
+            ("triggers: ['!!!']\n", "no letters or digits"),
+            ("triggers: ['']\n", "must not be empty"),
+            ("companions: [my-skill]\n", "lists itself"),
+            ("companions: [Bad_Name]\n", "not a valid skill name"),
+            ("cost: forever\n", "must be one of"),
+            ("inputs: string\n", "must be a JSON Schema mapping"),
+            ("inputs:\n  type: string\n", "must describe an object"),
+            (
+                "inputs:\n  type: object\n  minProperties: many\n",
+                "not a valid JSON Schema",
+            ),
+            ("capabilities: [web_fetch]\n", "must be a mapping"),
+            ("capabilities:\n  money: [x]\n", "Unknown capability kind"),
+            ("capabilities:\n  hosts: ['https://x.com/a']\n", "not a URL"),
+            ("capabilities:\n  hosts: ['x.com:99999']\n", "invalid port"),
+            (
+                "capabilities:\n  vault: ['my secret']\n",
+                "not a vault entry name",
+            ),
+            ("capabilities:\n  tools: [Web Fetch]\n", "not a tool class"),
+        ];
+        for (extra, expect) in cases {
+            let text = format!("{OK}{extra}---\nbody\n");
+            let r = check(&text, Profile::Skillbase);
+            let errs = messages(&r, Severity::Error);
+            assert!(
+                errs.iter().any(|e| e.contains(expect)),
+                "{extra:?}: expected {expect:?} in {errs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn duplicate_triggers_warn_after_folding() {
+        let text = format!("{OK}triggers: [Présente, presente]\n---\nbody\n");
+        let r = check(&text, Profile::Skillbase);
+        assert!(r.is_valid());
+        assert!(messages(&r, Severity::Warning)[0].contains("repeats"));
+    }
+
+    #[test]
+    fn diagnostics_name_file_field_line_and_fix() {
+        let r = check(
+            "---\nname: My-Skill\ndescription: x\n---\nbody\n",
+            Profile::Skillbase,
+        );
+        let d = r.errors().next().unwrap();
+        assert_eq!(d.file, "SKILL.md");
+        assert_eq!(d.field.as_deref(), Some("name"));
+        assert_eq!(d.line, Some(2));
+        assert!(d.hint.is_some());
+    }
+
+    #[test]
+    fn hosts() {
+        for ok in [
+            "a.com",
+            "a.com:443",
+            "*.a.com",
+            "127.0.0.1",
+            "[::1]:8080",
+            "localhost",
+        ] {
+            assert_eq!(check_host(ok), None, "{ok}");
+        }
+        for bad in ["", "a..com", "-a.com", "a.com:0", "http://a.com", "a b.com"] {
+            assert!(check_host(bad).is_some(), "{bad}");
+        }
+    }
+}
