@@ -1,0 +1,105 @@
+//! `skillbase.toml`: agents declared in a file, applied at start-up so an install can live in git.
+//!
+//! ```toml
+//! [agents.support]
+//! description = "Customer support"
+//! skills = ["refund-procedure", "refund-policy"]   # or "all" / "none"
+//! eager = ["refund-policy"]
+//! catalog_budget = 4000
+//!
+//! [agents.support.grants]
+//! tools = ["web_fetch"]
+//! vault = ["PAYMENTS_API_KEY"]
+//! hosts = ["api.payments.example.com"]
+//!
+//! [agents.support.policies]
+//! failure_threshold = 3
+//! ```
+
+use crate::error::{Result, StoreError};
+use crate::model::{AgentConfig, AgentName};
+use crate::store::Store;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The parsed file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentConfig>,
+}
+
+impl Config {
+    /// Parse TOML text; errors name the line and the key.
+    pub fn parse(text: &str, origin: &str) -> Result<Config> {
+        let config: Config =
+            toml::from_str(text).map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+        for name in config.agents.keys() {
+            AgentName::parse(name).map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+        }
+        Ok(config)
+    }
+
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).map_err(|source| StoreError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::parse(&text, &path.display().to_string())
+    }
+
+    /// Write every declared agent whose stored configuration differs. Returns the names changed.
+    pub async fn apply(&self, store: &Store) -> Result<Vec<String>> {
+        let existing = store.agents().await?;
+        let mut changed = Vec::new();
+        for (name, config) in &self.agents {
+            let name = AgentName::parse(name).map_err(StoreError::Invalid)?;
+            if existing
+                .iter()
+                .any(|a| a.name == name && a.config == *config)
+            {
+                continue;
+            }
+            store.set_agent(&name, config).await?;
+            changed.push(name.to_string());
+        }
+        Ok(changed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NameSet;
+
+    #[test]
+    fn parses_agents() {
+        let c = Config::parse(
+            r#"
+[agents.support]
+skills = ["refund-procedure"]
+eager = "all"
+[agents.support.grants]
+tools = ["web_fetch"]
+[agents.ops]
+"#,
+            "test",
+        )
+        .unwrap();
+        let s = &c.agents["support"];
+        assert!(matches!(s.skills, NameSet::Names(_)));
+        assert_eq!(s.eager, NameSet::All);
+        assert_eq!(s.grants.tools, vec!["web_fetch"]);
+        assert_eq!(c.agents["ops"].skills, NameSet::None);
+    }
+
+    #[test]
+    fn errors_say_where() {
+        let e = Config::parse("[agents.support]\nskils = []\n", "skillbase.toml").unwrap_err();
+        assert!(e.to_string().contains("skillbase.toml"), "{e}");
+        assert!(e.to_string().contains("skils"), "{e}");
+        assert!(Config::parse("[agents.Bad]\n", "f").is_err());
+    }
+}

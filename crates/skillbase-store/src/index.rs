@@ -1,0 +1,154 @@
+//! The in-memory index of skills: what readers see, swapped atomically as a whole.
+//!
+//! Readers take a snapshot (`Arc<Index>`) without locks and never see a half-applied reload;
+//! writers build a new index and swap it in.
+
+use crate::model::{AgentName, Scope, Status};
+use skillbase_format::{Digest, SkillMeta};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One file of a skill's active revision.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FileRef {
+    pub path: String,
+    pub digest: Digest,
+    pub size: u64,
+    pub executable: bool,
+}
+
+/// A skill record with its active revision, parsed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SkillEntry {
+    pub id: i64,
+    pub scope: Scope,
+    pub name: String,
+    pub status: Status,
+    pub active_rev: i64,
+    pub head_rev: i64,
+    /// Digest of the active revision's bundle.
+    pub digest: Digest,
+    /// Author of the active revision.
+    pub author: String,
+    pub meta: SkillMeta,
+    /// The body of SKILL.md (after the frontmatter, trimmed).
+    pub body: String,
+    pub files: Vec<FileRef>,
+    /// The seed folder the skill follows, while it follows one.
+    pub seed_path: Option<String>,
+    pub updated_at: i64,
+}
+
+type ScopeMap = HashMap<Arc<str>, Arc<SkillEntry>>;
+
+/// All skill records by scope and name.
+#[derive(Debug, Clone, Default)]
+pub struct Index {
+    shared: Arc<ScopeMap>,
+    agents: HashMap<AgentName, Arc<ScopeMap>>,
+    /// Increases with every change; caches key on it.
+    pub generation: u64,
+}
+
+impl Index {
+    pub(crate) fn from_entries(
+        entries: impl IntoIterator<Item = SkillEntry>,
+        generation: u64,
+    ) -> Index {
+        let mut shared = ScopeMap::new();
+        let mut agents: HashMap<AgentName, ScopeMap> = HashMap::new();
+        for e in entries {
+            let key: Arc<str> = Arc::from(e.name.as_str());
+            match &e.scope {
+                Scope::Shared => {
+                    shared.insert(key, Arc::new(e));
+                }
+                Scope::Agent(a) => {
+                    agents
+                        .entry(a.clone())
+                        .or_default()
+                        .insert(key, Arc::new(e));
+                }
+            }
+        }
+        Index {
+            shared: Arc::new(shared),
+            agents: agents.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
+            generation,
+        }
+    }
+
+    /// A copy with one record replaced or removed (only that scope's map is copied).
+    pub(crate) fn with(&self, scope: &Scope, name: &str, entry: Option<SkillEntry>) -> Index {
+        let mut next = self.clone();
+        next.generation += 1;
+        let map = match scope {
+            Scope::Shared => &mut next.shared,
+            Scope::Agent(a) => next.agents.entry(a.clone()).or_default(),
+        };
+        let m = Arc::make_mut(map);
+        match entry {
+            Some(e) => {
+                m.insert(Arc::from(name), Arc::new(e));
+            }
+            None => {
+                m.remove(name);
+            }
+        }
+        next
+    }
+
+    /// The record stored at exactly this scope and name.
+    pub fn get(&self, scope: &Scope, name: &str) -> Option<&Arc<SkillEntry>> {
+        match scope {
+            Scope::Shared => self.shared.get(name),
+            Scope::Agent(a) => self.agents.get(a)?.get(name),
+        }
+    }
+
+    /// What `name` means for an agent: its own record, else the shared one.
+    pub fn resolve(&self, agent: &AgentName, name: &str) -> Option<&Arc<SkillEntry>> {
+        self.agents
+            .get(agent)
+            .and_then(|m| m.get(name))
+            .or_else(|| self.shared.get(name))
+    }
+
+    /// Every record in a scope.
+    pub fn scope(&self, scope: &Scope) -> impl Iterator<Item = &Arc<SkillEntry>> {
+        let map = match scope {
+            Scope::Shared => Some(&self.shared),
+            Scope::Agent(a) => self.agents.get(a),
+        };
+        map.into_iter().flat_map(|m| m.values())
+    }
+
+    /// Every record an agent resolves to (its own overriding shared), sorted by name.
+    pub fn resolved_for(&self, agent: &AgentName) -> Vec<&Arc<SkillEntry>> {
+        let own = self.agents.get(agent);
+        let mut out: Vec<&Arc<SkillEntry>> = self
+            .shared
+            .iter()
+            .filter(|(k, _)| own.is_none_or(|o| !o.contains_key(*k)))
+            .map(|(_, v)| v)
+            .chain(own.into_iter().flat_map(|o| o.values()))
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// Every record in every scope.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<SkillEntry>> {
+        self.shared
+            .values()
+            .chain(self.agents.values().flat_map(|m| m.values()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.shared.len() + self.agents.values().map(|m| m.len()).sum::<usize>()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,241 @@
+//! Reading skills to import: a skill folder, a folder of skills, a SKILL.md, or a zip holding one
+//! skill or many.
+
+use crate::error::{Result, StoreError};
+use skillbase_format::bundle::read_zip;
+use skillbase_format::discover::{Found, discover};
+use skillbase_format::validate::{Profile, ValidateOptions, validate_dir};
+use skillbase_format::{Bundle, BundleLimits};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Limits for a whole pack (each skill in it still gets the per-skill limits).
+#[derive(Debug, Clone, Copy)]
+pub struct PackLimits {
+    pub skill: BundleLimits,
+    /// Largest zip file read.
+    pub max_zip_bytes: u64,
+    /// Most skills in one import.
+    pub max_skills: usize,
+}
+
+impl Default for PackLimits {
+    fn default() -> Self {
+        PackLimits {
+            skill: BundleLimits::default(),
+            max_zip_bytes: 1024 * 1024 * 1024,
+            max_skills: 100_000,
+        }
+    }
+}
+
+/// The skills found at `src`, each checked as a bundle. Any bad skill fails the whole read.
+pub fn read_source(src: &Path, limits: &PackLimits) -> Result<Vec<Bundle>> {
+    let is_zip = src.is_file()
+        && src
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("zip"));
+    if is_zip {
+        let f = std::fs::File::open(src).map_err(|source| StoreError::Io {
+            path: src.display().to_string(),
+            source,
+        })?;
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if size > limits.max_zip_bytes {
+            return Err(StoreError::Invalid(format!(
+                "{} is {size} bytes, over the {}-byte limit for an import",
+                src.display(),
+                limits.max_zip_bytes
+            )));
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        f.take(limits.max_zip_bytes + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|source| StoreError::Io {
+                path: src.display().to_string(),
+                source,
+            })?;
+        return read_zip_pack(&bytes, limits)
+            .map_err(|e| StoreError::Invalid(format!("{}: {e}", src.display())));
+    }
+    let dirs = match discover(src) {
+        Found::Skills(d) => d,
+        Found::NoSkills => {
+            return Err(StoreError::Invalid(format!(
+                "no skill found at {}: give a skill folder, a folder of skills, a SKILL.md or a .zip",
+                src.display()
+            )));
+        }
+        Found::Missing => {
+            return Err(StoreError::Invalid(format!(
+                "{} does not exist",
+                src.display()
+            )));
+        }
+    };
+    if dirs.len() > limits.max_skills {
+        return Err(StoreError::Invalid(format!(
+            "{} holds {} skills, over the limit of {}",
+            src.display(),
+            dirs.len(),
+            limits.max_skills
+        )));
+    }
+    dirs.iter().map(|d| read_folder(d, &limits.skill)).collect()
+}
+
+/// One skill folder: validated (the folder name must match `name`), then loaded as a bundle.
+pub fn read_folder(dir: &Path, limits: &BundleLimits) -> Result<Bundle> {
+    let report = validate_dir(
+        dir,
+        &ValidateOptions {
+            profile: Profile::Skillbase,
+            ..ValidateOptions::default()
+        },
+    );
+    if !report.is_valid() {
+        let msgs: Vec<String> = report.errors().map(|d| d.message.clone()).collect();
+        return Err(StoreError::InvalidSkill(format!(
+            "{}: {}",
+            dir.display(),
+            msgs.join("; ")
+        )));
+    }
+    Bundle::from_dir(dir, limits)
+        .map_err(|e| StoreError::InvalidSkill(format!("{}: {e}", dir.display())))
+}
+
+/// The skills in zip bytes: SKILL.md at the root (one skill), or one folder per skill, possibly
+/// under a single wrapping folder.
+pub fn read_zip_pack(bytes: &[u8], limits: &PackLimits) -> Result<Vec<Bundle>> {
+    let pack_limits = BundleLimits {
+        max_files: limits.skill.max_files.saturating_mul(limits.max_skills),
+        max_total_bytes: limits.max_zip_bytes.saturating_mul(4),
+        max_depth: limits.skill.max_depth + 2,
+        ..limits.skill
+    };
+    let entries = read_zip(std::io::Cursor::new(bytes), &pack_limits)?;
+    if entries
+        .iter()
+        .any(|(p, _, _)| matches!(p.as_str(), "SKILL.md" | "skill.md"))
+    {
+        return Ok(vec![Bundle::from_files(
+            entries
+                .into_iter()
+                .map(|(path, data, exec)| file(path, data, exec))
+                .collect(),
+            &limits.skill,
+        )?]);
+    }
+    // Strip one wrapping folder if everything sits under it and it is not itself a skill.
+    let mut entries = entries;
+    loop {
+        let tops: std::collections::BTreeSet<&str> = entries
+            .iter()
+            .map(|(p, _, _)| p.as_str().split('/').next().unwrap_or(""))
+            .collect();
+        let single = tops.len() == 1 && entries.iter().all(|(p, _, _)| p.as_str().contains('/'));
+        let top_is_skill = entries.iter().any(|(p, _, _)| {
+            p.as_str()
+                .split_once('/')
+                .is_some_and(|(_, rest)| matches!(rest, "SKILL.md" | "skill.md"))
+        });
+        if single && !top_is_skill {
+            entries = entries
+                .into_iter()
+                .map(|(p, d, e)| {
+                    let rest = p
+                        .as_str()
+                        .split_once('/')
+                        .map(|(_, r)| r.to_owned())
+                        .unwrap_or_default();
+                    Ok((skillbase_format::BundlePath::parse(&rest)?, d, e))
+                })
+                .collect::<Result<Vec<_>, skillbase_format::BundleError>>()?;
+            continue;
+        }
+        break;
+    }
+    let mut groups: BTreeMap<String, Vec<skillbase_format::BundleFile>> = BTreeMap::new();
+    for (path, data, exec) in entries {
+        let Some((top, rest)) = path.as_str().split_once('/') else {
+            return Err(StoreError::Invalid(format!(
+                "'{path}' sits outside any skill folder in the archive"
+            )));
+        };
+        let inner = skillbase_format::BundlePath::parse(rest)?;
+        groups
+            .entry(top.to_owned())
+            .or_default()
+            .push(file(inner, data, exec));
+    }
+    if groups.len() > limits.max_skills {
+        return Err(StoreError::Invalid(format!(
+            "the archive holds {} skills, over the limit of {}",
+            groups.len(),
+            limits.max_skills
+        )));
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for (folder, files) in groups {
+        let bundle = Bundle::from_files(files, &limits.skill)
+            .map_err(|e| StoreError::InvalidSkill(format!("{folder}/: {e}")))?;
+        let (name, _) = crate::store::Store::check_bundle(&bundle)
+            .map_err(|e| StoreError::InvalidSkill(format!("{folder}/: {e}")))?;
+        if name != folder {
+            return Err(StoreError::InvalidSkill(format!(
+                "{folder}/ holds a skill named '{name}'; the folder name must equal the skill name"
+            )));
+        }
+        out.push(bundle);
+    }
+    if out.is_empty() {
+        return Err(StoreError::Invalid("the archive holds no skill".into()));
+    }
+    Ok(out)
+}
+
+fn file(
+    path: skillbase_format::BundlePath,
+    data: Vec<u8>,
+    executable: bool,
+) -> skillbase_format::BundleFile {
+    let digest = skillbase_format::Digest::of(&data);
+    skillbase_format::BundleFile {
+        path,
+        bytes: data.into(),
+        digest,
+        executable,
+    }
+}
+
+/// Write a bundle out: to a folder (created; must not exist or be empty) or a `.zip` file.
+pub fn export(bundle: &Bundle, name: &str, out: &Path) -> Result<PathBuf> {
+    let io = |source| StoreError::Io {
+        path: out.display().to_string(),
+        source,
+    };
+    if out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("zip"))
+    {
+        let tmp = out.with_extension("zip.partial");
+        let f = std::fs::File::create(&tmp).map_err(io)?;
+        let res = bundle.to_zip(f, Some(name)).map(|_| ());
+        if let Err(e) = res {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e.into());
+        }
+        std::fs::rename(&tmp, out).map_err(io)?;
+        return Ok(out.to_path_buf());
+    }
+    if out.exists() && std::fs::read_dir(out).map_err(io)?.next().is_some() {
+        return Err(StoreError::Invalid(format!(
+            "{} exists and is not empty; choose a new folder",
+            out.display()
+        )));
+    }
+    bundle.write_to_dir(out)?;
+    Ok(out.to_path_buf())
+}

@@ -1,0 +1,754 @@
+//! The SQL of the store, written once and compiled for each backend.
+//!
+//! Both backends accept `$N` placeholders, so the statements are shared; the differences are the
+//! write transaction (`BEGIN IMMEDIATE` takes SQLite's write lock up front) and row locking
+//! (`FOR UPDATE` on PostgreSQL).
+
+use crate::model::Scope;
+
+/// One skill record joined with its active revision, as loaded from the database.
+#[derive(Debug, Clone)]
+pub(crate) struct RawEntry {
+    pub id: i64,
+    pub scope: String,
+    pub name: String,
+    pub status: String,
+    pub active_rev: i64,
+    pub head_rev: i64,
+    pub seed_path: Option<String>,
+    pub updated_at: i64,
+    pub digest: String,
+    pub author: String,
+    pub skill_md: Vec<u8>,
+    pub files: Vec<(String, String, bool, i64)>,
+}
+
+/// A revision to write.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteReq {
+    pub scope: Scope,
+    pub name: String,
+    pub bundle: skillbase_format::Bundle,
+    pub author: String,
+    pub message: String,
+    pub expect_rev: Option<i64>,
+    /// Seed folder to follow (`Some` for seed writes); other writes stop following.
+    pub seed_path: Option<String>,
+    /// Write as pending (awaiting approval) instead of activating.
+    pub pending: bool,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteKind {
+    Created,
+    Modified,
+    Unchanged,
+    Pending,
+    Reverted,
+    Status,
+}
+
+/// The result of a write: which record, and the revision now active.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WriteOutcome {
+    pub scope: Scope,
+    pub name: String,
+    pub kind: WriteKind,
+    /// The revision this write produced or activated (or the active one, when unchanged).
+    pub rev: i64,
+    pub status: crate::model::Status,
+}
+
+/// A revision's record.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RevisionInfo {
+    pub rev: i64,
+    pub digest: String,
+    pub author: String,
+    pub message: String,
+    pub state: String,
+    pub created_at: i64,
+    pub active: bool,
+}
+
+/// An event to append.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct NewEvent {
+    pub kind: String,
+    pub scope: Option<String>,
+    pub skill: Option<String>,
+    pub rev: Option<i64>,
+    pub agent: Option<String>,
+    pub session: Option<String>,
+    pub actor: Option<String>,
+    pub data: serde_json::Value,
+}
+
+/// A stored event.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EventRecord {
+    pub id: i64,
+    pub at: i64,
+    pub kind: String,
+    pub scope: Option<String>,
+    pub skill: Option<String>,
+    pub rev: Option<i64>,
+    pub agent: Option<String>,
+    pub session: Option<String>,
+    pub actor: Option<String>,
+    pub data: serde_json::Value,
+}
+
+/// Which events to read.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub after_id: Option<i64>,
+    pub scope: Option<String>,
+    pub skill: Option<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub kind: Option<String>,
+    pub limit: Option<i64>,
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+type EventRow = (
+    i64,
+    i64,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+);
+
+pub(crate) fn event_from_row(r: EventRow) -> EventRecord {
+    EventRecord {
+        id: r.0,
+        at: r.1,
+        kind: r.2,
+        scope: r.3,
+        skill: r.4,
+        rev: r.5,
+        agent: r.6,
+        session: r.7,
+        actor: r.8,
+        data: serde_json::from_str(&r.9).unwrap_or(serde_json::Value::Null),
+    }
+}
+
+macro_rules! backend {
+    ($module:ident, $db:ty, $begin:literal, $lock:literal) => {
+        pub(crate) mod $module {
+            use super::*;
+            use crate::error::{Result, StoreError};
+            use crate::model::{AgentConfig, AgentName, Status};
+            use sqlx::{Pool, Transaction};
+
+            type Db = $db;
+
+            const ENTRY_COLUMNS: &str = "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author \
+                 FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev";
+
+            type EntryRow = (i64, String, String, String, i64, i64, Option<String>, i64, String, String);
+
+            fn entry(r: EntryRow) -> RawEntry {
+                RawEntry {
+                    id: r.0,
+                    scope: r.1,
+                    name: r.2,
+                    status: r.3,
+                    active_rev: r.4,
+                    head_rev: r.5,
+                    seed_path: r.6,
+                    updated_at: r.7,
+                    digest: r.8,
+                    author: r.9,
+                    skill_md: Vec::new(),
+                    files: Vec::new(),
+                }
+            }
+
+            /// Every skill record with its active revision's files and SKILL.md.
+            pub async fn load_all(pool: &Pool<Db>) -> Result<Vec<RawEntry>> {
+                let _ = ENTRY_COLUMNS;
+                let rows: Vec<EntryRow> = sqlx::query_as(concat!(
+                    "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author ",
+                    "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ORDER BY s.id"
+                ))
+                .fetch_all(pool)
+                .await?;
+                let mut entries: Vec<RawEntry> = rows.into_iter().map(entry).collect();
+                let pos: std::collections::HashMap<i64, usize> =
+                    entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
+                let files: Vec<(i64, String, String, bool, i64)> = sqlx::query_as(concat!(
+                    "SELECT f.skill_id, f.path, f.digest, f.executable, b.size FROM revision_files f ",
+                    "JOIN skills s ON s.id = f.skill_id AND s.active_rev = f.rev ",
+                    "JOIN blobs b ON b.digest = f.digest ORDER BY f.skill_id, f.path"
+                ))
+                .fetch_all(pool)
+                .await?;
+                for (id, path, digest, exec, size) in files {
+                    if let Some(&i) = pos.get(&id) {
+                        entries[i].files.push((path, digest, exec, size));
+                    }
+                }
+                let mds: Vec<(i64, String, Vec<u8>)> = sqlx::query_as(concat!(
+                    "SELECT f.skill_id, f.path, b.bytes FROM revision_files f ",
+                    "JOIN skills s ON s.id = f.skill_id AND s.active_rev = f.rev ",
+                    "JOIN blobs b ON b.digest = f.digest WHERE f.path IN ('SKILL.md', 'skill.md')"
+                ))
+                .fetch_all(pool)
+                .await?;
+                for (id, path, bytes) in mds {
+                    if let Some(&i) = pos.get(&id) {
+                        // SKILL.md wins over skill.md.
+                        if entries[i].skill_md.is_empty() || path == "SKILL.md" {
+                            entries[i].skill_md = bytes;
+                        }
+                    }
+                }
+                Ok(entries)
+            }
+
+            /// One record with its active revision.
+            pub async fn load_one(pool: &Pool<Db>, scope: &str, name: &str) -> Result<Option<RawEntry>> {
+                let row: Option<EntryRow> = sqlx::query_as(concat!(
+                    "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author ",
+                    "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ",
+                    "WHERE s.scope = $1 AND s.name = $2"
+                ))
+                .bind(scope)
+                .bind(name)
+                .fetch_optional(pool)
+                .await?;
+                let Some(row) = row else { return Ok(None) };
+                let mut e = entry(row);
+                let files: Vec<(String, String, bool, i64, Option<Vec<u8>>)> = sqlx::query_as(concat!(
+                    "SELECT f.path, f.digest, f.executable, b.size, ",
+                    "CASE WHEN f.path IN ('SKILL.md', 'skill.md') THEN b.bytes ELSE NULL END ",
+                    "FROM revision_files f JOIN blobs b ON b.digest = f.digest ",
+                    "WHERE f.skill_id = $1 AND f.rev = $2 ORDER BY f.path"
+                ))
+                .bind(e.id)
+                .bind(e.active_rev)
+                .fetch_all(pool)
+                .await?;
+                for (path, digest, exec, size, bytes) in files {
+                    if let Some(b) = bytes
+                        && (e.skill_md.is_empty() || path == "SKILL.md")
+                    {
+                        e.skill_md = b;
+                    }
+                    e.files.push((path, digest, exec, size));
+                }
+                Ok(Some(e))
+            }
+
+            type SkillRow = (i64, i64, i64, String, Option<String>);
+
+            async fn lock_skill(
+                tx: &mut Transaction<'static, Db>,
+                scope: &str,
+                name: &str,
+            ) -> Result<Option<SkillRow>> {
+                Ok(sqlx::query_as(concat!(
+                    "SELECT id, head_rev, active_rev, status, seed_path FROM skills WHERE scope = $1 AND name = $2",
+                    $lock
+                ))
+                .bind(scope)
+                .bind(name)
+                .fetch_optional(&mut **tx)
+                .await?)
+            }
+
+            async fn rev_digest(tx: &mut Transaction<'static, Db>, id: i64, rev: i64) -> Result<Option<(String, String)>> {
+                Ok(sqlx::query_as("SELECT bundle_digest, author FROM revisions WHERE skill_id = $1 AND rev = $2")
+                    .bind(id)
+                    .bind(rev)
+                    .fetch_optional(&mut **tx)
+                    .await?)
+            }
+
+            pub async fn insert_event(tx: &mut Transaction<'static, Db>, ev: &NewEvent, at: i64) -> Result<()> {
+                sqlx::query(concat!(
+                    "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data) ",
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+                ))
+                .bind(at)
+                .bind(&ev.kind)
+                .bind(&ev.scope)
+                .bind(&ev.skill)
+                .bind(ev.rev)
+                .bind(&ev.agent)
+                .bind(&ev.session)
+                .bind(&ev.actor)
+                .bind(ev.data.to_string())
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn write_in(tx: &mut Transaction<'static, Db>, req: &WriteReq, now: i64) -> Result<WriteOutcome> {
+                let scope = req.scope.to_string();
+                let digest = req.bundle.digest().to_string();
+                let existing = lock_skill(tx, &scope, &req.name).await?;
+                let (id, rev, kind) = match existing {
+                    Some((id, head, active, status, _seed)) => {
+                        let status: Status = status.parse().map_err(StoreError::Corrupt)?;
+                        if let Some(expected) = req.expect_rev
+                            && expected != head
+                        {
+                            let winner = rev_digest(tx, id, head).await?.map(|(_, a)| a).unwrap_or_default();
+                            return Err(StoreError::Conflict {
+                                name: req.name.clone(),
+                                expected,
+                                actual: head,
+                                winner,
+                            });
+                        }
+                        if status == Status::Retired {
+                            return Err(StoreError::Retired { name: req.name.clone() });
+                        }
+                        let active_digest = rev_digest(tx, id, active).await?.map(|(d, _)| d);
+                        if active_digest.as_deref() == Some(digest.as_str()) {
+                            return Ok(WriteOutcome {
+                                scope: req.scope.clone(),
+                                name: req.name.clone(),
+                                kind: WriteKind::Unchanged,
+                                rev: active,
+                                status,
+                            });
+                        }
+                        (id, head + 1, if req.pending { WriteKind::Pending } else { WriteKind::Modified })
+                    }
+                    None => {
+                        if let Some(expected) = req.expect_rev
+                            && expected != 0
+                        {
+                            return Err(StoreError::NotFound { scope: req.scope.clone(), name: req.name.clone() });
+                        }
+                        let id: i64 = sqlx::query_scalar(concat!(
+                            "INSERT INTO skills (scope, name, status, active_rev, head_rev, seed_path, created_at, updated_at) ",
+                            "VALUES ($1, $2, 'active', 1, 0, $3, $4, $4) RETURNING id"
+                        ))
+                        .bind(&scope)
+                        .bind(&req.name)
+                        .bind(&req.seed_path)
+                        .bind(now)
+                        .fetch_one(&mut **tx)
+                        .await?;
+                        (id, 1, WriteKind::Created)
+                    }
+                };
+                for f in req.bundle.files() {
+                    sqlx::query("INSERT INTO blobs (digest, size, bytes) VALUES ($1, $2, $3) ON CONFLICT (digest) DO NOTHING")
+                        .bind(f.digest.to_string())
+                        .bind(f.bytes.len() as i64)
+                        .bind(&f.bytes[..])
+                        .execute(&mut **tx)
+                        .await?;
+                }
+                let state = if req.pending && kind != WriteKind::Created { "pending" } else { "committed" };
+                sqlx::query(concat!(
+                    "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at) ",
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                ))
+                .bind(id)
+                .bind(rev)
+                .bind(&digest)
+                .bind(&req.author)
+                .bind(&req.message)
+                .bind(state)
+                .bind(now)
+                .execute(&mut **tx)
+                .await?;
+                for f in req.bundle.files() {
+                    sqlx::query("INSERT INTO revision_files (skill_id, rev, path, digest, executable) VALUES ($1, $2, $3, $4, $5)")
+                        .bind(id)
+                        .bind(rev)
+                        .bind(f.path.as_str())
+                        .bind(f.digest.to_string())
+                        .bind(f.executable)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+                let status = if kind == WriteKind::Pending {
+                    sqlx::query("UPDATE skills SET head_rev = $1, updated_at = $2 WHERE id = $3")
+                        .bind(rev)
+                        .bind(now)
+                        .bind(id)
+                        .execute(&mut **tx)
+                        .await?;
+                    let s: String = sqlx::query_scalar("SELECT status FROM skills WHERE id = $1").bind(id).fetch_one(&mut **tx).await?;
+                    s.parse().map_err(StoreError::Corrupt)?
+                } else {
+                    sqlx::query("UPDATE skills SET head_rev = $1, active_rev = $1, seed_path = $2, updated_at = $3 WHERE id = $4")
+                        .bind(rev)
+                        .bind(&req.seed_path)
+                        .bind(now)
+                        .bind(id)
+                        .execute(&mut **tx)
+                        .await?;
+                    let s: String = sqlx::query_scalar("SELECT status FROM skills WHERE id = $1").bind(id).fetch_one(&mut **tx).await?;
+                    s.parse().map_err(StoreError::Corrupt)?
+                };
+                insert_event(
+                    tx,
+                    &NewEvent {
+                        kind: if kind == WriteKind::Pending { "revision_pending".into() } else { "revision_written".into() },
+                        scope: Some(scope),
+                        skill: Some(req.name.clone()),
+                        rev: Some(rev),
+                        actor: Some(req.author.clone()),
+                        data: serde_json::json!({"digest": digest, "message": req.message, "created": kind == WriteKind::Created}),
+                        ..NewEvent::default()
+                    },
+                    now,
+                )
+                .await?;
+                Ok(WriteOutcome { scope: req.scope.clone(), name: req.name.clone(), kind, rev, status })
+            }
+
+            /// Write revisions in one transaction (all or nothing); optionally set an agent's
+            /// record in the same transaction.
+            pub async fn write_many(
+                pool: &Pool<Db>,
+                reqs: &[WriteReq],
+                agent: Option<(&AgentName, &AgentConfig)>,
+                progress: &(dyn Fn(usize) + Sync),
+            ) -> Result<Vec<WriteOutcome>> {
+                let mut tx = pool.begin_with($begin).await?;
+                let now = now_ms();
+                let mut out = Vec::with_capacity(reqs.len());
+                for (i, r) in reqs.iter().enumerate() {
+                    out.push(write_in(&mut tx, r, now).await?);
+                    progress(i + 1);
+                }
+                if let Some((name, config)) = agent {
+                    upsert_agent_in(&mut tx, name, config, now, false).await?;
+                }
+                tx.commit().await?;
+                Ok(out)
+            }
+
+            pub async fn revert(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64, actor: &str) -> Result<WriteOutcome> {
+                let mut tx = pool.begin_with($begin).await?;
+                let s = scope.to_string();
+                let (id, head, active, status, _) = lock_skill(&mut tx, &s, name)
+                    .await?
+                    .ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+                if rev < 1 || rev > head {
+                    return Err(StoreError::NoSuchRevision { name: name.to_owned(), rev, latest: head });
+                }
+                let status: Status = status.parse().map_err(StoreError::Corrupt)?;
+                if status == Status::Retired {
+                    return Err(StoreError::Retired { name: name.to_owned() });
+                }
+                let now = now_ms();
+                sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2 WHERE id = $3")
+                    .bind(rev)
+                    .bind(now)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                // A pending revision that is reverted to becomes committed: a human chose it.
+                sqlx::query("UPDATE revisions SET state = 'committed' WHERE skill_id = $1 AND rev = $2")
+                    .bind(id)
+                    .bind(rev)
+                    .execute(&mut *tx)
+                    .await?;
+                insert_event(
+                    &mut tx,
+                    &NewEvent {
+                        kind: "reverted".into(),
+                        scope: Some(s),
+                        skill: Some(name.to_owned()),
+                        rev: Some(rev),
+                        actor: Some(actor.to_owned()),
+                        data: serde_json::json!({"from_rev": active, "to_rev": rev}),
+                        ..NewEvent::default()
+                    },
+                    now,
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Reverted, rev, status })
+            }
+
+            pub async fn set_status(
+                pool: &Pool<Db>,
+                scope: &Scope,
+                name: &str,
+                to: Status,
+                actor: &str,
+                reason: &serde_json::Value,
+            ) -> Result<WriteOutcome> {
+                let mut tx = pool.begin_with($begin).await?;
+                let s = scope.to_string();
+                let (id, _head, active, from, _) = lock_skill(&mut tx, &s, name)
+                    .await?
+                    .ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+                let from: Status = from.parse().map_err(StoreError::Corrupt)?;
+                if from == to {
+                    return Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Unchanged, rev: active, status: to });
+                }
+                if from == Status::Retired && to == Status::Disabled {
+                    return Err(StoreError::Retired { name: name.to_owned() });
+                }
+                let now = now_ms();
+                sqlx::query("UPDATE skills SET status = $1, updated_at = $2 WHERE id = $3")
+                    .bind(to.as_str())
+                    .bind(now)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                let kind = match (from, to) {
+                    (_, Status::Retired) => "retired",
+                    (Status::Retired, _) => "restored",
+                    (_, Status::Disabled) => "disabled",
+                    _ => "enabled",
+                };
+                insert_event(
+                    &mut tx,
+                    &NewEvent {
+                        kind: kind.into(),
+                        scope: Some(s),
+                        skill: Some(name.to_owned()),
+                        rev: Some(active),
+                        actor: Some(actor.to_owned()),
+                        data: serde_json::json!({"from": from, "to": to, "reason": reason}),
+                        ..NewEvent::default()
+                    },
+                    now,
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Status, rev: active, status: to })
+            }
+
+            pub async fn history(pool: &Pool<Db>, scope: &Scope, name: &str) -> Result<Vec<RevisionInfo>> {
+                let row: Option<(i64, i64)> = sqlx::query_as("SELECT id, active_rev FROM skills WHERE scope = $1 AND name = $2")
+                    .bind(scope.to_string())
+                    .bind(name)
+                    .fetch_optional(pool)
+                    .await?;
+                let (id, active) = row.ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+                let rows: Vec<(i64, String, String, String, String, i64)> = sqlx::query_as(
+                    "SELECT rev, bundle_digest, author, message, state, created_at FROM revisions WHERE skill_id = $1 ORDER BY rev",
+                )
+                .bind(id)
+                .fetch_all(pool)
+                .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|r| RevisionInfo { rev: r.0, digest: r.1, author: r.2, message: r.3, state: r.4, created_at: r.5, active: r.0 == active })
+                    .collect())
+            }
+
+            /// The files of one revision, with bytes.
+            pub async fn revision_files(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64) -> Result<Vec<(String, bool, Vec<u8>)>> {
+                Ok(sqlx::query_as(concat!(
+                    "SELECT f.path, f.executable, b.bytes FROM revision_files f ",
+                    "JOIN skills s ON s.id = f.skill_id JOIN blobs b ON b.digest = f.digest ",
+                    "WHERE s.scope = $1 AND s.name = $2 AND f.rev = $3 ORDER BY f.path"
+                ))
+                .bind(scope.to_string())
+                .bind(name)
+                .bind(rev)
+                .fetch_all(pool)
+                .await?)
+            }
+
+            async fn upsert_agent_in(
+                tx: &mut Transaction<'static, Db>,
+                name: &AgentName,
+                config: &AgentConfig,
+                now: i64,
+                create_only: bool,
+            ) -> Result<i64> {
+                let json = serde_json::to_string(config).map_err(|e| StoreError::Invalid(e.to_string()))?;
+                let existing: Option<i64> = sqlx::query_scalar(concat!("SELECT version FROM agents WHERE name = $1", $lock))
+                    .bind(name.as_str())
+                    .fetch_optional(&mut **tx)
+                    .await?;
+                let version = match existing {
+                    Some(_) if create_only => return Err(StoreError::AgentExists(name.to_string())),
+                    Some(v) => {
+                        sqlx::query("UPDATE agents SET config = $1, version = $2, updated_at = $3 WHERE name = $4")
+                            .bind(&json)
+                            .bind(v + 1)
+                            .bind(now)
+                            .bind(name.as_str())
+                            .execute(&mut **tx)
+                            .await?;
+                        v + 1
+                    }
+                    None => {
+                        sqlx::query("INSERT INTO agents (name, config, version, created_at, updated_at) VALUES ($1, $2, 1, $3, $3)")
+                            .bind(name.as_str())
+                            .bind(&json)
+                            .bind(now)
+                            .execute(&mut **tx)
+                            .await?;
+                        1
+                    }
+                };
+                insert_event(
+                    tx,
+                    &NewEvent {
+                        kind: "agent_changed".into(),
+                        agent: Some(name.to_string()),
+                        data: serde_json::json!({"version": version}),
+                        ..NewEvent::default()
+                    },
+                    now,
+                )
+                .await?;
+                Ok(version)
+            }
+
+            pub async fn upsert_agent(pool: &Pool<Db>, name: &AgentName, config: &AgentConfig, create_only: bool) -> Result<i64> {
+                let mut tx = pool.begin_with($begin).await?;
+                let v = upsert_agent_in(&mut tx, name, config, now_ms(), create_only).await?;
+                tx.commit().await?;
+                Ok(v)
+            }
+
+            pub async fn agents(pool: &Pool<Db>) -> Result<Vec<(String, String, i64)>> {
+                Ok(sqlx::query_as("SELECT name, config, version FROM agents ORDER BY name").fetch_all(pool).await?)
+            }
+
+            pub async fn append_event(pool: &Pool<Db>, ev: &NewEvent) -> Result<()> {
+                let mut tx = pool.begin().await?;
+                insert_event(&mut tx, ev, now_ms()).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            pub async fn events(pool: &Pool<Db>, f: &EventFilter) -> Result<Vec<EventRecord>> {
+                let rows: Vec<EventRow> = sqlx::query_as(concat!(
+                    "SELECT id, at, kind, scope, skill, rev, agent, session, actor, data FROM events ",
+                    "WHERE id > $1 AND ($2 IS NULL OR scope = $2) AND ($3 IS NULL OR skill = $3) ",
+                    "AND ($4 IS NULL OR session = $4) AND ($5 IS NULL OR agent = $5) AND ($6 IS NULL OR kind = $6) ",
+                    "ORDER BY id LIMIT $7"
+                ))
+                .bind(f.after_id.unwrap_or(0))
+                .bind(&f.scope)
+                .bind(&f.skill)
+                .bind(&f.session)
+                .bind(&f.agent)
+                .bind(&f.kind)
+                .bind(f.limit.unwrap_or(i64::MAX))
+                .fetch_all(pool)
+                .await?;
+                Ok(rows.into_iter().map(event_from_row).collect())
+            }
+
+            pub async fn max_event_id(pool: &Pool<Db>) -> Result<i64> {
+                let v: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM events").fetch_one(pool).await?;
+                Ok(v.unwrap_or(0))
+            }
+
+            /// Record that a seed folder diverged from the store (once per seed content).
+            pub async fn mark_diverged(pool: &Pool<Db>, scope: &Scope, name: &str, seed_path: &str, seed_digest: &str) -> Result<bool> {
+                let mut tx = pool.begin_with($begin).await?;
+                let s = scope.to_string();
+                let row: Option<(i64, i64, Option<String>)> = sqlx::query_as(concat!(
+                    "SELECT id, active_rev, diverged_digest FROM skills WHERE scope = $1 AND name = $2", $lock
+                ))
+                .bind(&s)
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((id, active, previous)) = row else { return Ok(false) };
+                if previous.as_deref() == Some(seed_digest) {
+                    return Ok(false);
+                }
+                sqlx::query("UPDATE skills SET diverged_digest = $1 WHERE id = $2")
+                    .bind(seed_digest)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                insert_event(
+                    &mut tx,
+                    &NewEvent {
+                        kind: "seed_diverged".into(),
+                        scope: Some(s),
+                        skill: Some(name.to_owned()),
+                        rev: Some(active),
+                        actor: Some(format!("seed:{seed_path}")),
+                        data: serde_json::json!({"seed_path": seed_path, "seed_digest": seed_digest, "message": "the seed folder changed after the skill was edited in the store; the store wins"}),
+                        ..NewEvent::default()
+                    },
+                    now_ms(),
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            /// Approve a pending revision: it becomes committed and active.
+            pub async fn approve(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64, actor: &str) -> Result<WriteOutcome> {
+                let mut tx = pool.begin_with($begin).await?;
+                let s = scope.to_string();
+                let (id, head, _active, status, _) = lock_skill(&mut tx, &s, name)
+                    .await?
+                    .ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+                let state: Option<String> = sqlx::query_scalar("SELECT state FROM revisions WHERE skill_id = $1 AND rev = $2")
+                    .bind(id)
+                    .bind(rev)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                match state.as_deref() {
+                    None => return Err(StoreError::NoSuchRevision { name: name.to_owned(), rev, latest: head }),
+                    Some("pending") => {}
+                    Some(_) => return Err(StoreError::Invalid(format!("revision {rev} of '{name}' is not pending approval"))),
+                }
+                let now = now_ms();
+                sqlx::query("UPDATE revisions SET state = 'committed' WHERE skill_id = $1 AND rev = $2")
+                    .bind(id)
+                    .bind(rev)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2 WHERE id = $3")
+                    .bind(rev)
+                    .bind(now)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                insert_event(
+                    &mut tx,
+                    &NewEvent {
+                        kind: "approved".into(),
+                        scope: Some(s),
+                        skill: Some(name.to_owned()),
+                        rev: Some(rev),
+                        actor: Some(actor.to_owned()),
+                        data: serde_json::json!({}),
+                        ..NewEvent::default()
+                    },
+                    now,
+                )
+                .await?;
+                tx.commit().await?;
+                let status: Status = status.parse().map_err(StoreError::Corrupt)?;
+                Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Modified, rev, status })
+            }
+        }
+    };
+}
+
+backend!(sqlite, sqlx::Sqlite, "BEGIN IMMEDIATE", "");
+backend!(postgres, sqlx::Postgres, "BEGIN", " FOR UPDATE");

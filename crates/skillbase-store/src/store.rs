@@ -1,0 +1,516 @@
+//! The store: one API over both backends, with the in-memory index kept current.
+
+use crate::db::{Db, DbUrl};
+use crate::error::{Result, StoreError};
+use crate::index::{FileRef, Index, SkillEntry};
+use crate::model::{Agent, AgentConfig, AgentName, Author, Scope, Status};
+use crate::sql::{
+    self, EventFilter, EventRecord, NewEvent, RawEntry, RevisionInfo, WriteOutcome, WriteReq,
+};
+use arc_swap::ArcSwap;
+use skillbase_format::validate::{Profile, ValidateOptions, validate_text};
+use skillbase_format::{Bundle, BundleFile, BundleLimits, BundlePath, Digest, SkillMd, SkillMeta};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+macro_rules! on_db {
+    ($self:expr, $f:ident ( $($arg:expr),* )) => {
+        match &$self.db {
+            Db::Sqlite(p) => sql::sqlite::$f(p, $($arg),*).await,
+            Db::Postgres(p) => sql::postgres::$f(p, $($arg),*).await,
+        }
+    };
+}
+
+/// A write of one skill.
+#[derive(Debug, Clone)]
+pub struct PutRequest {
+    pub scope: Scope,
+    pub bundle: Bundle,
+    pub author: Author,
+    pub message: String,
+    /// Fail with a conflict unless the latest revision is this one (0: the skill must not exist).
+    pub expect_rev: Option<i64>,
+}
+
+/// What an import did, per skill.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ImportReport {
+    pub created: Vec<String>,
+    pub changed: Vec<String>,
+    pub unchanged: Vec<String>,
+    pub outcomes: Vec<WriteOutcome>,
+}
+
+/// The skills store.
+pub struct Store {
+    db: Db,
+    index: ArcSwap<Index>,
+    /// Serialises index swaps so a slower writer never overwrites a newer state.
+    index_lock: tokio::sync::Mutex<()>,
+    /// The newest event this process has applied to its index.
+    events_seen: AtomicI64,
+    pub limits: BundleLimits,
+}
+
+impl Store {
+    /// Open the database (creating and migrating it) and load the index.
+    pub async fn open(url: &DbUrl) -> Result<Store> {
+        let db = Db::open(url).await?;
+        let store = Store {
+            db,
+            index: ArcSwap::from_pointee(Index::default()),
+            index_lock: tokio::sync::Mutex::new(()),
+            events_seen: AtomicI64::new(0),
+            limits: BundleLimits::default(),
+        };
+        store.reload().await?;
+        Ok(store)
+    }
+
+    pub fn backend(&self) -> &'static str {
+        self.db.backend()
+    }
+
+    pub async fn close(&self) {
+        self.db.close().await;
+    }
+
+    /// A consistent snapshot of every skill record. Never blocks.
+    pub fn index(&self) -> Arc<Index> {
+        self.index.load_full()
+    }
+
+    /// Rebuild the whole index from the database and swap it in.
+    pub async fn reload(&self) -> Result<()> {
+        let _guard = self.index_lock.lock().await;
+        let seen = on_db!(self, max_event_id())?;
+        let raw = on_db!(self, load_all())?;
+        let generation = self.index.load().generation + 1;
+        let entries = raw.into_iter().filter_map(|r| match to_entry(r) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "skipping an unreadable skill record");
+                None
+            }
+        });
+        self.index
+            .store(Arc::new(Index::from_entries(entries, generation)));
+        self.events_seen.store(seen, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Re-read one record into the index.
+    async fn refresh(&self, scope: &Scope, name: &str) -> Result<()> {
+        let _guard = self.index_lock.lock().await;
+        let raw = on_db!(self, load_one(&scope.to_string(), name))?;
+        let entry = raw.map(to_entry).transpose()?;
+        let next = self.index.load().with(scope, name, entry);
+        self.index.store(Arc::new(next));
+        Ok(())
+    }
+
+    /// Apply writes made by other processes (other servers on the same PostgreSQL): reads the
+    /// events since the last one seen and refreshes the records they touched. Returns how many
+    /// records were refreshed.
+    pub async fn sync_changes(&self) -> Result<usize> {
+        let after = self.events_seen.load(Ordering::SeqCst);
+        let events = self
+            .events(&EventFilter {
+                after_id: Some(after),
+                limit: Some(10_000),
+                ..EventFilter::default()
+            })
+            .await?;
+        let mut touched: Vec<(Scope, String)> = Vec::new();
+        let mut max = after;
+        for e in &events {
+            max = max.max(e.id);
+            if let (Some(scope), Some(skill)) = (&e.scope, &e.skill)
+                && let Ok(scope) = scope.parse::<Scope>()
+                && !touched.iter().any(|(s, n)| *s == scope && n == skill)
+            {
+                touched.push((scope, skill.clone()));
+            }
+        }
+        if events.len() >= 10_000 {
+            self.reload().await?;
+            return Ok(self.index().len());
+        }
+        for (scope, name) in &touched {
+            self.refresh(scope, name).await?;
+        }
+        self.events_seen.fetch_max(max, Ordering::SeqCst);
+        Ok(touched.len())
+    }
+
+    /// Check a bundle as a skill: its SKILL.md must pass the Skillbase profile.
+    pub fn check_bundle(bundle: &Bundle) -> Result<(String, SkillMeta)> {
+        let md = bundle.skill_md();
+        let text = std::str::from_utf8(&md.bytes).map_err(|e| {
+            StoreError::InvalidSkill(format!(
+                "{} is not valid UTF-8 (invalid byte at offset {})",
+                md.path,
+                e.valid_up_to()
+            ))
+        })?;
+        let report = validate_text(
+            text,
+            md.path.as_str(),
+            None,
+            &ValidateOptions {
+                profile: Profile::Skillbase,
+                ..ValidateOptions::default()
+            },
+        );
+        if !report.is_valid() {
+            let msgs: Vec<String> = report
+                .errors()
+                .map(|d| match &d.hint {
+                    Some(h) => format!("{} ({h})", d.message),
+                    None => d.message.clone(),
+                })
+                .collect();
+            return Err(StoreError::InvalidSkill(msgs.join("; ")));
+        }
+        let parsed = SkillMd::parse(text, &Default::default())
+            .map_err(|e| StoreError::InvalidSkill(e.to_string()))?;
+        let meta = SkillMeta::from_md(&parsed)
+            .ok_or_else(|| StoreError::InvalidSkill("missing name or description".into()))?;
+        Ok((meta.name.clone(), meta))
+    }
+
+    fn write_req(
+        &self,
+        req: PutRequest,
+        seed_path: Option<String>,
+        pending: bool,
+    ) -> Result<WriteReq> {
+        let (name, _) = Self::check_bundle(&req.bundle)?;
+        Ok(WriteReq {
+            scope: req.scope,
+            name,
+            bundle: req.bundle,
+            author: req.author.to_string(),
+            message: req.message,
+            expect_rev: req.expect_rev,
+            seed_path,
+            pending,
+        })
+    }
+
+    /// Create or modify a skill. A bundle equal to the active one is a no-op.
+    pub async fn put(&self, req: PutRequest) -> Result<WriteOutcome> {
+        let w = self.write_req(req, None, false)?;
+        self.write_one(w).await
+    }
+
+    /// Write a revision that waits for approval (the approval policy).
+    pub async fn put_pending(&self, req: PutRequest) -> Result<WriteOutcome> {
+        let w = self.write_req(req, None, true)?;
+        self.write_one(w).await
+    }
+
+    pub(crate) async fn put_seed(
+        &self,
+        req: PutRequest,
+        seed_path: String,
+    ) -> Result<WriteOutcome> {
+        let w = self.write_req(req, Some(seed_path), false)?;
+        self.write_one(w).await
+    }
+
+    async fn write_one(&self, w: WriteReq) -> Result<WriteOutcome> {
+        // Two writers creating the same new skill at once: the loser retries as a modification.
+        let mut attempt = 0;
+        let out = loop {
+            attempt += 1;
+            let r = on_db!(self, write_many(std::slice::from_ref(&w), None, &|_| {}));
+            match r {
+                Err(e) if attempt < 3 && e.is_unique_violation() => continue,
+                other => break other?,
+            }
+        };
+        let o = out.into_iter().next().expect("one outcome per request");
+        self.refresh(&o.scope, &o.name).await?;
+        Ok(o)
+    }
+
+    /// Import many skills into one scope in a single transaction: all land or none do. With an
+    /// agent scope, that agent's allowlist becomes exactly the imported skills (the agent is
+    /// created if needed); nothing else changes.
+    pub async fn import(
+        &self,
+        scope: &Scope,
+        bundles: Vec<Bundle>,
+        author: &Author,
+        message: &str,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<ImportReport> {
+        let mut reqs = Vec::with_capacity(bundles.len());
+        let mut names = Vec::with_capacity(bundles.len());
+        for bundle in bundles {
+            let w = self.write_req(
+                PutRequest {
+                    scope: scope.clone(),
+                    bundle,
+                    author: author.clone(),
+                    message: message.to_owned(),
+                    expect_rev: None,
+                },
+                None,
+                false,
+            )?;
+            if names.contains(&w.name) {
+                return Err(StoreError::Invalid(format!(
+                    "the import holds two skills named '{}'",
+                    w.name
+                )));
+            }
+            names.push(w.name.clone());
+            reqs.push(w);
+        }
+        let agent_update = match scope {
+            Scope::Agent(a) => {
+                let mut config = self.agent(a).await?.map(|x| x.config).unwrap_or_default();
+                let mut list: Vec<skillbase_format::SkillName> = names
+                    .iter()
+                    .filter_map(|n| skillbase_format::SkillName::parse(n).ok())
+                    .collect();
+                list.sort();
+                config.skills = crate::model::NameSet::Names(list);
+                Some((a.clone(), config))
+            }
+            Scope::Shared => None,
+        };
+        let outcomes = match &self.db {
+            Db::Sqlite(p) => {
+                sql::sqlite::write_many(
+                    p,
+                    &reqs,
+                    agent_update.as_ref().map(|(a, c)| (a, c)),
+                    progress,
+                )
+                .await?
+            }
+            Db::Postgres(p) => {
+                sql::postgres::write_many(
+                    p,
+                    &reqs,
+                    agent_update.as_ref().map(|(a, c)| (a, c)),
+                    progress,
+                )
+                .await?
+            }
+        };
+        if outcomes.len() > 64 {
+            self.reload().await?;
+        } else {
+            for o in &outcomes {
+                self.refresh(&o.scope, &o.name).await?;
+            }
+        }
+        let mut report = ImportReport::default();
+        for o in &outcomes {
+            match o.kind {
+                sql::WriteKind::Created => report.created.push(o.name.clone()),
+                sql::WriteKind::Unchanged => report.unchanged.push(o.name.clone()),
+                _ => report.changed.push(o.name.clone()),
+            }
+        }
+        report.outcomes = outcomes;
+        Ok(report)
+    }
+
+    /// Re-activate revision `rev` (recorded as an event; history is never rewritten).
+    pub async fn revert(
+        &self,
+        scope: &Scope,
+        name: &str,
+        rev: i64,
+        actor: &Author,
+    ) -> Result<WriteOutcome> {
+        let o = on_db!(self, revert(scope, name, rev, &actor.to_string()))?;
+        self.refresh(scope, name).await?;
+        Ok(o)
+    }
+
+    /// Approve a pending revision.
+    pub async fn approve(
+        &self,
+        scope: &Scope,
+        name: &str,
+        rev: i64,
+        actor: &Author,
+    ) -> Result<WriteOutcome> {
+        let o = on_db!(self, approve(scope, name, rev, &actor.to_string()))?;
+        self.refresh(scope, name).await?;
+        Ok(o)
+    }
+
+    /// Change a skill's status: retire and restore (soft delete), disable and enable.
+    pub async fn set_status(
+        &self,
+        scope: &Scope,
+        name: &str,
+        to: Status,
+        actor: &Author,
+        reason: serde_json::Value,
+    ) -> Result<WriteOutcome> {
+        let o = on_db!(
+            self,
+            set_status(scope, name, to, &actor.to_string(), &reason)
+        )?;
+        self.refresh(scope, name).await?;
+        Ok(o)
+    }
+
+    /// Every revision of a skill, oldest first.
+    pub async fn history(&self, scope: &Scope, name: &str) -> Result<Vec<RevisionInfo>> {
+        on_db!(self, history(scope, name))
+    }
+
+    /// The bundle of a revision (the active one when `rev` is `None`).
+    pub async fn bundle(
+        &self,
+        scope: &Scope,
+        name: &str,
+        rev: Option<i64>,
+    ) -> Result<(RevisionInfo, Bundle)> {
+        let history = self.history(scope, name).await?;
+        let latest = history.last().map_or(0, |r| r.rev);
+        let info = match rev {
+            None => history.into_iter().find(|r| r.active),
+            Some(n) => history.into_iter().find(|r| r.rev == n),
+        }
+        .ok_or_else(|| StoreError::NoSuchRevision {
+            name: name.to_owned(),
+            rev: rev.unwrap_or(0),
+            latest,
+        })?;
+        let files = on_db!(self, revision_files(scope, name, info.rev))?;
+        let mut list = Vec::with_capacity(files.len());
+        for (path, executable, bytes) in files {
+            let digest = Digest::of(&bytes);
+            list.push(BundleFile {
+                path: BundlePath::parse(&path).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                bytes: bytes.into(),
+                digest,
+                executable,
+            });
+        }
+        // Stored bundles were checked on write; limits are not re-applied to history.
+        let unlimited = BundleLimits {
+            max_files: usize::MAX,
+            max_total_bytes: u64::MAX,
+            max_depth: usize::MAX,
+            ..BundleLimits::default()
+        };
+        let bundle =
+            Bundle::from_files(list, &unlimited).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        if bundle.digest().to_string() != info.digest {
+            return Err(StoreError::Corrupt(format!(
+                "revision {} of '{name}' does not match its digest",
+                info.rev
+            )));
+        }
+        Ok((info, bundle))
+    }
+
+    /// A unified diff of every file between two revisions.
+    pub async fn diff(&self, scope: &Scope, name: &str, a: i64, b: i64) -> Result<String> {
+        let (_, left) = self.bundle(scope, name, Some(a)).await?;
+        let (_, right) = self.bundle(scope, name, Some(b)).await?;
+        Ok(crate::diff::unified(&left, &right, a, b))
+    }
+
+    /// An agent.
+    pub async fn agent(&self, name: &AgentName) -> Result<Option<Agent>> {
+        Ok(self.agents().await?.into_iter().find(|a| a.name == *name))
+    }
+
+    /// Every agent, by name.
+    pub async fn agents(&self) -> Result<Vec<Agent>> {
+        let rows = on_db!(self, agents())?;
+        rows.into_iter()
+            .map(|(name, config, version)| {
+                Ok(Agent {
+                    name: AgentName::parse(&name).map_err(StoreError::Corrupt)?,
+                    config: serde_json::from_str(&config)
+                        .map_err(|e| StoreError::Corrupt(format!("agent '{name}': {e}")))?,
+                    version,
+                })
+            })
+            .collect()
+    }
+
+    /// Create an agent (fails if it exists).
+    pub async fn create_agent(&self, name: &AgentName, config: &AgentConfig) -> Result<i64> {
+        on_db!(self, upsert_agent(name, config, true))
+    }
+
+    /// Create or replace an agent's configuration.
+    pub async fn set_agent(&self, name: &AgentName, config: &AgentConfig) -> Result<i64> {
+        on_db!(self, upsert_agent(name, config, false))
+    }
+
+    /// Append an event.
+    pub async fn append_event(&self, ev: &NewEvent) -> Result<()> {
+        on_db!(self, append_event(ev))
+    }
+
+    /// Read events.
+    pub async fn events(&self, filter: &EventFilter) -> Result<Vec<EventRecord>> {
+        on_db!(self, events(filter))
+    }
+
+    pub(crate) async fn mark_diverged(
+        &self,
+        scope: &Scope,
+        name: &str,
+        seed_path: &str,
+        digest: &str,
+    ) -> Result<bool> {
+        on_db!(self, mark_diverged(scope, name, seed_path, digest))
+    }
+}
+
+fn to_entry(r: RawEntry) -> Result<SkillEntry> {
+    let corrupt = |m: String| StoreError::Corrupt(format!("skill '{}' ({}): {m}", r.name, r.scope));
+    let text = std::str::from_utf8(&r.skill_md).map_err(|e| corrupt(e.to_string()))?;
+    let md = SkillMd::parse(text, &Default::default()).map_err(|e| corrupt(e.to_string()))?;
+    let meta =
+        SkillMeta::from_md(&md).ok_or_else(|| corrupt("missing name or description".into()))?;
+    let files = r
+        .files
+        .iter()
+        .map(|(path, digest, exec, size)| {
+            Ok(FileRef {
+                path: path.clone(),
+                digest: digest
+                    .parse()
+                    .map_err(|_| corrupt(format!("bad digest for {path}")))?,
+                size: *size as u64,
+                executable: *exec,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(SkillEntry {
+        id: r.id,
+        scope: r.scope.parse().map_err(corrupt)?,
+        status: r.status.parse().map_err(corrupt)?,
+        active_rev: r.active_rev,
+        head_rev: r.head_rev,
+        digest: r
+            .digest
+            .parse()
+            .map_err(|_| corrupt("bad bundle digest".into()))?,
+        author: r.author.clone(),
+        body: md.body().to_owned(),
+        meta,
+        files,
+        seed_path: r.seed_path.clone(),
+        updated_at: r.updated_at,
+        name: r.name,
+    })
+}

@@ -1,0 +1,760 @@
+//! The store suite, run against SQLite and against PostgreSQL (when
+//! `SKILLBASE_TEST_POSTGRES_URL` is set; otherwise the PostgreSQL copies are reported ignored).
+
+mod common;
+
+use common::{TestDb, skill, skill_with};
+use skillbase_format::Bundle;
+use skillbase_store::{
+    AgentConfig, AgentName, Author, EventFilter, NameSet, PutRequest, Scope, Status, Store,
+    StoreError, WriteKind,
+};
+use std::sync::Arc;
+
+fn human() -> Author {
+    Author::Human("ana".into())
+}
+
+fn put(scope: Scope, bundle: Bundle, expect: Option<i64>) -> PutRequest {
+    PutRequest {
+        scope,
+        bundle,
+        author: human(),
+        message: "edit".into(),
+        expect_rev: expect,
+    }
+}
+
+fn agent(n: &str) -> AgentName {
+    AgentName::parse(n).unwrap()
+}
+
+async fn revisions_and_revert(db: TestDb) {
+    let store = db.open().await;
+    let o = store
+        .put(put(Scope::Shared, skill("alpha", "v1"), None))
+        .await
+        .unwrap();
+    assert_eq!((o.kind.clone(), o.rev), (WriteKind::Created, 1));
+    let o = store
+        .put(put(Scope::Shared, skill("alpha", "v2"), None))
+        .await
+        .unwrap();
+    assert_eq!((o.kind.clone(), o.rev), (WriteKind::Modified, 2));
+    // Same bundle again: a no-op, not a revision.
+    let o = store
+        .put(put(Scope::Shared, skill("alpha", "v2"), None))
+        .await
+        .unwrap();
+    assert_eq!((o.kind.clone(), o.rev), (WriteKind::Unchanged, 2));
+
+    let idx = store.index();
+    let e = idx.get(&Scope::Shared, "alpha").unwrap();
+    assert_eq!(e.active_rev, 2);
+    assert_eq!(e.body, "v2");
+
+    let o = store
+        .revert(&Scope::Shared, "alpha", 1, &human())
+        .await
+        .unwrap();
+    assert_eq!((o.kind.clone(), o.rev), (WriteKind::Reverted, 1));
+    assert_eq!(
+        store.index().get(&Scope::Shared, "alpha").unwrap().body,
+        "v1"
+    );
+    let h = store.history(&Scope::Shared, "alpha").await.unwrap();
+    assert_eq!(h.len(), 2, "revert never rewrites history");
+    assert!(h[0].active && !h[1].active);
+    assert_eq!(h[0].author, "human:ana");
+
+    // Modify after a revert appends revision 3.
+    let o = store
+        .put(put(Scope::Shared, skill("alpha", "v3"), None))
+        .await
+        .unwrap();
+    assert_eq!(o.rev, 3);
+
+    let (info, b) = store
+        .bundle(&Scope::Shared, "alpha", Some(2))
+        .await
+        .unwrap();
+    assert_eq!(info.rev, 2);
+    assert_eq!(b.digest(), skill("alpha", "v2").digest());
+
+    let d = store.diff(&Scope::Shared, "alpha", 1, 3).await.unwrap();
+    assert!(d.contains("-v1") && d.contains("+v3"), "{d}");
+    assert!(d.contains("a/SKILL.md"), "{d}");
+
+    assert!(matches!(
+        store.revert(&Scope::Shared, "alpha", 9, &human()).await,
+        Err(StoreError::NoSuchRevision { latest: 3, .. })
+    ));
+    let kinds: Vec<String> = store
+        .events(&EventFilter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "revision_written",
+            "revision_written",
+            "reverted",
+            "revision_written"
+        ]
+    );
+    store.close().await;
+    db.cleanup().await;
+}
+
+async fn conflict_changes_nothing(db: TestDb) {
+    let store = db.open().await;
+    store
+        .put(put(Scope::Shared, skill("beta", "v1"), None))
+        .await
+        .unwrap();
+    let mut winner = put(Scope::Shared, skill("beta", "v2"), Some(1));
+    winner.author = Author::Human("bo".into());
+    store.put(winner).await.unwrap();
+    let err = store
+        .put(put(Scope::Shared, skill("beta", "v3"), Some(1)))
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, StoreError::Conflict { actual: 2, .. }),
+        "{msg}"
+    );
+    assert!(msg.contains("human:bo"), "says who won: {msg}");
+    assert_eq!(
+        store.history(&Scope::Shared, "beta").await.unwrap().len(),
+        2
+    );
+    assert_eq!(
+        store.index().get(&Scope::Shared, "beta").unwrap().body,
+        "v2"
+    );
+    // expect_rev 0 means "must not exist".
+    assert!(
+        store
+            .put(put(Scope::Shared, skill("beta", "x"), Some(0)))
+            .await
+            .is_err()
+    );
+    store.close().await;
+    db.cleanup().await;
+}
+
+async fn statuses(db: TestDb) {
+    let store = db.open().await;
+    store
+        .put(put(Scope::Shared, skill("gamma", "v1"), None))
+        .await
+        .unwrap();
+    for (to, expect) in [
+        (Status::Disabled, Status::Disabled),
+        (Status::Active, Status::Active),
+        (Status::Retired, Status::Retired),
+    ] {
+        let o = store
+            .set_status(
+                &Scope::Shared,
+                "gamma",
+                to,
+                &human(),
+                serde_json::Value::Null,
+            )
+            .await
+            .unwrap();
+        assert_eq!(o.status, expect);
+        assert_eq!(
+            store.index().get(&Scope::Shared, "gamma").unwrap().status,
+            expect
+        );
+    }
+    // Retired keeps every revision but refuses writes until restored.
+    assert!(matches!(
+        store
+            .put(put(Scope::Shared, skill("gamma", "v2"), None))
+            .await,
+        Err(StoreError::Retired { .. })
+    ));
+    assert_eq!(
+        store.history(&Scope::Shared, "gamma").await.unwrap().len(),
+        1
+    );
+    store
+        .set_status(
+            &Scope::Shared,
+            "gamma",
+            Status::Active,
+            &human(),
+            serde_json::Value::Null,
+        )
+        .await
+        .unwrap();
+    store
+        .put(put(Scope::Shared, skill("gamma", "v2"), None))
+        .await
+        .unwrap();
+    let kinds: Vec<String> = store
+        .events(&EventFilter {
+            skill: Some("gamma".into()),
+            ..EventFilter::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "revision_written",
+            "disabled",
+            "enabled",
+            "retired",
+            "restored",
+            "revision_written"
+        ]
+    );
+    assert!(matches!(
+        store
+            .set_status(
+                &Scope::Shared,
+                "nope",
+                Status::Retired,
+                &human(),
+                serde_json::Value::Null
+            )
+            .await,
+        Err(StoreError::NotFound { .. })
+    ));
+    store.close().await;
+    db.cleanup().await;
+}
+
+async fn scopes_and_agents(db: TestDb) {
+    let store = db.open().await;
+    let a = agent("support");
+    store
+        .put(put(Scope::Shared, skill("refund", "shared body"), None))
+        .await
+        .unwrap();
+    store
+        .put(put(Scope::Shared, skill("faq", "faq body"), None))
+        .await
+        .unwrap();
+    store
+        .put(put(
+            Scope::Agent(a.clone()),
+            skill("refund", "support override"),
+            None,
+        ))
+        .await
+        .unwrap();
+    store
+        .put(put(
+            Scope::Agent(agent("sales")),
+            skill("pitch", "private"),
+            None,
+        ))
+        .await
+        .unwrap();
+    let idx = store.index();
+    assert_eq!(idx.resolve(&a, "refund").unwrap().body, "support override");
+    assert_eq!(
+        idx.resolve(&agent("other"), "refund").unwrap().body,
+        "shared body"
+    );
+    assert!(
+        idx.resolve(&a, "pitch").is_none(),
+        "agent-private skills stay private"
+    );
+    let names: Vec<&str> = idx
+        .resolved_for(&a)
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(names, ["faq", "refund"]);
+
+    let mut config = AgentConfig {
+        skills: NameSet::Names(vec!["refund".parse().unwrap()]),
+        ..AgentConfig::default()
+    };
+    assert_eq!(store.create_agent(&a, &config).await.unwrap(), 1);
+    assert!(matches!(
+        store.create_agent(&a, &config).await,
+        Err(StoreError::AgentExists(_))
+    ));
+    config.catalog_budget = 100;
+    assert_eq!(store.set_agent(&a, &config).await.unwrap(), 2);
+    let got = store.agent(&a).await.unwrap().unwrap();
+    assert_eq!(got.config.catalog_budget, 100);
+    assert_eq!(got.version, 2);
+    assert!(store.agent(&agent("ghost")).await.unwrap().is_none());
+    store.close().await;
+    db.cleanup().await;
+}
+
+async fn import_is_all_or_nothing(db: TestDb) {
+    let store = db.open().await;
+    let a = agent("support");
+    store
+        .create_agent(
+            &agent("other"),
+            &AgentConfig {
+                skills: NameSet::All,
+                ..AgentConfig::default()
+            },
+        )
+        .await
+        .unwrap();
+    let good: Vec<Bundle> = (0..20).map(|i| skill(&format!("s{i}"), "body")).collect();
+    let mut with_bad = good.clone();
+    with_bad.push(Bundle::single("---\nname: Bad Name\ndescription: x\n---\n").unwrap());
+    assert!(
+        store
+            .import(
+                &Scope::Shared,
+                with_bad,
+                &Author::Import("t".into()),
+                "import",
+                &|_| {}
+            )
+            .await
+            .is_err()
+    );
+    assert!(store.index().is_empty(), "a failed import lands nothing");
+
+    // A duplicate name inside one import is refused.
+    let dup = vec![skill("d", "1"), skill("d", "2")];
+    assert!(
+        store
+            .import(
+                &Scope::Shared,
+                dup,
+                &Author::Import("t".into()),
+                "i",
+                &|_| {}
+            )
+            .await
+            .is_err()
+    );
+
+    let r = store
+        .import(
+            &Scope::Agent(a.clone()),
+            good.clone(),
+            &Author::Import("pack".into()),
+            "import",
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.created.len(), 20);
+    let cfg = store.agent(&a).await.unwrap().unwrap().config;
+    match cfg.skills {
+        NameSet::Names(n) => assert_eq!(n.len(), 20),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        store
+            .agent(&agent("other"))
+            .await
+            .unwrap()
+            .unwrap()
+            .config
+            .skills,
+        NameSet::All
+    );
+    assert_eq!(store.index().scope(&Scope::Shared).count(), 0);
+
+    let mut again = good;
+    again[0] = skill("s0", "changed");
+    let r = store
+        .import(
+            &Scope::Agent(a.clone()),
+            again,
+            &Author::Import("pack".into()),
+            "import",
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.created.len(), r.changed.len(), r.unchanged.len()),
+        (0, 1, 19)
+    );
+    store.close().await;
+    db.cleanup().await;
+}
+
+async fn concurrent_writers(db: TestDb) {
+    let store = Arc::new(db.open().await);
+    store
+        .put(put(Scope::Shared, skill("hot", "v0"), None))
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let s = store.clone();
+        tasks.push(tokio::spawn(async move {
+            s.put(put(
+                Scope::Shared,
+                skill("hot", &format!("writer {i}")),
+                None,
+            ))
+            .await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let h = store.history(&Scope::Shared, "hot").await.unwrap();
+    let revs: Vec<i64> = h.iter().map(|r| r.rev).collect();
+    assert_eq!(
+        revs,
+        (1..=17).collect::<Vec<_>>(),
+        "gap-free revision numbers"
+    );
+    let mut digests: Vec<&str> = h.iter().map(|r| r.digest.as_str()).collect();
+    digests.sort();
+    digests.dedup();
+    assert_eq!(digests.len(), 17, "no write lost");
+    assert_eq!(
+        store.index().get(&Scope::Shared, "hot").unwrap().active_rev,
+        17
+    );
+    store.close().await;
+    db.cleanup().await;
+}
+
+async fn concurrent_creators(db: TestDb) {
+    let store = Arc::new(db.open().await);
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let s = store.clone();
+        tasks.push(tokio::spawn(async move {
+            s.put(put(
+                Scope::Shared,
+                skill("fresh", &format!("creator {i}")),
+                None,
+            ))
+            .await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let revs: Vec<i64> = store
+        .history(&Scope::Shared, "fresh")
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.rev)
+        .collect();
+    assert_eq!(revs, (1..=8).collect::<Vec<_>>());
+    store.close().await;
+    db.cleanup().await;
+}
+
+async fn reopen_and_other_writers(db: TestDb) {
+    let a = db.open().await;
+    let b = db.open().await;
+    a.put(put(Scope::Shared, skill("shared-one", "v1"), None))
+        .await
+        .unwrap();
+    assert!(b.index().get(&Scope::Shared, "shared-one").is_none());
+    assert_eq!(b.sync_changes().await.unwrap(), 1);
+    assert_eq!(
+        b.index().get(&Scope::Shared, "shared-one").unwrap().body,
+        "v1"
+    );
+    a.put(put(Scope::Shared, skill("shared-one", "v2"), None))
+        .await
+        .unwrap();
+    b.sync_changes().await.unwrap();
+    assert_eq!(
+        b.index().get(&Scope::Shared, "shared-one").unwrap().body,
+        "v2"
+    );
+    a.close().await;
+    b.close().await;
+    let c = db.open().await;
+    assert_eq!(
+        c.index()
+            .get(&Scope::Shared, "shared-one")
+            .unwrap()
+            .active_rev,
+        2
+    );
+    c.close().await;
+    db.cleanup().await;
+}
+
+async fn invalid_skills_are_refused(db: TestDb) {
+    let store = db.open().await;
+    let bad =
+        Bundle::single("---\nname: ok-name\ndescription: d\ntriggers: nope\n---\nbody\n").unwrap();
+    let e = store.put(put(Scope::Shared, bad, None)).await.unwrap_err();
+    assert!(e.to_string().contains("triggers"), "{e}");
+    let bad = Bundle::single(vec![0xff, 0xfe]).unwrap();
+    assert!(store.put(put(Scope::Shared, bad, None)).await.is_err());
+    assert!(store.index().is_empty());
+    assert!(
+        store
+            .events(&EventFilter::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let with_files = Bundle::from_pairs(
+        [
+            (
+                "SKILL.md",
+                b"---\nname: files\ndescription: d\n---\nsee scripts/run.sh\n".to_vec(),
+            ),
+            ("scripts/run.sh", b"#!/bin/sh\necho hi\n".to_vec()),
+        ],
+        &Default::default(),
+    )
+    .unwrap();
+    store
+        .put(put(Scope::Shared, with_files.clone(), None))
+        .await
+        .unwrap();
+    let e = store.index().get(&Scope::Shared, "files").unwrap().clone();
+    assert_eq!(e.files.len(), 2);
+    let (_, back) = store.bundle(&Scope::Shared, "files", None).await.unwrap();
+    assert_eq!(back.digest(), with_files.digest());
+    store.close().await;
+    db.cleanup().await;
+}
+
+async fn seeds_follow_until_edited(db: TestDb) {
+    let store = db.open().await;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("seeded");
+    std::fs::create_dir(&folder).unwrap();
+    let write = |body: &str| {
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!("---\nname: seeded\ndescription: A seeded skill.\n---\n{body}\n"),
+        )
+        .unwrap()
+    };
+    write("v1");
+    let acts = skillbase_store::seed::sync_dir(&store, dir.path())
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            &acts[0],
+            skillbase_store::seed::SeedAction::Created { rev: 1, .. }
+        ),
+        "{acts:?}"
+    );
+    let acts = skillbase_store::seed::sync_dir(&store, dir.path())
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            &acts[0],
+            skillbase_store::seed::SeedAction::Unchanged { .. }
+        ),
+        "{acts:?}"
+    );
+    write("v2");
+    let acts = skillbase_store::seed::sync_dir(&store, dir.path())
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            &acts[0],
+            skillbase_store::seed::SeedAction::Updated { rev: 2, .. }
+        ),
+        "{acts:?}"
+    );
+    let e = store.index().get(&Scope::Shared, "seeded").unwrap().clone();
+    assert!(e.author.starts_with("seed:"), "{}", e.author);
+    assert!(e.seed_path.is_some());
+
+    // Someone edits it in the store: from now on the store wins.
+    store
+        .put(put(Scope::Shared, skill("seeded", "human edit"), None))
+        .await
+        .unwrap();
+    write("v3");
+    for _ in 0..2 {
+        let acts = skillbase_store::seed::sync_dir(&store, dir.path())
+            .await
+            .unwrap();
+        assert!(
+            matches!(&acts[0], skillbase_store::seed::SeedAction::Diverged { .. }),
+            "{acts:?}"
+        );
+    }
+    assert_eq!(
+        store.index().get(&Scope::Shared, "seeded").unwrap().body,
+        "human edit"
+    );
+    let diverged = store
+        .events(&EventFilter {
+            kind: Some("seed_diverged".into()),
+            ..EventFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(diverged.len(), 1, "recorded once per seed content");
+    store.close().await;
+    db.cleanup().await;
+}
+
+async fn history_is_append_only(db: TestDb) {
+    let store = db.open().await;
+    store
+        .put(put(Scope::Shared, skill("fixed", "v1"), None))
+        .await
+        .unwrap();
+    store.close().await;
+    match &db.url {
+        skillbase_store::DbUrl::Sqlite(path) => {
+            use sqlx::Connection;
+            let mut c = sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display()))
+                .await
+                .unwrap();
+            assert!(
+                sqlx::query("DELETE FROM events")
+                    .execute(&mut c)
+                    .await
+                    .is_err()
+            );
+            assert!(
+                sqlx::query("UPDATE revisions SET author = 'x'")
+                    .execute(&mut c)
+                    .await
+                    .is_err()
+            );
+            assert!(
+                sqlx::query("DELETE FROM revisions")
+                    .execute(&mut c)
+                    .await
+                    .is_err()
+            );
+            // A database from a newer Skillbase is refused, not corrupted.
+            sqlx::query("INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (999, 'future', 1, x'00', 0)")
+                .execute(&mut c)
+                .await
+                .unwrap();
+        }
+        skillbase_store::DbUrl::Postgres { url, schema } => {
+            use sqlx::Connection;
+            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+            let s = schema.clone().unwrap();
+            assert!(
+                sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {s}.events")))
+                    .execute(&mut c)
+                    .await
+                    .is_err()
+            );
+            assert!(
+                sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {s}.revisions")))
+                    .execute(&mut c)
+                    .await
+                    .is_err()
+            );
+            sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO {s}._sqlx_migrations (version, description, success, checksum, execution_time) VALUES (999, 'future', true, '\\x00', 0)")))
+                .execute(&mut c)
+                .await
+                .unwrap();
+        }
+    }
+    match Store::open(&db.url).await {
+        Err(e @ StoreError::SchemaTooNew { .. }) => {
+            assert!(e.to_string().contains("newer Skillbase"), "{e}")
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a newer schema must be refused"),
+    }
+    db.cleanup().await;
+}
+
+macro_rules! suite {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::TestDb::sqlite()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(not(skillbase_pg), ignore = "PostgreSQL tests skipped: set SKILLBASE_TEST_POSTGRES_URL to run them")]
+                async fn $name() {
+                    super::$name(super::TestDb::postgres()).await;
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    revisions_and_revert,
+    conflict_changes_nothing,
+    statuses,
+    scopes_and_agents,
+    import_is_all_or_nothing,
+    concurrent_writers,
+    concurrent_creators,
+    reopen_and_other_writers,
+    invalid_skills_are_refused,
+    seeds_follow_until_edited,
+    history_is_append_only,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_watcher_applies_changes_within_a_second() {
+    let db = TestDb::sqlite();
+    let store = Arc::new(db.open().await);
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("watched");
+    std::fs::create_dir(&folder).unwrap();
+    let write = |body: &str| {
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!("---\nname: watched\ndescription: Watched skill.\n---\n{body}\n"),
+        )
+        .unwrap()
+    };
+    write("v1");
+    skillbase_store::seed::sync_dir(&store, dir.path())
+        .await
+        .unwrap();
+    let _w = skillbase_store::seed::SeedWatcher::start(
+        store.clone(),
+        vec![dir.path().to_path_buf()],
+        |_| {},
+    )
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    write("v2");
+    // Generous deadline: the machine is shared; the debounce is 200 ms.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if store.index().get(&Scope::Shared, "watched").unwrap().body == "v2" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watcher never applied the change"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _ = skill_with;
+}
