@@ -1,8 +1,10 @@
 //! `skillbase`: the command line. Thin: parsing and printing only; the libraries do the work.
 
 mod format_cmds;
+mod store_cmds;
 
 use clap::{Parser, Subcommand};
+use skillbase_store::Status;
 use std::process::ExitCode;
 
 /// Exit code for success.
@@ -23,6 +25,8 @@ pub const EXIT_USAGE: u8 = 2;
         Exit codes: 0 success, 1 invalid input, 2 usage error or missing path."
 )]
 struct Cli {
+    #[command(flatten)]
+    store: store_cmds::StoreArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -33,6 +37,35 @@ enum Command {
     ReadProperties(format_cmds::ReadPropertiesArgs),
     ToPrompt(format_cmds::ToPromptArgs),
     New(format_cmds::NewArgs),
+    /// List skills in the store.
+    List(store_cmds::ListArgs),
+    /// Show a skill's revision: metadata, files and SKILL.md.
+    Show(store_cmds::ShowArgs),
+    /// List a skill's revisions, newest first (* marks the active one).
+    History(store_cmds::HistoryArgs),
+    /// Unified diff of every file between two revisions.
+    Diff(store_cmds::DiffArgs),
+    /// Create or modify a skill from a folder or SKILL.md (prints the revision written).
+    Put(store_cmds::PutArgs),
+    /// Re-activate an earlier revision (history is never rewritten).
+    Revert(store_cmds::RevertArgs),
+    /// Retire a skill (soft delete: every revision is kept).
+    Retire(store_cmds::StatusArgs),
+    /// Restore a retired skill.
+    Restore(store_cmds::StatusArgs),
+    /// Disable a skill (it stops being offered).
+    Disable(store_cmds::StatusArgs),
+    /// Enable a disabled skill.
+    Enable(store_cmds::StatusArgs),
+    /// Import a skill folder, a folder of skills or a zip, all or nothing.
+    Import(store_cmds::ImportArgs),
+    /// Write a revision's exact bytes to a folder or a .zip.
+    Export(store_cmds::ExportArgs),
+    /// Manage agents.
+    #[command(subcommand)]
+    Agent(store_cmds::AgentCmd),
+    /// Watch the --seed folders and sync every change into the store.
+    Watch(store_cmds::WatchArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +75,28 @@ fn main() -> ExitCode {
         Command::ReadProperties(a) => format_cmds::read_properties(a),
         Command::ToPrompt(a) => format_cmds::to_prompt(a),
         Command::New(a) => format_cmds::new(a),
+        Command::List(a) => store_cmds::run(store_cmds::list(&cli.store, a)),
+        Command::Show(a) => store_cmds::run(store_cmds::show(&cli.store, a)),
+        Command::History(a) => store_cmds::run(store_cmds::history(&cli.store, a)),
+        Command::Diff(a) => store_cmds::run(store_cmds::diff(&cli.store, a)),
+        Command::Put(a) => store_cmds::run(store_cmds::put(&cli.store, a)),
+        Command::Revert(a) => store_cmds::run(store_cmds::revert(&cli.store, a)),
+        Command::Retire(a) => {
+            store_cmds::run(store_cmds::set_status(&cli.store, a, Status::Retired))
+        }
+        Command::Restore(a) => {
+            store_cmds::run(store_cmds::set_status(&cli.store, a, Status::Active))
+        }
+        Command::Disable(a) => {
+            store_cmds::run(store_cmds::set_status(&cli.store, a, Status::Disabled))
+        }
+        Command::Enable(a) => {
+            store_cmds::run(store_cmds::set_status(&cli.store, a, Status::Active))
+        }
+        Command::Import(a) => store_cmds::run(store_cmds::import(&cli.store, a)),
+        Command::Export(a) => store_cmds::run(store_cmds::export(&cli.store, a)),
+        Command::Agent(a) => store_cmds::run(store_cmds::agent(&cli.store, a)),
+        Command::Watch(a) => store_cmds::run(store_cmds::watch(&cli.store, a)),
     };
     ExitCode::from(code)
 }

@@ -1,0 +1,763 @@
+//! Commands over the store: authoring (put, revert, retire, ...), reading (list, show, history,
+//! diff), agents, import and export.
+
+use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
+use anyhow::{Context, Result, anyhow};
+use clap::{Args, Subcommand};
+use skillbase_store::config::Config;
+use skillbase_store::pack::{self, PackLimits};
+use skillbase_store::seed::{self, SeedAction};
+use skillbase_store::{
+    AgentConfig, AgentName, Author, DbUrl, NameSet, PutRequest, Scope, SkillEntry, Status, Store,
+    StoreError, WriteKind, WriteOutcome,
+};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where the store is, shared by every store command.
+#[derive(Args, Clone, Debug)]
+pub struct StoreArgs {
+    /// Database: a SQLite file path (or sqlite:PATH) or a postgres:// URL. Default:
+    /// $SKILLBASE_HOME/skillbase.db (SKILLBASE_HOME defaults to ~/.local/share/skillbase).
+    #[arg(long, env = "SKILLBASE_DB", global = true)]
+    pub db: Option<String>,
+    /// Folder of skill folders synced into the shared scope before the command runs (repeatable).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub seed: Vec<PathBuf>,
+    /// skillbase.toml with agents to apply before the command runs.
+    #[arg(long, value_name = "FILE", env = "SKILLBASE_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    pub fn url(&self) -> Result<DbUrl> {
+        match &self.db {
+            Some(u) => Ok(DbUrl::parse(u)?),
+            None => Ok(DbUrl::default_sqlite()),
+        }
+    }
+
+    /// Open the store, apply the config file and sync the seed folders.
+    pub async fn open(&self) -> Result<Store> {
+        let url = self.url()?;
+        let store = Store::open(&url).await?;
+        if let Some(path) = &self.config {
+            Config::load(path)?.apply(&store).await?;
+        }
+        for dir in &self.seed {
+            for action in seed::sync_dir(&store, dir).await? {
+                report_seed(&action);
+            }
+        }
+        Ok(store)
+    }
+}
+
+pub fn report_seed(action: &SeedAction) {
+    match action {
+        SeedAction::Created { name, rev } => eprintln!("seed: {name} created (revision {rev})"),
+        SeedAction::Updated { name, rev } => eprintln!("seed: {name} updated (revision {rev})"),
+        SeedAction::Unchanged { .. } => {}
+        SeedAction::Diverged { name } => eprintln!(
+            "seed: {name} was edited in the store; its seed folder changed too and is not applied (the store wins)"
+        ),
+        SeedAction::Skipped { path, reason } => eprintln!("seed: skipped {path}: {reason}"),
+    }
+}
+
+fn scope_arg(s: &str) -> Result<Scope, String> {
+    s.parse()
+}
+
+/// Which record a command addresses.
+#[derive(Args, Clone, Debug)]
+pub struct Target {
+    /// The skill's name.
+    pub name: String,
+    /// Scope of the record: `shared` or `agent:<name>`.
+    #[arg(long, default_value = "shared", value_parser = scope_arg)]
+    pub scope: Scope,
+}
+
+/// Who is writing: `human:<id>` (default: human:$USER).
+#[derive(Args, Clone, Debug)]
+pub struct AuthorArg {
+    #[arg(long, value_name = "AUTHOR")]
+    pub author: Option<String>,
+}
+
+impl AuthorArg {
+    pub fn author(&self) -> Result<Author> {
+        match &self.author {
+            Some(a) => a.parse().map_err(|e: String| anyhow!(e)),
+            None => {
+                let user = std::env::var("USER").unwrap_or_else(|_| "local".into());
+                Ok(Author::Human(if user.is_empty() {
+                    "local".into()
+                } else {
+                    user
+                }))
+            }
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Only records in this scope.
+    #[arg(long, value_parser = scope_arg, conflicts_with = "agent")]
+    scope: Option<Scope>,
+    /// What this agent resolves to (its own records override shared ones).
+    #[arg(long)]
+    agent: Option<String>,
+    /// Include retired skills.
+    #[arg(long)]
+    all: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    target: Target,
+    /// A past revision (default: the active one).
+    #[arg(long)]
+    rev: Option<i64>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    target: Target,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The older revision.
+    a: i64,
+    /// The newer revision.
+    b: i64,
+}
+
+#[derive(Args)]
+pub struct PutArgs {
+    /// A skill folder, or its SKILL.md.
+    path: PathBuf,
+    /// Scope to write into: `shared` or `agent:<name>`.
+    #[arg(long, default_value = "shared", value_parser = scope_arg)]
+    scope: Scope,
+    /// Fail with a conflict unless the latest revision is N (0: the skill must be new).
+    #[arg(long, value_name = "N")]
+    expect_rev: Option<i64>,
+    /// Why this revision exists.
+    #[arg(long, short, default_value = "")]
+    message: String,
+    #[command(flatten)]
+    author: AuthorArg,
+}
+
+#[derive(Args)]
+pub struct RevertArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The revision to re-activate.
+    rev: i64,
+    #[command(flatten)]
+    author: AuthorArg,
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    author: AuthorArg,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// A skill folder, a folder of skills, a SKILL.md, or a .zip of one or many skills.
+    src: PathBuf,
+    /// Scope to import into. Into `agent:<name>`, the agent's allowlist becomes the imported skills.
+    #[arg(long, default_value = "shared", value_parser = scope_arg)]
+    scope: Scope,
+    #[arg(long, short, default_value = "imported")]
+    message: String,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    target: Target,
+    /// A past revision (default: the active one).
+    #[arg(long)]
+    rev: Option<i64>,
+    /// A new folder, or a file ending in .zip.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+pub struct WatchArgs {}
+
+#[derive(Subcommand)]
+pub enum AgentCmd {
+    /// Create an agent.
+    Create(AgentEdit),
+    /// Change an agent (only the options given).
+    Set(AgentEdit),
+    /// Show an agent's configuration.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List agents.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct AgentEdit {
+    name: String,
+    /// Skills it may see: `all`, `none`, or comma-separated names.
+    #[arg(long)]
+    skills: Option<String>,
+    /// Skills in its prompt every turn: `all`, `none`, or comma-separated names.
+    #[arg(long)]
+    eager: Option<String>,
+    /// Granted tool classes, comma-separated.
+    #[arg(long)]
+    tools: Option<String>,
+    /// Granted vault entry names, comma-separated.
+    #[arg(long)]
+    vault: Option<String>,
+    /// Granted destination hosts, comma-separated.
+    #[arg(long)]
+    hosts: Option<String>,
+    /// Tokens the level-1 catalog may use.
+    #[arg(long)]
+    catalog_budget: Option<u32>,
+    /// Consecutive failed runs before a skill revision is disabled.
+    #[arg(long)]
+    failure_threshold: Option<u32>,
+    /// Require review before an agent-authored revision becomes active.
+    #[arg(long)]
+    review_agent_revisions: Option<bool>,
+    /// Require review of skills declaring capabilities beyond the agent's grants.
+    #[arg(long)]
+    review_envelope_expansion: Option<bool>,
+    #[arg(long)]
+    description: Option<String>,
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|x| x.trim().to_owned())
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
+impl AgentEdit {
+    fn apply(&self, c: &mut AgentConfig) -> Result<()> {
+        if let Some(s) = &self.skills {
+            c.skills = s.parse::<NameSet>().map_err(|e| anyhow!("--skills: {e}"))?;
+        }
+        if let Some(s) = &self.eager {
+            c.eager = s.parse::<NameSet>().map_err(|e| anyhow!("--eager: {e}"))?;
+        }
+        if let Some(s) = &self.tools {
+            c.grants.tools = split_list(s);
+        }
+        if let Some(s) = &self.vault {
+            c.grants.vault = split_list(s);
+        }
+        if let Some(s) = &self.hosts {
+            let hosts = split_list(s);
+            for h in &hosts {
+                if let Some(problem) = skillbase_format::validate::check_host(h) {
+                    return Err(anyhow!("--hosts: '{h}' {problem}"));
+                }
+            }
+            c.grants.hosts = hosts.into_iter().map(|h| h.to_ascii_lowercase()).collect();
+        }
+        if let Some(b) = self.catalog_budget {
+            c.catalog_budget = b;
+        }
+        if let Some(n) = self.failure_threshold {
+            if n == 0 {
+                return Err(anyhow!("--failure-threshold must be at least 1"));
+            }
+            c.policies.failure_threshold = n;
+        }
+        if let Some(v) = self.review_agent_revisions {
+            c.policies.review_agent_revisions = v;
+        }
+        if let Some(v) = self.review_envelope_expansion {
+            c.policies.review_envelope_expansion = v;
+        }
+        if let Some(d) = &self.description {
+            c.description = d.clone();
+        }
+        Ok(())
+    }
+}
+
+/// The exit code for an error: 1 for invalid input or a refused write, 2 for usage.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    match e.downcast_ref::<StoreError>() {
+        Some(StoreError::Open { .. } | StoreError::SchemaTooNew { .. }) => EXIT_USAGE,
+        _ => EXIT_INVALID,
+    }
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Run an async command, printing its error the way every command does.
+pub fn run(f: impl std::future::Future<Output = Result<u8>>) -> u8 {
+    match runtime().block_on(f) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            exit_code(&e)
+        }
+    }
+}
+
+fn print_outcome(o: &WriteOutcome) {
+    let what = match o.kind {
+        WriteKind::Created => format!("created revision {}", o.rev),
+        WriteKind::Modified => format!("wrote revision {} (now active)", o.rev),
+        WriteKind::Unchanged => format!("unchanged (revision {} is identical)", o.rev),
+        WriteKind::Pending => format!("wrote revision {} (pending approval)", o.rev),
+        WriteKind::Reverted => format!("reverted to revision {} (now active)", o.rev),
+        WriteKind::Status => format!("is now {} (revision {})", o.status, o.rev),
+    };
+    println!("{} ({}): {what}", o.name, o.scope);
+}
+
+fn entry_json(e: &SkillEntry) -> serde_json::Value {
+    serde_json::json!({
+        "name": e.name,
+        "scope": e.scope,
+        "status": e.status,
+        "rev": e.active_rev,
+        "latest_rev": e.head_rev,
+        "digest": e.digest,
+        "author": e.author,
+        "description": e.meta.description,
+        "triggers": e.meta.triggers,
+        "companions": e.meta.companions,
+        "cost": e.meta.cost,
+        "capabilities": e.meta.capabilities,
+        "files": e.files,
+        "seed_path": e.seed_path,
+        "updated_at": e.updated_at,
+    })
+}
+
+pub async fn list(s: &StoreArgs, a: ListArgs) -> Result<u8> {
+    let store = s.open().await?;
+    let index = store.index();
+    let mut entries: Vec<&Arc<SkillEntry>> = match (&a.scope, &a.agent) {
+        (_, Some(agent)) => {
+            let agent = AgentName::parse(agent).map_err(|e| anyhow!(e))?;
+            index.resolved_for(&agent)
+        }
+        (Some(scope), None) => index.scope(scope).collect(),
+        (None, None) => index.all().collect(),
+    };
+    entries.retain(|e| a.all || e.status != Status::Retired);
+    entries.sort_by(|x, y| (x.name.as_str(), &x.scope).cmp(&(y.name.as_str(), &y.scope)));
+    if a.json {
+        let v: Vec<_> = entries.iter().map(|e| entry_json(e)).collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if entries.is_empty() {
+        eprintln!("No skills. Add one with `skillbase put PATH` or `skillbase import SRC`.");
+    } else {
+        let w = entries
+            .iter()
+            .map(|e| e.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        println!(
+            "{:<w$}  {:<16}  {:>4}  {:<8}  DESCRIPTION",
+            "NAME", "SCOPE", "REV", "STATUS"
+        );
+        for e in entries {
+            let mut d: String = e.meta.description.chars().take(60).collect();
+            if e.meta.description.chars().count() > 60 {
+                d.push('…');
+            }
+            println!(
+                "{:<w$}  {:<16}  {:>4}  {:<8}  {}",
+                e.name,
+                e.scope.to_string(),
+                e.active_rev,
+                e.status.as_str(),
+                d.replace('\n', " ")
+            );
+        }
+    }
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn show(s: &StoreArgs, a: ShowArgs) -> Result<u8> {
+    let store = s.open().await?;
+    let t = &a.target;
+    let (info, bundle) = store.bundle(&t.scope, &t.name, a.rev).await?;
+    let entry = store.index().get(&t.scope, &t.name).cloned();
+    let md = String::from_utf8_lossy(&bundle.skill_md().bytes).into_owned();
+    if a.json {
+        let files: Vec<_> = bundle
+            .files()
+            .iter()
+            .map(|f| serde_json::json!({"path": f.path, "digest": f.digest, "size": f.bytes.len(), "executable": f.executable}))
+            .collect();
+        let v = serde_json::json!({
+            "name": t.name,
+            "scope": t.scope,
+            "status": entry.as_ref().map(|e| e.status),
+            "revision": info,
+            "bundle_digest": bundle.digest(),
+            "files": files,
+            "skill_md": md,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "{} ({}) revision {}{} by {} — {}",
+            t.name,
+            t.scope,
+            info.rev,
+            if info.active { " [active]" } else { "" },
+            info.author,
+            entry.map(|e| e.status.as_str()).unwrap_or("unknown")
+        );
+        if !info.message.is_empty() {
+            println!("message: {}", info.message);
+        }
+        println!("bundle:  {}", bundle.digest());
+        for f in bundle.files() {
+            println!(
+                "  {:>8}  {}{}",
+                f.bytes.len(),
+                f.path,
+                if f.executable { " *" } else { "" }
+            );
+        }
+        println!();
+        print!("{md}");
+        if !md.ends_with('\n') {
+            println!();
+        }
+    }
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn history(s: &StoreArgs, a: HistoryArgs) -> Result<u8> {
+    let store = s.open().await?;
+    let h = store.history(&a.target.scope, &a.target.name).await?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&h)?);
+    } else {
+        for r in h.iter().rev() {
+            println!(
+                "{} {:>4}  {}  {:<28}  {}{}",
+                if r.active { "*" } else { " " },
+                r.rev,
+                format_time(r.created_at),
+                r.author,
+                r.message,
+                if r.state == "pending" {
+                    "  [pending approval]"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+/// UTC time from unix milliseconds, without a date library.
+pub fn format_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+pub async fn diff(s: &StoreArgs, a: DiffArgs) -> Result<u8> {
+    let store = s.open().await?;
+    let d = store
+        .diff(&a.target.scope, &a.target.name, a.a, a.b)
+        .await?;
+    if d.is_empty() {
+        eprintln!("revisions {} and {} are identical", a.a, a.b);
+    } else {
+        print!("{d}");
+    }
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn put(s: &StoreArgs, a: PutArgs) -> Result<u8> {
+    let dir = if a.path.is_file() {
+        a.path
+            .parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    p.to_path_buf()
+                }
+            })
+            .unwrap_or_else(|| PathBuf::from("."))
+    } else {
+        a.path.clone()
+    };
+    if !dir.exists() {
+        eprintln!("Error: Path '{}' does not exist.", a.path.display());
+        return Ok(EXIT_USAGE);
+    }
+    let author = a.author.author()?;
+    let store = s.open().await?;
+    let bundle = pack::read_folder(&dir, &store.limits)?;
+    let o = store
+        .put(PutRequest {
+            scope: a.scope,
+            bundle,
+            author,
+            message: a.message,
+            expect_rev: a.expect_rev,
+        })
+        .await?;
+    print_outcome(&o);
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn revert(s: &StoreArgs, a: RevertArgs) -> Result<u8> {
+    let author = a.author.author()?;
+    let store = s.open().await?;
+    let o = store
+        .revert(&a.target.scope, &a.target.name, a.rev, &author)
+        .await?;
+    print_outcome(&o);
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn set_status(s: &StoreArgs, a: StatusArgs, to: Status) -> Result<u8> {
+    let author = a.author.author()?;
+    let store = s.open().await?;
+    let o = store
+        .set_status(
+            &a.target.scope,
+            &a.target.name,
+            to,
+            &author,
+            serde_json::Value::Null,
+        )
+        .await?;
+    print_outcome(&o);
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
+    if !a.src.exists() {
+        eprintln!("Error: Path '{}' does not exist.", a.src.display());
+        return Ok(EXIT_USAGE);
+    }
+    let store = s.open().await?;
+    let bundles = pack::read_source(&a.src, &PackLimits::default())?;
+    let total = bundles.len();
+    let bar = if std::io::stderr().is_terminal() && total > 20 && !a.json {
+        let b = indicatif::ProgressBar::new(total as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "importing {bar:40} {pos}/{len} skills ({eta})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let source = a
+        .src
+        .canonicalize()
+        .unwrap_or_else(|_| a.src.clone())
+        .display()
+        .to_string();
+    let report = store
+        .import(
+            &a.scope,
+            bundles,
+            &Author::Import(source),
+            &a.message,
+            &|n| bar.set_position(n as u64),
+        )
+        .await?;
+    bar.finish_and_clear();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for o in &report.outcomes {
+            print_outcome(o);
+        }
+        println!(
+            "imported {} skills into {}: {} created, {} changed, {} unchanged",
+            total,
+            a.scope,
+            report.created.len(),
+            report.changed.len(),
+            report.unchanged.len()
+        );
+        if let Scope::Agent(agent) = &a.scope {
+            println!("agent {agent} now allows exactly these {total} skills");
+        }
+    }
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn export(s: &StoreArgs, a: ExportArgs) -> Result<u8> {
+    let store = s.open().await?;
+    let (info, bundle) = store.bundle(&a.target.scope, &a.target.name, a.rev).await?;
+    let out = pack::export(&bundle, &a.target.name, &a.out)?;
+    println!(
+        "{} ({}) revision {} written to {} ({} files, {})",
+        a.target.name,
+        a.target.scope,
+        info.rev,
+        out.display(),
+        bundle.files().len(),
+        bundle.digest()
+    );
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn watch(s: &StoreArgs, _a: WatchArgs) -> Result<u8> {
+    if s.seed.is_empty() {
+        eprintln!("Error: give at least one --seed DIR to watch");
+        return Ok(EXIT_USAGE);
+    }
+    let store = Arc::new(s.open().await?);
+    let _w = seed::SeedWatcher::start(store.clone(), s.seed.clone(), report_seed)?;
+    eprintln!(
+        "watching {} seed folder(s); edits are synced within a second. Ctrl-C to stop.",
+        s.seed.len()
+    );
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn agent(s: &StoreArgs, cmd: AgentCmd) -> Result<u8> {
+    let store = s.open().await?;
+    let code = match cmd {
+        AgentCmd::Create(e) => {
+            let name = AgentName::parse(&e.name).map_err(|m| anyhow!(m))?;
+            let mut c = AgentConfig::default();
+            e.apply(&mut c)?;
+            let v = store.create_agent(&name, &c).await?;
+            println!("agent {name} created (version {v})");
+            EXIT_OK
+        }
+        AgentCmd::Set(e) => {
+            let name = AgentName::parse(&e.name).map_err(|m| anyhow!(m))?;
+            let mut c = store
+                .agent(&name)
+                .await?
+                .ok_or_else(|| StoreError::AgentNotFound(name.to_string()))?
+                .config;
+            e.apply(&mut c)?;
+            let v = store.set_agent(&name, &c).await?;
+            println!("agent {name} updated (version {v})");
+            EXIT_OK
+        }
+        AgentCmd::Show { name, json } => {
+            let name = AgentName::parse(&name).map_err(|m| anyhow!(m))?;
+            let a = store
+                .agent(&name)
+                .await?
+                .ok_or_else(|| StoreError::AgentNotFound(name.to_string()))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&a)?);
+            } else {
+                print!("{}", toml::to_string_pretty(&a.config).unwrap_or_default());
+                println!("# version {}", a.version);
+            }
+            EXIT_OK
+        }
+        AgentCmd::List { json } => {
+            let agents = store.agents().await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&agents)?);
+            } else if agents.is_empty() {
+                eprintln!("No agents. Create one with `skillbase agent create NAME --skills all`.");
+            } else {
+                for a in agents {
+                    let skills = match &a.config.skills {
+                        NameSet::All => "all skills".to_owned(),
+                        NameSet::None => "no skills".to_owned(),
+                        NameSet::Names(n) => format!("{} skills", n.len()),
+                    };
+                    println!(
+                        "{:<24} {skills:<12} v{}  {}",
+                        a.name.as_str(),
+                        a.version,
+                        a.config.description
+                    );
+                }
+            }
+            EXIT_OK
+        }
+    };
+    store.close().await;
+    Ok(code)
+}
