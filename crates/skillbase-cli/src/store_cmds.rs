@@ -41,6 +41,13 @@ impl StoreArgs {
     /// Open the store, apply the config file and sync the seed folders.
     pub async fn open(&self) -> Result<Store> {
         let url = self.url()?;
+        // A missing --config file or --seed folder is a usage error (exit 2), found before the
+        // database is created.
+        for p in self.config.iter().chain(&self.seed) {
+            if !p.exists() {
+                return Err(MissingPath(p.clone()).into());
+            }
+        }
         let store = Store::open(&url).await?;
         if let Some(path) = &self.config {
             Config::load(path)?.apply(&store).await?;
@@ -250,6 +257,9 @@ pub struct AgentEdit {
     /// Tokens the level-1 catalog may use.
     #[arg(long)]
     catalog_budget: Option<u32>,
+    /// Tokens the skill bodies injected in one turn may use.
+    #[arg(long)]
+    context_budget: Option<u32>,
     /// Consecutive failed runs before a skill revision is disabled.
     #[arg(long)]
     failure_threshold: Option<u32>,
@@ -296,6 +306,9 @@ impl AgentEdit {
         if let Some(b) = self.catalog_budget {
             c.catalog_budget = b;
         }
+        if let Some(b) = self.context_budget {
+            c.context_budget = b;
+        }
         if let Some(n) = self.failure_threshold {
             if n == 0 {
                 return Err(anyhow!("--failure-threshold must be at least 1"));
@@ -315,8 +328,23 @@ impl AgentEdit {
     }
 }
 
+/// A path given on the command line that does not exist (exit 2, like `put` and `import`).
+#[derive(Debug)]
+pub struct MissingPath(pub PathBuf);
+
+impl std::fmt::Display for MissingPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Path '{}' does not exist.", self.0.display())
+    }
+}
+
+impl std::error::Error for MissingPath {}
+
 /// The exit code for an error: 1 for invalid input or a refused write, 2 for usage.
 pub fn exit_code(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<MissingPath>().is_some() {
+        return EXIT_USAGE;
+    }
     match e.downcast_ref::<StoreError>() {
         Some(StoreError::Open { .. } | StoreError::SchemaTooNew { .. }) => EXIT_USAGE,
         _ => EXIT_INVALID,
@@ -331,12 +359,29 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime")
 }
 
+/// An error and its causes on one line. A cause already quoted by the message before it is left
+/// out: the store's errors include their source in their own text (`{e:#}` printed it twice).
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 /// Run an async command, printing its error the way every command does.
 pub fn run(f: impl std::future::Future<Output = Result<u8>>) -> u8 {
     match runtime().block_on(f) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            eprintln!("Error: {}", error_text(&e));
             exit_code(&e)
         }
     }

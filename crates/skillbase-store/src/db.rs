@@ -13,7 +13,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Where the database is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,17 +95,37 @@ pub enum Db {
 }
 
 fn migrator(backend: &str) -> Migrator {
-    let sql: &'static str = match backend {
-        "sqlite" => include_str!("../migrations/sqlite/0001_init.sql"),
-        _ => include_str!("../migrations/postgres/0001_init.sql"),
+    let files: [(&str, &'static str); 2] = match backend {
+        "sqlite" => [
+            ("init", include_str!("../migrations/sqlite/0001_init.sql")),
+            (
+                "sessions",
+                include_str!("../migrations/sqlite/0002_sessions.sql"),
+            ),
+        ],
+        _ => [
+            ("init", include_str!("../migrations/postgres/0001_init.sql")),
+            (
+                "sessions",
+                include_str!("../migrations/postgres/0002_sessions.sql"),
+            ),
+        ],
     };
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        "init".into(),
-        MigrationType::Simple,
-        sql.into_sql_str(),
-        false,
-    )])
+    Migrator::with_migrations(
+        files
+            .into_iter()
+            .enumerate()
+            .map(|(i, (desc, sql))| {
+                Migration::new(
+                    i as i64 + 1,
+                    desc.into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
 }
 
 fn migrate_error(e: MigrateError) -> StoreError {

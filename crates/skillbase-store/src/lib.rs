@@ -21,5 +21,8 @@ pub use db::{DbUrl, SCHEMA_VERSION, default_home};
 pub use error::{Result, StoreError};
 pub use index::{FileRef, Index, SkillEntry};
 pub use model::{Agent, AgentConfig, AgentName, Author, Grants, NameSet, Policies, Scope, Status};
-pub use sql::{EventFilter, EventRecord, NewEvent, RevisionInfo, WriteKind, WriteOutcome};
+pub use sql::{
+    ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, SessionRecord, WriteKind,
+    WriteOutcome,
+};
 pub use store::{ImportReport, PutRequest, Store};

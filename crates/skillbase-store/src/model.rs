@@ -316,9 +316,15 @@ impl Default for Policies {
 
 /// Default catalog budget in tokens.
 pub const DEFAULT_CATALOG_BUDGET: u32 = 4000;
+/// Default budget in tokens for skill bodies injected in one turn (eager, triggered, companions).
+pub const DEFAULT_CONTEXT_BUDGET: u32 = 16000;
 
 fn default_budget() -> u32 {
     DEFAULT_CATALOG_BUDGET
+}
+
+fn default_context_budget() -> u32 {
+    DEFAULT_CONTEXT_BUDGET
 }
 
 /// An agent's configuration.
@@ -336,6 +342,9 @@ pub struct AgentConfig {
     /// Tokens the level-1 catalog may use.
     #[serde(default = "default_budget")]
     pub catalog_budget: u32,
+    /// Tokens the skill bodies injected in one turn may use (eager, triggered, companions).
+    #[serde(default = "default_context_budget")]
+    pub context_budget: u32,
     #[serde(default)]
     pub policies: Policies,
     #[serde(default)]
@@ -349,6 +358,7 @@ impl Default for AgentConfig {
             eager: NameSet::None,
             grants: Grants::default(),
             catalog_budget: DEFAULT_CATALOG_BUDGET,
+            context_budget: DEFAULT_CONTEXT_BUDGET,
             policies: Policies::default(),
             description: String::new(),
         }

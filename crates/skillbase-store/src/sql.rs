@@ -101,6 +101,25 @@ pub struct EventRecord {
     pub data: serde_json::Value,
 }
 
+/// A stored session: which agent it belongs to and what it activated, in order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SessionRecord {
+    pub id: String,
+    pub agent: String,
+    pub created_at: i64,
+    pub activations: Vec<ActivationRecord>,
+}
+
+/// One activation in a session.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ActivationRecord {
+    pub scope: String,
+    pub skill: String,
+    pub rev: i64,
+    pub reason: String,
+    pub at: i64,
+}
+
 /// Which events to read.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
@@ -697,6 +716,74 @@ macro_rules! backend {
                 .await?;
                 tx.commit().await?;
                 Ok(true)
+            }
+
+            /// Create the session if new; returns its agent.
+            pub async fn open_session(pool: &Pool<Db>, id: &str, agent: &str) -> Result<String> {
+                let now = now_ms();
+                sqlx::query("INSERT INTO sessions (id, agent, created_at, updated_at) VALUES ($1, $2, $3, $3) ON CONFLICT (id) DO NOTHING")
+                    .bind(id)
+                    .bind(agent)
+                    .bind(now)
+                    .execute(pool)
+                    .await?;
+                let owner: String = sqlx::query_scalar("SELECT agent FROM sessions WHERE id = $1")
+                    .bind(id)
+                    .fetch_one(pool)
+                    .await?;
+                Ok(owner)
+            }
+
+            pub async fn session(pool: &Pool<Db>, id: &str) -> Result<Option<SessionRecord>> {
+                let row: Option<(String, String, i64)> = sqlx::query_as("SELECT id, agent, created_at FROM sessions WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?;
+                let Some((id, agent, created_at)) = row else { return Ok(None) };
+                let acts: Vec<(String, String, i64, String, i64)> = sqlx::query_as(
+                    "SELECT scope, skill, rev, reason, at FROM activations WHERE session_id = $1 ORDER BY id",
+                )
+                .bind(&id)
+                .fetch_all(pool)
+                .await?;
+                Ok(Some(SessionRecord {
+                    id,
+                    agent,
+                    created_at,
+                    activations: acts
+                        .into_iter()
+                        .map(|a| ActivationRecord { scope: a.0, skill: a.1, rev: a.2, reason: a.3, at: a.4 })
+                        .collect(),
+                }))
+            }
+
+            pub async fn record_activation(pool: &Pool<Db>, session: &str, a: &ActivationRecord) -> Result<()> {
+                sqlx::query("INSERT INTO activations (session_id, scope, skill, rev, reason, at) VALUES ($1, $2, $3, $4, $5, $6)")
+                    .bind(session)
+                    .bind(&a.scope)
+                    .bind(&a.skill)
+                    .bind(a.rev)
+                    .bind(&a.reason)
+                    .bind(a.at)
+                    .execute(pool)
+                    .await?;
+                sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
+                    .bind(a.at)
+                    .bind(session)
+                    .execute(pool)
+                    .await?;
+                Ok(())
+            }
+
+            /// Append several events in one transaction.
+            pub async fn append_events(pool: &Pool<Db>, evs: &[NewEvent]) -> Result<()> {
+                let mut tx = pool.begin().await?;
+                let now = now_ms();
+                for ev in evs {
+                    insert_event(&mut tx, ev, now).await?;
+                }
+                tx.commit().await?;
+                Ok(())
             }
 
             /// Approve a pending revision: it becomes committed and active.

@@ -5,7 +5,8 @@ use crate::error::{Result, StoreError};
 use crate::index::{FileRef, Index, SkillEntry};
 use crate::model::{Agent, AgentConfig, AgentName, Author, Scope, Status};
 use crate::sql::{
-    self, EventFilter, EventRecord, NewEvent, RawEntry, RevisionInfo, WriteOutcome, WriteReq,
+    self, ActivationRecord, EventFilter, EventRecord, NewEvent, RawEntry, RevisionInfo,
+    SessionRecord, WriteOutcome, WriteReq,
 };
 use arc_swap::ArcSwap;
 use skillbase_format::validate::{Profile, ValidateOptions, validate_text};
@@ -46,6 +47,7 @@ pub struct ImportReport {
 pub struct Store {
     db: Db,
     index: ArcSwap<Index>,
+    agent_cache: ArcSwap<std::collections::HashMap<AgentName, Arc<Agent>>>,
     /// Serialises index swaps so a slower writer never overwrites a newer state.
     index_lock: tokio::sync::Mutex<()>,
     /// The newest event this process has applied to its index.
@@ -60,6 +62,7 @@ impl Store {
         let store = Store {
             db,
             index: ArcSwap::from_pointee(Index::default()),
+            agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
             index_lock: tokio::sync::Mutex::new(()),
             events_seen: AtomicI64::new(0),
             limits: BundleLimits::default(),
@@ -97,7 +100,8 @@ impl Store {
         self.index
             .store(Arc::new(Index::from_entries(entries, generation)));
         self.events_seen.store(seen, Ordering::SeqCst);
-        Ok(())
+        drop(_guard);
+        self.refresh_agents().await
     }
 
     /// Re-read one record into the index.
@@ -124,6 +128,9 @@ impl Store {
             .await?;
         let mut touched: Vec<(Scope, String)> = Vec::new();
         let mut max = after;
+        if events.iter().any(|e| e.kind == "agent_changed") {
+            self.refresh_agents().await?;
+        }
         for e in &events {
             max = max.max(e.id);
             if let (Some(scope), Some(skill)) = (&e.scope, &e.skill)
@@ -303,6 +310,9 @@ impl Store {
                 .await?
             }
         };
+        if agent_update.is_some() {
+            self.refresh_agents().await?;
+        }
         if outcomes.len() > 64 {
             self.reload().await?;
         } else {
@@ -446,12 +456,69 @@ impl Store {
 
     /// Create an agent (fails if it exists).
     pub async fn create_agent(&self, name: &AgentName, config: &AgentConfig) -> Result<i64> {
-        on_db!(self, upsert_agent(name, config, true))
+        let v = on_db!(self, upsert_agent(name, config, true))?;
+        self.refresh_agents().await?;
+        Ok(v)
     }
 
     /// Create or replace an agent's configuration.
     pub async fn set_agent(&self, name: &AgentName, config: &AgentConfig) -> Result<i64> {
-        on_db!(self, upsert_agent(name, config, false))
+        let v = on_db!(self, upsert_agent(name, config, false))?;
+        self.refresh_agents().await?;
+        Ok(v)
+    }
+
+    /// Create a session for `agent` if it does not exist; refuses a session owned by another
+    /// agent.
+    pub async fn open_session(&self, id: &str, agent: &AgentName) -> Result<()> {
+        if id.is_empty()
+            || id.len() > 128
+            || id.chars().any(|c| c.is_control() || c == '/' || c == '\\')
+        {
+            return Err(StoreError::Invalid(format!(
+                "invalid session id '{id}': 1-128 characters, no slashes or control characters"
+            )));
+        }
+        let owner = on_db!(self, open_session(id, agent.as_str()))?;
+        if owner != agent.as_str() {
+            return Err(StoreError::Invalid(format!(
+                "session '{id}' belongs to another agent"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A stored session with its activations.
+    pub async fn session(&self, id: &str) -> Result<Option<SessionRecord>> {
+        on_db!(self, session(id))
+    }
+
+    /// Record that a skill was activated in a session.
+    pub async fn record_activation(&self, session: &str, a: &ActivationRecord) -> Result<()> {
+        on_db!(self, record_activation(session, a))
+    }
+
+    /// Append several events in one transaction.
+    pub async fn append_events(&self, evs: &[NewEvent]) -> Result<()> {
+        if evs.is_empty() {
+            return Ok(());
+        }
+        on_db!(self, append_events(evs))
+    }
+
+    /// An agent from the in-memory cache (no database round trip).
+    pub fn agent_cached(&self, name: &AgentName) -> Option<Arc<Agent>> {
+        self.agent_cache.load().get(name).cloned()
+    }
+
+    async fn refresh_agents(&self) -> Result<()> {
+        let all = self.agents().await?;
+        self.agent_cache.store(Arc::new(
+            all.into_iter()
+                .map(|a| (a.name.clone(), Arc::new(a)))
+                .collect(),
+        ));
+        Ok(())
     }
 
     /// Append an event.

@@ -1,0 +1,22 @@
+//! Skillbase's runtime: for an agent, a session and the user's message, what the model is shown
+//! this turn, and why.
+//!
+//! - [`view`]: the skills an agent may see, cached until the index or the agent changes.
+//! - [`trigger`]: deterministic activation, one Aho-Corasick pass over folded text.
+//! - [`turn`]: eager prefix, triggered bodies, the budgeted level-1 catalog, the tools, and the
+//!   activation report.
+//! - [`runtime`]: sessions, `load_skill` (level 2), `search_skills`, `pinned` after compaction,
+//!   and the events that record each turn.
+//! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
+
+pub mod files;
+pub mod rank;
+pub mod runtime;
+pub mod tokens;
+pub mod trigger;
+pub mod turn;
+pub mod view;
+
+pub use runtime::{LoadResult, Pinned, PinnedSet, Runtime, RuntimeError, SearchHit};
+pub use turn::{Activation, Omission, ToolDef, TurnContext, TurnOptions, TurnReport, resolve};
+pub use view::AgentView;

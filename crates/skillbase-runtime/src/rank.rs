@@ -1,0 +1,144 @@
+//! BM25 relevance of skills to a message, over name, description and triggers.
+//!
+//! Used only to decide which catalog entries are shown in full when the catalog overflows its
+//! budget, and to answer `search_skills`; it never activates anything.
+
+use crate::trigger::fold_fast;
+use std::collections::HashMap;
+
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+/// Field weights: a word in the name counts three times, in a trigger twice.
+const NAME_WEIGHT: f32 = 3.0;
+const TRIGGER_WEIGHT: f32 = 2.0;
+
+/// Split folded text into words.
+pub fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+}
+
+/// A BM25 index over a fixed set of documents.
+#[derive(Debug, Clone, Default)]
+pub struct Bm25 {
+    /// term -> (document, weighted term frequency)
+    postings: HashMap<String, Vec<(u32, f32)>>,
+    doc_len: Vec<f32>,
+    avg_len: f32,
+}
+
+impl Bm25 {
+    /// Index documents given as (name, description, triggers).
+    pub fn new<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>) -> Bm25 {
+        let mut postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
+        let mut doc_len = Vec::new();
+        for (i, (name, desc, triggers)) in docs.into_iter().enumerate() {
+            let mut tf: HashMap<String, f32> = HashMap::new();
+            let mut len = 0.0;
+            let mut add = |text: &str, w: f32| {
+                let f = fold_fast(text);
+                for word in words(&f) {
+                    *tf.entry(word.to_owned()).or_default() += w;
+                    len += w;
+                }
+            };
+            add(name, NAME_WEIGHT);
+            add(desc, 1.0);
+            for t in triggers {
+                add(t, TRIGGER_WEIGHT);
+            }
+            for (term, f) in tf {
+                postings.entry(term).or_default().push((i as u32, f));
+            }
+            doc_len.push(len);
+        }
+        let avg_len = if doc_len.is_empty() {
+            1.0
+        } else {
+            doc_len.iter().sum::<f32>() / doc_len.len() as f32
+        };
+        Bm25 {
+            postings,
+            doc_len,
+            avg_len: avg_len.max(1.0),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.doc_len.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.doc_len.is_empty()
+    }
+
+    /// Score every document against the query; returns one score per document.
+    pub fn scores(&self, query: &str) -> Vec<f32> {
+        let n = self.doc_len.len();
+        let mut scores = vec![0.0f32; n];
+        if n == 0 {
+            return scores;
+        }
+        let folded = fold_fast(query);
+        let mut seen: Vec<&str> = Vec::new();
+        for term in words(&folded) {
+            if seen.contains(&term) {
+                continue;
+            }
+            seen.push(term);
+            let Some(list) = self.postings.get(term) else {
+                continue;
+            };
+            let df = list.len() as f32;
+            let idf = ((n as f32 - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for &(doc, tf) in list {
+                let dl = self.doc_len[doc as usize];
+                let denom = tf + K1 * (1.0 - B + B * dl / self.avg_len);
+                scores[doc as usize] += idf * tf * (K1 + 1.0) / denom;
+            }
+        }
+        scores
+    }
+
+    /// Documents ordered by score (highest first), ties by index.
+    pub fn rank(&self, query: &str) -> Vec<(u32, f32)> {
+        let mut v: Vec<(u32, f32)> = self
+            .scores(query)
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| (i as u32, s))
+            .collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_by_relevance() {
+        let t1 = vec!["refund".to_owned()];
+        let none: Vec<String> = vec![];
+        let idx = Bm25::new([
+            (
+                "refund-procedure",
+                "Process a customer refund through the payments API",
+                &t1[..],
+            ),
+            ("sql-review", "Review a SQL migration for locks", &none[..]),
+            (
+                "release-notes",
+                "Draft release notes from merged pull requests",
+                &none[..],
+            ),
+        ]);
+        let r = idx.rank("the customer wants a refund of the order");
+        assert_eq!(r[0].0, 0);
+        let r = idx.rank("review this migration");
+        assert_eq!(r[0].0, 1);
+        let r = idx.rank("Crème brûlée");
+        assert!(r.iter().all(|(_, s)| *s == 0.0));
+    }
+}

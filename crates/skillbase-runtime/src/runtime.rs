@@ -1,0 +1,508 @@
+//! The runtime: agents' views over the store, sessions, turns, `load_skill`, `search_skills`,
+//! files on disk, and the events that record all of it.
+
+use crate::files;
+use crate::tokens;
+use crate::turn::{self, Activation, TurnContext, TurnOptions};
+use crate::view::{AgentView, wrap_body};
+use serde::Serialize;
+use skillbase_store::{ActivationRecord, AgentName, NewEvent, Store, StoreError};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Errors the runtime reports to a harness (and, for tool calls, to the model).
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("no agent '{0}'")]
+    UnknownAgent(String),
+    #[error("no session '{0}'")]
+    UnknownSession(String),
+    #[error("unknown skill '{name}': choose one of the names in load_skill's enum{hint}")]
+    UnknownSkill { name: String, hint: String },
+    #[error("'{0}' is already in your context every turn (an eager skill); follow it as it is")]
+    Eager(String),
+    #[error("arguments for skill '{name}' do not match its inputs: {problems}")]
+    InvalidArguments { name: String, problems: String },
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+/// What `load_skill` returns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadResult {
+    /// The text for the model: the wrapped body and the companions' bodies, or the "already
+    /// active" note.
+    pub content: String,
+    pub already_active: bool,
+    pub activated: Vec<Activation>,
+    /// The skill's files (other than SKILL.md).
+    pub files: Vec<String>,
+    /// Where the files were written in the session's workspace, when a workspace is configured.
+    pub directory: Option<String>,
+    /// Problems that did not stop the load (a failed file write, say).
+    pub warnings: Vec<String>,
+}
+
+/// A skill to re-attach after the harness compacts its context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pinned {
+    pub name: String,
+    pub content: String,
+    pub tokens: u32,
+}
+
+/// What [`Runtime::pinned`] returns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PinnedSet {
+    /// Most recent first.
+    pub skills: Vec<Pinned>,
+    /// Active skills that did not fit the budget, most recent first.
+    pub left_out: Vec<String>,
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    pub name: String,
+    pub description: String,
+    pub score: f32,
+}
+
+type ValidatorCache = HashMap<(i64, i64), Arc<jsonschema::Validator>>;
+
+/// The runtime over a store.
+pub struct Runtime {
+    pub store: Arc<Store>,
+    views: Mutex<HashMap<AgentName, Arc<AgentView>>>,
+    validators: Mutex<ValidatorCache>,
+    /// Root of session workspaces; a session's files go under `<root>/<session>/skills/`.
+    pub workspace_root: Option<PathBuf>,
+}
+
+impl Runtime {
+    pub fn new(store: Arc<Store>, workspace_root: Option<PathBuf>) -> Runtime {
+        Runtime {
+            store,
+            views: Mutex::new(HashMap::new()),
+            validators: Mutex::new(HashMap::new()),
+            workspace_root,
+        }
+    }
+
+    /// The agent's view, rebuilt only when the index or the agent changed.
+    pub fn view(&self, agent: &AgentName) -> Result<Arc<AgentView>> {
+        let a = self
+            .store
+            .agent_cached(agent)
+            .ok_or_else(|| RuntimeError::UnknownAgent(agent.to_string()))?;
+        let index = self.store.index();
+        let mut views = self.views.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = views.get(agent)
+            && v.generation == index.generation
+            && v.agent.version == a.version
+        {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(AgentView::build(a, &index));
+        views.insert(agent.clone(), v.clone());
+        Ok(v)
+    }
+
+    /// Resolve a turn without recording anything.
+    pub fn resolve(
+        &self,
+        agent: &AgentName,
+        message: &str,
+        opts: &TurnOptions,
+    ) -> Result<TurnContext> {
+        let view = self.view(agent)?;
+        Ok(turn::resolve(&view, message, opts))
+    }
+
+    /// Resolve a turn in a session and record it: a `turn` event with the report, a
+    /// `skill_activated` event per skill that reached the prompt, a `skill_evicted` per eviction,
+    /// and the files of skills with files written to the session's workspace.
+    pub async fn turn(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        message: &str,
+        opts: &TurnOptions,
+    ) -> Result<TurnContext> {
+        let view = self.view(agent)?;
+        self.store.open_session(session, agent).await?;
+        let mut ctx = turn::resolve(&view, message, opts);
+        let mut events = vec![NewEvent {
+            kind: "turn".into(),
+            agent: Some(agent.to_string()),
+            session: Some(session.into()),
+            data: serde_json::to_value(&ctx.report).unwrap_or_default(),
+            ..NewEvent::default()
+        }];
+        for a in &ctx.report.activated {
+            let e = &view.get(&a.name).map(|s| s.entry.clone());
+            events.push(NewEvent {
+                kind: "skill_activated".into(),
+                scope: e.as_ref().map(|e| e.scope.to_string()),
+                skill: Some(a.name.clone()),
+                rev: Some(a.rev),
+                agent: Some(agent.to_string()),
+                session: Some(session.into()),
+                data: serde_json::json!({"reason": a.reason, "tokens": a.tokens, "source": "context"}),
+                ..NewEvent::default()
+            });
+        }
+        for o in &ctx.report.evicted {
+            events.push(NewEvent {
+                kind: "skill_evicted".into(),
+                skill: Some(o.name.clone()),
+                agent: Some(agent.to_string()),
+                session: Some(session.into()),
+                data: serde_json::json!({"reason": o.reason}),
+                ..NewEvent::default()
+            });
+        }
+        if !ctx.report.catalog.name_only.is_empty() || !ctx.report.catalog.omitted.is_empty() {
+            events.push(NewEvent {
+                kind: "catalog_truncated".into(),
+                agent: Some(agent.to_string()),
+                session: Some(session.into()),
+                data: serde_json::json!({
+                    "name_only": ctx.report.catalog.name_only,
+                    "omitted": ctx.report.catalog.omitted,
+                }),
+                ..NewEvent::default()
+            });
+        }
+        self.store.append_events(&events).await?;
+        if self.workspace_root.is_some() {
+            for a in &ctx.report.activated {
+                if let Some(s) = view.get(&a.name)
+                    && s.entry.files.len() > 1
+                    && let Err(w) = self.materialize(session, &s.entry).await
+                {
+                    ctx.report.withheld_tools.push(turn::Omission {
+                        name: a.name.clone(),
+                        reason: format!("files not written: {w}"),
+                    });
+                }
+            }
+        }
+        Ok(ctx)
+    }
+
+    /// Level 2: load a skill into the session. Validates `arguments` against the skill's
+    /// `inputs`, substitutes them, returns the body with its companions' bodies and its file
+    /// list, and writes its files to the session's workspace. The second load in a session
+    /// answers "already active".
+    pub async fn load_skill(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        name: &str,
+        arguments: Option<&serde_json::Value>,
+    ) -> Result<LoadResult> {
+        let view = self.view(agent)?;
+        let Some(&i) = view.by_name.get(name) else {
+            return Err(RuntimeError::UnknownSkill {
+                name: name.chars().take(100).collect(),
+                hint: String::new(),
+            });
+        };
+        if view.is_eager(i) {
+            return Err(RuntimeError::Eager(name.to_owned()));
+        }
+        let skill = &view.skills[i];
+        let entry = skill.entry.clone();
+        let args = arguments.cloned().unwrap_or_else(|| serde_json::json!({}));
+        if !args.is_object() {
+            return Err(RuntimeError::InvalidArguments {
+                name: name.to_owned(),
+                problems: "`arguments` must be a JSON object".into(),
+            });
+        }
+        if let Some(schema) = &entry.meta.inputs {
+            let validator = self.validator(&entry, schema)?;
+            let problems: Vec<String> = validator
+                .iter_errors(&args)
+                .take(10)
+                .map(|e| {
+                    let path = e.instance_path().to_string();
+                    if path.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("at {path}: {e}")
+                    }
+                })
+                .collect();
+            if !problems.is_empty() {
+                return Err(RuntimeError::InvalidArguments {
+                    name: name.to_owned(),
+                    problems: problems.join("; "),
+                });
+            }
+        } else if args.as_object().is_some_and(|o| !o.is_empty()) {
+            return Err(RuntimeError::InvalidArguments {
+                name: name.to_owned(),
+                problems: "this skill declares no inputs; call it without arguments".into(),
+            });
+        }
+        self.store.open_session(session, agent).await?;
+        let record = self
+            .store
+            .session(session)
+            .await?
+            .ok_or_else(|| RuntimeError::UnknownSession(session.to_owned()))?;
+        let files: Vec<String> = entry
+            .files
+            .iter()
+            .map(|f| f.path.clone())
+            .filter(|p| p != "SKILL.md" && p != "skill.md")
+            .collect();
+        let already = record.activations.iter().any(|a| {
+            a.skill == name && a.scope == entry.scope.to_string() && a.rev == entry.active_rev
+        });
+        if already {
+            return Ok(LoadResult {
+                content: format!(
+                    "Skill '{name}' is already active in this session (revision {}); follow the instructions loaded earlier.",
+                    entry.active_rev
+                ),
+                already_active: true,
+                activated: Vec::new(),
+                files,
+                directory: None,
+                warnings: Vec::new(),
+            });
+        }
+        let body = substitute(&entry.body, &args);
+        let mut content = wrap_body(&entry, &body, None);
+        if args.as_object().is_some_and(|o| !o.is_empty()) {
+            content.push_str("\n<skill_arguments>");
+            content.push_str(&args.to_string());
+            content.push_str("</skill_arguments>");
+        }
+        let mut activated = vec![Activation {
+            name: name.to_owned(),
+            reason: "load".into(),
+            rev: entry.active_rev,
+            tokens: tokens::count(&content),
+        }];
+        let mut loaded = vec![entry.clone()];
+        for &c in &skill.companions {
+            let ce = &view.skills[c].entry;
+            let already_c = record
+                .activations
+                .iter()
+                .any(|a| a.skill == ce.name && a.rev == ce.active_rev);
+            if already_c || view.is_eager(c) {
+                continue;
+            }
+            let text = wrap_body(ce, &ce.body, Some(name));
+            content.push('\n');
+            content.push_str(&text);
+            activated.push(Activation {
+                name: ce.name.clone(),
+                reason: format!("companion:{name}"),
+                rev: ce.active_rev,
+                tokens: tokens::count(&text),
+            });
+            loaded.push(ce.clone());
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let mut events = Vec::new();
+        for (a, e) in activated.iter().zip(&loaded) {
+            self.store
+                .record_activation(
+                    session,
+                    &ActivationRecord {
+                        scope: e.scope.to_string(),
+                        skill: a.name.clone(),
+                        rev: a.rev,
+                        reason: a.reason.clone(),
+                        at: now,
+                    },
+                )
+                .await?;
+            events.push(NewEvent {
+                kind: "skill_activated".into(),
+                scope: Some(e.scope.to_string()),
+                skill: Some(a.name.clone()),
+                rev: Some(a.rev),
+                agent: Some(agent.to_string()),
+                session: Some(session.into()),
+                data: serde_json::json!({"reason": a.reason, "tokens": a.tokens, "source": "load_skill"}),
+                ..NewEvent::default()
+            });
+        }
+        self.store.append_events(&events).await?;
+        let mut warnings = Vec::new();
+        let mut directory = None;
+        if self.workspace_root.is_some() {
+            for (k, e) in loaded.iter().enumerate() {
+                match self.materialize(session, e).await {
+                    Ok(dir) => {
+                        if k == 0 {
+                            directory = Some(dir);
+                        }
+                    }
+                    Err(w) => warnings.push(format!("files of '{}' were not written: {w}", e.name)),
+                }
+            }
+        }
+        if let Some(d) = &directory {
+            content.push_str(&format!("\nSkill directory: {d}"));
+        }
+        Ok(LoadResult {
+            content,
+            already_active: false,
+            activated,
+            files,
+            directory,
+            warnings,
+        })
+    }
+
+    fn validator(
+        &self,
+        entry: &skillbase_store::SkillEntry,
+        schema: &serde_json::Value,
+    ) -> Result<Arc<jsonschema::Validator>> {
+        let key = (entry.id, entry.active_rev);
+        let mut cache = self.validators.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = cache.get(&key) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(jsonschema::validator_for(schema).map_err(|e| {
+            RuntimeError::Invalid(format!(
+                "skill '{}' has an invalid inputs schema: {e}",
+                entry.name
+            ))
+        })?);
+        cache.insert(key, v.clone());
+        Ok(v)
+    }
+
+    /// Write a skill's files into the session's workspace; returns the directory (relative to
+    /// the session workspace).
+    async fn materialize(
+        &self,
+        session: &str,
+        entry: &skillbase_store::SkillEntry,
+    ) -> Result<String, String> {
+        let root = self
+            .workspace_root
+            .clone()
+            .ok_or("no workspace configured")?;
+        let (_, bundle) = self
+            .store
+            .bundle(&entry.scope, &entry.name, Some(entry.active_rev))
+            .await
+            .map_err(|e| e.to_string())?;
+        let session = session.to_owned();
+        let scope = entry.scope.to_string();
+        let name = entry.name.clone();
+        tokio::task::spawn_blocking(move || {
+            files::materialize(
+                &root.join(files::session_dir_name(&session)),
+                &scope,
+                &name,
+                &bundle,
+            )
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// Find allowed skills by relevance to a query (for the `search_skills` tool).
+    pub fn search_skills(
+        &self,
+        agent: &AgentName,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>> {
+        let view = self.view(agent)?;
+        let limit = limit.clamp(1, 20);
+        Ok(view
+            .bm25
+            .rank(query)
+            .into_iter()
+            .filter(|(_, s)| *s > 0.0)
+            .take(limit)
+            .map(|(i, score)| {
+                let e = &view.skills[i as usize].entry;
+                SearchHit {
+                    name: e.name.clone(),
+                    description: e.meta.description.clone(),
+                    score,
+                }
+            })
+            .collect())
+    }
+
+    /// What to re-attach after the harness compacts its context: every skill active in the
+    /// session (loaded, with companions), most recent first, within `budget` tokens. A skill the
+    /// agent may no longer see is not re-attached.
+    pub async fn pinned(&self, agent: &AgentName, session: &str, budget: u32) -> Result<PinnedSet> {
+        let view = self.view(agent)?;
+        let record = self
+            .store
+            .session(session)
+            .await?
+            .ok_or_else(|| RuntimeError::UnknownSession(session.to_owned()))?;
+        if record.agent != agent.as_str() {
+            return Err(RuntimeError::UnknownSession(session.to_owned()));
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        let mut out = PinnedSet::default();
+        let mut used = 0u32;
+        for a in record.activations.iter().rev() {
+            if seen.contains(&a.skill.as_str()) {
+                continue;
+            }
+            seen.push(&a.skill);
+            let Some(s) = view.get(&a.skill) else {
+                continue;
+            };
+            let (text, t) = s.wrapped();
+            if used + t > budget {
+                out.left_out.push(a.skill.clone());
+                continue;
+            }
+            used += t;
+            out.skills.push(Pinned {
+                name: a.skill.clone(),
+                content: text.clone(),
+                tokens: *t,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Replace `{{key}}` with each top-level argument (strings as written, others as JSON).
+pub fn substitute(body: &str, args: &serde_json::Value) -> String {
+    let Some(map) = args.as_object() else {
+        return body.to_owned();
+    };
+    if map.is_empty() || !body.contains("{{") {
+        return body.to_owned();
+    }
+    let mut out = body.to_owned();
+    for (k, v) in map {
+        let value = match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        out = out.replace(&format!("{{{{{k}}}}}"), &value);
+    }
+    out
+}

@@ -1,0 +1,209 @@
+//! Deterministic activation: every allowed skill's `triggers` matched against the user message in
+//! one pass (Aho-Corasick over folded text), whole words only, case- and accent-insensitive.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use skillbase_format::text::fold;
+
+/// Fold text for matching: the ASCII fast path lowercases; anything else is fully folded.
+pub fn fold_fast(s: &str) -> String {
+    if s.is_ascii() {
+        s.to_ascii_lowercase()
+    } else {
+        fold(s)
+    }
+}
+
+/// Collapse runs of whitespace to one space (after folding), so `money   back` matches `money back`.
+fn squash(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut space = false;
+    for c in s.chars() {
+        if c.is_whitespace() {
+            space = true;
+        } else {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Scripts written without spaces between words: each character is its own word boundary.
+fn is_unspaced(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF   // Hiragana, Katakana
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified ideographs
+        | 0xF900..=0xFAFF // CJK compatibility ideographs
+        | 0x0E00..=0x0E7F // Thai
+        | 0x20000..=0x2FFFF)
+}
+
+fn is_word(c: char) -> bool {
+    (c.is_alphanumeric() || c == '_') && !is_unspaced(c)
+}
+
+/// Whether byte offset `i` of `s` falls between words (not inside one).
+fn is_boundary(s: &str, i: usize) -> bool {
+    if i == 0 || i >= s.len() {
+        return true;
+    }
+    let before = s[..i].chars().next_back();
+    let after = s[i..].chars().next();
+    match (before, after) {
+        (Some(b), Some(a)) => !(is_word(b) && is_word(a)),
+        _ => true,
+    }
+}
+
+/// A compiled set of trigger phrases, each pointing at the skill that declared it.
+#[derive(Debug, Clone)]
+pub struct TriggerMatcher {
+    ac: Option<AhoCorasick>,
+    /// Per pattern: (skill index, the phrase as written).
+    patterns: Vec<(usize, String)>,
+}
+
+/// One trigger that fired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriggerHit {
+    pub skill: usize,
+    /// The phrase as authored (so the author can find the line to edit).
+    pub phrase: String,
+    /// Byte offset of the match in the folded message.
+    pub at: usize,
+}
+
+impl TriggerMatcher {
+    /// Build from `(skill index, phrase)` pairs. Phrases that fold to nothing are ignored.
+    pub fn new<'a>(triggers: impl IntoIterator<Item = (usize, &'a str)>) -> TriggerMatcher {
+        let mut folded = Vec::new();
+        let mut patterns = Vec::new();
+        for (skill, phrase) in triggers {
+            let f = squash(&fold_fast(phrase.trim()));
+            if f.chars().any(|c| c.is_alphanumeric()) {
+                folded.push(f);
+                patterns.push((skill, phrase.trim().to_owned()));
+            }
+        }
+        let ac = if folded.is_empty() {
+            None
+        } else {
+            AhoCorasickBuilder::new()
+                .match_kind(MatchKind::Standard)
+                .build(&folded)
+                .ok()
+        };
+        TriggerMatcher { ac, patterns }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// Every skill whose trigger occurs in `message` as whole words, in order of first match;
+    /// one hit per skill.
+    pub fn find(&self, message: &str) -> Vec<TriggerHit> {
+        let Some(ac) = &self.ac else {
+            return Vec::new();
+        };
+        let folded = fold_fast(message);
+        let text =
+            if folded.contains(|c: char| c.is_whitespace() && c != ' ') || folded.contains("  ") {
+                squash(&folded)
+            } else {
+                folded
+            };
+        let mut hits: Vec<TriggerHit> = Vec::new();
+        for m in ac.find_overlapping_iter(&text) {
+            if !is_boundary(&text, m.start()) || !is_boundary(&text, m.end()) {
+                continue;
+            }
+            let (skill, phrase) = &self.patterns[m.pattern().as_usize()];
+            if hits.iter().any(|h| h.skill == *skill) {
+                continue;
+            }
+            hits.push(TriggerHit {
+                skill: *skill,
+                phrase: phrase.clone(),
+                at: m.start(),
+            });
+        }
+        hits.sort_by_key(|h| h.at);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fired(triggers: &[&str], message: &str) -> Vec<String> {
+        let m = TriggerMatcher::new(triggers.iter().enumerate().map(|(i, t)| (i, *t)));
+        m.find(message).into_iter().map(|h| h.phrase).collect()
+    }
+
+    #[test]
+    fn whole_words_case_and_accents() {
+        assert_eq!(fired(&["presente"], "quero um presente"), ["presente"]);
+        assert_eq!(fired(&["presente"], "um presénte"), ["presente"]);
+        assert_eq!(fired(&["presente"], "UM PRESENTE!"), ["presente"]);
+        assert!(fired(&["presente"], "apresente isto").is_empty());
+        assert!(fired(&["presente"], "presentes").is_empty());
+        assert_eq!(fired(&["Présente"], "presente"), ["Présente"]);
+        assert_eq!(
+            fired(&["crème brûlée"], "Make a CREME   brulee."),
+            ["crème brûlée"]
+        );
+    }
+
+    #[test]
+    fn multi_word_and_punctuation() {
+        assert_eq!(
+            fired(&["money back"], "I want my money back, now"),
+            ["money back"]
+        );
+        assert!(fired(&["money back"], "moneyback").is_empty());
+        assert_eq!(fired(&["c++"], "help with c++ code"), ["c++"]);
+        assert_eq!(fired(&["a.b*(c)"], "literal a.b*(c) here"), ["a.b*(c)"]);
+        assert!(
+            fired(&["a.b*(c)"], "axb c").is_empty(),
+            "regex characters are literal"
+        );
+        assert!(
+            fired(&["!!!", "  "], "!!! wow").is_empty(),
+            "punctuation-only triggers never fire"
+        );
+    }
+
+    #[test]
+    fn one_hit_per_skill_in_message_order() {
+        let m = TriggerMatcher::new([(0, "refund"), (0, "money back"), (1, "invoice")]);
+        let hits = m.find("invoice, then refund or money back");
+        let got: Vec<(usize, &str)> = hits.iter().map(|h| (h.skill, h.phrase.as_str())).collect();
+        assert_eq!(got, [(1, "invoice"), (0, "refund")]);
+    }
+
+    #[test]
+    fn overlapping_patterns_do_not_hide_shorter_valid_ones() {
+        // "pdf form" fails the boundary check in "pdf formulaire", "pdf" still fires.
+        assert_eq!(
+            fired(&["pdf form", "pdf"], "fill the pdf formulaire"),
+            ["pdf"]
+        );
+    }
+
+    #[test]
+    fn cjk_triggers_match_inside_sentences() {
+        assert_eq!(fired(&["退款"], "我想要退款谢谢"), ["退款"]);
+    }
+
+    #[test]
+    fn huge_message() {
+        let msg = "lorem ipsum ".repeat(100_000) + " refund";
+        assert_eq!(fired(&["refund"], &msg), ["refund"]);
+    }
+}

@@ -1,0 +1,399 @@
+//! Turn resolution: given an agent's view and the user's message, what the model is shown this
+//! turn, and why. Pure and deterministic: no I/O, same input, same output.
+//!
+//! Order of the prompt: the eager prefix (fixed position, cacheable), then bodies injected for
+//! this turn (triggers and their companions), then the level-1 catalog. Bodies are cut by the
+//! agent's context budget and the catalog by its catalog budget; every skill that did not make it
+//! is reported with its reason, and the report is computed after the cut.
+
+use crate::tokens;
+use crate::view::AgentView;
+use serde::Serialize;
+use skillbase_format::Cost;
+
+/// Per-turn options.
+#[derive(Debug, Clone, Default)]
+pub struct TurnOptions {
+    /// Leave out of the catalog and tools every skill slower than this.
+    pub max_cost: Option<Cost>,
+    /// Override the agent's catalog budget (tokens).
+    pub catalog_budget: Option<u32>,
+    /// Override the agent's context budget (tokens) for injected bodies.
+    pub context_budget: Option<u32>,
+}
+
+/// Why a skill reached the prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Activation {
+    pub name: String,
+    /// `eager`, `trigger:<phrase>`, `load`, or `companion:<of>`.
+    pub reason: String,
+    pub rev: i64,
+    pub tokens: u32,
+}
+
+/// A skill that did not reach the prompt (or the catalog) in full, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Omission {
+    pub name: String,
+    pub reason: String,
+}
+
+/// What the catalog showed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CatalogReport {
+    pub budget: u32,
+    pub tokens: u32,
+    /// Whether the catalog overflowed and entries were ranked by relevance.
+    pub ranked: bool,
+    pub full: Vec<String>,
+    /// Listed by name only, with the reason.
+    pub name_only: Vec<Omission>,
+    /// Not listed at all, with the reason (still loadable unless the reason says otherwise).
+    pub omitted: Vec<Omission>,
+}
+
+/// Token counts per part of what the model is shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TokenCounts {
+    pub eager: u32,
+    pub injected: u32,
+    pub catalog: u32,
+    pub tools: u32,
+    pub total: u32,
+}
+
+/// The activation report of one turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TurnReport {
+    pub agent: String,
+    pub activated: Vec<Activation>,
+    /// Bodies that matched (eager, trigger, companion) but did not fit the context budget.
+    pub evicted: Vec<Omission>,
+    pub catalog: CatalogReport,
+    pub tokens: TokenCounts,
+    /// Eager names the agent does not allow (ignored).
+    pub eager_not_allowed: Vec<String>,
+    /// Tools withheld from the model, with the reason (counted by the dispatcher's policy).
+    pub withheld_tools: Vec<Omission>,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// Everything the harness gives the model this turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TurnContext {
+    /// Eager bodies: the same every turn while nothing changes (a cacheable prefix).
+    pub prefix: Option<String>,
+    /// Bodies injected for this turn only (triggers and their companions).
+    pub injected: Option<String>,
+    /// The level-1 `<available_skills>` catalog.
+    pub catalog: Option<String>,
+    pub tools: Vec<ToolDef>,
+    pub report: TurnReport,
+    /// Skill indices (in the view) loadable this turn.
+    #[serde(skip)]
+    pub loadable: Vec<usize>,
+}
+
+const CATALOG_HEAD: &str = "<available_skills>\n";
+const CATALOG_TAIL: &str = "</available_skills>\n";
+const CATALOG_INTRO: &str = "Skills are procedures written for tasks like the user's. Before acting on a task that matches a skill below, call load_skill with its name and follow what it returns.\n";
+const CATALOG_MORE: &str = "More skills are available than are listed here: call search_skills with a few words to find them.\n";
+
+fn fixed_tokens() -> (u32, u32) {
+    use std::sync::OnceLock;
+    static T: OnceLock<(u32, u32)> = OnceLock::new();
+    *T.get_or_init(|| {
+        (
+            tokens::count(&format!("{CATALOG_INTRO}{CATALOG_HEAD}{CATALOG_TAIL}")),
+            tokens::count(CATALOG_MORE),
+        )
+    })
+}
+
+/// Approximate tokens of the `load_skill` definition: fixed part plus the enum's names.
+const LOAD_TOOL_BASE_TOKENS: u32 = 90;
+const SEARCH_TOOL_TOKENS: u32 = 70;
+
+/// Resolve one turn.
+pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnContext {
+    let n = view.skills.len();
+    let mut report = TurnReport {
+        agent: view.agent.name.to_string(),
+        eager_not_allowed: view.eager_not_allowed.clone(),
+        ..TurnReport::default()
+    };
+    let mut present = vec![false; n];
+    let mut placer = Placer {
+        view,
+        budget: opts
+            .context_budget
+            .unwrap_or(view.agent.config.context_budget),
+        used: 0,
+        prefix: String::new(),
+        injected: String::new(),
+    };
+    for &i in &view.eager {
+        placer.place(i, "eager".into(), true, &mut present, &mut report);
+    }
+    let eager_tokens = placer.used;
+    if !view.triggers.is_empty() {
+        for hit in view.triggers.find(message) {
+            placer.place(
+                hit.skill,
+                format!("trigger:{}", hit.phrase),
+                false,
+                &mut present,
+                &mut report,
+            );
+        }
+    }
+    report.tokens.eager = eager_tokens;
+    report.tokens.injected = placer.used - eager_tokens;
+    let Placer {
+        prefix, injected, ..
+    } = placer;
+
+    // Level 1: everything allowed that is not in the prompt, within the cadence.
+    let mut candidates: Vec<usize> = Vec::with_capacity(n);
+    for (i, s) in view.skills.iter().enumerate() {
+        if present[i] {
+            continue;
+        }
+        if let Some(max) = opts.max_cost
+            && s.entry.meta.cost > max
+        {
+            report.catalog.omitted.push(Omission {
+                name: s.name().to_owned(),
+                reason: format!(
+                    "cost: {} is slower than this turn's maximum {max}",
+                    s.entry.meta.cost
+                ),
+            });
+            continue;
+        }
+        candidates.push(i);
+    }
+    let budget = opts
+        .catalog_budget
+        .unwrap_or(view.agent.config.catalog_budget);
+    report.catalog.budget = budget;
+    let (fixed, more) = fixed_tokens();
+    let full_total: u32 = candidates
+        .iter()
+        .map(|&i| view.skills[i].catalog_tokens)
+        .sum();
+    let mut full: Vec<usize> = Vec::new();
+    let mut name_only: Vec<usize> = Vec::new();
+    let mut catalog_tokens = 0;
+    if candidates.is_empty() {
+        // No catalog at all.
+    } else if fixed + full_total <= budget {
+        full = candidates.clone();
+        catalog_tokens = fixed + full_total;
+    } else {
+        report.catalog.ranked = true;
+        let scores = view.bm25.scores(message);
+        let mut order = candidates.clone();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        let mut left = budget.saturating_sub(fixed + more);
+        let mut rest = Vec::new();
+        for &i in &order {
+            let t = view.skills[i].catalog_tokens;
+            if t <= left && rest.is_empty() {
+                left -= t;
+                full.push(i);
+            } else {
+                rest.push(i);
+            }
+        }
+        for &i in &rest {
+            let t = view.skills[i].name_tokens;
+            if t <= left {
+                left -= t;
+                name_only.push(i);
+                report.catalog.name_only.push(Omission {
+                    name: view.skills[i].name().to_owned(),
+                    reason: format!(
+                        "budget: listed by name only (relevance rank {})",
+                        rank_of(&order, i)
+                    ),
+                });
+            } else {
+                report.catalog.omitted.push(Omission {
+                    name: view.skills[i].name().to_owned(),
+                    reason: format!("budget: not listed (relevance rank {}); found by search_skills and loadable", rank_of(&order, i)),
+                });
+            }
+        }
+        full.sort_unstable();
+        name_only.sort_unstable();
+        catalog_tokens = budget.saturating_sub(left);
+    }
+    let catalog = if full.is_empty() && name_only.is_empty() {
+        None
+    } else {
+        let mut c = String::with_capacity(full.len() * 200 + name_only.len() * 40 + 256);
+        c.push_str(CATALOG_INTRO);
+        c.push_str(CATALOG_HEAD);
+        for &i in &full {
+            c.push_str(&view.skills[i].catalog_entry);
+        }
+        for &i in &name_only {
+            c.push_str(&view.skills[i].name_entry);
+        }
+        c.push_str(CATALOG_TAIL);
+        if report.catalog.ranked {
+            c.push_str(CATALOG_MORE);
+        }
+        Some(c)
+    };
+    report.catalog.full = full
+        .iter()
+        .map(|&i| view.skills[i].name().to_owned())
+        .collect();
+    report.catalog.tokens = catalog_tokens;
+    report.tokens.catalog = catalog_tokens;
+
+    // Tools: load_skill over exactly the loadable names; search_skills when the list overflowed.
+    let loadable = candidates;
+    let mut tools = Vec::new();
+    let mut tool_tokens = 0;
+    if !loadable.is_empty() {
+        tool_tokens += LOAD_TOOL_BASE_TOKENS
+            + loadable
+                .iter()
+                .map(|&i| view.skills[i].name_tokens.saturating_sub(8) + 2)
+                .sum::<u32>();
+        tools.push(load_skill_tool(view, &loadable));
+        if report.catalog.ranked {
+            tool_tokens += SEARCH_TOOL_TOKENS;
+            tools.push(search_skills_tool());
+        }
+    }
+    report.tokens.tools = tool_tokens;
+    report.tokens.total =
+        report.tokens.eager + report.tokens.injected + catalog_tokens + tool_tokens;
+    TurnContext {
+        prefix: (!prefix.is_empty()).then_some(prefix),
+        injected: (!injected.is_empty()).then_some(injected),
+        catalog,
+        tools,
+        report,
+        loadable,
+    }
+}
+
+struct Placer<'a> {
+    view: &'a AgentView,
+    budget: u32,
+    used: u32,
+    prefix: String,
+    injected: String,
+}
+
+impl Placer<'_> {
+    /// Place a skill with its companions: the unit fits whole or is evicted whole, since half a
+    /// procedure is worse than none.
+    fn place(
+        &mut self,
+        root: usize,
+        reason: String,
+        into_prefix: bool,
+        present: &mut [bool],
+        report: &mut TurnReport,
+    ) {
+        let view = self.view;
+        if present[root] {
+            return;
+        }
+        let mut unit = vec![(root, reason)];
+        for &c in &view.skills[root].companions {
+            if !present[c] && !unit.iter().any(|(i, _)| *i == c) {
+                unit.push((c, format!("companion:{}", view.skills[root].name())));
+            }
+        }
+        let cost: u32 = unit
+            .iter()
+            .map(|(i, _)| view.skills[*i].wrapped().1 + 1)
+            .sum();
+        if self.used + cost > self.budget {
+            let left = self.budget.saturating_sub(self.used);
+            for (i, r) in unit {
+                report.evicted.push(Omission {
+                    name: view.skills[i].name().to_owned(),
+                    reason: format!(
+                        "budget: {r} needed {} tokens with its unit ({cost} in all), {left} of {} left",
+                        view.skills[i].wrapped().1,
+                        self.budget
+                    ),
+                });
+            }
+            return;
+        }
+        self.used += cost;
+        for (i, r) in unit {
+            present[i] = true;
+            let (text, t) = view.skills[i].wrapped();
+            let out = if into_prefix {
+                &mut self.prefix
+            } else {
+                &mut self.injected
+            };
+            out.push_str(text);
+            out.push('\n');
+            report.activated.push(Activation {
+                name: view.skills[i].name().to_owned(),
+                reason: r,
+                rev: view.skills[i].entry.active_rev,
+                tokens: *t,
+            });
+        }
+    }
+}
+
+fn rank_of(order: &[usize], i: usize) -> usize {
+    order.iter().position(|&x| x == i).map_or(0, |p| p + 1)
+}
+
+/// The `load_skill` tool: `name` is a closed enum of exactly the loadable skills.
+pub fn load_skill_tool(view: &AgentView, loadable: &[usize]) -> ToolDef {
+    let names: Vec<&str> = loadable.iter().map(|&i| view.skills[i].name()).collect();
+    ToolDef {
+        name: "load_skill".into(),
+        description: "Load a skill's full instructions (and its companions) before acting on a task it covers. Pass `arguments` when the skill declares inputs.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "enum": names, "description": "The skill to load."},
+                "arguments": {"type": "object", "description": "Arguments for skills that declare inputs."}
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The `search_skills` tool, offered when the catalog could not list every skill.
+pub fn search_skills_tool() -> ToolDef {
+    ToolDef {
+        name: "search_skills".into(),
+        description: "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": 1000},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        }),
+    }
+}

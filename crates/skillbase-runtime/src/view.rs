@@ -1,0 +1,209 @@
+//! An agent's view: exactly the skills it may see (allowlist ∩ scope resolution, active only),
+//! with everything a turn needs precomputed. Cached until the index or the agent changes.
+
+use crate::rank::Bm25;
+use crate::tokens;
+use crate::trigger::TriggerMatcher;
+use skillbase_format::prompt::html_escape;
+use skillbase_store::{Agent, Index, NameSet, SkillEntry, Status};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// One skill in a view.
+#[derive(Debug)]
+pub struct ViewSkill {
+    pub entry: Arc<SkillEntry>,
+    /// The full catalog entry (`<skill>…</skill>`).
+    pub catalog_entry: String,
+    pub catalog_tokens: u32,
+    /// The name-only catalog entry.
+    pub name_entry: String,
+    pub name_tokens: u32,
+    /// Companions the agent may see, as indices into [`AgentView::skills`].
+    pub companions: Vec<usize>,
+    wrapped: OnceLock<(String, u32)>,
+}
+
+impl ViewSkill {
+    pub fn name(&self) -> &str {
+        &self.entry.name
+    }
+
+    /// The body wrapped so the model can tell it from the conversation, and its token count.
+    pub fn wrapped(&self) -> &(String, u32) {
+        self.wrapped.get_or_init(|| {
+            let text = wrap_body(&self.entry, &self.entry.body, None);
+            let n = tokens::count(&text);
+            (text, n)
+        })
+    }
+}
+
+/// Wrap a skill body for the model: a `<skill_content>` element naming the skill and revision,
+/// and listing its other files.
+pub fn wrap_body(entry: &SkillEntry, body: &str, companion_of: Option<&str>) -> String {
+    let mut out = String::with_capacity(body.len() + 128);
+    out.push_str("<skill_content name=\"");
+    html_escape(&entry.name, &mut out);
+    out.push_str(&format!("\" revision=\"{}\"", entry.active_rev));
+    if let Some(of) = companion_of {
+        out.push_str(" companion_of=\"");
+        html_escape(of, &mut out);
+        out.push('"');
+    }
+    out.push_str(">\n");
+    out.push_str(body);
+    out.push('\n');
+    let others: Vec<&str> = entry
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| *p != "SKILL.md" && *p != "skill.md")
+        .collect();
+    if !others.is_empty() {
+        out.push_str("<skill_resources>\n");
+        for p in others {
+            out.push_str("<file>");
+            html_escape(p, &mut out);
+            out.push_str("</file>\n");
+        }
+        out.push_str("</skill_resources>\n");
+    }
+    out.push_str("</skill_content>");
+    out
+}
+
+/// What one agent may see.
+#[derive(Debug)]
+pub struct AgentView {
+    pub agent: Arc<Agent>,
+    /// The index generation this view was built from.
+    pub generation: u64,
+    /// Allowed, active skills, sorted by name.
+    pub skills: Vec<ViewSkill>,
+    pub by_name: HashMap<String, usize>,
+    /// The agent's eager skills that it may see, in order.
+    pub eager: Vec<usize>,
+    /// Eager names the agent does not allow (no-ops, reported by the doctor).
+    pub eager_not_allowed: Vec<String>,
+    /// Declared companions outside the allowlist: (skill, companion).
+    pub companions_not_allowed: Vec<(String, String)>,
+    pub triggers: TriggerMatcher,
+    pub bm25: Bm25,
+}
+
+impl AgentView {
+    pub fn build(agent: Arc<Agent>, index: &Index) -> AgentView {
+        let resolved = index.resolved_for(&agent.name);
+        let allowed: Vec<Arc<SkillEntry>> = resolved
+            .into_iter()
+            .filter(|e| e.status == Status::Active && agent.config.skills.contains(&e.name))
+            .cloned()
+            .collect();
+        let by_name: HashMap<String, usize> = allowed
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.clone(), i))
+            .collect();
+        let mut companions_not_allowed = Vec::new();
+        let skills: Vec<ViewSkill> = allowed
+            .iter()
+            .map(|e| {
+                let companions = e
+                    .meta
+                    .companions
+                    .iter()
+                    .filter_map(|c| match by_name.get(c.as_str()) {
+                        Some(&i) if e.name != c.as_str() => Some(i),
+                        Some(_) => None,
+                        None => {
+                            companions_not_allowed.push((e.name.clone(), c.to_string()));
+                            None
+                        }
+                    })
+                    .collect();
+                let catalog_entry = render_entry(e);
+                let name_entry = format!("<skill><name>{}</name></skill>\n", escape(&e.name));
+                ViewSkill {
+                    catalog_tokens: tokens::count(&catalog_entry),
+                    name_tokens: tokens::count(&name_entry),
+                    catalog_entry,
+                    name_entry,
+                    companions,
+                    wrapped: OnceLock::new(),
+                    entry: e.clone(),
+                }
+            })
+            .collect();
+        let (eager, eager_not_allowed) = match &agent.config.eager {
+            NameSet::None => (Vec::new(), Vec::new()),
+            NameSet::All => ((0..skills.len()).collect(), Vec::new()),
+            NameSet::Names(names) => {
+                let mut yes = Vec::new();
+                let mut no = Vec::new();
+                for n in names {
+                    match by_name.get(n.as_str()) {
+                        Some(&i) => yes.push(i),
+                        None => no.push(n.to_string()),
+                    }
+                }
+                (yes, no)
+            }
+        };
+        let triggers = TriggerMatcher::new(
+            skills
+                .iter()
+                .enumerate()
+                .flat_map(|(i, s)| s.entry.meta.triggers.iter().map(move |t| (i, t.as_str()))),
+        );
+        let bm25 = Bm25::new(skills.iter().map(|s| {
+            (
+                s.entry.name.as_str(),
+                s.entry.meta.description.as_str(),
+                &s.entry.meta.triggers[..],
+            )
+        }));
+        AgentView {
+            generation: index.generation,
+            agent,
+            skills,
+            by_name,
+            eager,
+            eager_not_allowed,
+            companions_not_allowed,
+            triggers,
+            bm25,
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ViewSkill> {
+        self.by_name.get(name).map(|&i| &self.skills[i])
+    }
+
+    pub fn is_eager(&self, i: usize) -> bool {
+        self.eager.contains(&i)
+    }
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    html_escape(s, &mut out);
+    out
+}
+
+/// A full catalog entry: name, description and triggers.
+fn render_entry(e: &SkillEntry) -> String {
+    let mut out = String::with_capacity(e.meta.description.len() + 96);
+    out.push_str("<skill><name>");
+    html_escape(&e.name, &mut out);
+    out.push_str("</name><description>");
+    html_escape(&e.meta.description, &mut out);
+    out.push_str("</description>");
+    if !e.meta.triggers.is_empty() {
+        out.push_str("<triggers>");
+        html_escape(&e.meta.triggers.join(", "), &mut out);
+        out.push_str("</triggers>");
+    }
+    out.push_str("</skill>\n");
+    out
+}
