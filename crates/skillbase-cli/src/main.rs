@@ -2,6 +2,7 @@
 
 mod format_cmds;
 mod store_cmds;
+mod turn_cmds;
 
 use clap::{Parser, Subcommand};
 use skillbase_store::Status;
@@ -66,6 +67,8 @@ enum Command {
     Agent(store_cmds::AgentCmd),
     /// Watch the --seed folders and sync every change into the store.
     Watch(store_cmds::WatchArgs),
+    /// Show exactly what the model would get this turn: prompt fragments, tools, and the report.
+    Turn(turn_cmds::TurnArgs),
 }
 
 fn main() -> ExitCode {
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
         Command::Export(a) => store_cmds::run(store_cmds::export(&cli.store, a)),
         Command::Agent(a) => store_cmds::run(store_cmds::agent(&cli.store, a)),
         Command::Watch(a) => store_cmds::run(store_cmds::watch(&cli.store, a)),
+        Command::Turn(a) => store_cmds::run(turn_cmds::turn(&cli.store, a)),
     };
     ExitCode::from(code)
 }

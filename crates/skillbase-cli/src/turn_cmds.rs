@@ -1,0 +1,179 @@
+//! `skillbase turn`: the window a newcomer looks through first.
+
+use crate::EXIT_OK;
+use crate::store_cmds::StoreArgs;
+use anyhow::{Result, anyhow};
+use clap::Args;
+use skillbase_format::Cost;
+use skillbase_runtime::{Runtime, TurnContext, TurnOptions};
+use skillbase_store::AgentName;
+use std::sync::Arc;
+
+/// Resolve one turn for an agent and print what the model would get.
+#[derive(Args)]
+pub struct TurnArgs {
+    /// The agent.
+    #[arg(long)]
+    agent: String,
+    /// The user's message.
+    #[arg(long, short)]
+    message: String,
+    /// The session (created if new; default: a new one).
+    #[arg(long)]
+    session: Option<String>,
+    /// Leave out of the catalog and tools every skill slower than this cost class.
+    #[arg(long, value_parser = parse_cost)]
+    max_cost: Option<Cost>,
+    /// Override the agent's catalog budget (tokens).
+    #[arg(long)]
+    catalog_budget: Option<u32>,
+    /// Override the agent's context budget for injected bodies (tokens).
+    #[arg(long)]
+    context_budget: Option<u32>,
+    /// Where sessions' files are written (default: $SKILLBASE_HOME/workspaces).
+    #[arg(long)]
+    workspace: Option<std::path::PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_cost(s: &str) -> Result<Cost, String> {
+    s.parse()
+}
+
+pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
+    let agent = AgentName::parse(&a.agent).map_err(|e| anyhow!(e))?;
+    let store = Arc::new(s.open().await?);
+    if store.agent_cached(&agent).is_none() {
+        return Err(anyhow!(
+            "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"
+        ));
+    }
+    let session = a.session.clone().unwrap_or_else(|| {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        format!("cli-{ms}")
+    });
+    let workspace = a
+        .workspace
+        .clone()
+        .unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
+    let rt = Runtime::new(store.clone(), Some(workspace));
+    let opts = TurnOptions {
+        max_cost: a.max_cost,
+        catalog_budget: a.catalog_budget,
+        context_budget: a.context_budget,
+    };
+    let ctx = rt.turn(&agent, &session, &a.message, &opts).await?;
+    if a.json {
+        let v = serde_json::json!({"agent": agent, "session": session, "context": ctx});
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print_turn(&agent, &session, &a.message, &ctx);
+    }
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+fn section(title: &str) {
+    println!(
+        "\n── {title} {}",
+        "─".repeat(72usize.saturating_sub(title.chars().count() + 4))
+    );
+}
+
+fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext) {
+    let r = &ctx.report;
+    let shown: String = message.chars().take(120).collect();
+    println!(
+        "agent {agent} · session {session} · message: {shown:?}{}",
+        if message.chars().count() > 120 {
+            "…"
+        } else {
+            ""
+        }
+    );
+    section(&format!(
+        "prompt prefix: eager skills, same every turn ({} tokens)",
+        r.tokens.eager
+    ));
+    match &ctx.prefix {
+        Some(p) => print!("{p}"),
+        None => println!("(none)"),
+    }
+    section(&format!(
+        "injected for this turn only ({} tokens)",
+        r.tokens.injected
+    ));
+    match &ctx.injected {
+        Some(p) => print!("{p}"),
+        None => println!("(none: no trigger matched)"),
+    }
+    section(&format!(
+        "catalog ({} of {} tokens)",
+        r.catalog.tokens, r.catalog.budget
+    ));
+    match &ctx.catalog {
+        Some(c) => print!("{c}"),
+        None => println!("(none: nothing left to load)"),
+    }
+    section(&format!("tools (~{} tokens)", r.tokens.tools));
+    if ctx.tools.is_empty() {
+        println!("(none)");
+    }
+    for t in &ctx.tools {
+        println!("{}: {}", t.name, t.description);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&t.parameters).unwrap_or_default()
+        );
+    }
+    section("report");
+    if r.activated.is_empty() {
+        println!("reached the prompt: nothing");
+    } else {
+        println!("reached the prompt:");
+        let w = r.activated.iter().map(|a| a.name.len()).max().unwrap_or(4);
+        for a in &r.activated {
+            println!(
+                "  {:<w$}  {:<32}  rev {:<3}  {} tokens",
+                a.name, a.reason, a.rev, a.tokens
+            );
+        }
+    }
+    if !r.evicted.is_empty() {
+        println!("evicted by the context budget:");
+        for o in &r.evicted {
+            println!("  {}  ({})", o.name, o.reason);
+        }
+    }
+    println!(
+        "catalog: {} in full{}, {} by name only, {} left out",
+        r.catalog.full.len(),
+        if r.catalog.ranked {
+            " (ranked by relevance)"
+        } else {
+            ""
+        },
+        r.catalog.name_only.len(),
+        r.catalog.omitted.len()
+    );
+    for o in r.catalog.name_only.iter().chain(&r.catalog.omitted) {
+        println!("  {}  ({})", o.name, o.reason);
+    }
+    if !r.eager_not_allowed.is_empty() {
+        println!(
+            "eager but not allowed (ignored): {}",
+            r.eager_not_allowed.join(", ")
+        );
+    }
+    for o in &r.withheld_tools {
+        println!("note: {}  ({})", o.name, o.reason);
+    }
+    println!(
+        "tokens: eager {} · injected {} · catalog {} · tools {} · total {}",
+        r.tokens.eager, r.tokens.injected, r.tokens.catalog, r.tokens.tools, r.tokens.total
+    );
+}
