@@ -70,7 +70,7 @@ fn check_exist(paths: &[PathBuf]) -> Result<(), u8> {
 }
 
 fn skill_dir_of(path: &Path) -> PathBuf {
-    if path.is_file() && is_skill_md_path(path) {
+    if is_skill_md_path(path) && path.is_file() {
         match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -259,7 +259,13 @@ pub fn to_prompt(args: ToPromptArgs) -> u8 {
         return code;
     }
     let dirs: Vec<PathBuf> = args.paths.iter().map(|p| skill_dir_of(p)).collect();
-    match prompt::to_prompt(&dirs, &YamlLimits::default()) {
+    // Read the folders on all cores; `collect` keeps the first error in argument order, so the
+    // result is the same as `prompt::to_prompt`'s.
+    let limits = YamlLimits::default();
+    let props: Result<Vec<_>, _> = run_parallel(&dirs, |d| prompt::prompt_properties(d, &limits))
+        .into_iter()
+        .collect();
+    match props.map(|p| prompt::render_prompt(&p)) {
         Ok(text) => {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(text.as_bytes());

@@ -3,6 +3,7 @@
 mod format_cmds;
 mod store_cmds;
 mod turn_cmds;
+mod vault_cmds;
 
 use clap::{Parser, Subcommand};
 use skillbase_store::Status;
@@ -69,6 +70,9 @@ enum Command {
     Watch(store_cmds::WatchArgs),
     /// Show exactly what the model would get this turn: prompt fragments, tools, and the report.
     Turn(turn_cmds::TurnArgs),
+    /// Manage vault entries (values are write-only: read from stdin, never printed).
+    #[command(subcommand)]
+    Vault(vault_cmds::VaultCmd),
 }
 
 fn main() -> ExitCode {
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         Command::Agent(a) => store_cmds::run(store_cmds::agent(&cli.store, a)),
         Command::Watch(a) => store_cmds::run(store_cmds::watch(&cli.store, a)),
         Command::Turn(a) => store_cmds::run(turn_cmds::turn(&cli.store, a)),
+        Command::Vault(a) => store_cmds::run(vault_cmds::vault(&cli.store, a)),
     };
     ExitCode::from(code)
 }

@@ -38,8 +38,9 @@ impl StoreArgs {
         }
     }
 
-    /// Open the store, apply the config file and sync the seed folders.
-    pub async fn open(&self) -> Result<Store> {
+    /// Open the store, apply the config file and sync the seed folders. When the vault has
+    /// entries, it is opened too, so no write can carry a vault value into a skill.
+    pub async fn open(&self) -> Result<Arc<Store>> {
         let url = self.url()?;
         // A missing --config file or --seed folder is a usage error (exit 2), found before the
         // database is created.
@@ -48,7 +49,11 @@ impl StoreArgs {
                 return Err(MissingPath(p.clone()).into());
             }
         }
-        let store = Store::open(&url).await?;
+        let store = Arc::new(Store::open(&url).await?);
+        if !store.vault_all().await?.is_empty() {
+            let key = skillbase_runtime::vault::VaultKey::load(&skillbase_store::default_home())?;
+            skillbase_runtime::vault::Vault::open(store.clone(), key).await?;
+        }
         if let Some(path) = &self.config {
             Config::load(path)?.apply(&store).await?;
         }
@@ -729,7 +734,7 @@ pub async fn watch(s: &StoreArgs, _a: WatchArgs) -> Result<u8> {
         eprintln!("Error: give at least one --seed DIR to watch");
         return Ok(EXIT_USAGE);
     }
-    let store = Arc::new(s.open().await?);
+    let store = s.open().await?;
     let _w = seed::SeedWatcher::start(store.clone(), s.seed.clone(), report_seed)?;
     eprintln!(
         "watching {} seed folder(s); edits are synced within a second. Ctrl-C to stop.",

@@ -7,7 +7,6 @@ use clap::Args;
 use skillbase_format::Cost;
 use skillbase_runtime::{Runtime, TurnContext, TurnOptions};
 use skillbase_store::AgentName;
-use std::sync::Arc;
 
 /// Resolve one turn for an agent and print what the model would get.
 #[derive(Args)]
@@ -43,7 +42,7 @@ fn parse_cost(s: &str) -> Result<Cost, String> {
 
 pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
     let agent = AgentName::parse(&a.agent).map_err(|e| anyhow!(e))?;
-    let store = Arc::new(s.open().await?);
+    let store = s.open().await?;
     if store.agent_cached(&agent).is_none() {
         return Err(anyhow!(
             "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"

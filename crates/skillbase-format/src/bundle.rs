@@ -55,8 +55,8 @@ pub enum BundleError {
     SpecialFile { path: String },
     #[error("'{a}' and '{b}' are the same path when case is ignored; rename one")]
     CaseCollision { a: String, b: String },
-    #[error("more than {limit} files; a skill bundle holds at most {limit}")]
-    TooManyFiles { limit: usize },
+    #[error("more than {limit} files (reached at '{path}'); a skill bundle holds at most {limit}")]
+    TooManyFiles { limit: usize, path: String },
     #[error("more than {limit} bytes in total (reached at '{path}')")]
     TooLarge { limit: u64, path: String },
     #[error("'{path}' is {depth} levels deep; at most {limit}")]
@@ -201,6 +201,7 @@ impl<'a> Builder<'a> {
         if self.files.len() >= self.limits.max_files {
             return Err(BundleError::TooManyFiles {
                 limit: self.limits.max_files,
+                path: path.to_string(),
             });
         }
         Ok(())
@@ -249,6 +250,7 @@ impl Bundle {
         if files.len() > limits.max_files {
             return Err(BundleError::TooManyFiles {
                 limit: limits.max_files,
+                path: files[limits.max_files].path.to_string(),
             });
         }
         let mut total = 0u64;
@@ -273,7 +275,12 @@ impl Bundle {
                 let (a, b) = (files[j].path.to_string(), f.path.to_string());
                 return Err(BundleError::CaseCollision { a, b });
             }
-            // A file and a folder of the same name cannot both exist on disk.
+        }
+        // A file and a folder of the same name cannot both exist on disk. Checked once every
+        // file is in `seen`, so the order of the files does not matter (`DOCS` sorts before
+        // `SKILL.md`, `docs/x.md` after it).
+        for f in &files {
+            let depth = f.path.depth();
             let mut prefix = String::new();
             for seg in f.path.as_str().split('/').take(depth - 1) {
                 if !prefix.is_empty() {
@@ -289,15 +296,6 @@ impl Bundle {
             }
         }
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        for w in files.windows(2) {
-            let folder = format!("{}/", w[0].path.as_str().to_lowercase());
-            if w[1].path.as_str().to_lowercase().starts_with(&folder) {
-                return Err(BundleError::CaseCollision {
-                    a: w[0].path.to_string(),
-                    b: w[1].path.to_string(),
-                });
-            }
-        }
         if !files
             .iter()
             .any(|f| matches!(f.path.as_str(), "SKILL.md" | "skill.md"))
@@ -338,8 +336,14 @@ impl Bundle {
             path: dir.display().to_string(),
             source,
         })?;
+        if !root.is_dir() {
+            return Err(BundleError::Io {
+                path: dir.display().to_string(),
+                source: std::io::ErrorKind::NotADirectory.into(),
+            });
+        }
         let mut b = Builder::new(limits);
-        walk(&root, &root, "", 0, &mut b)?;
+        walk(&root, &root, "", &mut b)?;
         b.finish()
     }
 
@@ -394,7 +398,7 @@ impl Bundle {
     }
 
     /// The digest of the whole bundle: SHA-256 over, for each file in path order, the path's
-    /// length (u64 big-endian), the path bytes and the file's 32-byte digest.
+    /// length (u64 big-endian), the path bytes, the file's 32-byte digest and its executable bit.
     pub fn digest(&self) -> Digest {
         self.digest
     }
@@ -403,9 +407,12 @@ impl Bundle {
         self.total_bytes
     }
 
-    /// Write the bundle as a zip archive (Deflate), paths under `root/` when given.
+    /// Write the bundle as a zip archive (Deflate), paths under `root/` when given. A file that
+    /// would deflate by more than the default [`BundleLimits::max_compression_ratio`] is stored
+    /// uncompressed instead, so [`Bundle::from_zip`] always reads the archive back.
     pub fn to_zip<W: Write + Seek>(&self, w: W, root: Option<&str>) -> Result<W, BundleError> {
         let zerr = |e: zip::result::ZipError| BundleError::Zip(e.to_string());
+        let max_ratio = BundleLimits::default().max_compression_ratio;
         let mut z = zip::ZipWriter::new(w);
         for f in &self.files {
             let opts = zip::write::SimpleFileOptions::default()
@@ -415,11 +422,24 @@ impl Bundle {
                 Some(r) => format!("{r}/{}", f.path),
                 None => f.path.to_string(),
             };
-            z.start_file(name, opts).map_err(zerr)?;
-            z.write_all(&f.bytes).map_err(|source| BundleError::Io {
+            let io = |source| BundleError::Io {
                 path: f.path.to_string(),
                 source,
-            })?;
+            };
+            // Deflate into a scratch archive, then copy the compressed entry over as is.
+            let mut scratch = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+            scratch.start_file(name.as_str(), opts).map_err(zerr)?;
+            scratch.write_all(&f.bytes).map_err(io)?;
+            let mut archive = scratch.finish_into_readable().map_err(zerr)?;
+            let entry = archive.by_index_raw(0).map_err(zerr)?;
+            if entry.size() / entry.compressed_size().max(1) > max_ratio {
+                drop(entry);
+                let stored = opts.compression_method(zip::CompressionMethod::Stored);
+                z.start_file(name, stored).map_err(zerr)?;
+                z.write_all(&f.bytes).map_err(io)?;
+            } else {
+                z.raw_copy_file(entry).map_err(zerr)?;
+            }
         }
         z.finish().map_err(zerr)
     }
@@ -452,17 +472,12 @@ fn bundle_digest(files: &[BundleFile]) -> Digest {
         h.update((f.path.as_str().len() as u64).to_be_bytes());
         h.update(f.path.as_str().as_bytes());
         h.update(f.digest.0);
+        h.update([u8::from(f.executable)]);
     }
     Digest(h.finalize().into())
 }
 
-fn walk(
-    root: &Path,
-    dir: &Path,
-    prefix: &str,
-    depth: usize,
-    b: &mut Builder<'_>,
-) -> Result<(), BundleError> {
+fn walk(root: &Path, dir: &Path, prefix: &str, b: &mut Builder<'_>) -> Result<(), BundleError> {
     let io = |path: &str, source| BundleError::Io {
         path: path.to_owned(),
         source,
@@ -502,7 +517,7 @@ fn walk(
             meta = fs::metadata(&target).map_err(|e| io(&rel, e))?;
         }
         if meta.is_dir() {
-            walk(root, &full, &format!("{rel}/"), depth + 1, b)?;
+            walk(root, &full, &format!("{rel}/"), b)?;
         } else if meta.is_file() {
             b.check_path(&path)?;
             if meta.len() > b.remaining() {
@@ -551,8 +566,14 @@ pub fn read_zip<R: Read + Seek>(
             .saturating_mul(4)
             .max(limits.max_files + 64)
     {
+        let path = archive
+            .name_for_index(limits.max_files)
+            .and_then(Result::ok)
+            .map(|n| n.into_owned())
+            .unwrap_or_default();
         return Err(BundleError::TooManyFiles {
             limit: limits.max_files,
+            path,
         });
     }
     let mut out: Vec<(BundlePath, Vec<u8>, bool)> = Vec::new();
@@ -591,6 +612,7 @@ pub fn read_zip<R: Read + Seek>(
         if out.len() >= limits.max_files {
             return Err(BundleError::TooManyFiles {
                 limit: limits.max_files,
+                path: raw_name,
             });
         }
         if path.depth() > limits.max_depth {
@@ -618,10 +640,17 @@ pub fn read_zip<R: Read + Seek>(
             });
         }
         let mut data = Vec::with_capacity(declared as usize);
-        let read = (&mut f)
-            .take(declared + 1)
-            .read_to_end(&mut data)
-            .map_err(|e| BundleError::Zip(format!("entry '{raw_name}': {e}")))?;
+        let read = match (&mut f).take(declared + 1).read_to_end(&mut data) {
+            Ok(n) => n,
+            // The zip crate stops an entry at its declared size with this error.
+            Err(e) if e.to_string().contains("larger than its declared") => {
+                return Err(BundleError::SizeMismatch {
+                    path: raw_name,
+                    declared,
+                });
+            }
+            Err(e) => return Err(BundleError::Zip(format!("entry '{raw_name}': {e}"))),
+        };
         if read as u64 > declared {
             return Err(BundleError::SizeMismatch {
                 path: raw_name,

@@ -68,7 +68,13 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>, seen: &mut HashSet<Pat
             continue;
         }
         let path = entry.path();
-        if !path.is_dir() {
+        // The entry's type comes with the listing; only links need a `stat` to follow them.
+        let is_dir = match entry.file_type() {
+            Ok(t) if t.is_dir() => true,
+            Ok(t) if !t.is_symlink() => false,
+            _ => path.is_dir(),
+        };
+        if !is_dir {
             continue;
         }
         if find_skill_md(&path).is_some() {

@@ -166,28 +166,38 @@ pub fn render_available_skills<'a>(entries: impl IntoIterator<Item = PromptEntry
 
 /// The reference's `to_prompt` over skill folders: fails whole on the first unreadable skill.
 pub fn to_prompt(dirs: &[PathBuf], limits: &YamlLimits) -> Result<String, PropertiesError> {
-    let mut props = Vec::with_capacity(dirs.len());
-    for dir in dirs {
-        let mut p = read_properties(dir, limits)?;
-        p.location = p.location.canonicalize().map_err(|source| {
-            PropertiesError::Read(ReadError::Io {
-                file: p.location.display().to_string(),
-                source,
-            })
-        })?;
-        props.push(p);
-    }
+    let props = dirs
+        .iter()
+        .map(|dir| prompt_properties(dir, limits))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(render_prompt(&props))
+}
+
+/// One skill's entry for [`to_prompt`]: its properties, with `location` made absolute and
+/// canonical as the reference prints it. Independent per folder, so callers may read many
+/// folders in parallel and then [`render_prompt`] them in order.
+pub fn prompt_properties(dir: &Path, limits: &YamlLimits) -> Result<Properties, PropertiesError> {
+    let mut p = read_properties(dir, limits)?;
+    p.location = p.location.canonicalize().map_err(|source| {
+        PropertiesError::Read(ReadError::Io {
+            file: p.location.display().to_string(),
+            source,
+        })
+    })?;
+    Ok(p)
+}
+
+/// The `<available_skills>` block for properties read by [`prompt_properties`], in order.
+pub fn render_prompt(props: &[Properties]) -> String {
     let locations: Vec<String> = props
         .iter()
         .map(|p| p.location.display().to_string())
         .collect();
-    Ok(render_available_skills(props.iter().zip(&locations).map(
-        |(p, loc)| PromptEntry {
-            name: &p.name,
-            description: &p.description,
-            location: Some(loc),
-        },
-    )))
+    render_available_skills(props.iter().zip(&locations).map(|(p, loc)| PromptEntry {
+        name: &p.name,
+        description: &p.description,
+        location: Some(loc),
+    }))
 }
 
 /// JSON text as Python's `json.dumps(value, indent=2)` prints it (ASCII only, `\uXXXX` escapes).

@@ -47,6 +47,12 @@ pub fn is_skill_md_path(path: &Path) -> bool {
 
 /// Read a skill folder's SKILL.md text, checking the folder, size and encoding.
 pub fn read_skill_md(dir: &Path, max_bytes: u64) -> Result<(PathBuf, String), ReadError> {
+    // The common case first: a SKILL.md that is a file means `dir` is a folder, so the folder
+    // is looked at only to explain a miss.
+    if let Some(path) = find_skill_md(dir) {
+        let text = read_text_file(&path, max_bytes)?;
+        return Ok((path, text));
+    }
     let shown = dir.display().to_string();
     let meta = match fs::metadata(dir) {
         Ok(m) => m,
@@ -63,9 +69,7 @@ pub fn read_skill_md(dir: &Path, max_bytes: u64) -> Result<(PathBuf, String), Re
     if !meta.is_dir() {
         return Err(ReadError::NotADirectory(shown));
     }
-    let path = find_skill_md(dir).ok_or(ReadError::MissingSkillMd)?;
-    let text = read_text_file(&path, max_bytes)?;
-    Ok((path, text))
+    Err(ReadError::MissingSkillMd)
 }
 
 /// Read a UTF-8 text file of at most `max_bytes`, never reading past the limit.

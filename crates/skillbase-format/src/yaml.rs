@@ -449,6 +449,7 @@ impl<'a> Reader<'a> {
                 self.check_depth(depth, line)?;
                 let flow = self.is_flow(span);
                 let mut entries: Vec<(String, Node)> = Vec::new();
+                let mut keys: std::collections::HashSet<String> = std::collections::HashSet::new();
                 loop {
                     let (ev, kspan) = self.next()?;
                     let key = match ev {
@@ -470,7 +471,7 @@ impl<'a> Reader<'a> {
                     };
                     let (ev, vspan) = self.next()?;
                     let value = self.node(ev, vspan, depth + 1)?;
-                    if entries.iter().any(|(k, _)| *k == key) {
+                    if !keys.insert(key.clone()) {
                         return Err(YamlError::DuplicateKey {
                             key,
                             line: kspan.start.line(),

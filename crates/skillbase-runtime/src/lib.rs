@@ -7,14 +7,18 @@
 //!   activation report.
 //! - [`runtime`]: sessions, `load_skill` (level 2), `search_skills`, `pinned` after compaction,
 //!   and the events that record each turn.
+//! - [`vault`] and [`redact`]: secrets encrypted at rest, resolved only inside tools, and
+//!   scrubbed (with their encoded forms) from everything else in one pass.
 //! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
 
 pub mod files;
 pub mod rank;
+pub mod redact;
 pub mod runtime;
 pub mod tokens;
 pub mod trigger;
 pub mod turn;
+pub mod vault;
 pub mod view;
 
 pub use runtime::{LoadResult, Pinned, PinnedSet, Runtime, RuntimeError, SearchHit};

@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn ranks_by_relevance() {
-        let t1 = vec!["refund".to_owned()];
+        let t1 = ["refund".to_owned()];
         let none: Vec<String> = vec![];
         let idx = Bm25::new([
             (

@@ -296,10 +296,9 @@ impl Runtime {
         let mut loaded = vec![entry.clone()];
         for &c in &skill.companions {
             let ce = &view.skills[c].entry;
-            let already_c = record
-                .activations
-                .iter()
-                .any(|a| a.skill == ce.name && a.rev == ce.active_rev);
+            let already_c = record.activations.iter().any(|a| {
+                a.skill == ce.name && a.scope == ce.scope.to_string() && a.rev == ce.active_rev
+            });
             if already_c || view.is_eager(c) {
                 continue;
             }

@@ -132,6 +132,7 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
     };
     let mut present = vec![false; n];
     let mut placer = Placer {
+        evicted: vec![false; n],
         view,
         budget: opts
             .context_budget
@@ -158,17 +159,30 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
     report.tokens.eager = eager_tokens;
     report.tokens.injected = placer.used - eager_tokens;
     let Placer {
-        prefix, injected, ..
+        prefix,
+        injected,
+        evicted,
+        ..
     } = placer;
 
-    // Level 1: everything allowed that is not in the prompt, within the cadence.
+    // Level 1: everything allowed that is not in the prompt, within the cadence. A skill already
+    // reported as evicted is not listed again (each skill is reported once); it stays loadable
+    // unless it is eager (load_skill refuses those).
     let mut candidates: Vec<usize> = Vec::with_capacity(n);
+    let mut evicted_loadable: Vec<usize> = Vec::new();
     for (i, s) in view.skills.iter().enumerate() {
-        if present[i] {
+        if present[i] || view.is_eager(i) {
+            continue;
+        }
+        let too_slow = opts.max_cost.is_some_and(|max| s.entry.meta.cost > max);
+        if evicted[i] {
+            if !too_slow {
+                evicted_loadable.push(i);
+            }
             continue;
         }
         if let Some(max) = opts.max_cost
-            && s.entry.meta.cost > max
+            && too_slow
         {
             report.catalog.omitted.push(Omission {
                 name: s.name().to_owned(),
@@ -204,14 +218,36 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         let mut order = candidates.clone();
         order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
         let mut left = budget.saturating_sub(fixed + more);
+        // Plan: every candidate listed at least by name when that fits, and the most relevant
+        // upgraded to full entries with what is left; otherwise full entries for the top ones
+        // within half the room, then names while they fit.
+        let all_names: u32 = order.iter().map(|&i| view.skills[i].name_tokens).sum();
         let mut rest = Vec::new();
-        for &i in &order {
-            let t = view.skills[i].catalog_tokens;
-            if t <= left && rest.is_empty() {
-                left -= t;
-                full.push(i);
-            } else {
-                rest.push(i);
+        if all_names <= left {
+            let mut spare = left - all_names;
+            for &i in &order {
+                let extra = view.skills[i]
+                    .catalog_tokens
+                    .saturating_sub(view.skills[i].name_tokens);
+                if extra <= spare && rest.is_empty() {
+                    spare -= extra;
+                    left -= view.skills[i].catalog_tokens;
+                    full.push(i);
+                } else {
+                    rest.push(i);
+                }
+            }
+        } else {
+            let mut full_room = left / 2;
+            for &i in &order {
+                let t = view.skills[i].catalog_tokens;
+                if t <= full_room && rest.is_empty() {
+                    full_room -= t;
+                    left -= t;
+                    full.push(i);
+                } else {
+                    rest.push(i);
+                }
             }
         }
         for &i in &rest {
@@ -238,7 +274,8 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         catalog_tokens = budget.saturating_sub(left);
     }
     let catalog = if full.is_empty() && name_only.is_empty() {
-        None
+        // Not even one name fits: still tell the model that search_skills finds the skills.
+        (!candidates.is_empty() && report.catalog.ranked).then(|| CATALOG_MORE.to_owned())
     } else {
         let mut c = String::with_capacity(full.len() * 200 + name_only.len() * 40 + 256);
         c.push_str(CATALOG_INTRO);
@@ -263,7 +300,11 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
     report.tokens.catalog = catalog_tokens;
 
     // Tools: load_skill over exactly the loadable names; search_skills when the list overflowed.
-    let loadable = candidates;
+    let mut loadable = candidates;
+    if !evicted_loadable.is_empty() {
+        loadable.extend(evicted_loadable);
+        loadable.sort_unstable();
+    }
     let mut tools = Vec::new();
     let mut tool_tokens = 0;
     if !loadable.is_empty() {
@@ -293,6 +334,8 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
 
 struct Placer<'a> {
     view: &'a AgentView,
+    /// Skills currently reported in `report.evicted`.
+    evicted: Vec<bool>,
     budget: u32,
     used: u32,
     prefix: String,
@@ -327,6 +370,9 @@ impl Placer<'_> {
         if self.used + cost > self.budget {
             let left = self.budget.saturating_sub(self.used);
             for (i, r) in unit {
+                if std::mem::replace(&mut self.evicted[i], true) {
+                    continue;
+                }
                 report.evicted.push(Omission {
                     name: view.skills[i].name().to_owned(),
                     reason: format!(
@@ -341,6 +387,11 @@ impl Placer<'_> {
         self.used += cost;
         for (i, r) in unit {
             present[i] = true;
+            if std::mem::replace(&mut self.evicted[i], false) {
+                // Evicted with an earlier unit, placed with this one: it reached the prompt.
+                let name = view.skills[i].name();
+                report.evicted.retain(|o| o.name != name);
+            }
             let (text, t) = view.skills[i].wrapped();
             let out = if into_prefix {
                 &mut self.prefix

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Where the database is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,19 +95,24 @@ pub enum Db {
 }
 
 fn migrator(backend: &str) -> Migrator {
-    let files: [(&str, &'static str); 2] = match backend {
+    let files: [(&str, &'static str); 3] = match backend {
         "sqlite" => [
             ("init", include_str!("../migrations/sqlite/0001_init.sql")),
             (
                 "sessions",
                 include_str!("../migrations/sqlite/0002_sessions.sql"),
             ),
+            ("vault", include_str!("../migrations/sqlite/0003_vault.sql")),
         ],
         _ => [
             ("init", include_str!("../migrations/postgres/0001_init.sql")),
             (
                 "sessions",
                 include_str!("../migrations/postgres/0002_sessions.sql"),
+            ),
+            (
+                "vault",
+                include_str!("../migrations/postgres/0003_vault.sql"),
             ),
         ],
     };

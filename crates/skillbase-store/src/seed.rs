@@ -181,12 +181,12 @@ impl SeedWatcher {
                         Some(_) => {}
                         None => {
                             // A new folder (or one we cannot place): rescan its root.
-                            if let Some(root) = roots.iter().find(|r| p.starts_with(r)) {
-                                if let Found::Skills(all) = discover(root) {
-                                    for f in all {
-                                        if !folders.contains(&f) {
-                                            folders.push(f);
-                                        }
+                            if let Some(root) = roots.iter().find(|r| p.starts_with(r))
+                                && let Found::Skills(all) = discover(root)
+                            {
+                                for f in all {
+                                    if !folders.contains(&f) {
+                                        folders.push(f);
                                     }
                                 }
                             }

@@ -120,6 +120,25 @@ pub struct ActivationRecord {
     pub at: i64,
 }
 
+/// A vault entry as stored: the value only in encrypted form.
+#[derive(Clone, PartialEq, Eq)]
+pub struct VaultRow {
+    pub name: String,
+    pub description: String,
+    pub nonce: Vec<u8>,
+    pub ciphertext: Vec<u8>,
+    pub updated_at: i64,
+}
+
+impl std::fmt::Debug for VaultRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VaultRow")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Which events to read.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
@@ -784,6 +803,56 @@ macro_rules! backend {
                 }
                 tx.commit().await?;
                 Ok(())
+            }
+
+            pub async fn vault_put(pool: &Pool<Db>, e: &VaultRow, actor: &str) -> Result<()> {
+                let mut tx = pool.begin_with($begin).await?;
+                let now = now_ms();
+                sqlx::query(concat!(
+                    "INSERT INTO vault_entries (name, description, nonce, ciphertext, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5) ",
+                    "ON CONFLICT (name) DO UPDATE SET description = excluded.description, nonce = excluded.nonce, ciphertext = excluded.ciphertext, updated_at = excluded.updated_at"
+                ))
+                .bind(&e.name)
+                .bind(&e.description)
+                .bind(&e.nonce)
+                .bind(&e.ciphertext)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                insert_event(
+                    &mut tx,
+                    &NewEvent { kind: "vault_set".into(), actor: Some(actor.to_owned()), data: serde_json::json!({"entry": e.name}), ..NewEvent::default() },
+                    now,
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            pub async fn vault_remove(pool: &Pool<Db>, name: &str, actor: &str) -> Result<bool> {
+                let mut tx = pool.begin_with($begin).await?;
+                let n = sqlx::query("DELETE FROM vault_entries WHERE name = $1").bind(name).execute(&mut *tx).await?.rows_affected();
+                if n > 0 {
+                    insert_event(
+                        &mut tx,
+                        &NewEvent { kind: "vault_removed".into(), actor: Some(actor.to_owned()), data: serde_json::json!({"entry": name}), ..NewEvent::default() },
+                        now_ms(),
+                    )
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(n > 0)
+            }
+
+            pub async fn vault_all(pool: &Pool<Db>) -> Result<Vec<VaultRow>> {
+                let rows: Vec<(String, String, Vec<u8>, Vec<u8>, i64)> =
+                    sqlx::query_as("SELECT name, description, nonce, ciphertext, updated_at FROM vault_entries ORDER BY name")
+                        .fetch_all(pool)
+                        .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|r| VaultRow { name: r.0, description: r.1, nonce: r.2, ciphertext: r.3, updated_at: r.4 })
+                    .collect())
             }
 
             /// Approve a pending revision: it becomes committed and active.

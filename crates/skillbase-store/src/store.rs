@@ -6,7 +6,7 @@ use crate::index::{FileRef, Index, SkillEntry};
 use crate::model::{Agent, AgentConfig, AgentName, Author, Scope, Status};
 use crate::sql::{
     self, ActivationRecord, EventFilter, EventRecord, NewEvent, RawEntry, RevisionInfo,
-    SessionRecord, WriteOutcome, WriteReq,
+    SessionRecord, VaultRow, WriteOutcome, WriteReq,
 };
 use arc_swap::ArcSwap;
 use skillbase_format::validate::{Profile, ValidateOptions, validate_text};
@@ -22,6 +22,9 @@ macro_rules! on_db {
         }
     };
 }
+
+/// A check every bundle must pass before it is written; the error says why it was refused.
+pub type WriteGuard = Arc<dyn Fn(&Bundle) -> std::result::Result<(), String> + Send + Sync>;
 
 /// A write of one skill.
 #[derive(Debug, Clone)]
@@ -48,6 +51,7 @@ pub struct Store {
     db: Db,
     index: ArcSwap<Index>,
     agent_cache: ArcSwap<std::collections::HashMap<AgentName, Arc<Agent>>>,
+    write_guard: ArcSwap<Option<WriteGuard>>,
     /// Serialises index swaps so a slower writer never overwrites a newer state.
     index_lock: tokio::sync::Mutex<()>,
     /// The newest event this process has applied to its index.
@@ -63,6 +67,7 @@ impl Store {
             db,
             index: ArcSwap::from_pointee(Index::default()),
             agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
+            write_guard: ArcSwap::from_pointee(None),
             index_lock: tokio::sync::Mutex::new(()),
             events_seen: AtomicI64::new(0),
             limits: BundleLimits::default(),
@@ -194,6 +199,9 @@ impl Store {
         pending: bool,
     ) -> Result<WriteReq> {
         let (name, _) = Self::check_bundle(&req.bundle)?;
+        if let Some(guard) = self.write_guard.load().as_ref() {
+            guard(&req.bundle).map_err(|why| StoreError::InvalidSkill(format!("{name}: {why}")))?;
+        }
         Ok(WriteReq {
             scope: req.scope,
             name,
@@ -519,6 +527,27 @@ impl Store {
                 .collect(),
         ));
         Ok(())
+    }
+
+    /// Store an encrypted vault entry (the store never sees the value in clear).
+    pub async fn vault_put(&self, row: &VaultRow, actor: &Author) -> Result<()> {
+        on_db!(self, vault_put(row, &actor.to_string()))
+    }
+
+    /// Remove a vault entry; false if it did not exist.
+    pub async fn vault_remove(&self, name: &str, actor: &Author) -> Result<bool> {
+        on_db!(self, vault_remove(name, &actor.to_string()))
+    }
+
+    /// Every vault entry, encrypted.
+    pub async fn vault_all(&self) -> Result<Vec<VaultRow>> {
+        on_db!(self, vault_all())
+    }
+
+    /// Install a check run on every bundle before it is written (the runtime refuses bodies
+    /// that contain a vault value).
+    pub fn set_write_guard(&self, guard: WriteGuard) {
+        self.write_guard.store(Arc::new(Some(guard)));
     }
 
     /// Append an event.

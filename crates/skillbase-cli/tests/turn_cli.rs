@@ -1,0 +1,485 @@
+//! `skillbase turn` end to end: the real binary against a SQLite file in a temporary folder,
+//! with `--json` and with the text report.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_skillbase");
+
+struct Sb {
+    dir: tempfile::TempDir,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Sb {
+    fn new() -> Sb {
+        Sb {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn db(&self) -> PathBuf {
+        self.path("skillbase.db")
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let out = Command::new(BIN)
+            .arg("--db")
+            .arg(self.db())
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_remove("SKILLBASE_DB")
+            .env_remove("SKILLBASE_CONFIG")
+            .env("SKILLBASE_HOME", self.path("home"))
+            .env("USER", "tester")
+            .env("RUST_BACKTRACE", "0")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+
+    #[track_caller]
+    fn ok(&self, args: &[&str]) -> Run {
+        let r = self.run(args);
+        assert_eq!(r.code, 0, "skillbase {args:?} failed: {r:?}");
+        assert!(!r.stderr.contains("panicked"), "{r:?}");
+        r
+    }
+
+    #[track_caller]
+    fn json(&self, args: &[&str]) -> Value {
+        let r = self.ok(args);
+        serde_json::from_str(&r.stdout)
+            .unwrap_or_else(|e| panic!("skillbase {args:?} printed invalid JSON ({e}): {r:?}"))
+    }
+
+    #[track_caller]
+    fn fails(&self, args: &[&str]) -> String {
+        let r = self.run(args);
+        assert_ne!(r.code, 0, "skillbase {args:?} should fail: {r:?}");
+        assert!(r.stdout.is_empty(), "{r:?}");
+        assert!(!r.stderr.contains("panicked"), "{r:?}");
+        r.stderr
+    }
+
+    /// A seed folder of skills, an agent `support` (eager `hello`), and the workspace path.
+    fn setup(&self) -> PathBuf {
+        let seed = self.path("seed");
+        write_skill(&seed, "hello", "", "Greet the user by name.", &[]);
+        write_skill(
+            &seed,
+            "refund",
+            "triggers: [refund, money back]\ncompanions: [refund-policy]\n",
+            "Issue the refund with scripts/refund.sh.",
+            &[("scripts/refund.sh", "#!/bin/sh\necho refund\n")],
+        );
+        write_skill(&seed, "refund-policy", "", "Refunds within 30 days.", &[]);
+        write_skill(&seed, "notes", "", "Take notes.", &[]);
+        write_skill(
+            &seed,
+            "slow-report",
+            "cost: tens_of_seconds\n",
+            "Build the report.",
+            &[],
+        );
+        let seed_s = seed.to_str().unwrap();
+        self.ok(&[
+            "--seed", seed_s, "agent", "create", "support", "--skills", "all", "--eager", "hello",
+        ]);
+        self.path("ws")
+    }
+}
+
+fn write_skill(parent: &Path, name: &str, fm: &str, body: &str, files: &[(&str, &str)]) {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!(
+            "---\nname: {name}\ndescription: Does {name} things. Use when asked about {name}.\n{fm}---\n{body}\n"
+        ),
+    )
+    .unwrap();
+    for (p, c) in files {
+        let f = dir.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, c).unwrap();
+    }
+}
+
+fn reasons(v: &Value) -> Vec<(String, String)> {
+    v["context"]["report"]["activated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap().to_owned(),
+                a["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn strs(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+#[test]
+fn turn_json_end_to_end() {
+    let sb = Sb::new();
+    let ws = sb.setup();
+    let ws_s = ws.to_str().unwrap();
+    let v = sb.json(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "I want my MONEY back",
+        "--session",
+        "s1",
+        "--workspace",
+        ws_s,
+        "--json",
+    ]);
+    assert_eq!(v["agent"], "support");
+    assert_eq!(v["session"], "s1");
+    assert_eq!(
+        reasons(&v),
+        pairs(&[
+            ("hello", "eager"),
+            ("refund", "trigger:money back"),
+            ("refund-policy", "companion:refund"),
+        ])
+    );
+    let ctx = &v["context"];
+    assert!(
+        ctx["prefix"]
+            .as_str()
+            .unwrap()
+            .contains("Greet the user by name.")
+    );
+    let injected = ctx["injected"].as_str().unwrap();
+    assert!(injected.contains("Issue the refund") && injected.contains("Refunds within 30 days."));
+    assert!(injected.contains("<file>scripts/refund.sh</file>"));
+    let catalog = ctx["catalog"].as_str().unwrap();
+    assert!(catalog.contains("<name>notes</name>") && catalog.contains("<name>slow-report</name>"));
+    assert!(!catalog.contains("<name>hello</name>") && !catalog.contains("<name>refund</name>"));
+    let tools = ctx["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0]["name"], "load_skill");
+    assert_eq!(
+        strs(&tools[0]["parameters"]["properties"]["name"]["enum"]),
+        ["notes", "slow-report"]
+    );
+    let report = &ctx["report"];
+    assert_eq!(strs(&report["catalog"]["full"]), ["notes", "slow-report"]);
+    let t = &report["tokens"];
+    let sum = ["eager", "injected", "catalog", "tools"]
+        .iter()
+        .map(|k| t[*k].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(t["total"].as_u64().unwrap(), sum);
+    assert!(t["eager"].as_u64().unwrap() > 0 && t["injected"].as_u64().unwrap() > 0);
+    assert!(
+        ctx.get("loadable").is_none(),
+        "internal indices are not printed"
+    );
+    // The triggered skill's files were written to the workspace.
+    let skills = ws.join("s1/skills");
+    let written: Vec<String> = std::fs::read_dir(&skills)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let refund_dir = written
+        .iter()
+        .find(|n| n.ends_with("-refund"))
+        .unwrap_or_else(|| panic!("{written:?}"));
+    assert_eq!(refund_dir.len(), 8 + "-refund".len());
+    assert_eq!(
+        std::fs::read_to_string(skills.join(refund_dir).join("scripts/refund.sh")).unwrap(),
+        "#!/bin/sh\necho refund\n"
+    );
+
+    // Next turn in the same session, without the word: nothing injected.
+    let v = sb.json(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "thanks",
+        "--session",
+        "s1",
+        "--workspace",
+        ws_s,
+        "--json",
+    ]);
+    assert_eq!(reasons(&v), pairs(&[("hello", "eager")]));
+    assert!(v["context"]["injected"].is_null());
+    assert_eq!(
+        strs(&v["context"]["tools"][0]["parameters"]["properties"]["name"]["enum"]),
+        ["notes", "refund", "refund-policy", "slow-report"]
+    );
+
+    // --max-cost: the slow skill is left out of catalog and enum, with the reason.
+    let v = sb.json(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "thanks",
+        "--max-cost",
+        "immediate",
+        "--workspace",
+        ws_s,
+        "--json",
+    ]);
+    assert!(v["session"].as_str().unwrap().starts_with("cli-"));
+    let omitted = v["context"]["report"]["catalog"]["omitted"]
+        .as_array()
+        .unwrap();
+    assert_eq!(omitted.len(), 1);
+    assert_eq!(omitted[0]["name"], "slow-report");
+    assert!(omitted[0]["reason"].as_str().unwrap().starts_with("cost:"));
+    assert_eq!(
+        strs(&v["context"]["tools"][0]["parameters"]["properties"]["name"]["enum"]),
+        ["notes", "refund", "refund-policy"]
+    );
+
+    // The turns were recorded in the store's events, with the session.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = skillbase_store::Store::open(&skillbase_store::DbUrl::Sqlite(sb.db()))
+            .await
+            .unwrap();
+        let events = store
+            .events(&skillbase_store::EventFilter {
+                session: Some("s1".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "turn",
+                "skill_activated",
+                "skill_activated",
+                "skill_activated",
+                "turn",
+                "skill_activated"
+            ]
+        );
+        assert!(events.iter().all(|e| e.agent.as_deref() == Some("support")));
+        let s = store.session("s1").await.unwrap().unwrap();
+        assert_eq!(s.agent, "support");
+        store.close().await;
+    });
+}
+
+#[test]
+fn turn_text_prints_the_report() {
+    let sb = Sb::new();
+    let ws = sb.setup();
+    let ws_s = ws.to_str().unwrap();
+    let r = sb.ok(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "a refund please",
+        "--session",
+        "t1",
+        "--workspace",
+        ws_s,
+    ]);
+    let out = &r.stdout;
+    assert!(
+        out.starts_with("agent support · session t1 · message: \"a refund please\""),
+        "{out}"
+    );
+    for needle in [
+        "── prompt prefix: eager skills, same every turn (",
+        "── injected for this turn only (",
+        "── catalog (",
+        "── tools (~",
+        "── report ",
+        "reached the prompt:",
+        "catalog: 2 in full, 0 by name only, 0 left out",
+        "load_skill: Load a skill's full instructions",
+        "tokens: eager ",
+        " · injected ",
+        " · total ",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    let line = |name: &str, reason: &str| {
+        out.lines()
+            .any(|l| l.trim_start().starts_with(name) && l.contains(reason) && l.contains("rev 1"))
+    };
+    assert!(line("hello", "eager"), "{out}");
+    assert!(line("refund ", "trigger:refund"), "{out}");
+    assert!(line("refund-policy", "companion:refund"), "{out}");
+
+    // Budgets from the command line: evictions and a truncated catalog are reported.
+    let r = sb.ok(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "a refund please",
+        "--session",
+        "t2",
+        "--workspace",
+        ws_s,
+        "--context-budget",
+        "1",
+        "--catalog-budget",
+        "1",
+        "--max-cost",
+        "immediate",
+    ]);
+    let out = &r.stdout;
+    for needle in [
+        "reached the prompt: nothing",
+        "evicted by the context budget:",
+        "  hello  (budget: eager",
+        "  refund  (budget: trigger:refund",
+        "  refund-policy  (budget: companion:refund",
+        "(ranked by relevance)",
+        "  slow-report  (cost: tens_of_seconds is slower than this turn's maximum immediate)",
+        "(none: no trigger matched)",
+        "tokens: eager 0 · injected 0",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+
+    // A long message is shortened in the header.
+    let long = "word ".repeat(20_000);
+    let r = sb.ok(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        &long,
+        "--workspace",
+        ws_s,
+    ]);
+    assert!(r.stdout.lines().next().unwrap().ends_with("…"));
+    assert!(r.stdout.lines().next().unwrap().len() < 300);
+
+    // The eager skill names not allowed are reported.
+    sb.ok(&["agent", "set", "support", "--eager", "hello,ghost"]);
+    let r = sb.ok(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "hi",
+        "--workspace",
+        ws_s,
+    ]);
+    assert!(
+        r.stdout.contains("eager but not allowed (ignored): ghost"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn turn_bad_input() {
+    let sb = Sb::new();
+    let ws = sb.setup();
+    let ws_s = ws.to_str().unwrap();
+    let err = sb.fails(&["turn", "--agent", "nobody", "-m", "hi", "--workspace", ws_s]);
+    assert!(err.contains("no agent 'nobody'"), "{err}");
+    assert!(err.contains("skillbase agent create nobody"), "{err}");
+    let err = sb.fails(&["turn", "--agent", "Bad Name", "-m", "hi"]);
+    assert!(err.contains("invalid agent name"), "{err}");
+    let err = sb.fails(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "hi",
+        "--max-cost",
+        "forever",
+    ]);
+    assert!(err.contains("forever"), "{err}");
+    let err = sb.fails(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "hi",
+        "--session",
+        "a/b",
+        "--workspace",
+        ws_s,
+    ]);
+    assert!(err.contains("invalid session id"), "{err}");
+    // A session belongs to one agent.
+    sb.ok(&["agent", "create", "ops", "--skills", "all"]);
+    sb.ok(&[
+        "turn",
+        "--agent",
+        "ops",
+        "-m",
+        "hi",
+        "--session",
+        "mine",
+        "--workspace",
+        ws_s,
+    ]);
+    let err = sb.fails(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "hi",
+        "--session",
+        "mine",
+        "--workspace",
+        ws_s,
+    ]);
+    assert!(err.contains("belongs to another agent"), "{err}");
+}
