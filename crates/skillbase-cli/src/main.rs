@@ -1,5 +1,6 @@
 //! `skillbase`: the command line. Thin: parsing and printing only; the libraries do the work.
 
+mod dispatch_cmds;
 mod format_cmds;
 mod store_cmds;
 mod turn_cmds;
@@ -73,9 +74,22 @@ enum Command {
     /// Manage vault entries (values are write-only: read from stdin, never printed).
     #[command(subcommand)]
     Vault(vault_cmds::VaultCmd),
+    /// Dispatch a call as an agent would: every stage of the pipeline, refusals included.
+    Call(dispatch_cmds::CallArgs),
+    /// Recent runs of a skill and their outcomes.
+    Runs(dispatch_cmds::RunsArgs),
+    /// Approve a revision waiting for review.
+    Approve(dispatch_cmds::ApproveArgs),
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` and closed early ends the program quietly, as Unix tools do,
+    // instead of a panic on a broken pipe.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Validate(a) => format_cmds::validate(a),
@@ -106,6 +120,9 @@ fn main() -> ExitCode {
         Command::Watch(a) => store_cmds::run(store_cmds::watch(&cli.store, a)),
         Command::Turn(a) => store_cmds::run(turn_cmds::turn(&cli.store, a)),
         Command::Vault(a) => store_cmds::run(vault_cmds::vault(&cli.store, a)),
+        Command::Call(a) => store_cmds::run(dispatch_cmds::call(&cli.store, a)),
+        Command::Runs(a) => store_cmds::run(dispatch_cmds::runs(&cli.store, a)),
+        Command::Approve(a) => store_cmds::run(dispatch_cmds::approve(&cli.store, a)),
     };
     ExitCode::from(code)
 }

@@ -59,13 +59,45 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
         .workspace
         .clone()
         .unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
+    let d = crate::dispatch_cmds::dispatcher(s, store.clone()).await?;
     let rt = Runtime::new(store.clone(), Some(workspace));
     let opts = TurnOptions {
         max_cost: a.max_cost,
         catalog_budget: a.catalog_budget,
         context_budget: a.context_budget,
     };
-    let ctx = rt.turn(&agent, &session, &a.message, &opts).await?;
+    let mut ctx = rt.turn(&agent, &session, &a.message, &opts).await?;
+    // The offered set: the turn's skill tools, plus the granted tools and skill entries.
+    let offered = d.offered(&agent)?;
+    for e in offered.entries {
+        if ctx.tools.iter().any(|t| t.name == e.wire_name)
+            || matches!(e.wire_name.as_str(), "load_skill" | "search_skills")
+        {
+            continue;
+        }
+        if let Some(max) = opts.max_cost
+            && e.cost > max
+        {
+            continue;
+        }
+        let def = skillbase_runtime::ToolDef {
+            name: e.wire_name,
+            description: format!("[{}] {}", e.id, e.description),
+            parameters: e.parameters,
+        };
+        let t = skillbase_runtime::tokens::count(&serde_json::to_string(&def).unwrap_or_default());
+        ctx.report.tokens.tools += t;
+        ctx.report.tokens.total += t;
+        ctx.tools.push(def);
+    }
+    ctx.report.withheld_tools = offered
+        .withheld
+        .into_iter()
+        .map(|name| skillbase_runtime::Omission {
+            name,
+            reason: "tool class not granted to this agent".into(),
+        })
+        .collect();
     if a.json {
         let v = serde_json::json!({"agent": agent, "session": session, "context": ctx});
         println!("{}", serde_json::to_string_pretty(&v)?);
@@ -168,8 +200,18 @@ fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext
             r.eager_not_allowed.join(", ")
         );
     }
-    for o in &r.withheld_tools {
-        println!("note: {}  ({})", o.name, o.reason);
+    if !r.withheld_tools.is_empty() {
+        println!(
+            "withheld (not granted to this agent): {}",
+            r.withheld_tools
+                .iter()
+                .map(|o| o.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for o in &r.warnings {
+        println!("warning: {}  ({})", o.name, o.reason);
     }
     println!(
         "tokens: eager {} · injected {} · catalog {} · tools {} · total {}",

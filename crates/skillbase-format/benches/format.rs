@@ -359,6 +359,44 @@ fn run_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
     })
 }
 
+/// Like [`run_parallel`], but threads take batches of 64 items in turn, so a thread slowed by a
+/// busy machine does not hold up the others.
+fn run_parallel_batched<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const BATCH: usize = 64;
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(items.len().div_ceil(BATCH));
+    if threads <= 1 {
+        return items.iter().map(&f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut batches: Vec<(usize, Vec<R>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let start = next.fetch_add(BATCH, Ordering::Relaxed);
+                        if start >= items.len() {
+                            break out;
+                        }
+                        let end = (start + BATCH).min(items.len());
+                        out.push((start, items[start..end].iter().map(&f).collect()));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    batches.sort_unstable_by_key(|(start, _)| *start);
+    batches.into_iter().flat_map(|(_, v)| v).collect()
+}
+
 fn skill_dirs(root: &Path) -> Vec<PathBuf> {
     match discover(root) {
         Found::Skills(d) => d,
@@ -418,6 +456,9 @@ fn benches(c: &mut Criterion, root: &Path, dirs: &[PathBuf]) {
     });
     g.bench_function(BenchmarkId::new("validate_skillbase_par", n), |b| {
         b.iter(|| black_box(run_parallel(dirs, |d| validate_dir(d, &skillbase))))
+    });
+    g.bench_function(BenchmarkId::new("validate_skillbase_par_batched", n), |b| {
+        b.iter(|| black_box(run_parallel_batched(dirs, |d| validate_dir(d, &skillbase))))
     });
     g.bench_function(BenchmarkId::new("discover_validate_par", n), |b| {
         b.iter(|| {

@@ -887,28 +887,25 @@ fn main() {
                 })
             });
         }
-        let mut k = 0usize;
-        g.bench_function(BenchmarkId::new("parts/triggers", "1000"), |b| {
-            b.iter(|| {
-                k += 1;
-                black_box(
-                    big_view
-                        .triggers
-                        .find(&f.big_messages[k % f.big_messages.len()]),
-                )
-            })
-        });
-        let mut k = 0usize;
-        g.bench_function(BenchmarkId::new("parts/bm25_scores", "1000"), |b| {
-            b.iter(|| {
-                k += 1;
-                black_box(
-                    big_view
-                        .bm25
-                        .scores(&f.big_messages[k % f.big_messages.len()]),
-                )
-            })
-        });
+        for (label, view, msgs) in [
+            ("1000", &big_view, &f.big_messages),
+            ("50", &small_view, &f.small_messages),
+        ] {
+            let mut k = 0usize;
+            g.bench_function(BenchmarkId::new("parts/triggers", label), |b| {
+                b.iter(|| {
+                    k += 1;
+                    black_box(view.triggers.find(&msgs[k % msgs.len()]))
+                })
+            });
+            let mut k = 0usize;
+            g.bench_function(BenchmarkId::new("parts/bm25_scores", label), |b| {
+                b.iter(|| {
+                    k += 1;
+                    black_box(view.bm25.scores(&msgs[k % msgs.len()]))
+                })
+            });
+        }
         g.finish();
     }
     {

@@ -9,17 +9,23 @@
 //!   and the events that record each turn.
 //! - [`vault`] and [`redact`]: secrets encrypted at rest, resolved only inside tools, and
 //!   scrubbed (with their encoded forms) from everything else in one pass.
+//! - [`dispatch`], [`tool`], [`builtin`]: the offered set and the call pipeline with the
+//!   capability gate, bounds, runs and drift.
 //! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
 
+pub mod builtin;
+pub mod dispatch;
 pub mod files;
 pub mod rank;
 pub mod redact;
 pub mod runtime;
 pub mod tokens;
+pub mod tool;
 pub mod trigger;
 pub mod turn;
 pub mod vault;
 pub mod view;
+pub mod web_fetch;
 
 pub use runtime::{LoadResult, Pinned, PinnedSet, Runtime, RuntimeError, SearchHit};
 pub use turn::{Activation, Omission, ToolDef, TurnContext, TurnOptions, TurnReport, resolve};

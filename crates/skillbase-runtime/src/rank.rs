@@ -4,7 +4,7 @@
 //! budget, and to answer `search_skills`; it never activates anything.
 
 use crate::trigger::fold_fast;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
@@ -21,10 +21,10 @@ pub fn words(text: &str) -> impl Iterator<Item = &str> {
 /// A BM25 index over a fixed set of documents.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25 {
-    /// term -> (document, weighted term frequency)
+    /// term -> (document, the document's BM25 term weight `tf·(k1+1) / (tf + k1·(1-b+b·dl/avgdl))`,
+    /// precomputed: it does not depend on the query).
     postings: HashMap<String, Vec<(u32, f32)>>,
     doc_len: Vec<f32>,
-    avg_len: f32,
 }
 
 impl Bm25 {
@@ -57,11 +57,15 @@ impl Bm25 {
         } else {
             doc_len.iter().sum::<f32>() / doc_len.len() as f32
         };
-        Bm25 {
-            postings,
-            doc_len,
-            avg_len: avg_len.max(1.0),
+        let avg_len = avg_len.max(1.0);
+        for list in postings.values_mut() {
+            for (doc, tf) in list.iter_mut() {
+                let dl = doc_len[*doc as usize];
+                let denom = *tf + K1 * (1.0 - B + B * dl / avg_len);
+                *tf = *tf * (K1 + 1.0) / denom;
+            }
         }
+        Bm25 { postings, doc_len }
     }
 
     pub fn len(&self) -> usize {
@@ -80,21 +84,18 @@ impl Bm25 {
             return scores;
         }
         let folded = fold_fast(query);
-        let mut seen: Vec<&str> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
         for term in words(&folded) {
-            if seen.contains(&term) {
+            if !seen.insert(term) {
                 continue;
             }
-            seen.push(term);
             let Some(list) = self.postings.get(term) else {
                 continue;
             };
             let df = list.len() as f32;
             let idf = ((n as f32 - df + 0.5) / (df + 0.5) + 1.0).ln();
-            for &(doc, tf) in list {
-                let dl = self.doc_len[doc as usize];
-                let denom = tf + K1 * (1.0 - B + B * dl / self.avg_len);
-                scores[doc as usize] += idf * tf * (K1 + 1.0) / denom;
+            for &(doc, weight) in list {
+                scores[doc as usize] += idf * weight;
             }
         }
         scores

@@ -186,7 +186,7 @@ impl Runtime {
                     && s.entry.files.len() > 1
                     && let Err(w) = self.materialize(session, &s.entry).await
                 {
-                    ctx.report.withheld_tools.push(turn::Omission {
+                    ctx.report.warnings.push(turn::Omission {
                         name: a.name.clone(),
                         reason: format!("files not written: {w}"),
                     });

@@ -17,6 +17,17 @@ fn bpe() -> &'static tiktoken_rs::CoreBPE {
     BPE.get_or_init(tiktoken_rs::o200k_base_singleton)
 }
 
+/// The first `max` tokens of `text`, as text.
+pub fn truncate(text: &str, max: u32) -> String {
+    let toks = bpe().encode_ordinary(text);
+    if toks.len() <= max as usize {
+        return text.to_owned();
+    }
+    bpe()
+        .decode(&toks[..max as usize])
+        .unwrap_or_else(|_| text.chars().take(max as usize * 3).collect())
+}
+
 /// Load the tokenizer now (it takes a few hundred milliseconds the first time).
 pub fn warm_up() {
     let _ = count("warm up");

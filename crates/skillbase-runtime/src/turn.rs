@@ -76,6 +76,8 @@ pub struct TurnReport {
     pub eager_not_allowed: Vec<String>,
     /// Tools withheld from the model, with the reason (counted by the dispatcher's policy).
     pub withheld_tools: Vec<Omission>,
+    /// Problems that did not change what the model sees (a skill's files not written, say).
+    pub warnings: Vec<Omission>,
 }
 
 /// A tool offered to the model.
@@ -217,6 +219,11 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         let scores = view.bm25.scores(message);
         let mut order = candidates.clone();
         order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        // 1-based relevance rank per view index, for the report (one pass, not a search each).
+        let mut rank = vec![0usize; n];
+        for (p, &i) in order.iter().enumerate() {
+            rank[i] = p + 1;
+        }
         let mut left = budget.saturating_sub(fixed + more);
         // Plan: every candidate listed at least by name when that fits, and the most relevant
         // upgraded to full entries with what is left; otherwise full entries for the top ones
@@ -257,15 +264,12 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
                 name_only.push(i);
                 report.catalog.name_only.push(Omission {
                     name: view.skills[i].name().to_owned(),
-                    reason: format!(
-                        "budget: listed by name only (relevance rank {})",
-                        rank_of(&order, i)
-                    ),
+                    reason: format!("budget: listed by name only (relevance rank {})", rank[i]),
                 });
             } else {
                 report.catalog.omitted.push(Omission {
                     name: view.skills[i].name().to_owned(),
-                    reason: format!("budget: not listed (relevance rank {}); found by search_skills and loadable", rank_of(&order, i)),
+                    reason: format!("budget: not listed (relevance rank {}); found by search_skills and loadable", rank[i]),
                 });
             }
         }
@@ -408,10 +412,6 @@ impl Placer<'_> {
             });
         }
     }
-}
-
-fn rank_of(order: &[usize], i: usize) -> usize {
-    order.iter().position(|&x| x == i).map_or(0, |p| p + 1)
 }
 
 /// The `load_skill` tool: `name` is a closed enum of exactly the loadable skills.

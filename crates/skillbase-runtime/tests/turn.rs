@@ -1141,11 +1141,11 @@ async fn file_write_failures_are_warnings_and_the_text_still_works() {
     assert!(t.injected.unwrap().contains("Refund order"));
     assert!(
         t.report
-            .withheld_tools
+            .warnings
             .iter()
             .any(|o| o.name == "refund" && o.reason.contains("files not written")),
         "{:?}",
-        t.report.withheld_tools
+        t.report.warnings
     );
 
     // Without a workspace, nothing is written and nothing is warned.

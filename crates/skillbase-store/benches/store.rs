@@ -19,6 +19,8 @@
 //! - `SKILLBASE_BENCH_WRITES`: revision writes timed per backend (default 300).
 //! - `SKILLBASE_BENCH_GEN_DIR=DIR`: only generate the skills into DIR and exit
 //!   (`tools/bench/store.sh` uses it to time the release binary on the same skills).
+//! - `SKILLBASE_BENCH_IMPORT=DIR SKILLBASE_BENCH_DB=FILE`: only import DIR into FILE and exit;
+//!   `SKILLBASE_BENCH_OPEN_DB=FILE`: only open FILE and print memory figures (for profiling).
 //!
 //! Memory is measured two ways: live heap bytes through a counting global allocator (exact for
 //! Rust allocations; SQLite's own cache is outside it), and the process RSS from /proc/self/statm.
@@ -363,6 +365,25 @@ fn main() {
     }
     if let Some(db) = std::env::var_os("SKILLBASE_BENCH_OPEN_DB") {
         memory_probe(Path::new(&db));
+        return;
+    }
+    if let (Some(src), Some(db)) = (
+        std::env::var_os("SKILLBASE_BENCH_IMPORT"),
+        std::env::var_os("SKILLBASE_BENCH_DB"),
+    ) {
+        // Only import SRC into the SQLite file DB (for profiling and tools/bench/store.sh).
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (read, tx, got) = rt.block_on(async {
+            let store = Store::open(&DbUrl::Sqlite(db.into())).await.unwrap();
+            let r = import_folder(&store, Path::new(&src)).await;
+            store.close().await;
+            r
+        });
+        println!("imported {got} skills: read+validate {read:.2?}, transaction+index {tx:.2?}");
         return;
     }
     let writes: usize = std::env::var("SKILLBASE_BENCH_WRITES")

@@ -29,6 +29,9 @@ use std::path::Path;
 pub struct Config {
     #[serde(default)]
     pub agents: BTreeMap<String, AgentConfig>,
+    /// Tool declarations (`[[tools]]`), read by the runtime.
+    #[serde(default)]
+    pub tools: Vec<toml::Table>,
 }
 
 impl Config {

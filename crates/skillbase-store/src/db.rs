@@ -13,7 +13,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Where the database is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,36 +94,44 @@ pub enum Db {
     Postgres(PgPool),
 }
 
+/// The numbered migrations, in order: (description, SQLite, PostgreSQL).
+const MIGRATIONS: &[(&str, &str, &str)] = &[
+    (
+        "init",
+        include_str!("../migrations/sqlite/0001_init.sql"),
+        include_str!("../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        "sessions",
+        include_str!("../migrations/sqlite/0002_sessions.sql"),
+        include_str!("../migrations/postgres/0002_sessions.sql"),
+    ),
+    (
+        "vault",
+        include_str!("../migrations/sqlite/0003_vault.sql"),
+        include_str!("../migrations/postgres/0003_vault.sql"),
+    ),
+    (
+        "runs_notes",
+        include_str!("../migrations/sqlite/0004_runs_notes.sql"),
+        include_str!("../migrations/postgres/0004_runs_notes.sql"),
+    ),
+];
+
 fn migrator(backend: &str) -> Migrator {
-    let files: [(&str, &'static str); 3] = match backend {
-        "sqlite" => [
-            ("init", include_str!("../migrations/sqlite/0001_init.sql")),
-            (
-                "sessions",
-                include_str!("../migrations/sqlite/0002_sessions.sql"),
-            ),
-            ("vault", include_str!("../migrations/sqlite/0003_vault.sql")),
-        ],
-        _ => [
-            ("init", include_str!("../migrations/postgres/0001_init.sql")),
-            (
-                "sessions",
-                include_str!("../migrations/postgres/0002_sessions.sql"),
-            ),
-            (
-                "vault",
-                include_str!("../migrations/postgres/0003_vault.sql"),
-            ),
-        ],
-    };
     Migrator::with_migrations(
-        files
-            .into_iter()
+        MIGRATIONS
+            .iter()
             .enumerate()
-            .map(|(i, (desc, sql))| {
+            .map(|(i, (desc, sqlite, postgres))| {
+                let sql: &'static str = if backend == "sqlite" {
+                    sqlite
+                } else {
+                    postgres
+                };
                 Migration::new(
                     i as i64 + 1,
-                    desc.into(),
+                    (*desc).into(),
                     MigrationType::Simple,
                     sql.into_sql_str(),
                     false,

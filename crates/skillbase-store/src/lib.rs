@@ -22,7 +22,7 @@ pub use error::{Result, StoreError};
 pub use index::{FileRef, Index, SkillEntry};
 pub use model::{Agent, AgentConfig, AgentName, Author, Grants, NameSet, Policies, Scope, Status};
 pub use sql::{
-    ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, SessionRecord, VaultRow,
-    WriteKind, WriteOutcome,
+    ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, RunRecord, SessionRecord,
+    VaultRow, WriteKind, WriteOutcome,
 };
 pub use store::{ImportReport, PutRequest, Store, WriteGuard};

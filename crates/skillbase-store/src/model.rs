@@ -169,6 +169,8 @@ pub enum Status {
     Active,
     Disabled,
     Retired,
+    /// Created by an agent under the approval policy: waits for `approve`, not offered.
+    Pending,
 }
 
 impl Status {
@@ -177,6 +179,7 @@ impl Status {
             Status::Active => "active",
             Status::Disabled => "disabled",
             Status::Retired => "retired",
+            Status::Pending => "pending",
         }
     }
 }
@@ -194,6 +197,7 @@ impl FromStr for Status {
             "active" => Ok(Status::Active),
             "disabled" => Ok(Status::Disabled),
             "retired" => Ok(Status::Retired),
+            "pending" => Ok(Status::Pending),
             _ => Err(format!("unknown status '{s}'")),
         }
     }

@@ -139,6 +139,59 @@ impl std::fmt::Debug for VaultRow {
     }
 }
 
+/// One run of a skill revision in a session.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RunRecord {
+    pub id: i64,
+    pub session: String,
+    pub agent: String,
+    pub skill_id: i64,
+    pub scope: String,
+    pub skill: String,
+    pub rev: i64,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    /// `success`, `failure`, or `superseded` (another skill took over); `None` while open.
+    pub outcome: Option<String>,
+    pub note: String,
+    pub calls: i64,
+    pub failed_calls: i64,
+}
+
+type RunRow = (
+    i64,
+    String,
+    String,
+    i64,
+    String,
+    String,
+    i64,
+    i64,
+    Option<i64>,
+    Option<String>,
+    String,
+    i64,
+    i64,
+);
+
+pub(crate) fn run_from_row(r: RunRow) -> RunRecord {
+    RunRecord {
+        id: r.0,
+        session: r.1,
+        agent: r.2,
+        skill_id: r.3,
+        scope: r.4,
+        skill: r.5,
+        rev: r.6,
+        started_at: r.7,
+        ended_at: r.8,
+        outcome: r.9,
+        note: r.10,
+        calls: r.11,
+        failed_calls: r.12,
+    }
+}
+
 /// Which events to read.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
@@ -230,32 +283,30 @@ macro_rules! backend {
                 let mut entries: Vec<RawEntry> = rows.into_iter().map(entry).collect();
                 let pos: std::collections::HashMap<i64, usize> =
                     entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
-                let files: Vec<(i64, String, String, bool, i64)> = sqlx::query_as(concat!(
-                    "SELECT f.skill_id, f.path, f.digest, f.executable, b.size FROM revision_files f ",
-                    "JOIN skills s ON s.id = f.skill_id AND s.active_rev = f.rev ",
-                    "JOIN blobs b ON b.digest = f.digest ORDER BY f.skill_id, f.path"
+                // One pass over the active files, SKILL.md bytes included: each blob row is
+                // visited once, and no ORDER BY (the files are sorted below).
+                let files: Vec<(i64, String, String, bool, i64, Option<Vec<u8>>)> = sqlx::query_as(concat!(
+                    "SELECT f.skill_id, f.path, f.digest, f.executable, b.size, ",
+                    "CASE WHEN f.path IN ('SKILL.md', 'skill.md') THEN b.bytes ELSE NULL END ",
+                    "FROM revision_files f JOIN skills s ON s.id = f.skill_id AND s.active_rev = f.rev ",
+                    "JOIN blobs b ON b.digest = f.digest"
                 ))
                 .fetch_all(pool)
                 .await?;
-                for (id, path, digest, exec, size) in files {
+                for (id, path, digest, exec, size, bytes) in files {
                     if let Some(&i) = pos.get(&id) {
-                        entries[i].files.push((path, digest, exec, size));
+                        let e = &mut entries[i];
+                        // SKILL.md wins over skill.md.
+                        if let Some(b) = bytes
+                            && (e.skill_md.is_empty() || path == "SKILL.md")
+                        {
+                            e.skill_md = b;
+                        }
+                        e.files.push((path, digest, exec, size));
                     }
                 }
-                let mds: Vec<(i64, String, Vec<u8>)> = sqlx::query_as(concat!(
-                    "SELECT f.skill_id, f.path, b.bytes FROM revision_files f ",
-                    "JOIN skills s ON s.id = f.skill_id AND s.active_rev = f.rev ",
-                    "JOIN blobs b ON b.digest = f.digest WHERE f.path IN ('SKILL.md', 'skill.md')"
-                ))
-                .fetch_all(pool)
-                .await?;
-                for (id, path, bytes) in mds {
-                    if let Some(&i) = pos.get(&id) {
-                        // SKILL.md wins over skill.md.
-                        if entries[i].skill_md.is_empty() || path == "SKILL.md" {
-                            entries[i].skill_md = bytes;
-                        }
-                    }
+                for e in &mut entries {
+                    e.files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                 }
                 Ok(entries)
             }
@@ -379,12 +430,13 @@ macro_rules! backend {
                         }
                         let id: i64 = sqlx::query_scalar(concat!(
                             "INSERT INTO skills (scope, name, status, active_rev, head_rev, seed_path, created_at, updated_at) ",
-                            "VALUES ($1, $2, 'active', 1, 0, $3, $4, $4) RETURNING id"
+                            "VALUES ($1, $2, $5, 1, 0, $3, $4, $4) RETURNING id"
                         ))
                         .bind(&scope)
                         .bind(&req.name)
                         .bind(&req.seed_path)
                         .bind(now)
+                        .bind(if req.pending { "pending" } else { "active" })
                         .fetch_one(&mut **tx)
                         .await?;
                         (id, 1, WriteKind::Created)
@@ -398,7 +450,7 @@ macro_rules! backend {
                         .execute(&mut **tx)
                         .await?;
                 }
-                let state = if req.pending && kind != WriteKind::Created { "pending" } else { "committed" };
+                let state = if req.pending { "pending" } else { "committed" };
                 sqlx::query(concat!(
                     "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at) ",
                     "VALUES ($1, $2, $3, $4, $5, $6, $7)"
@@ -422,6 +474,15 @@ macro_rules! backend {
                         .execute(&mut **tx)
                         .await?;
                 }
+                let kind = if req.pending && kind == WriteKind::Created {
+                    sqlx::query("UPDATE skills SET head_rev = 1, active_rev = 1 WHERE id = $1")
+                        .bind(id)
+                        .execute(&mut **tx)
+                        .await?;
+                    WriteKind::Pending
+                } else {
+                    kind
+                };
                 let status = if kind == WriteKind::Pending {
                     sqlx::query("UPDATE skills SET head_rev = $1, updated_at = $2 WHERE id = $3")
                         .bind(rev)
@@ -495,7 +556,8 @@ macro_rules! backend {
                     return Err(StoreError::Retired { name: name.to_owned() });
                 }
                 let now = now_ms();
-                sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2 WHERE id = $3")
+                // Reverting is choosing this revision now: a skill disabled for drift comes back.
+                sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2, status = CASE WHEN status IN ('disabled', 'pending') THEN 'active' ELSE status END WHERE id = $3")
                     .bind(rev)
                     .bind(now)
                     .bind(id)
@@ -522,6 +584,7 @@ macro_rules! backend {
                 )
                 .await?;
                 tx.commit().await?;
+                let status = if matches!(status, Status::Disabled | Status::Pending) { Status::Active } else { status };
                 Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Reverted, rev, status })
             }
 
@@ -855,6 +918,138 @@ macro_rules! backend {
                     .collect())
             }
 
+            pub async fn start_run(pool: &Pool<Db>, session: &str, agent: &str, skill_id: i64, scope: &str, skill: &str, rev: i64) -> Result<i64> {
+                let mut tx = pool.begin_with($begin).await?;
+                let now = now_ms();
+                // A new activation ends the session's open run: another skill took over.
+                sqlx::query("UPDATE runs SET ended_at = $1, outcome = 'superseded' WHERE session_id = $2 AND ended_at IS NULL")
+                    .bind(now)
+                    .bind(session)
+                    .execute(&mut *tx)
+                    .await?;
+                let id: i64 = sqlx::query_scalar(concat!(
+                    "INSERT INTO runs (session_id, agent, skill_id, scope, skill, rev, started_at) ",
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id"
+                ))
+                .bind(session)
+                .bind(agent)
+                .bind(skill_id)
+                .bind(scope)
+                .bind(skill)
+                .bind(rev)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(id)
+            }
+
+            /// The session's open run, if a skill drives it.
+            pub async fn open_run(pool: &Pool<Db>, session: &str) -> Result<Option<RunRecord>> {
+                let row: Option<RunRow> = sqlx::query_as(concat!(
+                    "SELECT id, session_id, agent, skill_id, scope, skill, rev, started_at, ended_at, outcome, note, calls, failed_calls ",
+                    "FROM runs WHERE session_id = $1 AND ended_at IS NULL ORDER BY id DESC LIMIT 1"
+                ))
+                .bind(session)
+                .fetch_optional(pool)
+                .await?;
+                Ok(row.map(run_from_row))
+            }
+
+            pub async fn count_call(pool: &Pool<Db>, run: i64, failed: bool) -> Result<()> {
+                sqlx::query("UPDATE runs SET calls = calls + 1, failed_calls = failed_calls + $1 WHERE id = $2")
+                    .bind(if failed { 1i64 } else { 0i64 })
+                    .bind(run)
+                    .execute(pool)
+                    .await?;
+                Ok(())
+            }
+
+            /// End a run; returns it and how many runs of the same revision in a row, ending with
+            /// this one, failed.
+            pub async fn end_run(pool: &Pool<Db>, run: i64, outcome: &str, note: &str) -> Result<(RunRecord, i64)> {
+                let mut tx = pool.begin_with($begin).await?;
+                let now = now_ms();
+                let n = sqlx::query("UPDATE runs SET ended_at = $1, outcome = $2, note = $3 WHERE id = $4 AND ended_at IS NULL")
+                    .bind(now)
+                    .bind(outcome)
+                    .bind(note)
+                    .bind(run)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                if n == 0 {
+                    return Err(StoreError::Invalid(format!("run {run} is not open")));
+                }
+                let r: RunRow = sqlx::query_as(concat!(
+                    "SELECT id, session_id, agent, skill_id, scope, skill, rev, started_at, ended_at, outcome, note, calls, failed_calls ",
+                    "FROM runs WHERE id = $1"
+                ))
+                .bind(run)
+                .fetch_one(&mut *tx)
+                .await?;
+                let rec = run_from_row(r);
+                let outcomes: Vec<Option<String>> = sqlx::query_scalar(
+                    "SELECT outcome FROM runs WHERE skill_id = $1 AND rev = $2 AND ended_at IS NOT NULL AND outcome IN ('success', 'failure') ORDER BY id DESC LIMIT 1000",
+                )
+                .bind(rec.skill_id)
+                .bind(rec.rev)
+                .fetch_all(&mut *tx)
+                .await?;
+                let streak = outcomes.iter().take_while(|o| o.as_deref() == Some("failure")).count() as i64;
+                insert_event(
+                    &mut tx,
+                    &NewEvent {
+                        kind: "run_finished".into(),
+                        scope: Some(rec.scope.clone()),
+                        skill: Some(rec.skill.clone()),
+                        rev: Some(rec.rev),
+                        agent: Some(rec.agent.clone()),
+                        session: Some(rec.session.clone()),
+                        data: serde_json::json!({"run": rec.id, "outcome": outcome, "note": note, "failures_in_a_row": streak}),
+                        ..NewEvent::default()
+                    },
+                    now,
+                )
+                .await?;
+                tx.commit().await?;
+                Ok((rec, streak))
+            }
+
+            pub async fn runs(pool: &Pool<Db>, scope: &str, skill: &str, limit: i64) -> Result<Vec<RunRecord>> {
+                let rows: Vec<RunRow> = sqlx::query_as(concat!(
+                    "SELECT id, session_id, agent, skill_id, scope, skill, rev, started_at, ended_at, outcome, note, calls, failed_calls ",
+                    "FROM runs WHERE scope = $1 AND skill = $2 ORDER BY id DESC LIMIT $3"
+                ))
+                .bind(scope)
+                .bind(skill)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?;
+                Ok(rows.into_iter().map(run_from_row).collect())
+            }
+
+            pub async fn note(pool: &Pool<Db>, session: &str) -> Result<String> {
+                let t: Option<String> = sqlx::query_scalar("SELECT text FROM notes WHERE session_id = $1")
+                    .bind(session)
+                    .fetch_optional(pool)
+                    .await?;
+                Ok(t.unwrap_or_default())
+            }
+
+            pub async fn set_note(pool: &Pool<Db>, session: &str, text: &str) -> Result<()> {
+                sqlx::query(concat!(
+                    "INSERT INTO notes (session_id, text, updated_at) VALUES ($1, $2, $3) ",
+                    "ON CONFLICT (session_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at"
+                ))
+                .bind(session)
+                .bind(text)
+                .bind(now_ms())
+                .execute(pool)
+                .await?;
+                Ok(())
+            }
+
             /// Approve a pending revision: it becomes committed and active.
             pub async fn approve(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64, actor: &str) -> Result<WriteOutcome> {
                 let mut tx = pool.begin_with($begin).await?;
@@ -878,7 +1073,7 @@ macro_rules! backend {
                     .bind(rev)
                     .execute(&mut *tx)
                     .await?;
-                sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2 WHERE id = $3")
+                sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2, status = CASE WHEN status = 'pending' THEN 'active' ELSE status END WHERE id = $3")
                     .bind(rev)
                     .bind(now)
                     .bind(id)
@@ -900,6 +1095,7 @@ macro_rules! backend {
                 .await?;
                 tx.commit().await?;
                 let status: Status = status.parse().map_err(StoreError::Corrupt)?;
+                let status = if status == Status::Pending { Status::Active } else { status };
                 Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Modified, rev, status })
             }
         }

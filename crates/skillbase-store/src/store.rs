@@ -5,7 +5,7 @@ use crate::error::{Result, StoreError};
 use crate::index::{FileRef, Index, SkillEntry};
 use crate::model::{Agent, AgentConfig, AgentName, Author, Scope, Status};
 use crate::sql::{
-    self, ActivationRecord, EventFilter, EventRecord, NewEvent, RawEntry, RevisionInfo,
+    self, ActivationRecord, EventFilter, EventRecord, NewEvent, RawEntry, RevisionInfo, RunRecord,
     SessionRecord, VaultRow, WriteOutcome, WriteReq,
 };
 use arc_swap::ArcSwap;
@@ -264,6 +264,7 @@ impl Store {
     ) -> Result<ImportReport> {
         let mut reqs = Vec::with_capacity(bundles.len());
         let mut names = Vec::with_capacity(bundles.len());
+        let mut seen = std::collections::HashSet::with_capacity(bundles.len());
         for bundle in bundles {
             let w = self.write_req(
                 PutRequest {
@@ -276,7 +277,8 @@ impl Store {
                 None,
                 false,
             )?;
-            if names.contains(&w.name) {
+            // A set, not `names.contains`: that was quadratic (50M comparisons for 10k skills).
+            if !seen.insert(w.name.clone()) {
                 return Err(StoreError::Invalid(format!(
                     "the import holds two skills named '{}'",
                     w.name
@@ -548,6 +550,58 @@ impl Store {
     /// that contain a vault value).
     pub fn set_write_guard(&self, guard: WriteGuard) {
         self.write_guard.store(Arc::new(Some(guard)));
+    }
+
+    /// Open a run of a skill revision in a session (ending the session's previous open run as
+    /// superseded: another skill took over).
+    pub async fn start_run(
+        &self,
+        session: &str,
+        agent: &AgentName,
+        entry: &SkillEntry,
+    ) -> Result<i64> {
+        on_db!(
+            self,
+            start_run(
+                session,
+                agent.as_str(),
+                entry.id,
+                &entry.scope.to_string(),
+                &entry.name,
+                entry.active_rev
+            )
+        )
+    }
+
+    /// The session's open run: the skill driving it, if any.
+    pub async fn open_run(&self, session: &str) -> Result<Option<RunRecord>> {
+        on_db!(self, open_run(session))
+    }
+
+    /// Count a call made under a run.
+    pub async fn count_call(&self, run: i64, failed: bool) -> Result<()> {
+        on_db!(self, count_call(run, failed))
+    }
+
+    /// End a run with its outcome; returns the run and how many runs of that revision in a row
+    /// have failed.
+    pub async fn end_run(&self, run: i64, outcome: &str, note: &str) -> Result<(RunRecord, i64)> {
+        on_db!(self, end_run(run, outcome, note))
+    }
+
+    /// Recent runs of a skill, newest first.
+    pub async fn runs(&self, scope: &Scope, name: &str, limit: i64) -> Result<Vec<RunRecord>> {
+        on_db!(self, runs(&scope.to_string(), name, limit))
+    }
+
+    /// A session's note block.
+    pub async fn note(&self, session: &str) -> Result<String> {
+        on_db!(self, note(session))
+    }
+
+    /// Replace a session's note block.
+    pub async fn set_note(&self, session: &str, text: &str) -> Result<()> {
+        on_db!(self, set_note(session, text))
     }
 
     /// Append an event.

@@ -1,0 +1,1003 @@
+//! Dispatch: every call the model makes, checked against the agent's current grants.
+//!
+//! Stages, in order, each refusal typed and recorded as a `call_refused` event with its rule:
+//! name in the offered set → arguments valid against the schema (compiled once) → capability
+//! gate → handler lookup → run with the cost class's timeout and bounded concurrency → result
+//! capped in tokens → redaction → result and a `tool_called` event.
+//!
+//! **The driving skill.** A skill drives a session from its activation (a `load_skill` call, or
+//! a trigger match in a turn) until it finishes (`skill_finish`, or the harness ends its run) or
+//! another skill is activated (which supersedes its run). While a skill drives, each tool
+//! dispatch must name a class both granted to the agent and declared in the skill's active
+//! revision's `capabilities.tools`; each vault lookup and destination must likewise be granted
+//! and declared; and no authoring tool runs at all. Grants are read at every call, so revoking
+//! one shrinks every skill at once.
+
+use crate::redact::Redactor;
+use crate::runtime::{Runtime, RuntimeError};
+use crate::tokens;
+use crate::tool::{
+    CallContext, InnerRefusal, Permission, RegisteredTool, Registry, ToolDecl, timeout_for,
+};
+use crate::vault::Vault;
+use serde::{Deserialize, Serialize};
+use skillbase_format::{Cost, SkillMeta};
+use skillbase_store::{Agent, AgentName, Author, NewEvent, RunRecord, Scope, SkillEntry, Status};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{Semaphore, watch};
+
+/// The class of the skills runtime's own tools (`load_skill`, `search_skills`, `skill_finish`):
+/// always offered, never a capability.
+pub const ACTIVATION_CLASS: &str = "activation";
+/// The class of the authoring tools; an agent needs this grant to write skills.
+pub const AUTHORING_CLASS: &str = "skills";
+/// The class of the note tools.
+pub const NOTES_CLASS: &str = "notes";
+/// Failed calls after which a skill's run ends as a failure.
+pub const FAILED_CALLS_PER_RUN: i64 = 2;
+/// Largest note block, in bytes.
+pub const MAX_NOTES_BYTES: usize = 16 * 1024;
+
+/// Why a call was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    NotOffered,
+    InvalidArguments,
+    ClassNotGranted,
+    ClassNotDeclared,
+    SkillCannotModify,
+    DrivingSkillInactive,
+    NoHandler,
+    TooManyInFlight,
+    NetworkBudget,
+    CannotDetach,
+    Timeout,
+    VaultNotAllowed,
+    DestinationNotAllowed,
+}
+
+impl Rule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::NotOffered => "not_offered",
+            Rule::InvalidArguments => "invalid_arguments",
+            Rule::ClassNotGranted => "class_not_granted",
+            Rule::ClassNotDeclared => "class_not_declared",
+            Rule::SkillCannotModify => "skill_cannot_modify",
+            Rule::DrivingSkillInactive => "driving_skill_inactive",
+            Rule::NoHandler => "no_handler",
+            Rule::TooManyInFlight => "too_many_in_flight",
+            Rule::NetworkBudget => "network_budget",
+            Rule::CannotDetach => "cannot_detach",
+            Rule::Timeout => "timeout",
+            Rule::VaultNotAllowed => "vault_not_allowed",
+            Rule::DestinationNotAllowed => "destination_not_allowed",
+        }
+    }
+}
+
+/// What one call came to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The tool ran; `result` is capped and redacted.
+    Done {
+        call_id: String,
+        result: serde_json::Value,
+        tokens: u32,
+        truncated: bool,
+    },
+    /// A slow call runs apart; its result arrives as a `call_finished` event (see
+    /// [`Dispatcher::wait`]).
+    Started { call_id: String },
+    /// The call never ran.
+    Refused {
+        call_id: String,
+        rule: Rule,
+        message: String,
+    },
+    /// The tool ran and failed (or a refusal was raised inside it).
+    Failed {
+        call_id: String,
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rule: Option<Rule>,
+    },
+}
+
+impl CallOutcome {
+    pub fn call_id(&self) -> &str {
+        match self {
+            CallOutcome::Done { call_id, .. }
+            | CallOutcome::Started { call_id }
+            | CallOutcome::Refused { call_id, .. }
+            | CallOutcome::Failed { call_id, .. } => call_id,
+        }
+    }
+
+    /// The text to give the model.
+    pub fn for_model(&self) -> String {
+        match self {
+            CallOutcome::Done { result, .. } => match result {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
+            CallOutcome::Started { call_id } => {
+                format!("started as call {call_id}; the result will arrive as an event")
+            }
+            CallOutcome::Refused { rule, message, .. } => {
+                format!("refused ({}): {message}", rule.as_str())
+            }
+            CallOutcome::Failed { message, .. } => format!("failed: {message}"),
+        }
+    }
+}
+
+/// The kind of an offered entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    Tool,
+    Skill,
+}
+
+/// One entry of the offered set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OfferedEntry {
+    /// `tool:<name>` or `skill:<name>`.
+    pub id: String,
+    /// The name the model calls; unique within the set.
+    pub wire_name: String,
+    pub kind: EntryKind,
+    /// `operator` for configured tools, `skillbase` for built-ins, or the skill revision's author.
+    pub author: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+    pub cost: Cost,
+    #[serde(skip)]
+    target: Target,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Target {
+    Tool(String),
+    Skill(String),
+}
+
+/// What a turn offers, and what was withheld.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OfferedSet {
+    pub entries: Vec<OfferedEntry>,
+    /// Tools not granted to the agent, never shown to the model.
+    pub withheld: Vec<String>,
+}
+
+impl OfferedSet {
+    pub fn get(&self, wire_name: &str) -> Option<&OfferedEntry> {
+        self.entries.iter().find(|e| e.wire_name == wire_name)
+    }
+}
+
+/// Whether `host[:port]` matches a pattern: exact (`api.x.com`, `api.x.com:8443`) or a
+/// subdomain wildcard (`*.x.com`). A pattern without a port matches the scheme's default port.
+pub fn host_matches(pattern: &str, host: &str, port: u16, default_port: u16) -> bool {
+    let (p_host, p_port) = match pattern.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h, p.parse::<u16>().ok()),
+        _ => (pattern, None),
+    };
+    let port_ok = match p_port {
+        Some(p) => p == port,
+        None => port == default_port,
+    };
+    if !port_ok {
+        return false;
+    }
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let p_host = p_host.to_ascii_lowercase();
+    match p_host.strip_prefix("*.") {
+        Some(suffix) => host.ends_with(&format!(".{suffix}")),
+        None => host == p_host,
+    }
+}
+
+/// The hosts a call may reach: the agent's grants, narrowed under a skill to the hosts it
+/// declares (each declared host must itself be covered by a grant).
+fn allowed_hosts(agent: &Agent, skill: Option<&SkillMeta>) -> Vec<String> {
+    let granted = &agent.config.grants.hosts;
+    match skill {
+        None => granted.clone(),
+        Some(meta) => meta
+            .capabilities
+            .hosts
+            .iter()
+            .filter(|declared| {
+                // A declared `host:port` is covered by a wildcard grant only if the grant names
+                // that port; a declared `host` (default port) by a grant for the default port.
+                let (host, port) = match declared.rsplit_once(':') {
+                    Some((h, p)) if !h.contains(':') || h.ends_with(']') => match p.parse() {
+                        Ok(p) => (h, Some(p)),
+                        Err(_) => return false,
+                    },
+                    _ => (declared.as_str(), None),
+                };
+                granted.iter().any(|g| {
+                    g == *declared
+                        || (g.starts_with("*.")
+                            && match port {
+                                Some(p) => host_matches(g, host, p, 0),
+                                None => host_matches(g, host, 443, 443),
+                            })
+                })
+            })
+            .cloned()
+            .collect(),
+    }
+}
+
+fn allowed_vault(agent: &Agent, skill: Option<&SkillMeta>) -> Vec<String> {
+    let granted = &agent.config.grants.vault;
+    match skill {
+        None => granted.clone(),
+        Some(meta) => meta
+            .capabilities
+            .vault
+            .iter()
+            .filter(|v| granted.contains(v))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// Calls in flight, network budgets and slow-call results.
+pub struct Dispatcher {
+    pub runtime: Arc<Runtime>,
+    registry: Arc<Registry>,
+    vault: Option<Arc<Vault>>,
+    /// Per agent: the limit its semaphore was made for, and the semaphore.
+    inflight: Mutex<HashMap<AgentName, (u32, Arc<Semaphore>)>>,
+    network_calls: Mutex<HashMap<String, u32>>,
+    results: Mutex<HashMap<String, watch::Receiver<Option<CallOutcome>>>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+/// How to run a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallMode {
+    /// Wait for the result.
+    #[default]
+    Wait,
+    /// For `seconds` and `tens_of_seconds` tools: answer at once with a call id.
+    Detach,
+}
+
+impl Dispatcher {
+    pub fn new(runtime: Arc<Runtime>, registry: Registry, vault: Option<Arc<Vault>>) -> Dispatcher {
+        Dispatcher {
+            runtime,
+            registry: Arc::new(builtins(registry)),
+            vault,
+            inflight: Mutex::new(HashMap::new()),
+            network_calls: Mutex::new(HashMap::new()),
+            results: Mutex::new(HashMap::new()),
+            next_id: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub(crate) fn redactor(&self) -> Arc<Redactor> {
+        self.vault
+            .as_ref()
+            .map(|v| v.redactor())
+            .unwrap_or_default()
+    }
+
+    fn agent(&self, name: &AgentName) -> Result<Arc<Agent>, RuntimeError> {
+        self.runtime
+            .store
+            .agent_cached(name)
+            .ok_or_else(|| RuntimeError::UnknownAgent(name.to_string()))
+    }
+
+    /// The offered set for an agent: granted tools, the runtime's own tools, and skills with
+    /// `inputs` as callable entries. Tools whose class is not granted are withheld.
+    pub fn offered(&self, agent: &AgentName) -> Result<OfferedSet, RuntimeError> {
+        let a = self.agent(agent)?;
+        let view = self.runtime.view(agent)?;
+        let mut set = OfferedSet::default();
+        for t in self.registry.all() {
+            let d = &t.decl;
+            let builtin = is_builtin(&d.name);
+            let granted = d.class == ACTIVATION_CLASS || a.config.grants.tools.contains(&d.class);
+            if d.class == ACTIVATION_CLASS && view.skills.is_empty() {
+                continue;
+            }
+            if !granted {
+                set.withheld.push(d.name.clone());
+                continue;
+            }
+            set.entries.push(OfferedEntry {
+                id: format!("tool:{}", d.name),
+                wire_name: d.name.clone(),
+                kind: EntryKind::Tool,
+                author: if builtin { "skillbase" } else { "operator" }.into(),
+                description: d.description.clone(),
+                parameters: d.parameters.clone(),
+                cost: d.cost,
+                target: Target::Tool(d.name.clone()),
+            });
+        }
+        for (i, s) in view.skills.iter().enumerate() {
+            let Some(inputs) = &s.entry.meta.inputs else {
+                continue;
+            };
+            if view.is_eager(i) {
+                continue;
+            }
+            let base = format!("skill_{}", s.name().replace('-', "_"));
+            let mut wire = base.clone();
+            let mut n = 2;
+            while set.entries.iter().any(|e| e.wire_name == wire) {
+                wire = format!("{base}_{n}");
+                n += 1;
+            }
+            set.entries.push(OfferedEntry {
+                id: format!("skill:{}", s.name()),
+                wire_name: wire,
+                kind: EntryKind::Skill,
+                author: s.entry.author.clone(),
+                description: format!(
+                    "Load the skill '{}' with arguments. {}",
+                    s.name(),
+                    s.entry.meta.description
+                ),
+                parameters: inputs.clone(),
+                cost: s.entry.meta.cost,
+                target: Target::Skill(s.name().to_owned()),
+            });
+        }
+        Ok(set)
+    }
+
+    fn new_call_id(&self) -> String {
+        let n = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        format!("call-{ms:x}-{n}")
+    }
+
+    /// Dispatch one call by its wire name.
+    pub async fn call(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        wire_name: &str,
+        args: serde_json::Value,
+        mode: CallMode,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let call_id = self.new_call_id();
+        self.runtime.store.open_session(session, agent).await?;
+        let redactor = self.redactor();
+        let outcome = match self
+            .call_inner(agent, session, wire_name, &args, mode, &call_id)
+            .await?
+        {
+            // A refusal may quote the call back (a wire name, a value the schema rejected).
+            CallOutcome::Refused {
+                call_id,
+                rule,
+                message,
+            } => CallOutcome::Refused {
+                call_id,
+                rule,
+                message: redactor.redact(&message).into_owned(),
+            },
+            other => other,
+        };
+        // Record, with every secret scrubbed from the arguments and the outcome.
+        let safe_args = redactor.redact_json(&args);
+        let (kind, data) = match &outcome {
+            CallOutcome::Refused { rule, message, .. } => (
+                "call_refused",
+                serde_json::json!({"call_id": call_id, "tool": wire_name, "rule": rule, "message": message, "arguments": safe_args}),
+            ),
+            CallOutcome::Started { .. } => (
+                "call_started",
+                serde_json::json!({"call_id": call_id, "tool": wire_name, "arguments": safe_args}),
+            ),
+            CallOutcome::Done {
+                tokens, truncated, ..
+            } => (
+                "tool_called",
+                serde_json::json!({"call_id": call_id, "tool": wire_name, "arguments": safe_args, "ok": true, "tokens": tokens, "truncated": truncated}),
+            ),
+            CallOutcome::Failed { message, rule, .. } => (
+                "tool_called",
+                serde_json::json!({"call_id": call_id, "tool": wire_name, "arguments": safe_args, "ok": false, "error": message, "rule": rule}),
+            ),
+        };
+        self.runtime
+            .store
+            .append_event(&NewEvent {
+                kind: kind.into(),
+                agent: Some(agent.to_string()),
+                session: Some(session.into()),
+                data: redactor.redact_json(&data),
+                ..NewEvent::default()
+            })
+            .await?;
+        Ok(outcome)
+    }
+
+    async fn call_inner(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        wire_name: &str,
+        args: &serde_json::Value,
+        mode: CallMode,
+        call_id: &str,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let refuse = |rule: Rule, message: String| {
+            Ok(CallOutcome::Refused {
+                call_id: call_id.to_owned(),
+                rule,
+                message,
+            })
+        };
+        // 1. The name must be in the offered set.
+        let offered = self.offered(agent)?;
+        let Some(entry) = offered.get(wire_name) else {
+            let shown: String = wire_name.chars().take(64).collect();
+            return refuse(
+                Rule::NotOffered,
+                format!(
+                    "'{shown}' is not a tool offered to this agent; use one of the offered names"
+                ),
+            );
+        };
+        let a = self.agent(agent)?;
+        // The skill driving the session, read now (fail closed if it is no longer active).
+        let run = self.runtime.store.open_run(session).await?;
+        let driver: Option<Arc<SkillEntry>> = match &run {
+            Some(r) => {
+                let index = self.runtime.store.index();
+                match index.resolve(agent, &r.skill) {
+                    Some(e) if e.status == Status::Active && e.active_rev == r.rev => {
+                        Some(e.clone())
+                    }
+                    Some(e) if e.status == Status::Active => Some(e.clone()),
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        let tool = match &entry.target {
+            Target::Skill(name) => {
+                // 2. Arguments against the skill's inputs happen inside load_skill.
+                return self
+                    .activate(&a, session, name, Some(args.clone()), call_id)
+                    .await;
+            }
+            Target::Tool(name) => self
+                .registry
+                .get(name)
+                .cloned()
+                .expect("offered tools are registered"),
+        };
+        let d = &tool.decl;
+        // 2. Arguments.
+        let problems: Vec<String> = tool
+            .validator
+            .iter_errors(args)
+            .take(10)
+            .map(|e| {
+                let p = e.instance_path().to_string();
+                if p.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("at {p}: {e}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return refuse(
+                Rule::InvalidArguments,
+                format!(
+                    "arguments for '{}' do not match its parameters: {}",
+                    d.name,
+                    problems.join("; ")
+                ),
+            );
+        }
+        // 3. Capability gate, against the agent's current grants.
+        if d.class != ACTIVATION_CLASS {
+            if !a.config.grants.tools.contains(&d.class) {
+                return refuse(
+                    Rule::ClassNotGranted,
+                    format!("tool class '{}' is not granted to agent '{agent}'", d.class),
+                );
+            }
+            if let Some(r) = &run {
+                match &driver {
+                    None => {
+                        return refuse(
+                            Rule::DrivingSkillInactive,
+                            format!(
+                                "skill '{}' drives this session but is no longer active; finish it with skill_finish",
+                                r.skill
+                            ),
+                        );
+                    }
+                    Some(s) => {
+                        if d.class == AUTHORING_CLASS {
+                            return refuse(
+                                Rule::SkillCannotModify,
+                                format!(
+                                    "no call made under skill '{}' may change a skill; finish the skill first",
+                                    s.name
+                                ),
+                            );
+                        }
+                        if !s.meta.capabilities.tools.contains(&d.class) {
+                            return refuse(
+                                Rule::ClassNotDeclared,
+                                format!(
+                                    "skill '{}' (revision {}) does not declare tool class '{}'",
+                                    s.name, s.active_rev, d.class
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Built-ins run in the runtime itself; load_skill keeps its typed refusals.
+        if d.name == "load_skill" {
+            let name = args
+                .get("name")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default();
+            return self
+                .activate(&a, session, name, args.get("arguments").cloned(), call_id)
+                .await;
+        }
+        if is_builtin(&d.name) {
+            let ctx = crate::builtin::Builtin {
+                dispatcher: self,
+                agent: &a,
+                session,
+                call_id,
+                driving: run.is_some(),
+            };
+            let redactor = self.redactor();
+            return Ok(match ctx.run(&d.name, args).await? {
+                Ok(v) => {
+                    let (result, tokens, truncated) = cap_tokens(
+                        redactor.redact_json(&v),
+                        a.config.policies.max_result_tokens,
+                    );
+                    CallOutcome::Done {
+                        call_id: call_id.to_owned(),
+                        result,
+                        tokens,
+                        truncated,
+                    }
+                }
+                Err(e) => CallOutcome::Failed {
+                    call_id: call_id.to_owned(),
+                    message: redactor.redact(&e.message).into_owned(),
+                    rule: None,
+                },
+            });
+        }
+        // 4. Handler lookup.
+        let Some(handler) = tool.handler.clone() else {
+            return refuse(
+                Rule::NoHandler,
+                format!(
+                    "tool '{}' is declared but has no handler in this process",
+                    d.name
+                ),
+            );
+        };
+        if mode == CallMode::Detach && d.cost == Cost::Immediate {
+            return refuse(
+                Rule::CannotDetach,
+                format!("'{}' is immediate; call it without detaching", d.name),
+            );
+        }
+        // Bounds: calls in flight per agent (under the policy read now), then network calls
+        // per session (a call refused by the first bound does not use the second).
+        let limit = a.config.policies.max_calls_in_flight.max(1);
+        let sem = {
+            let mut m = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+            let e = m
+                .entry(agent.clone())
+                .or_insert_with(|| (limit, Arc::new(Semaphore::new(limit as usize))));
+            if e.0 != limit {
+                // The policy changed: calls already in flight finish on the old semaphore.
+                *e = (limit, Arc::new(Semaphore::new(limit as usize)));
+            }
+            e.1.clone()
+        };
+        let Ok(permit) = sem.try_acquire_owned() else {
+            return refuse(
+                Rule::TooManyInFlight,
+                format!(
+                    "agent '{agent}' already has {} calls in flight",
+                    a.config.policies.max_calls_in_flight
+                ),
+            );
+        };
+        if d.permissions.contains(&Permission::Network) {
+            let mut counts = self.network_calls.lock().unwrap_or_else(|p| p.into_inner());
+            let n = counts.entry(session.to_owned()).or_default();
+            if *n >= a.config.policies.max_network_calls_per_session {
+                return refuse(
+                    Rule::NetworkBudget,
+                    format!(
+                        "this session used its {} network calls",
+                        a.config.policies.max_network_calls_per_session
+                    ),
+                );
+            }
+            *n += 1;
+        }
+        let meta = driver.as_ref().map(|d| &d.meta);
+        let ctx = CallContext {
+            agent: agent.to_string(),
+            session: session.to_owned(),
+            call_id: call_id.to_owned(),
+            skill: driver.as_ref().map(|d| d.name.clone()),
+            vault_allowed: Arc::new(allowed_vault(&a, meta)),
+            hosts_allowed: Arc::new(allowed_hosts(&a, meta)),
+            vault: self.vault.clone(),
+            refusals: Arc::new(Mutex::new(Vec::new())),
+            deadline: timeout_for(d.cost),
+            max_response_bytes: 2 * 1024 * 1024,
+        };
+        let redactor = self.redactor();
+        let max_tokens = a.config.policies.max_result_tokens;
+        let run_id = run.as_ref().map(|r| r.id);
+        let store = self.runtime.store.clone();
+        let failure_threshold = a.config.policies.failure_threshold;
+        let agent_name = agent.clone();
+        let runtime = self.runtime.clone();
+        let session_s = session.to_owned();
+        let tool_name = d.name.clone();
+        let cost = d.cost;
+        let refusals = ctx.refusals.clone();
+        let event_redactor = redactor.clone();
+        let agent_s = agent.to_string();
+        let id_s = call_id.to_owned();
+        let dispatcher_call = Box::pin(run_tool(
+            handler,
+            tool,
+            ctx,
+            args.clone(),
+            redactor,
+            max_tokens,
+            call_id.to_owned(),
+        ));
+        let finish = async move {
+            let outcome = dispatcher_call.await;
+            drop(permit);
+            // Refusals raised inside the tool are recorded, even when the tool went on without
+            // what it was refused and succeeded.
+            let inner: Vec<InnerRefusal> = refusals.lock().map(|r| r.clone()).unwrap_or_default();
+            let events: Vec<NewEvent> = inner
+                .iter()
+                .map(|r| NewEvent {
+                    kind: "call_refused".into(),
+                    agent: Some(agent_s.clone()),
+                    session: Some(session_s.clone()),
+                    data: event_redactor.redact_json(&serde_json::json!({
+                        "call_id": id_s,
+                        "tool": tool_name,
+                        "rule": r.rule,
+                        "message": r.message,
+                        "inner": true,
+                    })),
+                    ..NewEvent::default()
+                })
+                .collect();
+            let _ = store.append_events(&events).await;
+            if let Some(run) = run_id {
+                let failed = matches!(outcome, CallOutcome::Failed { .. });
+                let _ = store.count_call(run, failed).await;
+                if failed
+                    && let Ok(Some(r)) = store.open_run(&session_s).await
+                    && r.id == run
+                    && r.failed_calls >= FAILED_CALLS_PER_RUN
+                {
+                    let _ = end_run_and_check_drift(
+                        &runtime,
+                        &agent_name,
+                        r.id,
+                        "failure",
+                        &format!("{} calls failed (last: {tool_name})", r.failed_calls),
+                        failure_threshold,
+                    )
+                    .await;
+                }
+            }
+            outcome
+        };
+        if mode == CallMode::Detach && cost != Cost::Immediate {
+            let (tx, rx) = watch::channel(None);
+            self.results
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(call_id.to_owned(), rx);
+            let store = self.runtime.store.clone();
+            let agent_s = agent.to_string();
+            let session_s = session.to_owned();
+            let id = call_id.to_owned();
+            tokio::spawn(async move {
+                let outcome = finish.await;
+                let _ = store
+                    .append_event(&NewEvent {
+                        kind: "call_finished".into(),
+                        agent: Some(agent_s),
+                        session: Some(session_s),
+                        data: serde_json::json!({"call_id": id, "outcome": outcome}),
+                        ..NewEvent::default()
+                    })
+                    .await;
+                let _ = tx.send(Some(outcome));
+            });
+            return Ok(CallOutcome::Started {
+                call_id: call_id.to_owned(),
+            });
+        }
+        Ok(finish.await)
+    }
+
+    /// Wait for a detached call's outcome (up to `timeout`).
+    pub async fn wait(&self, call_id: &str, timeout: std::time::Duration) -> Option<CallOutcome> {
+        let mut rx = self
+            .results
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(call_id)?
+            .clone();
+        let got = tokio::time::timeout(timeout, async {
+            loop {
+                if let Some(o) = rx.borrow().clone() {
+                    return Some(o);
+                }
+                if rx.changed().await.is_err() {
+                    return rx.borrow().clone();
+                }
+            }
+        })
+        .await
+        .ok()
+        .flatten();
+        if got.is_some() {
+            self.results
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(call_id);
+        }
+        got
+    }
+
+    /// `load_skill` as a dispatched call: activation opens a run (the skill now drives).
+    pub(crate) async fn activate(
+        &self,
+        agent: &Agent,
+        session: &str,
+        name: &str,
+        args: Option<serde_json::Value>,
+        call_id: &str,
+    ) -> Result<CallOutcome, RuntimeError> {
+        match self
+            .runtime
+            .load_skill(&agent.name, session, name, args.as_ref())
+            .await
+        {
+            Ok(r) => {
+                // The skill drives from now on, unless its run is the one already open (a
+                // skill loaded again after it finished, or after another took over, drives
+                // again).
+                if let Some(e) = self
+                    .runtime
+                    .store
+                    .index()
+                    .resolve(&agent.name, name)
+                    .cloned()
+                {
+                    let open = self.runtime.store.open_run(session).await?;
+                    let driving = open.is_some_and(|o| o.skill_id == e.id && o.rev == e.active_rev);
+                    if !driving {
+                        self.runtime
+                            .store
+                            .start_run(session, &agent.name, &e)
+                            .await?;
+                    }
+                }
+                let text = self.redactor().redact(&r.content).into_owned();
+                Ok(CallOutcome::Done {
+                    call_id: call_id.to_owned(),
+                    tokens: tokens::count(&text),
+                    result: serde_json::Value::String(text),
+                    truncated: false,
+                })
+            }
+            Err(RuntimeError::InvalidArguments { name, problems }) => Ok(CallOutcome::Refused {
+                call_id: call_id.to_owned(),
+                rule: Rule::InvalidArguments,
+                message: format!(
+                    "arguments for skill '{name}' do not match its inputs: {problems}"
+                ),
+            }),
+            Err(e @ (RuntimeError::UnknownSkill { .. } | RuntimeError::Eager(_))) => {
+                Ok(CallOutcome::Refused {
+                    call_id: call_id.to_owned(),
+                    rule: Rule::NotOffered,
+                    message: e.to_string(),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// End a run and disable the revision when it has failed `threshold` times in a row.
+pub async fn end_run_and_check_drift(
+    runtime: &Runtime,
+    agent: &AgentName,
+    run: i64,
+    outcome: &str,
+    note: &str,
+    threshold: u32,
+) -> Result<(RunRecord, bool), RuntimeError> {
+    let (rec, streak) = runtime.store.end_run(run, outcome, note).await?;
+    let mut disabled = false;
+    if outcome == "failure" && streak >= i64::from(threshold.max(1)) {
+        let scope: Scope = rec.scope.parse().map_err(RuntimeError::Invalid)?;
+        if let Some(e) = runtime.store.index().get(&scope, &rec.skill)
+            && e.active_rev == rec.rev
+            && e.status == Status::Active
+        {
+            runtime
+                .store
+                .set_status(
+                    &scope,
+                    &rec.skill,
+                    Status::Disabled,
+                    &Author::AgentInline(agent.clone()),
+                    serde_json::json!({
+                        "drift": format!("revision {} failed {streak} runs in a row (threshold {threshold})", rec.rev),
+                        "last_note": note,
+                    }),
+                )
+                .await?;
+            disabled = true;
+        }
+    }
+    Ok((rec, disabled))
+}
+
+async fn run_tool(
+    handler: Arc<dyn crate::tool::ToolHandler>,
+    tool: Arc<RegisteredTool>,
+    ctx: CallContext,
+    args: serde_json::Value,
+    redactor: Arc<Redactor>,
+    max_tokens: u32,
+    call_id: String,
+) -> CallOutcome {
+    let refusals = ctx.refusals.clone();
+    let deadline = ctx.deadline;
+    let res = tokio::time::timeout(deadline, handler.call(ctx, args)).await;
+    let inner: Vec<InnerRefusal> = refusals.lock().map(|r| r.clone()).unwrap_or_default();
+    let inner_rule = inner.first().map(|r| match r.rule.as_str() {
+        "vault_not_allowed" => Rule::VaultNotAllowed,
+        _ => Rule::DestinationNotAllowed,
+    });
+    match res {
+        Err(_) => CallOutcome::Failed {
+            call_id,
+            message: format!(
+                "'{}' exceeded its {} s limit ({} class) and was cancelled",
+                tool.decl.name,
+                deadline.as_secs(),
+                tool.decl.cost
+            ),
+            rule: Some(Rule::Timeout),
+        },
+        Ok(Err(e)) => CallOutcome::Failed {
+            call_id,
+            message: redactor.redact(&e.message).into_owned(),
+            rule: inner_rule,
+        },
+        Ok(Ok(value)) => {
+            let value = redactor.redact_json(&value);
+            let (value, tokens, truncated) = cap_tokens(value, max_tokens);
+            CallOutcome::Done {
+                call_id,
+                result: value,
+                tokens,
+                truncated,
+            }
+        }
+    }
+}
+
+/// Cut a result to `max` tokens (as text, with a marker) when it is larger.
+pub fn cap_tokens(value: serde_json::Value, max: u32) -> (serde_json::Value, u32, bool) {
+    let text = match &value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let n = tokens::count(&text);
+    if n <= max {
+        return (value, n, false);
+    }
+    let cut = tokens::truncate(&text, max);
+    let out =
+        format!("{cut}\n[truncated: the result had {n} tokens, over this agent's limit of {max}]");
+    let t = tokens::count(&out);
+    (serde_json::Value::String(out), t, true)
+}
+
+pub(crate) fn is_builtin(name: &str) -> bool {
+    matches!(
+        name,
+        "load_skill"
+            | "search_skills"
+            | "skill_finish"
+            | "take_note"
+            | "revise_notes"
+            | "skill_create"
+            | "skill_modify"
+            | "skill_revert"
+            | "skill_remove"
+            | "skill_list"
+            | "skill_show"
+    )
+}
+
+fn builtins(mut r: Registry) -> Registry {
+    for decl in crate::builtin::declarations() {
+        if r.get(&decl.name).is_none() {
+            let _ = r.register(decl, None);
+        }
+    }
+    r
+}
+
+/// Tool declarations from the `[[tools]]` tables of `skillbase.toml`.
+pub fn decls_from_tables(tables: &[toml::Table]) -> Result<Vec<ToolDecl>, String> {
+    tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            ToolDecl::deserialize(toml::Value::Table(t.clone()))
+                .map_err(|e| format!("[[tools]] entry {}: {e}", i + 1))
+        })
+        .collect()
+}
+
+/// Parse a tool declaration list from TOML (`[[tools]]` tables).
+pub fn decls_from_toml(text: &str) -> Result<Vec<ToolDecl>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        #[serde(default)]
+        tools: Vec<ToolDecl>,
+    }
+    let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    Ok(f.tools)
+}

@@ -1,0 +1,267 @@
+//! Tool declarations, handlers and the registry.
+//!
+//! A tool is an executable capability an operator configures (built in, or registered by a Rust
+//! embedder). It declares its parameters and returns (JSON Schema), its class (what a grant
+//! names), its permissions and its cost class. Handlers never see the agent's grants directly:
+//! they get a [`CallContext`] whose vault and destination checks are already intersected with
+//! the agent's current grants and the driving skill's declarations.
+
+use crate::redact::Redactor;
+use crate::vault::{Secret, Vault};
+use serde::{Deserialize, Serialize};
+use skillbase_format::Cost;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What a tool may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permission {
+    Network,
+    Filesystem,
+    None,
+}
+
+/// A tool's declaration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDecl {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    #[serde(default = "empty_object_schema")]
+    pub parameters: serde_json::Value,
+    /// JSON Schema of the result (documentation; results are capped and redacted, not validated).
+    #[serde(default)]
+    pub returns: Option<serde_json::Value>,
+    /// The class a grant names (`web_fetch`, `notes`, `skills`, ...).
+    pub class: String,
+    #[serde(default)]
+    pub permissions: Vec<Permission>,
+    #[serde(default)]
+    pub cost: Cost,
+}
+
+fn empty_object_schema() -> serde_json::Value {
+    serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
+/// How long a call of each cost class may run before it is cancelled.
+pub fn timeout_for(cost: Cost) -> Duration {
+    match cost {
+        Cost::Immediate => Duration::from_secs(5),
+        Cost::Seconds => Duration::from_secs(30),
+        Cost::TensOfSeconds => Duration::from_secs(120),
+    }
+}
+
+/// A failure inside a tool, in words the model can act on. Redacted before anyone sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolError {
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> ToolError {
+        ToolError {
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<serde_json::Value, ToolError>> + Send>>;
+
+/// Runs a tool. Registered by name; a Rust embedder implements it for its own tools.
+pub trait ToolHandler: Send + Sync {
+    fn call(&self, ctx: CallContext, args: serde_json::Value) -> ToolFuture;
+}
+
+impl<F> ToolHandler for F
+where
+    F: Fn(CallContext, serde_json::Value) -> ToolFuture + Send + Sync,
+{
+    fn call(&self, ctx: CallContext, args: serde_json::Value) -> ToolFuture {
+        self(ctx, args)
+    }
+}
+
+/// A refusal raised inside a call (a vault lookup or destination outside the envelope).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InnerRefusal {
+    pub rule: String,
+    pub message: String,
+}
+
+/// What a handler may use: the session, gated vault access and the destination policy.
+#[derive(Clone)]
+pub struct CallContext {
+    pub agent: String,
+    pub session: String,
+    pub call_id: String,
+    /// The skill driving the turn, if any.
+    pub skill: Option<String>,
+    /// Vault entries this call may resolve: granted to the agent and, under a skill, declared
+    /// by its active revision.
+    pub vault_allowed: Arc<Vec<String>>,
+    /// Destination hosts this call may reach (same intersection).
+    pub hosts_allowed: Arc<Vec<String>>,
+    pub(crate) vault: Option<Arc<Vault>>,
+    pub(crate) refusals: Arc<Mutex<Vec<InnerRefusal>>>,
+    pub deadline: Duration,
+    pub max_response_bytes: usize,
+}
+
+impl CallContext {
+    /// Resolve a vault entry for use inside this tool, or refuse (recorded as an event).
+    pub fn secret(&self, name: &str) -> Result<Arc<Secret>, ToolError> {
+        if !self.vault_allowed.iter().any(|v| v == name) {
+            let message = match &self.skill {
+                Some(s) => format!(
+                    "vault entry '{name}' is not both granted to agent '{}' and declared by skill '{s}'",
+                    self.agent
+                ),
+                None => format!(
+                    "vault entry '{name}' is not granted to agent '{}'",
+                    self.agent
+                ),
+            };
+            self.refuse("vault_not_allowed", &message);
+            return Err(ToolError::new(message));
+        }
+        self.vault
+            .as_ref()
+            .and_then(|v| v.resolve(name))
+            .ok_or_else(|| ToolError::new(format!("vault entry '{name}' is not set")))
+    }
+
+    /// Record a refusal made inside the tool.
+    pub fn refuse(&self, rule: &str, message: &str) {
+        if let Ok(mut r) = self.refusals.lock() {
+            r.push(InnerRefusal {
+                rule: rule.to_owned(),
+                message: message.to_owned(),
+            });
+        }
+    }
+
+    /// The redactor to apply to anything the tool logs.
+    pub fn redactor(&self) -> Arc<Redactor> {
+        self.vault
+            .as_ref()
+            .map(|v| v.redactor())
+            .unwrap_or_default()
+    }
+}
+
+/// A registered tool: its declaration, compiled parameter schema, and handler.
+pub struct RegisteredTool {
+    pub decl: ToolDecl,
+    pub validator: jsonschema::Validator,
+    pub handler: Option<Arc<dyn ToolHandler>>,
+}
+
+/// The tools an install offers.
+#[derive(Default)]
+pub struct Registry {
+    tools: HashMap<String, Arc<RegisteredTool>>,
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("tool '{0}': the name must be 1-64 characters of letters, digits, `_` and `-`")]
+    BadName(String),
+    #[error("tool '{name}': invalid parameters schema: {message}")]
+    BadSchema { name: String, message: String },
+    #[error("tool '{0}' is registered twice")]
+    Duplicate(String),
+    #[error("tool '{0}': class must be lowercase letters, digits, `_` and `-`")]
+    BadClass(String),
+}
+
+fn valid_tool_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 64
+        && n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl Registry {
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// Register a declaration with its handler (`None`: declared but not runnable here, refused
+    /// at the handler-lookup stage).
+    pub fn register(
+        &mut self,
+        decl: ToolDecl,
+        handler: Option<Arc<dyn ToolHandler>>,
+    ) -> Result<(), RegistryError> {
+        if !valid_tool_name(&decl.name) {
+            return Err(RegistryError::BadName(decl.name));
+        }
+        if decl.class.is_empty()
+            || !decl
+                .class
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        {
+            return Err(RegistryError::BadClass(decl.name));
+        }
+        if self.tools.contains_key(&decl.name) {
+            return Err(RegistryError::Duplicate(decl.name));
+        }
+        let validator =
+            jsonschema::validator_for(&decl.parameters).map_err(|e| RegistryError::BadSchema {
+                name: decl.name.clone(),
+                message: e.to_string(),
+            })?;
+        self.tools.insert(
+            decl.name.clone(),
+            Arc::new(RegisteredTool {
+                decl,
+                validator,
+                handler,
+            }),
+        );
+        Ok(())
+    }
+
+    /// Attach or replace the handler of a declared tool.
+    pub fn set_handler(&mut self, name: &str, handler: Arc<dyn ToolHandler>) -> bool {
+        match self.tools.get(name) {
+            Some(t) => {
+                let t = Arc::new(RegisteredTool {
+                    decl: t.decl.clone(),
+                    validator: jsonschema::validator_for(&t.decl.parameters)
+                        .expect("compiled once already"),
+                    handler: Some(handler),
+                });
+                self.tools.insert(name.to_owned(), t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
+        self.tools.get(name)
+    }
+
+    /// Every tool, by name.
+    pub fn all(&self) -> Vec<&Arc<RegisteredTool>> {
+        let mut v: Vec<_> = self.tools.values().collect();
+        v.sort_by(|a, b| a.decl.name.cmp(&b.decl.name));
+        v
+    }
+}
