@@ -10,7 +10,8 @@
 //!   with a 2 KB message holding one or two trigger phrases.
 //! - `turn/runtime_resolve/{1000,50}`: `Runtime::resolve`, i.e. the same plus the view-cache
 //!   lookup (agent cache, index snapshot, view map).
-//! - `turn/parts/*`: the trigger pass and the BM25 scoring alone, for profiling.
+//! - `turn/parts/*`: the trigger pass, the BM25 scoring and the `load_skill` tool alone, for
+//!   profiling.
 //! - `turn/view_build/1000`: the cold path, `AgentView::build` over the 10,000-skill index.
 //!
 //! Printed before measuring (not timed by criterion): allocations per turn, the heap held by a
@@ -18,14 +19,16 @@
 //! sessions with `Store::open_session`).
 //!
 //! Environment:
-//! - `SKILLBASE_BENCH_N`: skills in the store (default 10,000; 2,000 under `cargo test --benches`).
+//! - `SKILLBASE_BENCH_N`: skills in the store (default 10,000; 2,000 under `cargo test`).
 //!   The big agent allows one in ten.
-//! - `SKILLBASE_BENCH_SESSIONS`: sessions opened for the memory figure (default 10,000).
+//! - `SKILLBASE_BENCH_SESSIONS`: sessions opened for the memory figure (default 10,000; 200
+//!   under `cargo test`).
 //! - `SKILLBASE_BENCH_EXPORT=FILE`: also write the allowed skills, the agents and the messages as
 //!   JSON to FILE, for `tools/bench/retrieval/run.py` (the Python comparison).
 
 use criterion::{BenchmarkId, Criterion};
 use skillbase_format::{Bundle, SkillName};
+use skillbase_runtime::turn::load_skill_tool;
 use skillbase_runtime::{AgentView, Runtime, TurnOptions, resolve};
 use skillbase_store::{AgentConfig, AgentName, Author, DbUrl, NameSet, Scope, Store};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -704,7 +707,8 @@ fn allocs_per_call(n: usize, mut f: impl FnMut(usize)) -> (f64, f64) {
 }
 
 fn main() {
-    let test_mode = std::env::args().any(|a| a == "--test");
+    // Like criterion: without `--bench` (as under `cargo test --benches`), every bench runs once.
+    let test_mode = !std::env::args().any(|a| a == "--bench");
     let n: usize = std::env::var("SKILLBASE_BENCH_N")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -904,6 +908,12 @@ fn main() {
                     k += 1;
                     black_box(view.bm25.scores(&msgs[k % msgs.len()]))
                 })
+            });
+            // The `load_skill` tool over every skill of the view (its enum of names), as built
+            // (and dropped) every turn.
+            let all: Vec<usize> = (0..view.skills.len()).collect();
+            g.bench_function(BenchmarkId::new("parts/load_skill_tool", label), |b| {
+                b.iter(|| black_box(load_skill_tool(view, &all)))
             });
         }
         g.finish();

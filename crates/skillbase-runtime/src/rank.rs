@@ -4,7 +4,7 @@
 //! budget, and to answer `search_skills`; it never activates anything.
 
 use crate::trigger::fold_fast;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
@@ -21,16 +21,20 @@ pub fn words(text: &str) -> impl Iterator<Item = &str> {
 /// A BM25 index over a fixed set of documents.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25 {
-    /// term -> (document, the document's BM25 term weight `tf·(k1+1) / (tf + k1·(1-b+b·dl/avgdl))`,
-    /// precomputed: it does not depend on the query).
-    postings: HashMap<String, Vec<(u32, f32)>>,
+    /// term -> its index in `postings`.
+    terms: HashMap<String, u32>,
+    /// Per term: (document, the term's whole BM25 contribution to that document,
+    /// `idf · tf·(k1+1) / (tf + k1·(1-b+b·dl/avgdl))`). Nothing in it depends on the query, so it
+    /// is computed once here and a query only adds.
+    postings: Vec<Vec<(u32, f32)>>,
     doc_len: Vec<f32>,
 }
 
 impl Bm25 {
     /// Index documents given as (name, description, triggers).
     pub fn new<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>) -> Bm25 {
-        let mut postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
+        let mut terms: HashMap<String, u32> = HashMap::new();
+        let mut postings: Vec<Vec<(u32, f32)>> = Vec::new();
         let mut doc_len = Vec::new();
         for (i, (name, desc, triggers)) in docs.into_iter().enumerate() {
             let mut tf: HashMap<String, f32> = HashMap::new();
@@ -48,24 +52,36 @@ impl Bm25 {
                 add(t, TRIGGER_WEIGHT);
             }
             for (term, f) in tf {
-                postings.entry(term).or_default().push((i as u32, f));
+                let next = postings.len() as u32;
+                let t = *terms.entry(term).or_insert(next);
+                if t == next {
+                    postings.push(Vec::new());
+                }
+                postings[t as usize].push((i as u32, f));
             }
             doc_len.push(len);
         }
+        let n = doc_len.len() as f32;
         let avg_len = if doc_len.is_empty() {
             1.0
         } else {
-            doc_len.iter().sum::<f32>() / doc_len.len() as f32
+            doc_len.iter().sum::<f32>() / n
         };
         let avg_len = avg_len.max(1.0);
-        for list in postings.values_mut() {
+        for list in &mut postings {
+            let df = list.len() as f32;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
             for (doc, tf) in list.iter_mut() {
                 let dl = doc_len[*doc as usize];
                 let denom = *tf + K1 * (1.0 - B + B * dl / avg_len);
-                *tf = *tf * (K1 + 1.0) / denom;
+                *tf = idf * (*tf * (K1 + 1.0) / denom);
             }
         }
-        Bm25 { postings, doc_len }
+        Bm25 {
+            terms,
+            postings,
+            doc_len,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -76,7 +92,8 @@ impl Bm25 {
         self.doc_len.is_empty()
     }
 
-    /// Score every document against the query; returns one score per document.
+    /// Score every document against the query; returns one score per document. Each distinct
+    /// query term counts once.
     pub fn scores(&self, query: &str) -> Vec<f32> {
         let n = self.doc_len.len();
         let mut scores = vec![0.0f32; n];
@@ -84,18 +101,17 @@ impl Bm25 {
             return scores;
         }
         let folded = fold_fast(query);
-        let mut seen: HashSet<&str> = HashSet::new();
+        // Dedupe by term index: only indexed terms are marked, never the query's other words.
+        let mut seen = vec![false; self.postings.len()];
         for term in words(&folded) {
-            if !seen.insert(term) {
-                continue;
-            }
-            let Some(list) = self.postings.get(term) else {
+            let Some(&t) = self.terms.get(term) else {
                 continue;
             };
-            let df = list.len() as f32;
-            let idf = ((n as f32 - df + 0.5) / (df + 0.5) + 1.0).ln();
-            for &(doc, weight) in list {
-                scores[doc as usize] += idf * weight;
+            if std::mem::replace(&mut seen[t as usize], true) {
+                continue;
+            }
+            for &(doc, contribution) in &self.postings[t as usize] {
+                scores[doc as usize] += contribution;
             }
         }
         scores

@@ -31,6 +31,20 @@ fn squash(s: &str) -> String {
     out
 }
 
+/// Whether [`squash`] would change `s`: whitespace other than single spaces. ASCII text is
+/// scanned by bytes (`char::is_whitespace` in ASCII is `\t \n \x0B \x0C \r` and space).
+fn needs_squash(s: &str) -> bool {
+    if s.contains("  ") {
+        return true;
+    }
+    if s.is_ascii() {
+        s.bytes()
+            .any(|b| matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r'))
+    } else {
+        s.contains(|c: char| c.is_whitespace() && c != ' ')
+    }
+}
+
 /// Scripts written without spaces between words: each character is its own word boundary.
 fn is_unspaced(c: char) -> bool {
     matches!(c as u32,
@@ -111,12 +125,11 @@ impl TriggerMatcher {
             return Vec::new();
         };
         let folded = fold_fast(message);
-        let text =
-            if folded.contains(|c: char| c.is_whitespace() && c != ' ') || folded.contains("  ") {
-                squash(&folded)
-            } else {
-                folded
-            };
+        let text = if needs_squash(&folded) {
+            squash(&folded)
+        } else {
+            folded
+        };
         let mut hits: Vec<TriggerHit> = Vec::new();
         for m in ac.find_overlapping_iter(&text) {
             if !is_boundary(&text, m.start()) || !is_boundary(&text, m.end()) {

@@ -217,8 +217,11 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
     } else {
         report.catalog.ranked = true;
         let scores = view.bm25.scores(message);
-        let mut order = candidates.clone();
-        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        // Highest score first, ties by index: a total order, so an unstable sort of (score,
+        // index) pairs gives the same order as a stable one, without the indirect loads.
+        let mut keyed: Vec<(f32, usize)> = candidates.iter().map(|&i| (scores[i], i)).collect();
+        keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
         // 1-based relevance rank per view index, for the report (one pass, not a search each).
         let mut rank = vec![0usize; n];
         for (p, &i) in order.iter().enumerate() {
@@ -281,7 +284,18 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         // Not even one name fits: still tell the model that search_skills finds the skills.
         (!candidates.is_empty() && report.catalog.ranked).then(|| CATALOG_MORE.to_owned())
     } else {
-        let mut c = String::with_capacity(full.len() * 200 + name_only.len() * 40 + 256);
+        let entries: usize = full
+            .iter()
+            .map(|&i| view.skills[i].catalog_entry.len())
+            .chain(name_only.iter().map(|&i| view.skills[i].name_entry.len()))
+            .sum();
+        let mut c = String::with_capacity(
+            entries
+                + CATALOG_INTRO.len()
+                + CATALOG_HEAD.len()
+                + CATALOG_TAIL.len()
+                + CATALOG_MORE.len(),
+        );
         c.push_str(CATALOG_INTRO);
         c.push_str(CATALOG_HEAD);
         for &i in &full {

@@ -6,7 +6,7 @@ use crate::tokens;
 use crate::trigger::TriggerMatcher;
 use skillbase_format::prompt::html_escape;
 use skillbase_store::{Agent, Index, NameSet, SkillEntry, Status};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 /// One skill in a view.
@@ -95,9 +95,18 @@ pub struct AgentView {
 impl AgentView {
     pub fn build(agent: Arc<Agent>, index: &Index) -> AgentView {
         let resolved = index.resolved_for(&agent.name);
+        // A list allowlist as a set: `NameSet::contains` scans the list, once per record.
+        let listed: Option<HashSet<&str>> = match &agent.config.skills {
+            NameSet::Names(names) => Some(names.iter().map(|n| n.as_str()).collect()),
+            _ => None,
+        };
+        let allows = |name: &str| match &listed {
+            Some(set) => set.contains(name),
+            None => agent.config.skills.contains(name),
+        };
         let allowed: Vec<Arc<SkillEntry>> = resolved
             .into_iter()
-            .filter(|e| e.status == Status::Active && agent.config.skills.contains(&e.name))
+            .filter(|e| e.status == Status::Active && allows(&e.name))
             .cloned()
             .collect();
         let by_name: HashMap<String, usize> = allowed
