@@ -83,7 +83,7 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
         let def = skillbase_runtime::ToolDef {
             name: e.wire_name,
             description: format!("[{}] {}", e.id, e.description),
-            parameters: e.parameters,
+            parameters: std::sync::Arc::new(e.parameters),
         };
         let t = skillbase_runtime::tokens::count(&serde_json::to_string(&def).unwrap_or_default());
         ctx.report.tokens.tools += t;
@@ -94,8 +94,9 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
         .withheld
         .into_iter()
         .map(|name| skillbase_runtime::Omission {
-            name,
+            name: name.into(),
             reason: "tool class not granted to this agent".into(),
+            rank: None,
         })
         .collect();
     if a.json {

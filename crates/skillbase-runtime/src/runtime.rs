@@ -160,7 +160,7 @@ impl Runtime {
         for o in &ctx.report.evicted {
             events.push(NewEvent {
                 kind: "skill_evicted".into(),
-                skill: Some(o.name.clone()),
+                skill: Some(o.name.to_string()),
                 agent: Some(agent.to_string()),
                 session: Some(session.into()),
                 data: serde_json::json!({"reason": o.reason}),
@@ -187,8 +187,9 @@ impl Runtime {
                     && let Err(w) = self.materialize(session, &s.entry).await
                 {
                     ctx.report.warnings.push(turn::Omission {
-                        name: a.name.clone(),
-                        reason: format!("files not written: {w}"),
+                        name: a.name.as_str().into(),
+                        reason: format!("files not written: {w}").into(),
+                        rank: None,
                     });
                 }
             }

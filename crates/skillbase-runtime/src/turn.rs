@@ -10,6 +10,8 @@ use crate::tokens;
 use crate::view::AgentView;
 use serde::Serialize;
 use skillbase_format::Cost;
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Per-turn options.
 #[derive(Debug, Clone, Default)]
@@ -32,12 +34,78 @@ pub struct Activation {
     pub tokens: u32,
 }
 
+/// A skill name shared with the view: report lines cost no allocation per skill.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Name(pub Arc<str>);
+
+impl Name {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Name {
+        Name(Arc::from(s))
+    }
+}
+
+impl From<String> for Name {
+    fn from(s: String) -> Name {
+        Name(Arc::from(s))
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
 /// A skill that did not reach the prompt (or the catalog) in full, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Omission {
-    pub name: String,
-    pub reason: String,
+    pub name: Name,
+    pub reason: Cow<'static, str>,
+    /// Relevance rank among the catalog's candidates (1 = most relevant), when it was ranked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<usize>,
 }
+
+const NAME_ONLY: &str = "budget: listed by name only, below the full entries in relevance rank";
+const NOT_LISTED: &str =
+    "budget: not listed (lowest in relevance rank); found by search_skills and loadable";
 
 /// What the catalog showed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -85,7 +153,8 @@ pub struct TurnReport {
 pub struct ToolDef {
     pub name: String,
     pub description: String,
-    pub parameters: serde_json::Value,
+    /// JSON Schema of the arguments (shared: the `load_skill` schema of a view is built once).
+    pub parameters: Arc<serde_json::Value>,
 }
 
 /// Everything the harness gives the model this turn.
@@ -187,11 +256,13 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
             && too_slow
         {
             report.catalog.omitted.push(Omission {
-                name: s.name().to_owned(),
+                name: s.name_ref.clone(),
                 reason: format!(
                     "cost: {} is slower than this turn's maximum {max}",
                     s.entry.meta.cost
-                ),
+                )
+                .into(),
+                rank: None,
             });
             continue;
         }
@@ -266,13 +337,15 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
                 left -= t;
                 name_only.push(i);
                 report.catalog.name_only.push(Omission {
-                    name: view.skills[i].name().to_owned(),
-                    reason: format!("budget: listed by name only (relevance rank {})", rank[i]),
+                    name: view.skills[i].name_ref.clone(),
+                    reason: Cow::Borrowed(NAME_ONLY),
+                    rank: Some(rank[i]),
                 });
             } else {
                 report.catalog.omitted.push(Omission {
-                    name: view.skills[i].name().to_owned(),
-                    reason: format!("budget: not listed (relevance rank {}); found by search_skills and loadable", rank[i]),
+                    name: view.skills[i].name_ref.clone(),
+                    reason: Cow::Borrowed(NOT_LISTED),
+                    rank: Some(rank[i]),
                 });
             }
         }
@@ -331,7 +404,12 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
                 .iter()
                 .map(|&i| view.skills[i].name_tokens.saturating_sub(8) + 2)
                 .sum::<u32>();
-        tools.push(load_skill_tool(view, &loadable));
+        // Usually every non-eager skill is loadable: that schema is built once per view.
+        if loadable.len() + view.eager.len() == n {
+            tools.push(view.default_load_tool().clone());
+        } else {
+            tools.push(load_skill_tool(view, &loadable));
+        }
         if report.catalog.ranked {
             tool_tokens += SEARCH_TOOL_TOKENS;
             tools.push(search_skills_tool());
@@ -392,12 +470,14 @@ impl Placer<'_> {
                     continue;
                 }
                 report.evicted.push(Omission {
-                    name: view.skills[i].name().to_owned(),
+                    name: view.skills[i].name_ref.clone(),
                     reason: format!(
                         "budget: {r} needed {} tokens with its unit ({cost} in all), {left} of {} left",
                         view.skills[i].wrapped().1,
                         self.budget
-                    ),
+                    )
+                    .into(),
+                    rank: None,
                 });
             }
             return;
@@ -434,7 +514,7 @@ pub fn load_skill_tool(view: &AgentView, loadable: &[usize]) -> ToolDef {
     ToolDef {
         name: "load_skill".into(),
         description: "Load a skill's full instructions (and its companions) before acting on a task it covers. Pass `arguments` when the skill declares inputs.".into(),
-        parameters: serde_json::json!({
+        parameters: Arc::new(serde_json::json!({
             "type": "object",
             "properties": {
                 "name": {"type": "string", "enum": names, "description": "The skill to load."},
@@ -442,7 +522,7 @@ pub fn load_skill_tool(view: &AgentView, loadable: &[usize]) -> ToolDef {
             },
             "required": ["name"],
             "additionalProperties": false
-        }),
+        })),
     }
 }
 
@@ -451,7 +531,7 @@ pub fn search_skills_tool() -> ToolDef {
     ToolDef {
         name: "search_skills".into(),
         description: "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill.".into(),
-        parameters: serde_json::json!({
+        parameters: Arc::new(serde_json::json!({
             "type": "object",
             "properties": {
                 "query": {"type": "string", "minLength": 1, "maxLength": 1000},
@@ -459,6 +539,6 @@ pub fn search_skills_tool() -> ToolDef {
             },
             "required": ["query"],
             "additionalProperties": false
-        }),
+        })),
     }
 }

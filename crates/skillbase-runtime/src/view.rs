@@ -13,6 +13,8 @@ use std::sync::{Arc, OnceLock};
 #[derive(Debug)]
 pub struct ViewSkill {
     pub entry: Arc<SkillEntry>,
+    /// The name, shared by every report that mentions the skill.
+    pub name_ref: crate::turn::Name,
     /// The full catalog entry (`<skill>…</skill>`).
     pub catalog_entry: String,
     pub catalog_tokens: u32,
@@ -90,6 +92,7 @@ pub struct AgentView {
     pub companions_not_allowed: Vec<(String, String)>,
     pub triggers: TriggerMatcher,
     pub bm25: Bm25,
+    default_load_tool: OnceLock<crate::turn::ToolDef>,
 }
 
 impl AgentView {
@@ -134,6 +137,7 @@ impl AgentView {
                 let catalog_entry = render_entry(e);
                 let name_entry = format!("<skill><name>{}</name></skill>\n", escape(&e.name));
                 ViewSkill {
+                    name_ref: crate::turn::Name::from(e.name.as_str()),
                     catalog_tokens: tokens::count(&catalog_entry),
                     name_tokens: tokens::count(&name_entry),
                     catalog_entry,
@@ -182,7 +186,18 @@ impl AgentView {
             companions_not_allowed,
             triggers,
             bm25,
+            default_load_tool: OnceLock::new(),
         }
+    }
+
+    /// The `load_skill` tool when every non-eager skill is loadable (built once per view).
+    pub fn default_load_tool(&self) -> &crate::turn::ToolDef {
+        self.default_load_tool.get_or_init(|| {
+            let loadable: Vec<usize> = (0..self.skills.len())
+                .filter(|&i| !self.is_eager(i))
+                .collect();
+            crate::turn::load_skill_tool(self, &loadable)
+        })
     }
 
     pub fn get(&self, name: &str) -> Option<&ViewSkill> {

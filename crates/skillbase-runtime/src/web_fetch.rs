@@ -606,7 +606,8 @@ async fn fetch(
             if same_origin && let Some((n, v)) = &auth {
                 hop_headers.insert(n.clone(), v.clone());
             }
-            tracing::debug!(call = %ctx.call_id, method = %method, url = %short_url(&url), hop = hops, "web_fetch");
+            let shown = ctx.redactor().redact(&short_url(&url)).into_owned();
+            tracing::debug!(call = %ctx.call_id, method = %method, url = %shown, hop = hops, "web_fetch");
             let mut req = client
                 .request(method.clone(), url.clone())
                 .headers(hop_headers);

@@ -91,6 +91,10 @@ static LOGS: Mutex<String> = Mutex::new(String::new());
 
 struct Capture;
 
+fn push_log(s: &str) {
+    LOGS.lock().unwrap_or_else(|p| p.into_inner()).push_str(s);
+}
+
 struct Fields<'a>(&'a mut String);
 
 impl tracing::field::Visit for Fields<'_> {
@@ -107,13 +111,13 @@ impl tracing::Subscriber for Capture {
     fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         let mut s = String::new();
         span.record(&mut Fields(&mut s));
-        LOGS.lock().unwrap().push_str(&s);
+        push_log(&s);
         tracing::span::Id::from_u64(1)
     }
     fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
         let mut s = String::new();
         values.record(&mut Fields(&mut s));
-        LOGS.lock().unwrap().push_str(&s);
+        push_log(&s);
     }
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &tracing::Event<'_>) {
@@ -124,7 +128,7 @@ impl tracing::Subscriber for Capture {
         );
         event.record(&mut Fields(&mut s));
         s.push('\n');
-        LOGS.lock().unwrap().push_str(&s);
+        push_log(&s);
     }
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}
@@ -608,7 +612,8 @@ impl Env {
             );
             assert_no_secret(&format!("event {} ({})", e.id, e.kind), row.as_bytes());
         }
-        assert_no_secret("the logs", LOGS.lock().unwrap().as_bytes());
+        let logs = LOGS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert_no_secret("the logs", logs.as_bytes());
         let files: Vec<PathBuf> = std::fs::read_dir(self.dir.path())
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -2149,7 +2154,7 @@ async fn serve(
                 }
                 let head = String::from_utf8_lossy(&buf).into_owned();
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                let (status, headers, body) = route(&path, &head.to_ascii_lowercase());
+                let (status, headers, body) = route(&path, &head);
                 let mut out = format!(
                     "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n",
                     body.len()
@@ -2167,12 +2172,12 @@ async fn serve(
     (port, hits)
 }
 
-/// The request's `authorization` header line (lowercased), or `none`.
+/// The request's `authorization` header line (its name lowercased), or `none`.
 fn auth_line(head: &str) -> String {
     head.lines()
-        .find(|l| l.starts_with("authorization:"))
-        .unwrap_or("none")
-        .to_owned()
+        .find(|l| l.to_ascii_lowercase().starts_with("authorization:"))
+        .map(|l| format!("authorization:{}", &l["authorization:".len()..]))
+        .unwrap_or_else(|| "none".into())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2285,7 +2290,7 @@ async fn web_fetch_pages_and_redirects_cannot_leave_the_envelope_or_leak_the_vau
     .await;
     assert_eq!(
         done(&o)["body"],
-        json!("A got authorization: bearer [REDACTED:LOGIN]")
+        json!("A got authorization: Bearer [REDACTED:LOGIN]")
     );
     // Redirects out of the skill's hosts: B is granted to the agent but not declared.
     let o = fetch(
@@ -2320,7 +2325,7 @@ async fn web_fetch_pages_and_redirects_cannot_leave_the_envelope_or_leak_the_vau
             "{path}: {o:?}"
         );
     }
-    // An undeclared destination at the first hop, and an IP literal against a wildcard.
+    // An undeclared destination at the first hop.
     done(
         &d.call(
             &a,
@@ -2363,4 +2368,44 @@ async fn web_fetch_pages_and_redirects_cannot_leave_the_envelope_or_leak_the_vau
     );
     assert!(all.contains(&("web_fetch".into(), "vault_not_allowed".into())));
     env.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_fetch_never_logs_a_vault_value_put_in_a_url() {
+    let env = Env::new().await;
+    let (pa, _) = serve(|_path, _head| ("200 OK".into(), vec![], "ok".into())).await;
+    let mut reg = Registry::new();
+    skillbase_runtime::web_fetch::register(&mut reg).unwrap();
+    let d = Dispatcher::new(env.d.runtime.clone(), reg, Some(env.vault.clone()));
+    let a = env
+        .agent("surfer", |c| {
+            c.grants.tools = strings(&["web_fetch"]);
+            c.grants.hosts = vec![format!("127.0.0.1:{pa}")];
+        })
+        .await;
+    // A value of this test only, so the global log check of the other tests is not involved.
+    const URL_SECRET: &str = "url-only-Secret-4711";
+    env.vault
+        .set("URLKEY", "", URL_SECRET.as_bytes(), &human())
+        .await
+        .unwrap();
+    // The model pastes a value into a URL: the result and the event are scrubbed, and so
+    // must be the logs.
+    let url = format!("http://127.0.0.1:{pa}/reflect?q={URL_SECRET}");
+    let o = d
+        .call(&a, "s", "web_fetch", json!({"url": url}), CallMode::Wait)
+        .await
+        .unwrap();
+    assert!(
+        done(&o)["url"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED:URLKEY]")
+    );
+    assert!(!serde_json::to_string(&o).unwrap().contains(URL_SECRET));
+    for e in env.events().await {
+        assert!(!e.data.to_string().contains(URL_SECRET), "{e:?}");
+    }
+    let logs = LOGS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert!(!logs.contains(URL_SECRET), "a log line holds the value");
 }

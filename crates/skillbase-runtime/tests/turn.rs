@@ -96,18 +96,18 @@ impl Env {
             seen.entry(a.name.clone()).or_default().push("activated");
         }
         for o in &r.evicted {
-            seen.entry(o.name.clone()).or_default().push("evicted");
+            seen.entry(o.name.to_string()).or_default().push("evicted");
         }
         for n in &r.catalog.full {
             seen.entry(n.clone()).or_default().push("catalog.full");
         }
         for o in &r.catalog.name_only {
-            seen.entry(o.name.clone())
+            seen.entry(o.name.to_string())
                 .or_default()
                 .push("catalog.name_only");
         }
         for o in &r.catalog.omitted {
-            seen.entry(o.name.clone())
+            seen.entry(o.name.to_string())
                 .or_default()
                 .push("catalog.omitted");
         }
@@ -230,11 +230,15 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 }
 
 fn omitted_names(r: &TurnReport) -> Vec<String> {
-    r.catalog.omitted.iter().map(|o| o.name.clone()).collect()
+    r.catalog
+        .omitted
+        .iter()
+        .map(|o| o.name.to_string())
+        .collect()
 }
 
 fn names_of(v: &[skillbase_runtime::turn::Omission]) -> Vec<String> {
-    v.iter().map(|o| o.name.clone()).collect()
+    v.iter().map(|o| o.name.to_string()).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -810,12 +814,9 @@ async fn an_overflowing_catalog_is_ranked_truncated_and_never_silent() {
             .iter()
             .chain(&r.catalog.omitted)
             .map(|o| {
-                let tail = o.reason.split("relevance rank ").nth(1).unwrap();
-                tail.split(|c: char| !c.is_ascii_digit())
-                    .next()
-                    .unwrap()
-                    .parse()
-                    .unwrap()
+                o.rank.expect(
+                    "a ranked catalog gives every listed-by-name or left-out skill its rank",
+                )
             })
             .collect();
         assert!(
