@@ -88,6 +88,7 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
             outcome = o;
         }
     }
+    d.flush().await;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {

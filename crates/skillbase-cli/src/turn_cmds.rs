@@ -69,7 +69,7 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
     let mut ctx = rt.turn(&agent, &session, &a.message, &opts).await?;
     // The offered set: the turn's skill tools, plus the granted tools and skill entries.
     let offered = d.offered(&agent)?;
-    for e in offered.entries {
+    for e in offered.entries.iter().cloned() {
         if ctx.tools.iter().any(|t| t.name == e.wire_name)
             || matches!(e.wire_name.as_str(), "load_skill" | "search_skills")
         {
@@ -92,7 +92,8 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
     }
     ctx.report.withheld_tools = offered
         .withheld
-        .into_iter()
+        .iter()
+        .cloned()
         .map(|name| skillbase_runtime::Omission {
             name: name.into(),
             reason: "tool class not granted to this agent".into(),

@@ -292,8 +292,11 @@ impl Builtin<'_> {
     }
 
     async fn finish(&self, args: &Value) -> Out {
-        let store = &self.dispatcher.runtime.store;
-        let Some(run) = store.open_run(self.session).await? else {
+        let Some(run) = self
+            .dispatcher
+            .driving_run(&self.agent.name, self.session)
+            .await?
+        else {
             return Ok(Err(ToolError::new(
                 "no skill is running in this session; nothing to finish",
             )));
@@ -314,6 +317,7 @@ impl Builtin<'_> {
             self.agent.config.policies.failure_threshold,
         )
         .await?;
+        self.dispatcher.refresh_run(self.session).await?;
         Ok(Ok(json!({
             "skill": rec.skill,
             "rev": rec.rev,

@@ -13,6 +13,7 @@
 //! and declared; and no authoring tool runs at all. Grants are read at every call, so revoking
 //! one shrinks every skill at once.
 
+use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::runtime::{Runtime, RuntimeError};
 use crate::tokens;
@@ -172,13 +173,25 @@ pub struct OfferedSet {
     pub entries: Vec<OfferedEntry>,
     /// Tools not granted to the agent, never shown to the model.
     pub withheld: Vec<String>,
+    #[serde(skip)]
+    by_wire: HashMap<String, usize>,
 }
 
 impl OfferedSet {
     pub fn get(&self, wire_name: &str) -> Option<&OfferedEntry> {
-        self.entries.iter().find(|e| e.wire_name == wire_name)
+        self.by_wire.get(wire_name).map(|&i| &self.entries[i])
     }
 }
+
+/// What the dispatcher keeps per session: its agent and the run that drives it. Sessions are
+/// served by one process at a time (sticky); their state is loaded once and kept current by the
+/// dispatcher's own writes.
+struct SessionState {
+    agent: AgentName,
+    run: Mutex<Option<RunRecord>>,
+}
+
+type OfferedCache = HashMap<AgentName, (u64, i64, Arc<OfferedSet>)>;
 
 /// Whether `host[:port]` matches a pattern: exact (`api.x.com`, `api.x.com:8443`) or a
 /// subdomain wildcard (`*.x.com`). A pattern without a port matches the scheme's default port.
@@ -260,6 +273,9 @@ pub struct Dispatcher {
     network_calls: Mutex<HashMap<String, u32>>,
     results: Mutex<HashMap<String, watch::Receiver<Option<CallOutcome>>>>,
     next_id: std::sync::atomic::AtomicU64,
+    events: EventSink,
+    sessions: Mutex<HashMap<String, Arc<SessionState>>>,
+    offered_cache: Mutex<OfferedCache>,
 }
 
 /// How to run a call.
@@ -273,8 +289,12 @@ pub enum CallMode {
 }
 
 impl Dispatcher {
+    /// A dispatcher over a runtime. Create it inside a tokio runtime: it starts the event writer.
     pub fn new(runtime: Arc<Runtime>, registry: Registry, vault: Option<Arc<Vault>>) -> Dispatcher {
         Dispatcher {
+            events: EventSink::start(runtime.store.clone()),
+            sessions: Mutex::new(HashMap::new()),
+            offered_cache: Mutex::new(HashMap::new()),
             runtime,
             registry: Arc::new(builtins(registry)),
             vault,
@@ -287,6 +307,90 @@ impl Dispatcher {
 
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// Wait until every event recorded so far is stored.
+    pub async fn flush(&self) {
+        self.events.flush().await;
+    }
+
+    /// The session's state, loaded once (the session is created if new).
+    async fn session(
+        &self,
+        agent: &AgentName,
+        session: &str,
+    ) -> Result<Arc<SessionState>, RuntimeError> {
+        if let Some(s) = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+            && s.agent == *agent
+        {
+            return Ok(s.clone());
+        }
+        self.runtime.store.open_session(session, agent).await?;
+        let run = self.runtime.store.open_run(session).await?;
+        let state = Arc::new(SessionState {
+            agent: agent.clone(),
+            run: Mutex::new(run),
+        });
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.to_owned(), state.clone());
+        Ok(state)
+    }
+
+    /// Re-read the session's open run after it changed.
+    pub(crate) async fn refresh_run(&self, session: &str) -> Result<(), RuntimeError> {
+        let run = self.runtime.store.open_run(session).await?;
+        if let Some(s) = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+        {
+            *s.run.lock().unwrap_or_else(|p| p.into_inner()) = run;
+        }
+        Ok(())
+    }
+
+    /// The run driving a session, if any.
+    pub async fn driving_run(
+        &self,
+        agent: &AgentName,
+        session: &str,
+    ) -> Result<Option<RunRecord>, RuntimeError> {
+        let s = self.session(agent, session).await?;
+        Ok(s.run.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+
+    /// End the session's driving run on the harness's word (`success` or `failure`); returns
+    /// the run and whether its revision was disabled for drift.
+    pub async fn finish_run(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        outcome: &str,
+        note: &str,
+    ) -> Result<Option<(RunRecord, bool)>, RuntimeError> {
+        let a = self.agent(agent)?;
+        let Some(run) = self.driving_run(agent, session).await? else {
+            return Ok(None);
+        };
+        let note = self.redactor().redact(note).into_owned();
+        let r = end_run_and_check_drift(
+            &self.runtime,
+            agent,
+            run.id,
+            outcome,
+            &note,
+            a.config.policies.failure_threshold,
+        )
+        .await?;
+        self.refresh_run(session).await?;
+        Ok(Some(r))
     }
 
     pub(crate) fn redactor(&self) -> Arc<Redactor> {
@@ -305,9 +409,19 @@ impl Dispatcher {
 
     /// The offered set for an agent: granted tools, the runtime's own tools, and skills with
     /// `inputs` as callable entries. Tools whose class is not granted are withheld.
-    pub fn offered(&self, agent: &AgentName) -> Result<OfferedSet, RuntimeError> {
+    pub fn offered(&self, agent: &AgentName) -> Result<Arc<OfferedSet>, RuntimeError> {
         let a = self.agent(agent)?;
         let view = self.runtime.view(agent)?;
+        if let Some((g, v, set)) = self
+            .offered_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(agent)
+            && *g == view.generation
+            && *v == a.version
+        {
+            return Ok(set.clone());
+        }
         let mut set = OfferedSet::default();
         for t in self.registry.all() {
             let d = &t.decl;
@@ -360,6 +474,17 @@ impl Dispatcher {
                 target: Target::Skill(s.name().to_owned()),
             });
         }
+        set.by_wire = set
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.wire_name.clone(), i))
+            .collect();
+        let set = Arc::new(set);
+        self.offered_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(agent.clone(), (view.generation, a.version, set.clone()));
         Ok(set)
     }
 
@@ -384,7 +509,7 @@ impl Dispatcher {
         mode: CallMode,
     ) -> Result<CallOutcome, RuntimeError> {
         let call_id = self.new_call_id();
-        self.runtime.store.open_session(session, agent).await?;
+        self.session(agent, session).await?;
         let redactor = self.redactor();
         let outcome = match self
             .call_inner(agent, session, wire_name, &args, mode, &call_id)
@@ -424,16 +549,15 @@ impl Dispatcher {
                 serde_json::json!({"call_id": call_id, "tool": wire_name, "arguments": safe_args, "ok": false, "error": message, "rule": rule}),
             ),
         };
-        self.runtime
-            .store
-            .append_event(&NewEvent {
+        self.events
+            .record(NewEvent {
                 kind: kind.into(),
                 agent: Some(agent.to_string()),
                 session: Some(session.into()),
                 data: redactor.redact_json(&data),
                 ..NewEvent::default()
             })
-            .await?;
+            .await;
         Ok(outcome)
     }
 
@@ -466,7 +590,8 @@ impl Dispatcher {
         };
         let a = self.agent(agent)?;
         // The skill driving the session, read now (fail closed if it is no longer active).
-        let run = self.runtime.store.open_run(session).await?;
+        let state = self.session(agent, session).await?;
+        let run = state.run.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let driver: Option<Arc<SkillEntry>> = match &run {
             Some(r) => {
                 let index = self.runtime.store.index();
@@ -676,6 +801,7 @@ impl Dispatcher {
         let tool_name = d.name.clone();
         let cost = d.cost;
         let refusals = ctx.refusals.clone();
+        let sink = self.events.clone();
         let event_redactor = redactor.clone();
         let agent_s = agent.to_string();
         let id_s = call_id.to_owned();
@@ -710,7 +836,9 @@ impl Dispatcher {
                     ..NewEvent::default()
                 })
                 .collect();
-            let _ = store.append_events(&events).await;
+            for e in events {
+                sink.record(e).await;
+            }
             if let Some(run) = run_id {
                 let failed = matches!(outcome, CallOutcome::Failed { .. });
                 let _ = store.count_call(run, failed).await;
@@ -728,6 +856,7 @@ impl Dispatcher {
                         failure_threshold,
                     )
                     .await;
+                    *state.run.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 }
             }
             outcome
@@ -738,14 +867,14 @@ impl Dispatcher {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(call_id.to_owned(), rx);
-            let store = self.runtime.store.clone();
+            let events = self.events.clone();
             let agent_s = agent.to_string();
             let session_s = session.to_owned();
             let id = call_id.to_owned();
             tokio::spawn(async move {
                 let outcome = finish.await;
-                let _ = store
-                    .append_event(&NewEvent {
+                events
+                    .record(NewEvent {
                         kind: "call_finished".into(),
                         agent: Some(agent_s),
                         session: Some(session_s),
@@ -817,13 +946,14 @@ impl Dispatcher {
                     .resolve(&agent.name, name)
                     .cloned()
                 {
-                    let open = self.runtime.store.open_run(session).await?;
+                    let open = self.driving_run(&agent.name, session).await?;
                     let driving = open.is_some_and(|o| o.skill_id == e.id && o.rev == e.active_rev);
                     if !driving {
                         self.runtime
                             .store
                             .start_run(session, &agent.name, &e)
                             .await?;
+                        self.refresh_run(session).await?;
                     }
                 }
                 let text = self.redactor().redact(&r.content).into_owned();

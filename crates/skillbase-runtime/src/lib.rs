@@ -15,6 +15,7 @@
 
 pub mod builtin;
 pub mod dispatch;
+pub mod events;
 pub mod files;
 pub mod rank;
 pub mod redact;

@@ -525,7 +525,7 @@ impl Env {
         done(&o).clone()
     }
 
-    fn offered(&self, agent: &AgentName) -> OfferedSet {
+    fn offered(&self, agent: &AgentName) -> std::sync::Arc<OfferedSet> {
         let set = self.d.offered(agent).unwrap();
         self.seen
             .lock()
@@ -535,10 +535,13 @@ impl Env {
     }
 
     async fn events(&self) -> Vec<EventRecord> {
+        // Calls record events write-behind: wait for them to land.
+        self.d.flush().await;
         self.store.events(&EventFilter::default()).await.unwrap()
     }
 
     async fn session_events(&self, session: &str, kind: &str) -> Vec<Value> {
+        self.d.flush().await;
         self.store
             .events(&EventFilter {
                 session: Some(session.into()),
@@ -2358,6 +2361,8 @@ async fn web_fetch_pages_and_redirects_cannot_leave_the_envelope_or_leak_the_vau
     )
     .await;
     assert_eq!(failed(&o).0, Some(Rule::VaultNotAllowed));
+    // This test's own dispatcher records write-behind too.
+    d.flush().await;
     let all = env.all_refusals().await;
     assert_eq!(
         all.iter()
@@ -2366,7 +2371,10 @@ async fn web_fetch_pages_and_redirects_cannot_leave_the_envelope_or_leak_the_vau
         4,
         "{all:?}"
     );
-    assert!(all.contains(&("web_fetch".into(), "vault_not_allowed".into())));
+    assert!(
+        all.contains(&("web_fetch".into(), "vault_not_allowed".into())),
+        "{all:?}"
+    );
     env.assert_clean().await;
 }
 
@@ -2403,6 +2411,7 @@ async fn web_fetch_never_logs_a_vault_value_put_in_a_url() {
             .contains("[REDACTED:URLKEY]")
     );
     assert!(!serde_json::to_string(&o).unwrap().contains(URL_SECRET));
+    d.flush().await;
     for e in env.events().await {
         assert!(!e.data.to_string().contains(URL_SECRET), "{e:?}");
     }

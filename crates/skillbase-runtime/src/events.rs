@@ -1,0 +1,74 @@
+//! Write-behind event recording for the call path.
+//!
+//! A call must not wait for a database commit to record what it did: events go into a bounded
+//! queue and a background task appends them in batches (one transaction per batch). `flush`
+//! waits until everything queued so far is stored; a harness calls it before it exits, and tests
+//! before they read the events table. If the queue is full, the caller waits (back-pressure), so
+//! no event is dropped.
+
+use skillbase_store::{NewEvent, Store};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// Most events written in one transaction.
+const BATCH: usize = 512;
+/// Queue length before callers wait.
+const QUEUE: usize = 8192;
+
+enum Msg {
+    Event(Box<NewEvent>),
+    Flush(oneshot::Sender<()>),
+}
+
+/// A handle to the event writer.
+#[derive(Clone)]
+pub struct EventSink {
+    tx: mpsc::Sender<Msg>,
+}
+
+impl EventSink {
+    /// Start the writer on the current tokio runtime.
+    pub fn start(store: Arc<Store>) -> EventSink {
+        let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE);
+        tokio::spawn(async move {
+            let mut batch: Vec<NewEvent> = Vec::with_capacity(BATCH);
+            let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
+            while let Some(first) = rx.recv().await {
+                let mut next = Some(first);
+                while let Some(msg) = next.take() {
+                    match msg {
+                        Msg::Event(e) => batch.push(*e),
+                        Msg::Flush(w) => waiters.push(w),
+                    }
+                    if batch.len() >= BATCH {
+                        break;
+                    }
+                    next = rx.try_recv().ok();
+                }
+                if !batch.is_empty() {
+                    if let Err(e) = store.append_events(&batch).await {
+                        tracing::error!(error = %e, lost = batch.len(), "could not record events");
+                    }
+                    batch.clear();
+                }
+                for w in waiters.drain(..) {
+                    let _ = w.send(());
+                }
+            }
+        });
+        EventSink { tx }
+    }
+
+    /// Queue an event.
+    pub async fn record(&self, event: NewEvent) {
+        let _ = self.tx.send(Msg::Event(Box::new(event))).await;
+    }
+
+    /// Wait until every event queued before this call is stored.
+    pub async fn flush(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Msg::Flush(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
