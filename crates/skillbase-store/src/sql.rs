@@ -520,6 +520,160 @@ macro_rules! backend {
                 Ok(WriteOutcome { scope: req.scope.clone(), name: req.name.clone(), kind, rev, status })
             }
 
+            /// Rows per multi-row INSERT (well under SQLite's 32,766 bound parameters).
+            const CHUNK: usize = 400;
+
+            /// The import path: the same writes as `write_in` for many skills of one scope, with
+            /// one lookup of the scope and multi-row inserts, so 10,000 skills take a few hundred
+            /// statements instead of a hundred thousand.
+            async fn write_bulk(
+                tx: &mut Transaction<'static, Db>,
+                scope: &Scope,
+                reqs: &[WriteReq],
+                now: i64,
+                progress: &(dyn Fn(usize) + Sync),
+            ) -> Result<Vec<WriteOutcome>> {
+                use sqlx::QueryBuilder;
+                let scope_s = scope.to_string();
+                let rows: Vec<(i64, String, i64, i64, String, String)> = sqlx::query_as(concat!(
+                    "SELECT s.id, s.name, s.head_rev, s.active_rev, s.status, r.bundle_digest FROM skills s ",
+                    "JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev WHERE s.scope = $1",
+                    $lock
+                ))
+                .bind(&scope_s)
+                .fetch_all(&mut **tx)
+                .await?;
+                let existing: std::collections::HashMap<String, (i64, i64, i64, String, String)> = rows
+                    .into_iter()
+                    .map(|(id, name, head, active, status, digest)| (name, (id, head, active, status, digest)))
+                    .collect();
+                // Classify every request.
+                let mut out: Vec<Option<WriteOutcome>> = vec![None; reqs.len()];
+                let mut new_idx: Vec<usize> = Vec::new();
+                let mut changed: Vec<(usize, i64, i64)> = Vec::new(); // (req, skill id, rev)
+                for (i, r) in reqs.iter().enumerate() {
+                    let digest = r.bundle.digest().to_string();
+                    match existing.get(&r.name) {
+                        None => new_idx.push(i),
+                        Some((id, head, active, status, active_digest)) => {
+                            let status: Status = status.parse().map_err(StoreError::Corrupt)?;
+                            if status == Status::Retired {
+                                return Err(StoreError::Retired { name: r.name.clone() });
+                            }
+                            if *active_digest == digest {
+                                out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind: WriteKind::Unchanged, rev: *active, status });
+                            } else {
+                                changed.push((i, *id, head + 1));
+                                out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind: WriteKind::Modified, rev: head + 1, status });
+                            }
+                        }
+                    }
+                }
+                // New records, with their ids.
+                let mut ids: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+                for chunk in new_idx.chunks(CHUNK) {
+                    let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                        "INSERT INTO skills (scope, name, status, active_rev, head_rev, seed_path, created_at, updated_at) ",
+                    );
+                    q.push_values(chunk, |mut b, &i| {
+                        b.push_bind(scope_s.clone())
+                            .push_bind(reqs[i].name.clone())
+                            .push_bind("active")
+                            .push_bind(1i64)
+                            .push_bind(1i64)
+                            .push_bind(Option::<String>::None)
+                            .push_bind(now)
+                            .push_bind(now);
+                    });
+                    q.push(" RETURNING id, name");
+                    let got: Vec<(i64, String)> = q.build_query_as().fetch_all(&mut **tx).await?;
+                    ids.extend(got.into_iter().map(|(id, name)| (name, id)));
+                }
+                let mut writes: Vec<(usize, i64, i64)> = changed.clone();
+                for &i in &new_idx {
+                    let id = *ids.get(&reqs[i].name).ok_or_else(|| StoreError::Corrupt(format!("no id returned for '{}'", reqs[i].name)))?;
+                    writes.push((i, id, 1));
+                    out[i] = Some(WriteOutcome { scope: scope.clone(), name: reqs[i].name.clone(), kind: WriteKind::Created, rev: 1, status: Status::Active });
+                }
+                writes.sort_unstable();
+                // Blobs, stored once.
+                let mut seen = std::collections::HashSet::new();
+                let blobs: Vec<&skillbase_format::BundleFile> = writes
+                    .iter()
+                    .flat_map(|(i, _, _)| reqs[*i].bundle.files())
+                    .filter(|f| seen.insert(f.digest))
+                    .collect();
+                for chunk in blobs.chunks(CHUNK) {
+                    let mut q: QueryBuilder<Db> = QueryBuilder::new("INSERT INTO blobs (digest, size, bytes) ");
+                    q.push_values(chunk, |mut b, f| {
+                        b.push_bind(f.digest.to_string())
+                            .push_bind(f.bytes.len() as i64)
+                            .push_bind(f.bytes.to_vec());
+                    });
+                    q.push(" ON CONFLICT (digest) DO NOTHING");
+                    q.build().execute(&mut **tx).await?;
+                }
+                for chunk in writes.chunks(CHUNK) {
+                    let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                        "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at) ",
+                    );
+                    q.push_values(chunk, |mut b, &(i, id, rev)| {
+                        b.push_bind(id)
+                            .push_bind(rev)
+                            .push_bind(reqs[i].bundle.digest().to_string())
+                            .push_bind(reqs[i].author.clone())
+                            .push_bind(reqs[i].message.clone())
+                            .push_bind("committed")
+                            .push_bind(now);
+                    });
+                    q.build().execute(&mut **tx).await?;
+                    let files: Vec<(i64, i64, &skillbase_format::BundleFile)> = chunk
+                        .iter()
+                        .flat_map(|&(i, id, rev)| reqs[i].bundle.files().iter().map(move |f| (id, rev, f)))
+                        .collect();
+                    for fchunk in files.chunks(CHUNK) {
+                        let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                            "INSERT INTO revision_files (skill_id, rev, path, digest, executable) ",
+                        );
+                        q.push_values(fchunk, |mut b, &(id, rev, f)| {
+                            b.push_bind(id)
+                                .push_bind(rev)
+                                .push_bind(f.path.as_str().to_owned())
+                                .push_bind(f.digest.to_string())
+                                .push_bind(f.executable);
+                        });
+                        q.build().execute(&mut **tx).await?;
+                    }
+                    let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                        "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data) ",
+                    );
+                    q.push_values(chunk, |mut b, &(i, _, rev)| {
+                        let data = serde_json::json!({"digest": reqs[i].bundle.digest().to_string(), "message": reqs[i].message, "created": rev == 1});
+                        b.push_bind(now)
+                            .push_bind("revision_written")
+                            .push_bind(scope_s.clone())
+                            .push_bind(reqs[i].name.clone())
+                            .push_bind(rev)
+                            .push_bind(Option::<String>::None)
+                            .push_bind(Option::<String>::None)
+                            .push_bind(reqs[i].author.clone())
+                            .push_bind(data.to_string());
+                    });
+                    q.build().execute(&mut **tx).await?;
+                    progress(chunk.last().map_or(0, |c| c.0 + 1));
+                }
+                for &(_, id, rev) in &changed {
+                    sqlx::query("UPDATE skills SET head_rev = $1, active_rev = $1, seed_path = NULL, updated_at = $2 WHERE id = $3")
+                        .bind(rev)
+                        .bind(now)
+                        .bind(id)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+                progress(reqs.len());
+                Ok(out.into_iter().map(|o| o.expect("every request classified")).collect())
+            }
+
             /// Write revisions in one transaction (all or nothing); optionally set an agent's
             /// record in the same transaction.
             pub async fn write_many(
@@ -530,11 +684,18 @@ macro_rules! backend {
             ) -> Result<Vec<WriteOutcome>> {
                 let mut tx = pool.begin_with($begin).await?;
                 let now = now_ms();
-                let mut out = Vec::with_capacity(reqs.len());
-                for (i, r) in reqs.iter().enumerate() {
-                    out.push(write_in(&mut tx, r, now).await?);
-                    progress(i + 1);
-                }
+                let bulk = reqs.len() >= 32
+                    && reqs.iter().all(|r| r.scope == reqs[0].scope && !r.pending && r.expect_rev.is_none() && r.seed_path.is_none());
+                let out = if bulk {
+                    write_bulk(&mut tx, &reqs[0].scope, reqs, now, progress).await?
+                } else {
+                    let mut out = Vec::with_capacity(reqs.len());
+                    for (i, r) in reqs.iter().enumerate() {
+                        out.push(write_in(&mut tx, r, now).await?);
+                        progress(i + 1);
+                    }
+                    out
+                };
                 if let Some((name, config)) = agent {
                     upsert_agent_in(&mut tx, name, config, now, false).await?;
                 }
