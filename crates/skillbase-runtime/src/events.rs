@@ -14,6 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 const BATCH: usize = 512;
 /// Queue length before callers wait.
 const QUEUE: usize = 8192;
+/// How long the writer waits for more events before it writes a batch.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(5);
 
 enum Msg {
     Event(Box<NewEvent>),
@@ -34,16 +36,26 @@ impl EventSink {
             let mut batch: Vec<NewEvent> = Vec::with_capacity(BATCH);
             let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
             while let Some(first) = rx.recv().await {
-                let mut next = Some(first);
-                while let Some(msg) = next.take() {
-                    match msg {
-                        Msg::Event(e) => batch.push(*e),
-                        Msg::Flush(w) => waiters.push(w),
+                let mut push = |msg: Msg, batch: &mut Vec<NewEvent>, waiters: &mut Vec<_>| match msg
+                {
+                    Msg::Event(e) => batch.push(*e),
+                    Msg::Flush(w) => waiters.push(w),
+                };
+                push(first, &mut batch, &mut waiters);
+                // Gather a burst into one transaction: wait a little for more, unless someone is
+                // waiting for a flush or the batch is full.
+                let deadline = tokio::time::Instant::now() + LINGER;
+                while batch.len() < BATCH && waiters.is_empty() {
+                    match tokio::time::timeout_at(deadline, rx.recv()).await {
+                        Ok(Some(msg)) => push(msg, &mut batch, &mut waiters),
+                        Ok(None) | Err(_) => break,
                     }
-                    if batch.len() >= BATCH {
-                        break;
+                }
+                while batch.len() < BATCH {
+                    match rx.try_recv() {
+                        Ok(msg) => push(msg, &mut batch, &mut waiters),
+                        Err(_) => break,
                     }
-                    next = rx.try_recv().ok();
                 }
                 if !batch.is_empty() {
                     if let Err(e) = store.append_events(&batch).await {
