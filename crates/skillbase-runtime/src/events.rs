@@ -36,8 +36,7 @@ impl EventSink {
             let mut batch: Vec<NewEvent> = Vec::with_capacity(BATCH);
             let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
             while let Some(first) = rx.recv().await {
-                let mut push = |msg: Msg, batch: &mut Vec<NewEvent>, waiters: &mut Vec<_>| match msg
-                {
+                let push = |msg: Msg, batch: &mut Vec<NewEvent>, waiters: &mut Vec<_>| match msg {
                     Msg::Event(e) => batch.push(*e),
                     Msg::Flush(w) => waiters.push(w),
                 };
