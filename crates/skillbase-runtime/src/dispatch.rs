@@ -5,9 +5,10 @@
 //! gate → handler lookup → run with the cost class's timeout and bounded concurrency → result
 //! capped in tokens → redaction → result and a `tool_called` event.
 //!
-//! **The driving skill.** A skill drives a session from its activation (a `load_skill` call, or
-//! a trigger match in a turn) until it finishes (`skill_finish`, or the harness ends its run) or
-//! another skill is activated (which supersedes its run). While a skill drives, each tool
+//! **The driving skill.** A skill drives a session from its activation by `load_skill` (or its
+//! `skill_<name>` entry) until it finishes (`skill_finish`, [`Dispatcher::finish_run`] from the
+//! harness, or two failed calls) or another skill is activated (which supersedes its run). A
+//! body injected by a trigger is guidance for that turn only; it drives once it is loaded. While a skill drives, each tool
 //! dispatch must name a class both granted to the agent and declared in the skill's active
 //! revision's `capabilities.tools`; each vault lookup and destination must likewise be granted
 //! and declared; and no authoring tool runs at all. Grants are read at every call, so revoking
