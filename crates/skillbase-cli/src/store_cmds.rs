@@ -396,7 +396,10 @@ fn print_outcome(o: &WriteOutcome) {
     let what = match o.kind {
         WriteKind::Created => format!("created revision {}", o.rev),
         WriteKind::Modified => format!("wrote revision {} (now active)", o.rev),
-        WriteKind::Unchanged => format!("unchanged (revision {} is identical)", o.rev),
+        WriteKind::Unchanged => format!(
+            "unchanged (revision {} is already active, status {})",
+            o.rev, o.status
+        ),
         WriteKind::Pending => format!("wrote revision {} (pending approval)", o.rev),
         WriteKind::Reverted => format!("reverted to revision {} (now active)", o.rev),
         WriteKind::Status => format!("is now {} (revision {})", o.status, o.rev),
@@ -430,6 +433,9 @@ pub async fn list(s: &StoreArgs, a: ListArgs) -> Result<u8> {
     let mut entries: Vec<&Arc<SkillEntry>> = match (&a.scope, &a.agent) {
         (_, Some(agent)) => {
             let agent = AgentName::parse(agent).map_err(|e| anyhow!(e))?;
+            if store.agent_cached(&agent).is_none() {
+                return Err(StoreError::AgentNotFound(agent.to_string()).into());
+            }
             index.resolved_for(&agent)
         }
         (Some(scope), None) => index.scope(scope).collect(),

@@ -543,3 +543,45 @@ fn new_refuses_bad_names_and_existing_folders() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("already exists"));
 }
+
+#[test]
+fn listing_for_an_unknown_agent_is_an_error_not_the_shared_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db.sqlite");
+    let r = run(&[
+        "--db",
+        s(&db),
+        "--seed",
+        EXAMPLES,
+        "list",
+        "--agent",
+        "ghost",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("no agent 'ghost'"), "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+}
+
+#[test]
+fn a_closed_pipe_ends_the_program_quietly() {
+    use std::io::Read;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["validate", EXAMPLES, EXAMPLES, EXAMPLES])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .current_dir(tmp.path())
+        .spawn()
+        .unwrap();
+    // Read nothing and close stdout at once, like `| head -0`.
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -372,7 +372,7 @@ fn authoring(sb: &Sb) {
     let r = sb.ok(&["put", s(&alpha.join("SKILL.md"))]);
     assert_eq!(
         r.stdout.trim(),
-        "alpha (shared): unchanged (revision 2 is identical)"
+        "alpha (shared): unchanged (revision 2 is already active, status active)"
     );
 
     let h = sb.history("alpha", &[]);
