@@ -207,9 +207,11 @@ fn turn_json_end_to_end() {
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains(&"skill_finish"), "{names:?}");
     assert!(!names.contains(&"skill_create"), "{names:?}");
+    // Every non-eager skill is loadable, including the ones injected this turn (loading keeps
+    // them for the session); the eager one is not.
     assert_eq!(
         strs(&tools[0]["parameters"]["properties"]["name"]["enum"]),
-        ["notes", "slow-report"]
+        ["notes", "refund", "refund-policy", "slow-report"]
     );
     let report = &ctx["report"];
     assert_eq!(strs(&report["catalog"]["full"]), ["notes", "slow-report"]);

@@ -18,11 +18,36 @@ pub fn words(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
+/// FxHash (rustc's hasher): much faster than SipHash for short words, and the keys are the
+/// index's own terms, so hash flooding is not a concern.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+
 /// A BM25 index over a fixed set of documents.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25 {
     /// term -> its index in `postings`.
-    terms: HashMap<String, u32>,
+    terms: FxMap<String, u32>,
     /// Per term: (document, the term's whole BM25 contribution to that document,
     /// `idf · tf·(k1+1) / (tf + k1·(1-b+b·dl/avgdl))`). Nothing in it depends on the query, so it
     /// is computed once here and a query only adds.
@@ -33,7 +58,7 @@ pub struct Bm25 {
 impl Bm25 {
     /// Index documents given as (name, description, triggers).
     pub fn new<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>) -> Bm25 {
-        let mut terms: HashMap<String, u32> = HashMap::new();
+        let mut terms: FxMap<String, u32> = FxMap::default();
         let mut postings: Vec<Vec<(u32, f32)>> = Vec::new();
         let mut doc_len = Vec::new();
         for (i, (name, desc, triggers)) in docs.into_iter().enumerate() {
@@ -70,6 +95,13 @@ impl Bm25 {
         let avg_len = avg_len.max(1.0);
         for list in &mut postings {
             let df = list.len() as f32;
+            // A word in more than half the documents ("the", "use", "when") barely separates
+            // them (its idf is below ln 2) but would touch most scores on every query: drop it.
+            if n >= 20.0 && df * 2.0 > n {
+                list.clear();
+                list.shrink_to_fit();
+                continue;
+            }
             let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
             for (doc, tf) in list.iter_mut() {
                 let dl = doc_len[*doc as usize];

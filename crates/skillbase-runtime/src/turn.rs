@@ -290,9 +290,21 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         let scores = view.bm25.scores(message);
         // Highest score first, ties by index: a total order, so an unstable sort of (score,
         // index) pairs gives the same order as a stable one, without the indirect loads.
-        let mut keyed: Vec<(f32, usize)> = candidates.iter().map(|&i| (scores[i], i)).collect();
+        // Only documents that share a word with the message have a score; the rest keep their
+        // (name) order after them, so only the scored few are sorted.
+        let mut keyed: Vec<(f32, usize)> = Vec::new();
+        let mut unscored: Vec<usize> = Vec::with_capacity(candidates.len());
+        for &i in &candidates {
+            if scores[i] > 0.0 {
+                keyed.push((scores[i], i));
+            } else {
+                unscored.push(i);
+            }
+        }
         keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
+        let mut order: Vec<usize> = Vec::with_capacity(candidates.len());
+        order.extend(keyed.into_iter().map(|(_, i)| i));
+        order.extend(unscored);
         // 1-based relevance rank per view index, for the report (one pass, not a search each).
         let mut rank = vec![0usize; n];
         for (p, &i) in order.iter().enumerate() {
@@ -349,8 +361,23 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
                 });
             }
         }
-        full.sort_unstable();
-        name_only.sort_unstable();
+        // Back to name order for the block (stable for caching), without sorting: mark and sweep.
+        let mut mark = vec![0u8; n];
+        for &i in &full {
+            mark[i] = 1;
+        }
+        for &i in &name_only {
+            mark[i] = 2;
+        }
+        full.clear();
+        name_only.clear();
+        for (i, m) in mark.iter().enumerate() {
+            match m {
+                1 => full.push(i),
+                2 => name_only.push(i),
+                _ => {}
+            }
+        }
         catalog_tokens = budget.saturating_sub(left);
     }
     let catalog = if full.is_empty() && name_only.is_empty() {
@@ -390,26 +417,18 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
     report.catalog.tokens = catalog_tokens;
     report.tokens.catalog = catalog_tokens;
 
-    // Tools: load_skill over exactly the loadable names; search_skills when the list overflowed.
-    let mut loadable = candidates;
-    if !evicted_loadable.is_empty() {
-        loadable.extend(evicted_loadable);
-        loadable.sort_unstable();
-    }
+    // Tools: load_skill over exactly the loadable names — every allowed skill that is not eager,
+    // within the cadence (a skill injected this turn stays loadable, so the model can keep it
+    // for the rest of the session) — and search_skills when the list overflowed. The schema
+    // depends only on the view and the cadence, so it is built once per view.
+    let _ = evicted_loadable;
+    let cached = view.load_tool(opts.max_cost);
+    let loadable = cached.loadable.clone();
     let mut tools = Vec::new();
     let mut tool_tokens = 0;
-    if !loadable.is_empty() {
-        tool_tokens += LOAD_TOOL_BASE_TOKENS
-            + loadable
-                .iter()
-                .map(|&i| view.skills[i].name_tokens.saturating_sub(8) + 2)
-                .sum::<u32>();
-        // Usually every non-eager skill is loadable: that schema is built once per view.
-        if loadable.len() + view.eager.len() == n {
-            tools.push(view.default_load_tool().clone());
-        } else {
-            tools.push(load_skill_tool(view, &loadable));
-        }
+    if let Some(tool) = &cached.tool {
+        tool_tokens += LOAD_TOOL_BASE_TOKENS + cached.name_tokens;
+        tools.push(tool.clone());
         if report.catalog.ranked {
             tool_tokens += SEARCH_TOOL_TOKENS;
             tools.push(search_skills_tool());

@@ -92,7 +92,19 @@ pub struct AgentView {
     pub companions_not_allowed: Vec<(String, String)>,
     pub triggers: TriggerMatcher,
     pub bm25: Bm25,
-    default_load_tool: OnceLock<crate::turn::ToolDef>,
+    /// The `load_skill` tool per cadence (no limit, then each cost class), built on first use.
+    load_tools: [OnceLock<LoadTool>; 4],
+}
+
+/// The `load_skill` tool of a view for one cadence.
+#[derive(Debug)]
+pub struct LoadTool {
+    /// `None` when nothing is loadable.
+    pub tool: Option<crate::turn::ToolDef>,
+    /// The loadable skills (indices into [`AgentView::skills`]).
+    pub loadable: Vec<usize>,
+    /// Approximate tokens the enum's names add to the tool definition.
+    pub name_tokens: u32,
 }
 
 impl AgentView {
@@ -186,17 +198,33 @@ impl AgentView {
             companions_not_allowed,
             triggers,
             bm25,
-            default_load_tool: OnceLock::new(),
+            load_tools: Default::default(),
         }
     }
 
-    /// The `load_skill` tool when every non-eager skill is loadable (built once per view).
-    pub fn default_load_tool(&self) -> &crate::turn::ToolDef {
-        self.default_load_tool.get_or_init(|| {
+    /// The `load_skill` tool for a cadence: every skill that is not eager and not slower than
+    /// `max_cost` (built once per view and cadence).
+    pub fn load_tool(&self, max_cost: Option<skillbase_format::Cost>) -> &LoadTool {
+        let slot = match max_cost {
+            None => 0,
+            Some(skillbase_format::Cost::Immediate) => 1,
+            Some(skillbase_format::Cost::Seconds) => 2,
+            Some(skillbase_format::Cost::TensOfSeconds) => 3,
+        };
+        self.load_tools[slot].get_or_init(|| {
             let loadable: Vec<usize> = (0..self.skills.len())
                 .filter(|&i| !self.is_eager(i))
+                .filter(|&i| max_cost.is_none_or(|m| self.skills[i].entry.meta.cost <= m))
                 .collect();
-            crate::turn::load_skill_tool(self, &loadable)
+            let name_tokens = loadable
+                .iter()
+                .map(|&i| self.skills[i].name_tokens.saturating_sub(8) + 2)
+                .sum();
+            LoadTool {
+                tool: (!loadable.is_empty()).then(|| crate::turn::load_skill_tool(self, &loadable)),
+                loadable,
+                name_tokens,
+            }
         })
     }
 

@@ -448,7 +448,8 @@ async fn triggers_fire_on_whole_words_folded_and_only_this_turn() {
     assert!(t1.injected.as_deref().unwrap().contains("BODY-gift"));
     assert!(t1.prefix.is_none());
     assert!(!listed(&t1, "gift"));
-    assert!(!enum_names(&t1).unwrap().contains(&"gift".to_owned()));
+    // Still loadable: loading it keeps it for the rest of the session (pinned), beyond this turn.
+    assert!(enum_names(&t1).unwrap().contains(&"gift".to_owned()));
     assert!(t1.report.tokens.injected > 0);
     let t2 = env.turn(&a, "s-seq", "obrigado").await;
     assert!(t2.injected.is_none());
@@ -523,7 +524,8 @@ async fn companions_travel_one_level_deep_within_the_allowlist() {
         "never outside the allowlist"
     );
     assert_eq!(t.report.catalog.full, ["c"]);
-    assert_eq!(enum_names(&t).unwrap(), ["c"]);
+    // Injected this turn, yet loadable (to keep them for the session); never `secret`.
+    assert_eq!(enum_names(&t).unwrap(), ["a", "b", "c"]);
 
     // With load_skill.
     let l = env.rt.load_skill(&x, "s-load", "a", None).await.unwrap();
@@ -557,7 +559,8 @@ async fn companions_travel_one_level_deep_within_the_allowlist() {
     let prefix = t.prefix.clone().unwrap();
     assert!(prefix.contains("BODY-e") && prefix.contains("BODY-b") && !prefix.contains("BODY-c"));
     assert!(t.injected.is_none());
-    assert_eq!(enum_names(&t).unwrap(), ["c"]);
+    // The eager skill itself is never loadable; its companion is not eager.
+    assert_eq!(enum_names(&t).unwrap(), ["b", "c"]);
     // A companion that is also triggered is not injected twice.
     env.put(skill("b", "companions: [c]\ntriggers: [bee]\n"))
         .await;
