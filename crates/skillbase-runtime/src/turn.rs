@@ -292,18 +292,20 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         // index) pairs gives the same order as a stable one, without the indirect loads.
         // Only documents that share a word with the message have a score; the rest keep their
         // (name) order after them, so only the scored few are sorted.
-        let mut keyed: Vec<(f32, usize)> = Vec::new();
+        // One integer key per scored candidate: a positive f32's bits order like the float, so
+        // (inverted score bits, index) sorts highest score first, ties by index.
+        let mut keyed: Vec<u64> = Vec::with_capacity(candidates.len());
         let mut unscored: Vec<usize> = Vec::with_capacity(candidates.len());
         for &i in &candidates {
             if scores[i] > 0.0 {
-                keyed.push((scores[i], i));
+                keyed.push((u64::from(!scores[i].to_bits()) << 32) | i as u64);
             } else {
                 unscored.push(i);
             }
         }
-        keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        keyed.sort_unstable();
         let mut order: Vec<usize> = Vec::with_capacity(candidates.len());
-        order.extend(keyed.into_iter().map(|(_, i)| i));
+        order.extend(keyed.into_iter().map(|k| (k & 0xffff_ffff) as usize));
         order.extend(unscored);
         // 1-based relevance rank per view index, for the report (one pass, not a search each).
         let mut rank = vec![0usize; n];
