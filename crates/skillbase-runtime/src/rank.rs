@@ -11,6 +11,8 @@ const B: f32 = 0.75;
 /// Field weights: a word in the name counts three times, in a trigger twice.
 const NAME_WEIGHT: f32 = 3.0;
 const TRIGGER_WEIGHT: f32 = 2.0;
+/// Most distinct words of one message that are scored (the most specific ones).
+pub const MAX_QUERY_TERMS: usize = 48;
 
 /// Split folded text into words.
 pub fn words(text: &str) -> impl Iterator<Item = &str> {
@@ -135,13 +137,27 @@ impl Bm25 {
         let folded = fold_fast(query);
         // Dedupe by term index: only indexed terms are marked, never the query's other words.
         let mut seen = vec![false; self.postings.len()];
+        let mut matched: Vec<u32> = Vec::new();
         for term in words(&folded) {
             let Some(&t) = self.terms.get(term) else {
                 continue;
             };
-            if std::mem::replace(&mut seen[t as usize], true) {
+            if std::mem::replace(&mut seen[t as usize], true)
+                || self.postings[t as usize].is_empty()
+            {
                 continue;
             }
+            matched.push(t);
+        }
+        // A long message (a pasted log, a 2 KB brief) is scored by its most specific words: the
+        // ones found in the fewest skills carry the ranking, and the common ones would only add
+        // work to every score.
+        if matched.len() > MAX_QUERY_TERMS {
+            matched
+                .select_nth_unstable_by_key(MAX_QUERY_TERMS, |&t| self.postings[t as usize].len());
+            matched.truncate(MAX_QUERY_TERMS);
+        }
+        for t in matched {
             for &(doc, contribution) in &self.postings[t as usize] {
                 scores[doc as usize] += contribution;
             }

@@ -106,8 +106,11 @@ impl TriggerMatcher {
         let ac = if folded.is_empty() {
             None
         } else {
+            // A DFA: the fastest overlapping scan; with byte classes it stays small (well under
+            // a megabyte for hundreds of triggers), and it is built once per view.
             AhoCorasickBuilder::new()
                 .match_kind(MatchKind::Standard)
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
                 .build(&folded)
                 .ok()
         };
