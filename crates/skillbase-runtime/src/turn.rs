@@ -316,17 +316,17 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         // Plan: every candidate listed at least by name when that fits, and the most relevant
         // upgraded to full entries with what is left; otherwise full entries for the top ones
         // within half the room, then names while they fit.
-        let all_names: u32 = order.iter().map(|&i| view.skills[i].name_tokens).sum();
+        let all_names: u32 = order.iter().map(|&i| view.name_only_tokens[i]).sum();
         let mut rest = Vec::new();
         if all_names <= left {
             let mut spare = left - all_names;
             for &i in &order {
                 let extra = view.skills[i]
                     .catalog_tokens
-                    .saturating_sub(view.skills[i].name_tokens);
+                    .saturating_sub(view.name_only_tokens[i]);
                 if extra <= spare && rest.is_empty() {
                     spare -= extra;
-                    left -= view.skills[i].catalog_tokens;
+                    left -= view.full_tokens[i];
                     full.push(i);
                 } else {
                     rest.push(i);
@@ -335,7 +335,7 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         } else {
             let mut full_room = left / 2;
             for &i in &order {
-                let t = view.skills[i].catalog_tokens;
+                let t = view.full_tokens[i];
                 if t <= full_room && rest.is_empty() {
                     full_room -= t;
                     left -= t;
@@ -345,8 +345,10 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
                 }
             }
         }
+        report.catalog.omitted.reserve(rest.len());
+        report.catalog.name_only.reserve(rest.len());
         for &i in &rest {
-            let t = view.skills[i].name_tokens;
+            let t = view.name_only_tokens[i];
             if t <= left {
                 left -= t;
                 name_only.push(i);

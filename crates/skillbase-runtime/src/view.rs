@@ -92,6 +92,10 @@ pub struct AgentView {
     pub companions_not_allowed: Vec<(String, String)>,
     pub triggers: TriggerMatcher,
     pub bm25: Bm25,
+    /// Per skill, contiguous (the ranked catalog walks them in relevance order): tokens of the
+    /// full catalog entry and of the name-only entry.
+    pub full_tokens: Vec<u32>,
+    pub name_only_tokens: Vec<u32>,
     /// The `load_skill` tool per cadence (no limit, then each cost class), built on first use.
     load_tools: [OnceLock<LoadTool>; 4],
 }
@@ -188,6 +192,8 @@ impl AgentView {
                 &s.entry.meta.triggers[..],
             )
         }));
+        let full_tokens = skills.iter().map(|s| s.catalog_tokens).collect();
+        let name_only_tokens = skills.iter().map(|s| s.name_tokens).collect();
         AgentView {
             generation: index.generation,
             agent,
@@ -199,6 +205,8 @@ impl AgentView {
             triggers,
             bm25,
             load_tools: Default::default(),
+            full_tokens,
+            name_only_tokens,
         }
     }
 
