@@ -129,16 +129,20 @@ impl Bm25 {
     /// Score every document against the query; returns one score per document. Each distinct
     /// query term counts once.
     pub fn scores(&self, query: &str) -> Vec<f32> {
+        self.scores_folded(&fold_fast(query))
+    }
+
+    /// [`Bm25::scores`] on a query already passed through [`fold_fast`].
+    pub fn scores_folded(&self, folded: &str) -> Vec<f32> {
         let n = self.doc_len.len();
         let mut scores = vec![0.0f32; n];
         if n == 0 {
             return scores;
         }
-        let folded = fold_fast(query);
         // Dedupe by term index: only indexed terms are marked, never the query's other words.
         let mut seen = vec![false; self.postings.len()];
         let mut matched: Vec<u32> = Vec::new();
-        for term in words(&folded) {
+        for term in words(folded) {
             let Some(&t) = self.terms.get(term) else {
                 continue;
             };

@@ -124,12 +124,18 @@ impl TriggerMatcher {
     /// Every skill whose trigger occurs in `message` as whole words, in order of first match;
     /// one hit per skill.
     pub fn find(&self, message: &str) -> Vec<TriggerHit> {
+        self.find_folded(&fold_fast(message))
+    }
+
+    /// [`TriggerMatcher::find`] on a message already passed through [`fold_fast`].
+    pub fn find_folded(&self, folded: &str) -> Vec<TriggerHit> {
         let Some(ac) = &self.ac else {
             return Vec::new();
         };
-        let folded = fold_fast(message);
-        let text = if needs_squash(&folded) {
-            squash(&folded)
+        let squashed;
+        let text: &str = if needs_squash(folded) {
+            squashed = squash(folded);
+            &squashed
         } else {
             folded
         };

@@ -216,8 +216,10 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         placer.place(i, "eager".into(), true, &mut present, &mut report);
     }
     let eager_tokens = placer.used;
+    // Folded once for the triggers and the ranking.
+    let folded = crate::trigger::fold_fast(message);
     if !view.triggers.is_empty() {
-        for hit in view.triggers.find(message) {
+        for hit in view.triggers.find_folded(&folded) {
             placer.place(
                 hit.skill,
                 format!("trigger:{}", hit.phrase),
@@ -287,7 +289,7 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         catalog_tokens = fixed + full_total;
     } else {
         report.catalog.ranked = true;
-        let scores = view.bm25.scores(message);
+        let scores = view.bm25.scores_folded(&folded);
         // Highest score first, ties by index: a total order, so an unstable sort of (score,
         // index) pairs gives the same order as a stable one, without the indirect loads.
         // Only documents that share a word with the message have a score; the rest keep their
@@ -307,47 +309,41 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         let mut order: Vec<usize> = Vec::with_capacity(candidates.len());
         order.extend(keyed.into_iter().map(|k| (k & 0xffff_ffff) as usize));
         order.extend(unscored);
-        // 1-based relevance rank per view index, for the report (one pass, not a search each).
-        let mut rank = vec![0usize; n];
-        for (p, &i) in order.iter().enumerate() {
-            rank[i] = p + 1;
-        }
         let mut left = budget.saturating_sub(fixed + more);
         // Plan: every candidate listed at least by name when that fits, and the most relevant
         // upgraded to full entries with what is left; otherwise full entries for the top ones
         // within half the room, then names while they fit.
         let all_names: u32 = order.iter().map(|&i| view.name_only_tokens[i]).sum();
-        let mut rest = Vec::new();
+        // (1-based relevance rank, skill) of everything not shown in full.
+        let mut rest: Vec<(usize, usize)> = Vec::new();
         if all_names <= left {
             let mut spare = left - all_names;
-            for &i in &order {
-                let extra = view.skills[i]
-                    .catalog_tokens
-                    .saturating_sub(view.name_only_tokens[i]);
+            for (p, &i) in order.iter().enumerate() {
+                let extra = view.full_tokens[i].saturating_sub(view.name_only_tokens[i]);
                 if extra <= spare && rest.is_empty() {
                     spare -= extra;
                     left -= view.full_tokens[i];
                     full.push(i);
                 } else {
-                    rest.push(i);
+                    rest.push((p + 1, i));
                 }
             }
         } else {
             let mut full_room = left / 2;
-            for &i in &order {
+            for (p, &i) in order.iter().enumerate() {
                 let t = view.full_tokens[i];
                 if t <= full_room && rest.is_empty() {
                     full_room -= t;
                     left -= t;
                     full.push(i);
                 } else {
-                    rest.push(i);
+                    rest.push((p + 1, i));
                 }
             }
         }
         report.catalog.omitted.reserve(rest.len());
         report.catalog.name_only.reserve(rest.len());
-        for &i in &rest {
+        for &(rank, i) in &rest {
             let t = view.name_only_tokens[i];
             if t <= left {
                 left -= t;
@@ -355,13 +351,13 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
                 report.catalog.name_only.push(Omission {
                     name: view.skills[i].name_ref.clone(),
                     reason: Cow::Borrowed(NAME_ONLY),
-                    rank: Some(rank[i]),
+                    rank: Some(rank),
                 });
             } else {
                 report.catalog.omitted.push(Omission {
                     name: view.skills[i].name_ref.clone(),
                     reason: Cow::Borrowed(NOT_LISTED),
-                    rank: Some(rank[i]),
+                    rank: Some(rank),
                 });
             }
         }
