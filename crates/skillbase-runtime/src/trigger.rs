@@ -140,8 +140,8 @@ impl TriggerMatcher {
             folded
         };
         let mut hits: Vec<TriggerHit> = Vec::new();
-        for m in ac.find_overlapping_iter(&text) {
-            if !is_boundary(&text, m.start()) || !is_boundary(&text, m.end()) {
+        for m in ac.find_overlapping_iter(text) {
+            if !is_boundary(text, m.start()) || !is_boundary(text, m.end()) {
                 continue;
             }
             let (skill, phrase) = &self.patterns[m.pattern().as_usize()];
