@@ -6,6 +6,15 @@
 
 use crate::model::Scope;
 
+/// Which statuses activating a revision brings back to `active`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Revive {
+    /// Approval: a skill waiting for review.
+    Pending,
+    /// Revert: also a skill disabled (for drift, say).
+    DisabledOrPending,
+}
+
 /// One skill record joined with its active revision, as loaded from the database.
 #[derive(Debug, Clone)]
 pub(crate) struct RawEntry {
@@ -703,6 +712,23 @@ macro_rules! backend {
                 Ok(out)
             }
 
+            /// Make `rev` the active revision of skill `id`: the revision becomes committed (a
+            /// human chose it), the skill stops following its seed, and a skill in one of the
+            /// revived statuses becomes active again.
+            async fn activate_in(tx: &mut Transaction<'static, Db>, id: i64, rev: i64, now: i64, revive: Revive) -> Result<()> {
+                sqlx::query("UPDATE revisions SET state = 'committed' WHERE skill_id = $1 AND rev = $2")
+                    .bind(id)
+                    .bind(rev)
+                    .execute(&mut **tx)
+                    .await?;
+                let sql = match revive {
+                    Revive::Pending => "UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2, status = CASE WHEN status = 'pending' THEN 'active' ELSE status END WHERE id = $3",
+                    Revive::DisabledOrPending => "UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2, status = CASE WHEN status IN ('disabled', 'pending') THEN 'active' ELSE status END WHERE id = $3",
+                };
+                sqlx::query(sql).bind(rev).bind(now).bind(id).execute(&mut **tx).await?;
+                Ok(())
+            }
+
             pub async fn revert(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64, actor: &str) -> Result<WriteOutcome> {
                 let mut tx = pool.begin_with($begin).await?;
                 let s = scope.to_string();
@@ -718,18 +744,7 @@ macro_rules! backend {
                 }
                 let now = now_ms();
                 // Reverting is choosing this revision now: a skill disabled for drift comes back.
-                sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2, status = CASE WHEN status IN ('disabled', 'pending') THEN 'active' ELSE status END WHERE id = $3")
-                    .bind(rev)
-                    .bind(now)
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-                // A pending revision that is reverted to becomes committed: a human chose it.
-                sqlx::query("UPDATE revisions SET state = 'committed' WHERE skill_id = $1 AND rev = $2")
-                    .bind(id)
-                    .bind(rev)
-                    .execute(&mut *tx)
-                    .await?;
+                activate_in(&mut tx, id, rev, now, Revive::DisabledOrPending).await?;
                 insert_event(
                     &mut tx,
                     &NewEvent {
@@ -1229,17 +1244,7 @@ macro_rules! backend {
                     Some(_) => return Err(StoreError::Invalid(format!("revision {rev} of '{name}' is not pending approval"))),
                 }
                 let now = now_ms();
-                sqlx::query("UPDATE revisions SET state = 'committed' WHERE skill_id = $1 AND rev = $2")
-                    .bind(id)
-                    .bind(rev)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2, status = CASE WHEN status = 'pending' THEN 'active' ELSE status END WHERE id = $3")
-                    .bind(rev)
-                    .bind(now)
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
+                activate_in(&mut tx, id, rev, now, Revive::Pending).await?;
                 insert_event(
                     &mut tx,
                     &NewEvent {
