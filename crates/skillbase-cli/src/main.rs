@@ -2,6 +2,7 @@
 
 mod dispatch_cmds;
 mod format_cmds;
+mod serve_cmds;
 mod store_cmds;
 mod turn_cmds;
 mod vault_cmds;
@@ -80,6 +81,13 @@ enum Command {
     Runs(dispatch_cmds::RunsArgs),
     /// Approve a revision waiting for review.
     Approve(dispatch_cmds::ApproveArgs),
+    /// Serve the REST API (/v1), MCP (/mcp) and metrics; `--demo` for a ready-to-try server.
+    Serve(serve_cmds::ServeArgs),
+    /// Serve one agent's skills and tools over MCP on stdin/stdout (for local MCP clients).
+    Mcp(serve_cmds::McpArgs),
+    /// Manage API tokens (admin, or bound to one agent; stored only as hashes).
+    #[command(subcommand)]
+    Token(serve_cmds::TokenCmd),
 }
 
 fn main() -> ExitCode {
@@ -123,6 +131,9 @@ fn main() -> ExitCode {
         Command::Call(a) => store_cmds::run(dispatch_cmds::call(&cli.store, a)),
         Command::Runs(a) => store_cmds::run(dispatch_cmds::runs(&cli.store, a)),
         Command::Approve(a) => store_cmds::run(dispatch_cmds::approve(&cli.store, a)),
+        Command::Serve(a) => store_cmds::run(serve_cmds::serve(&cli.store, a)),
+        Command::Mcp(a) => store_cmds::run(serve_cmds::mcp(&cli.store, a)),
+        Command::Token(a) => store_cmds::run(serve_cmds::token(&cli.store, a)),
     };
     ExitCode::from(code)
 }

@@ -116,6 +116,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0004_runs_notes.sql"),
         include_str!("../migrations/postgres/0004_runs_notes.sql"),
     ),
+    (
+        "tokens",
+        include_str!("../migrations/sqlite/0005_tokens.sql"),
+        include_str!("../migrations/postgres/0005_tokens.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

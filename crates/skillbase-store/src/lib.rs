@@ -23,6 +23,6 @@ pub use index::{FileRef, Index, SkillEntry};
 pub use model::{Agent, AgentConfig, AgentName, Author, Grants, NameSet, Policies, Scope, Status};
 pub use sql::{
     ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, RunRecord, SessionRecord,
-    VaultRow, WriteKind, WriteOutcome,
+    TokenRecord, VaultRow, WriteKind, WriteOutcome,
 };
 pub use store::{ImportReport, PutRequest, Store, WriteGuard};

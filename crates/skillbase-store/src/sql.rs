@@ -129,6 +129,20 @@ pub struct ActivationRecord {
     pub at: i64,
 }
 
+/// An API token as stored: only the SHA-256 of its secret.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TokenRecord {
+    pub id: i64,
+    pub label: String,
+    /// Lowercase hex SHA-256 of the secret; never the secret itself.
+    #[serde(skip)]
+    pub hash: String,
+    /// The agent the token is bound to; `None` for an admin token.
+    pub agent: Option<String>,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
 /// A vault entry as stored: the value only in encrypted form.
 #[derive(Clone, PartialEq, Eq)]
 pub struct VaultRow {
@@ -1042,6 +1056,75 @@ macro_rules! backend {
                 }
                 tx.commit().await?;
                 Ok(())
+            }
+
+            pub async fn token_create(pool: &Pool<Db>, label: &str, hash: &str, agent: Option<&str>, actor: &str) -> Result<TokenRecord> {
+                let mut tx = pool.begin_with($begin).await?;
+                let now = now_ms();
+                let (id,): (i64,) = sqlx::query_as(
+                    "INSERT INTO api_tokens (label, hash, agent, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
+                )
+                .bind(label)
+                .bind(hash)
+                .bind(agent)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await?;
+                insert_event(
+                    &mut tx,
+                    &NewEvent {
+                        kind: "token_created".into(),
+                        actor: Some(actor.to_owned()),
+                        agent: agent.map(str::to_owned),
+                        data: serde_json::json!({"token": id, "label": label, "admin": agent.is_none()}),
+                        ..NewEvent::default()
+                    },
+                    now,
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(TokenRecord { id, label: label.to_owned(), hash: hash.to_owned(), agent: agent.map(str::to_owned), created_at: now, revoked_at: None })
+            }
+
+            pub async fn tokens(pool: &Pool<Db>) -> Result<Vec<TokenRecord>> {
+                let rows: Vec<(i64, String, String, Option<String>, i64, Option<i64>)> =
+                    sqlx::query_as("SELECT id, label, hash, agent, created_at, revoked_at FROM api_tokens ORDER BY id")
+                        .fetch_all(pool)
+                        .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|r| TokenRecord { id: r.0, label: r.1, hash: r.2, agent: r.3, created_at: r.4, revoked_at: r.5 })
+                    .collect())
+            }
+
+            pub async fn token_by_hash(pool: &Pool<Db>, hash: &str) -> Result<Option<TokenRecord>> {
+                let row: Option<(i64, String, String, Option<String>, i64, Option<i64>)> =
+                    sqlx::query_as("SELECT id, label, hash, agent, created_at, revoked_at FROM api_tokens WHERE hash = $1")
+                        .bind(hash)
+                        .fetch_optional(pool)
+                        .await?;
+                Ok(row.map(|r| TokenRecord { id: r.0, label: r.1, hash: r.2, agent: r.3, created_at: r.4, revoked_at: r.5 }))
+            }
+
+            pub async fn token_revoke(pool: &Pool<Db>, id: i64, actor: &str) -> Result<bool> {
+                let mut tx = pool.begin_with($begin).await?;
+                let now = now_ms();
+                let n = sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+                    .bind(now)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                if n > 0 {
+                    insert_event(
+                        &mut tx,
+                        &NewEvent { kind: "token_revoked".into(), actor: Some(actor.to_owned()), data: serde_json::json!({"token": id}), ..NewEvent::default() },
+                        now,
+                    )
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(n > 0)
             }
 
             pub async fn vault_put(pool: &Pool<Db>, e: &VaultRow, actor: &str) -> Result<()> {

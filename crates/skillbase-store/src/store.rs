@@ -6,7 +6,7 @@ use crate::index::{FileRef, Index, SkillEntry};
 use crate::model::{Agent, AgentConfig, AgentName, Author, Scope, Status};
 use crate::sql::{
     self, ActivationRecord, EventFilter, EventRecord, NewEvent, RawEntry, RevisionInfo, RunRecord,
-    SessionRecord, VaultRow, WriteOutcome, WriteReq,
+    SessionRecord, TokenRecord, VaultRow, WriteOutcome, WriteReq,
 };
 use arc_swap::ArcSwap;
 use skillbase_format::validate::{Profile, ValidateOptions, validate_text};
@@ -56,6 +56,8 @@ pub struct Store {
     index_lock: tokio::sync::Mutex<()>,
     /// The newest event this process has applied to its index.
     events_seen: AtomicI64,
+    /// Ticks after every index swap and agent refresh (servers notify clients from it).
+    changed: tokio::sync::watch::Sender<u64>,
     pub limits: BundleLimits,
 }
 
@@ -70,6 +72,7 @@ impl Store {
             write_guard: ArcSwap::from_pointee(None),
             index_lock: tokio::sync::Mutex::new(()),
             events_seen: AtomicI64::new(0),
+            changed: tokio::sync::watch::Sender::new(0),
             limits: BundleLimits::default(),
         };
         store.reload().await?;
@@ -82,6 +85,12 @@ impl Store {
 
     pub async fn close(&self) {
         self.db.close().await;
+    }
+
+    /// A receiver that changes whenever the index or the agents change: wait on it to learn
+    /// that what some agent may see might have changed.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// A consistent snapshot of every skill record. Never blocks.
@@ -104,6 +113,7 @@ impl Store {
         });
         self.index
             .store(Arc::new(Index::from_entries(entries, generation)));
+        self.changed.send_modify(|g| *g += 1);
         self.events_seen.store(seen, Ordering::SeqCst);
         drop(_guard);
         self.refresh_agents().await
@@ -116,6 +126,7 @@ impl Store {
         let entry = raw.map(to_entry).transpose()?;
         let next = self.index.load().with(scope, name, entry);
         self.index.store(Arc::new(next));
+        self.changed.send_modify(|g| *g += 1);
         Ok(())
     }
 
@@ -528,7 +539,53 @@ impl Store {
                 .map(|a| (a.name.clone(), Arc::new(a)))
                 .collect(),
         ));
+        self.changed.send_modify(|g| *g += 1);
         Ok(())
+    }
+
+    /// Record an API token by the SHA-256 of its secret (the caller generates the secret and
+    /// shows it once). `agent: None` makes an admin token.
+    pub async fn token_create(
+        &self,
+        label: &str,
+        hash: &str,
+        agent: Option<&AgentName>,
+        actor: &Author,
+    ) -> Result<TokenRecord> {
+        if label.len() > 200 || label.chars().any(char::is_control) {
+            return Err(StoreError::Invalid(
+                "token label: at most 200 characters, no control characters".into(),
+            ));
+        }
+        if let Some(a) = agent
+            && self.agent(a).await?.is_none()
+        {
+            return Err(StoreError::AgentNotFound(a.to_string()));
+        }
+        on_db!(
+            self,
+            token_create(
+                label,
+                hash,
+                agent.map(AgentName::as_str),
+                &actor.to_string()
+            )
+        )
+    }
+
+    /// Every API token (hashes only), revoked ones included.
+    pub async fn tokens(&self) -> Result<Vec<TokenRecord>> {
+        on_db!(self, tokens())
+    }
+
+    /// The token whose secret hashes to `hash`, revoked or not.
+    pub async fn token_by_hash(&self, hash: &str) -> Result<Option<TokenRecord>> {
+        on_db!(self, token_by_hash(hash))
+    }
+
+    /// Revoke a token; false if it did not exist or was already revoked.
+    pub async fn token_revoke(&self, id: i64, actor: &Author) -> Result<bool> {
+        on_db!(self, token_revoke(id, &actor.to_string()))
     }
 
     /// Store an encrypted vault entry (the store never sees the value in clear).

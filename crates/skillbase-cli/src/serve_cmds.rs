@@ -1,0 +1,343 @@
+//! `skillbase serve`, `skillbase mcp` (stdio) and `skillbase token`.
+
+use crate::store_cmds::StoreArgs;
+use crate::{EXIT_OK, EXIT_USAGE};
+use anyhow::{Context, Result, anyhow};
+use clap::{Args, Subcommand};
+use skillbase_runtime::dispatch::decls_from_tables;
+use skillbase_runtime::tool::ToolDecl;
+use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_server::{AppState, ServerOptions, generate_token, hash_token};
+use skillbase_store::config::Config;
+use skillbase_store::{AgentConfig, AgentName, Author, Grants, NameSet, Store};
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Seed the bundled example skills, create the `demo` agent and print a token for it.
+    #[arg(long)]
+    pub demo: bool,
+    /// No authentication (development only): refuses to bind anything but loopback.
+    #[arg(long)]
+    pub dev: bool,
+    /// The agent MCP requests act as when the token is an admin token (or in --dev mode) and
+    /// no `Skillbase-Agent` header names one.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// A hostname clients use to reach this server, accepted in the Host header of MCP
+    /// requests besides loopback (repeatable; protects local servers from DNS rebinding).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// Log format: `json` (one object per line) or `text`. Default: text on a terminal.
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    /// Largest JSON request body, in bytes.
+    #[arg(long, default_value_t = 1024 * 1024)]
+    pub max_body: usize,
+    /// Largest zip upload, in bytes.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
+    pub max_upload: usize,
+    /// Seconds a request may take before its response starts.
+    #[arg(long, default_value_t = 60)]
+    pub request_timeout: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// The agent whose skills and tools the MCP client gets.
+    #[arg(long)]
+    pub agent: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCmd {
+    /// Create a token and print it once (only its hash is stored).
+    Create(TokenCreateArgs),
+    /// List tokens (ids, labels, agents; never the secrets).
+    List,
+    /// Revoke a token by id.
+    Revoke { id: i64 },
+}
+
+#[derive(Args, Debug)]
+pub struct TokenCreateArgs {
+    /// Bind the token to this agent: it sees and calls only what the agent may.
+    #[arg(long, conflicts_with = "admin", required_unless_present = "admin")]
+    pub agent: Option<String>,
+    /// An admin token: every route, every agent.
+    #[arg(long)]
+    pub admin: bool,
+    /// A label to recognise the token by.
+    #[arg(long, default_value = "")]
+    pub label: String,
+}
+
+/// The bundled examples: `examples/` under the working directory, else the source tree this
+/// binary was built from.
+fn examples_dir() -> Option<PathBuf> {
+    let here = PathBuf::from("examples");
+    if here.join("skills").is_dir() {
+        return Some(here);
+    }
+    let built = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples"));
+    built.join("skills").is_dir().then_some(built)
+}
+
+fn tools_from_config(path: Option<&PathBuf>) -> Result<Vec<ToolDecl>> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    let config = Config::load(path)?;
+    decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+async fn state_for(s: &StoreArgs, options: ServerOptions) -> Result<(Arc<Store>, Arc<AppState>)> {
+    let store = s.open().await?;
+    let home = skillbase_store::default_home();
+    let key = VaultKey::load(&home)?;
+    let vault = Vault::open(store.clone(), key).await?;
+    skillbase_server::logging::attach_vault(vault.clone());
+    let tools = tools_from_config(s.config.as_ref())?;
+    let state = AppState::new(
+        store.clone(),
+        vault,
+        tools,
+        Some(home.join("workspaces")),
+        options,
+    )?;
+    Ok((store, state))
+}
+
+/// The `demo` agent: every shared skill, notes, no network.
+async fn ensure_demo_agent(store: &Store) -> Result<AgentName> {
+    let name = AgentName::parse("demo").map_err(|e| anyhow!(e))?;
+    if store.agent(&name).await?.is_none() {
+        let config = AgentConfig {
+            skills: NameSet::All,
+            grants: Grants {
+                tools: vec!["notes".into(), "skills".into()],
+                ..Grants::default()
+            },
+            description: "The demo agent: every shared skill".into(),
+            ..AgentConfig::default()
+        };
+        store.create_agent(&name, &config).await?;
+    }
+    Ok(name)
+}
+
+pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
+    let json = match a.log_format.as_deref() {
+        Some("json") => true,
+        Some("text") => false,
+        None => !std::io::stderr().is_terminal(),
+        Some(other) => {
+            eprintln!("Error: --log-format is `json` or `text`, not `{other}`");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    skillbase_server::check_dev_bind(&a.listen, a.dev)?;
+    skillbase_server::logging::init(json);
+    let mut s = s.clone();
+    if a.demo {
+        let dir = examples_dir().ok_or_else(|| {
+            anyhow!("--demo needs the bundled examples (run it from the Skillbase source folder), or pass --seed DIR")
+        })?;
+        s.seed.push(dir.join("skills"));
+        if s.config.is_none() {
+            s.config = Some(dir.join("skillbase.toml"));
+        }
+    }
+    let mut default_agent = a
+        .agent
+        .as_deref()
+        .map(AgentName::parse)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
+    let started = std::time::Instant::now();
+    let options = ServerOptions {
+        dev: a.dev,
+        default_agent: None,
+        allowed_hosts: a.allowed_hosts.clone(),
+        limits: skillbase_server::Limits {
+            body_bytes: a.max_body,
+            upload_bytes: a.max_upload,
+            request_timeout: std::time::Duration::from_secs(a.request_timeout.max(1)),
+            ..Default::default()
+        },
+    };
+    let mut options = options;
+    if a.demo {
+        default_agent.get_or_insert(AgentName::parse("demo").map_err(|e| anyhow!(e))?);
+    }
+    options.default_agent = default_agent;
+    let (store, state) = state_for(&s, options).await?;
+    let mut demo_token = None;
+    if a.demo {
+        let agent = ensure_demo_agent(&store).await?;
+        if !a.dev {
+            let secret = generate_token();
+            store
+                .token_create(
+                    "demo",
+                    &hash_token(&secret),
+                    Some(&agent),
+                    &Author::Human("serve --demo".into()),
+                )
+                .await?;
+            demo_token = Some(secret);
+        }
+    }
+    let listener = tokio::net::TcpListener::bind(a.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", a.listen))?;
+    let addr = listener.local_addr()?;
+    let watcher = if s.seed.is_empty() {
+        None
+    } else {
+        Some(skillbase_store::seed::SeedWatcher::start(
+            store.clone(),
+            s.seed.clone(),
+            crate::store_cmds::report_seed,
+        )?)
+    };
+    tracing::info!(
+        listen = %addr,
+        db = %s.url()?.redacted(),
+        skills = store.index().len(),
+        dev = a.dev,
+        ms = started.elapsed().as_millis() as u64,
+        "skillbase serving"
+    );
+    eprintln!("Skillbase is serving on http://{addr}");
+    eprintln!("  REST     http://{addr}/v1   (OpenAPI: http://{addr}/v1/openapi.json)");
+    eprintln!("  MCP      http://{addr}/mcp  (streamable HTTP, Skills extension)");
+    eprintln!(
+        "  probes   http://{addr}/healthz  http://{addr}/readyz   metrics: http://{addr}/metrics"
+    );
+    if let Some(t) = &demo_token {
+        eprintln!();
+        eprintln!("Demo agent `demo` token (shown once; only its hash is stored):");
+        println!("{t}");
+        eprintln!();
+        eprintln!("Try:");
+        eprintln!("  curl -H 'Authorization: Bearer {t}' http://{addr}/v1/skills");
+        eprintln!(
+            "  curl -H 'Authorization: Bearer {t}' -H 'Content-Type: application/json' \\\n       -d '{{\"message\":\"a customer wants a refund\"}}' http://{addr}/v1/sessions/demo-1/turns"
+        );
+        eprintln!("  MCP client: url http://{addr}/mcp, header Authorization: Bearer {t}");
+    } else if a.dev {
+        eprintln!("--dev: authentication is OFF (loopback only).");
+    }
+    let shutdown = async {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("installing the SIGTERM handler");
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = ctrl_c.await;
+        }
+    };
+    skillbase_server::serve(state, listener, shutdown).await?;
+    drop(watcher);
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(EXIT_OK)
+}
+
+pub async fn mcp(s: &StoreArgs, a: McpArgs) -> Result<u8> {
+    // stdout is the protocol: logs go to stderr only.
+    skillbase_server::logging::init(true);
+    let agent = AgentName::parse(&a.agent).map_err(|e| anyhow!(e))?;
+    let options = ServerOptions {
+        default_agent: Some(agent.clone()),
+        ..ServerOptions::default()
+    };
+    let (store, state) = state_for(s, options).await?;
+    if store.agent(&agent).await?.is_none() {
+        return Err(anyhow!(
+            "no agent '{agent}'; create it with `skillbase agent create {agent}`"
+        ));
+    }
+    skillbase_server::mcp::serve_stdio(state, agent).await?;
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+pub async fn token(s: &StoreArgs, cmd: TokenCmd) -> Result<u8> {
+    let store = s.open().await?;
+    let actor = Author::Human(whoami());
+    match cmd {
+        TokenCmd::Create(c) => {
+            let agent = c
+                .agent
+                .as_deref()
+                .map(AgentName::parse)
+                .transpose()
+                .map_err(|e| anyhow!(e))?;
+            let secret = generate_token();
+            let rec = store
+                .token_create(&c.label, &hash_token(&secret), agent.as_ref(), &actor)
+                .await?;
+            match &rec.agent {
+                Some(a) => eprintln!(
+                    "token {} created, bound to agent {a}; it is shown once:",
+                    rec.id
+                ),
+                None => eprintln!("admin token {} created; it is shown once:", rec.id),
+            }
+            println!("{secret}");
+        }
+        TokenCmd::List => {
+            let all = store.tokens().await?;
+            if all.is_empty() {
+                eprintln!("no tokens; create one with `skillbase token create --agent NAME`");
+            }
+            for t in all {
+                println!(
+                    "{:>4}  {:<10} {:<20} {}{}",
+                    t.id,
+                    t.agent
+                        .as_deref()
+                        .map_or("admin".to_owned(), |a| format!("agent:{a}")),
+                    if t.label.is_empty() { "-" } else { &t.label },
+                    if t.revoked_at.is_some() {
+                        "revoked"
+                    } else {
+                        "active"
+                    },
+                    "",
+                );
+            }
+        }
+        TokenCmd::Revoke { id } => {
+            if store.token_revoke(id, &actor).await? {
+                eprintln!("token {id} revoked");
+            } else {
+                eprintln!("Error: no active token {id}");
+                store.close().await;
+                return Ok(crate::EXIT_INVALID);
+            }
+        }
+    }
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+fn whoami() -> String {
+    std::env::var("USER").unwrap_or_else(|_| "cli".into())
+}

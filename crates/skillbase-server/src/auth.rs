@@ -1,0 +1,200 @@
+//! Bearer tokens: generated here, shown once, stored only as SHA-256 hashes; admin or bound to
+//! one agent. Every route but the two probes goes through [`middleware`]; `--dev` mode (loopback
+//! only) treats every request as the admin.
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::Response;
+use sha2::{Digest, Sha256};
+use skillbase_store::{AgentName, Author, TokenRecord};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// An admin token (or `--dev` mode, where `token` is `None`).
+    Admin { token: Option<i64> },
+    /// A token bound to one agent: sees and calls only what that agent may.
+    Agent { agent: AgentName, token: i64 },
+}
+
+impl Principal {
+    pub fn is_admin(&self) -> bool {
+        matches!(self, Principal::Admin { .. })
+    }
+
+    /// The agent a token is bound to.
+    pub fn agent(&self) -> Option<&AgentName> {
+        match self {
+            Principal::Agent { agent, .. } => Some(agent),
+            Principal::Admin { .. } => None,
+        }
+    }
+
+    /// Refuse unless the caller is an admin.
+    pub fn require_admin(&self) -> Result<(), ApiError> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "this route needs an admin token; agent tokens see only their agent's skills, sessions and tools",
+            ))
+        }
+    }
+
+    /// Refuse unless the caller may act as `agent` (admins may act as any agent).
+    pub fn require_agent(&self, agent: &AgentName) -> Result<(), ApiError> {
+        match self {
+            Principal::Admin { .. } => Ok(()),
+            Principal::Agent { agent: a, .. } if a == agent => Ok(()),
+            // Same answer as a missing agent: a bound token learns nothing about other agents.
+            Principal::Agent { .. } => Err(ApiError::not_found(format!("no agent '{agent}'"))),
+        }
+    }
+
+    /// The author recorded for writes made with this principal.
+    pub fn author(&self) -> Author {
+        match self {
+            Principal::Admin { token: Some(id) } => Author::Human(format!("token-{id}")),
+            Principal::Admin { token: None } => Author::Human("dev".into()),
+            Principal::Agent { agent, .. } => Author::AgentInline(agent.clone()),
+        }
+    }
+}
+
+/// The prefix of every Skillbase token, so secret scanners can recognise them.
+pub const TOKEN_PREFIX: &str = "sbt_";
+
+/// A new random token secret: `sbt_` and 43 base64url characters (256 bits).
+pub fn generate_token() -> String {
+    use base64::Engine;
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the operating system's random source failed");
+    format!(
+        "{TOKEN_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
+/// Lowercase hex SHA-256 of a token secret: all the store keeps. The secret has 256 bits of
+/// entropy, so a fast hash is the right one (no password stretching is needed).
+pub fn hash_token(secret: &str) -> String {
+    let d = Sha256::digest(secret.as_bytes());
+    let mut s = String::with_capacity(64);
+    for b in d {
+        use std::fmt::Write;
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// How long a token looked up in the database is trusted before it is looked up again. A
+/// revocation through this server takes effect at once; one made on another server sharing the
+/// database takes effect within this time.
+pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(2);
+
+/// Token lookups, cached briefly by hash.
+pub struct Auth {
+    /// `--dev`: no tokens; every request is the admin.
+    pub dev: bool,
+    cache: Mutex<HashMap<String, (Instant, Option<TokenRecord>)>>,
+}
+
+impl Auth {
+    pub fn new(dev: bool) -> Auth {
+        Auth {
+            dev,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Forget every cached lookup (after a token is created or revoked here).
+    pub fn invalidate(&self) {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// The principal for an `Authorization` header value.
+    pub async fn authenticate(
+        &self,
+        state: &AppState,
+        header: Option<&str>,
+    ) -> Result<Principal, ApiError> {
+        if self.dev {
+            return Ok(Principal::Admin { token: None });
+        }
+        let Some(h) = header else {
+            return Err(ApiError::unauthorized(
+                "missing bearer token: send `Authorization: Bearer <token>` (create one with `skillbase token create`)",
+            ));
+        };
+        let secret = h
+            .strip_prefix("Bearer ")
+            .or_else(|| h.strip_prefix("bearer "))
+            .map(str::trim)
+            .filter(|s| !s.is_empty() && s.len() <= 256)
+            .ok_or_else(|| {
+                ApiError::unauthorized("malformed Authorization header: expected `Bearer <token>`")
+            })?;
+        let hash = hash_token(secret);
+        let cached = {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache
+                .get(&hash)
+                .filter(|(at, _)| at.elapsed() < TOKEN_CACHE_TTL)
+                .map(|(_, r)| r.clone())
+        };
+        let record = match cached {
+            Some(r) => r,
+            None => {
+                let r = state
+                    .store
+                    .token_by_hash(&hash)
+                    .await
+                    .map_err(|e| ApiError::internal(format!("token lookup failed: {e}")))?;
+                let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+                if cache.len() > 10_000 {
+                    cache.clear();
+                }
+                cache.insert(hash, (Instant::now(), r.clone()));
+                r
+            }
+        };
+        let Some(rec) = record else {
+            return Err(ApiError::unauthorized("unknown token"));
+        };
+        if rec.revoked_at.is_some() {
+            return Err(ApiError::unauthorized("this token has been revoked"));
+        }
+        match rec.agent {
+            None => Ok(Principal::Admin {
+                token: Some(rec.id),
+            }),
+            Some(a) => Ok(Principal::Agent {
+                agent: AgentName::parse(&a)
+                    .map_err(|e| ApiError::internal(format!("stored token agent: {e}")))?,
+                token: rec.id,
+            }),
+        }
+    }
+}
+
+/// Authenticate the request and attach its [`Principal`] as an extension (which the MCP
+/// handler reads from the request parts).
+pub async fn middleware(
+    State(state): State<Arc<AppState>>,
+    mut req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let h = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let principal = state.auth.authenticate(&state, h).await?;
+    req.extensions_mut().insert(principal);
+    Ok(next.run(req).await)
+}

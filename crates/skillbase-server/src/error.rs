@@ -1,0 +1,165 @@
+//! Errors as RFC 9457 `application/problem+json`: a stable `type`, the HTTP status, a title and
+//! a detail that says what to fix.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use skillbase_runtime::RuntimeError;
+use skillbase_store::StoreError;
+
+/// An error answered to an HTTP client.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    /// A URI naming the kind of problem (`urn:skillbase:problem:<kind>`).
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    /// What went wrong and what to change.
+    pub detail: String,
+    /// Extra machine-readable fields (for example the current revision on a conflict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra: Option<serde_json::Value>,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub detail: String,
+    pub extra: Option<serde_json::Value>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            kind,
+            detail: detail.into(),
+            extra: None,
+        }
+    }
+    pub fn with_extra(mut self, extra: serde_json::Value) -> ApiError {
+        self.extra = Some(extra);
+        self
+    }
+    pub fn bad_request(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid-request", detail)
+    }
+    pub fn unauthorized(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail)
+    }
+    pub fn forbidden(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", detail)
+    }
+    pub fn not_found(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not-found", detail)
+    }
+    pub fn conflict(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "conflict", detail)
+    }
+    pub fn internal(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", detail)
+    }
+
+    pub fn problem(&self) -> Problem {
+        Problem {
+            kind: format!("urn:skillbase:problem:{}", self.kind),
+            title: self.status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: self.status.as_u16(),
+            detail: self.detail.clone(),
+            extra: self.extra.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.status, self.kind, self.detail)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!(kind = self.kind, detail = %self.detail, "request failed");
+        }
+        let body = serde_json::to_vec(&self.problem()).unwrap_or_default();
+        let mut res = (self.status, body).into_response();
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if self.status == StatusCode::UNAUTHORIZED {
+            res.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"skillbase\""),
+            );
+        }
+        res
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        let detail = e.to_string();
+        match &e {
+            StoreError::NotFound { .. }
+            | StoreError::NoSuchRevision { .. }
+            | StoreError::AgentNotFound(_) => ApiError::not_found(detail),
+            StoreError::AgentExists(_) => ApiError::conflict(detail),
+            StoreError::Conflict { actual, .. } => {
+                ApiError::new(StatusCode::PRECONDITION_FAILED, "stale-revision", detail)
+                    .with_extra(serde_json::json!({ "current_rev": actual }))
+            }
+            StoreError::Retired { .. } => ApiError::conflict(detail),
+            StoreError::InvalidSkill(_) | StoreError::Bundle(_) | StoreError::Invalid(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-skill", detail)
+            }
+            StoreError::SchemaTooNew { .. }
+            | StoreError::Migrate(_)
+            | StoreError::Open { .. }
+            | StoreError::Db(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Io { .. } => ApiError::internal(detail),
+        }
+    }
+}
+
+impl From<RuntimeError> for ApiError {
+    fn from(e: RuntimeError) -> ApiError {
+        match e {
+            RuntimeError::Store(s) => s.into(),
+            RuntimeError::UnknownAgent(_) | RuntimeError::UnknownSession(_) => {
+                ApiError::not_found(e.to_string())
+            }
+            RuntimeError::UnknownSkill { .. } => ApiError::not_found(e.to_string()),
+            RuntimeError::Eager(_) => ApiError::conflict(e.to_string()),
+            RuntimeError::InvalidArguments { .. } | RuntimeError::Invalid(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid-arguments",
+                e.to_string(),
+            ),
+        }
+    }
+}
+
+/// JSON bodies that fail to parse answer 400 with serde's message (which says where).
+pub fn json_rejection(r: axum::extract::rejection::JsonRejection) -> ApiError {
+    use axum::extract::rejection::JsonRejection as J;
+    match r {
+        J::MissingJsonContentType(_) => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "send the body as JSON with Content-Type: application/json",
+        ),
+        J::BytesRejection(b) if b.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            "the request body is over this route's size limit",
+        ),
+        other => ApiError::bad_request(format!("malformed JSON body: {}", other.body_text())),
+    }
+}

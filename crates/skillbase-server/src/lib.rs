@@ -1,0 +1,192 @@
+//! `skillbase-server`: Skillbase over the network.
+//!
+//! - [`rest`]: the REST API under `/v1`, described by the OpenAPI 3.1 document at
+//!   `/v1/openapi.json`; errors as `application/problem+json`.
+//! - [`mcp`]: MCP over streamable HTTP at `/mcp` (and stdio), with the Skills extension
+//!   (`io.modelcontextprotocol/skills`); `tools/list` is the caller's agent's offered set and
+//!   `tools/call` goes through the dispatch pipeline.
+//! - [`auth`]: bearer tokens, admin or bound to one agent, stored as hashes.
+//! - [`metrics`], [`logging`]: Prometheus metrics and redacted structured logs.
+
+pub mod auth;
+pub mod error;
+pub mod logging;
+pub mod mcp;
+pub mod metrics;
+pub mod rest;
+pub mod skills_ext;
+pub mod state;
+
+pub use auth::{Principal, generate_token, hash_token};
+pub use error::{ApiError, Problem};
+pub use state::{AppState, Limits, ServerOptions};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// The whole HTTP surface: the probes, `/metrics`, `/v1` and `/mcp`.
+pub fn router(state: Arc<AppState>) -> Router {
+    let authed = Router::new()
+        .route("/metrics", get(metrics_route))
+        .nest("/v1", rest::router(state.clone()))
+        .nest_service("/mcp", mcp::service(state.clone()))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::middleware,
+        ));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .merge(authed)
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(DefaultBodyLimit::max(state.options.limits.body_bytes))
+        .with_state(state)
+}
+
+/// Liveness: the process answers. Needs no token and says nothing else.
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// Readiness: the store answers and the server is not shutting down. Needs no token.
+async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    if !state.ready.load(Ordering::SeqCst) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "starting or stopping\n").into_response();
+    }
+    match state.store.agents().await {
+        Ok(_) => "ready\n".into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check: the store does not answer");
+            (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n").into_response()
+        }
+    }
+}
+
+async fn metrics_route(
+    State(state): State<Arc<AppState>>,
+    axum::Extension(p): axum::Extension<Principal>,
+) -> Result<Response, ApiError> {
+    p.require_admin()?;
+    let index = state.store.index();
+    state.metrics.skills.set(index.len() as i64);
+    state
+        .metrics
+        .agents
+        .set(state.store.agents().await.map(|a| a.len()).unwrap_or(0) as i64);
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+        .into_response())
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::not_found(format!(
+        "no route for {} {}",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+/// Timeout to the start of the response, metrics and a log line per request.
+async fn observe(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned())
+        .unwrap_or_else(|| {
+            if req.uri().path().starts_with("/mcp") {
+                "/mcp".to_owned()
+            } else {
+                "unmatched".to_owned()
+            }
+        });
+    let res = match tokio::time::timeout(state.options.limits.request_timeout, next.run(req)).await
+    {
+        Ok(r) => r,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!(
+                "the request took longer than {} s",
+                state.options.limits.request_timeout.as_secs()
+            ),
+        )
+        .into_response(),
+    };
+    let status = res.status().as_u16();
+    if status == 401 {
+        state.metrics.auth_failures.inc();
+    }
+    state
+        .metrics
+        .http_requests
+        .get_or_create(&metrics::HttpLabels {
+            method: method.to_string(),
+            route: route.clone(),
+            status,
+        })
+        .inc();
+    let secs = started.elapsed().as_secs_f64();
+    state
+        .metrics
+        .http_seconds
+        .get_or_create(&metrics::RouteLabels {
+            route: route.clone(),
+        })
+        .observe(secs);
+    tracing::debug!(%method, route, status, ms = secs * 1e3, "request");
+    res
+}
+
+/// Refuse `--dev` (no tokens) on anything but a loopback address.
+pub fn check_dev_bind(addr: &SocketAddr, dev: bool) -> anyhow::Result<()> {
+    if dev && !addr.ip().is_loopback() {
+        anyhow::bail!(
+            "--dev turns authentication off, so it only binds loopback addresses (127.0.0.1 or [::1]); {addr} is not one. Drop --dev and use tokens (`skillbase token create`) to listen there"
+        );
+    }
+    Ok(())
+}
+
+/// Serve until `shutdown` resolves, then stop accepting, end event streams and MCP sessions,
+/// and wait for requests in flight.
+pub async fn serve(
+    state: Arc<AppState>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let addr = listener.local_addr()?;
+    check_dev_bind(&addr, state.options.dev)?;
+    let app = router(state.clone());
+    state.ready.store(true, Ordering::SeqCst);
+    let token = state.shutdown.clone();
+    let st = state.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            tokio::select! {
+                _ = shutdown => {}
+                _ = token.cancelled() => {}
+            }
+            st.ready.store(false, Ordering::SeqCst);
+            st.shutdown.cancel();
+            tracing::info!("shutting down: finishing requests in flight");
+        })
+        .await?;
+    state.dispatcher.flush().await;
+    Ok(())
+}

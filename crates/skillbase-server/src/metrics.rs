@@ -1,0 +1,100 @@
+//! Prometheus metrics at `/metrics` (text exposition format).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::sync::Mutex;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HttpLabels {
+    pub method: String,
+    /// The route pattern (`/v1/skills/{name}`), never the raw path, so cardinality stays bounded.
+    pub route: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub outcome: String,
+}
+
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    pub http_requests: Family<HttpLabels, Counter>,
+    pub http_seconds: Family<RouteLabels, Histogram>,
+    pub turns: Counter,
+    pub calls: Family<OutcomeLabels, Counter>,
+    pub auth_failures: Counter,
+    pub skills: Gauge,
+    pub agents: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("skillbase");
+        let http_requests = Family::<HttpLabels, Counter>::default();
+        let http_seconds = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new([
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                1.0, 2.5, 5.0, 10.0,
+            ])
+        });
+        let turns = Counter::default();
+        let calls = Family::<OutcomeLabels, Counter>::default();
+        let auth_failures = Counter::default();
+        let skills = Gauge::default();
+        let agents = Gauge::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests by method, route and status",
+            http_requests.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to the start of the response, by route",
+            http_seconds.clone(),
+        );
+        registry.register("turns", "Turns resolved", turns.clone());
+        registry.register("calls", "Tool calls dispatched, by outcome", calls.clone());
+        registry.register(
+            "auth_failures",
+            "Requests refused for a missing, unknown or revoked token",
+            auth_failures.clone(),
+        );
+        registry.register("skills", "Skill records in the index", skills.clone());
+        registry.register("agents", "Configured agents", agents.clone());
+        Metrics {
+            registry: Mutex::new(registry),
+            http_requests,
+            http_seconds,
+            turns,
+            calls,
+            auth_failures,
+            skills,
+            agents,
+        }
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+        out
+    }
+}

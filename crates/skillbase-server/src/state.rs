@@ -1,0 +1,104 @@
+//! What every handler shares: the store, the runtime and dispatcher, the vault, token lookups,
+//! metrics and the server's limits.
+
+use crate::auth::Auth;
+use crate::metrics::Metrics;
+use skillbase_runtime::Runtime;
+use skillbase_runtime::dispatch::Dispatcher;
+use skillbase_runtime::tool::{Registry, ToolDecl};
+use skillbase_runtime::vault::Vault;
+use skillbase_store::{AgentName, Store};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Limits on what a client may send and how long a request may take.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest JSON request body.
+    pub body_bytes: usize,
+    /// Largest upload (a zip of skills).
+    pub upload_bytes: usize,
+    /// Time until a response starts (streams such as SSE then run on).
+    pub request_timeout: Duration,
+    /// Page size for listings (REST and MCP).
+    pub page_size: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            body_bytes: 1024 * 1024,
+            upload_bytes: 64 * 1024 * 1024,
+            request_timeout: Duration::from_secs(60),
+            page_size: 100,
+        }
+    }
+}
+
+/// How the server was started.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// `--dev`: no tokens (loopback only; checked where the listener is bound).
+    pub dev: bool,
+    /// The agent MCP requests act as when the token is an admin token (or in `--dev` mode) and
+    /// no `Skillbase-Agent` header names one.
+    pub default_agent: Option<AgentName>,
+    /// Hostnames MCP accepts in the `Host` header besides loopback (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+    pub limits: Limits,
+}
+
+pub struct AppState {
+    pub store: Arc<Store>,
+    pub runtime: Arc<Runtime>,
+    pub dispatcher: Arc<Dispatcher>,
+    pub vault: Arc<Vault>,
+    pub auth: Auth,
+    pub metrics: Metrics,
+    pub options: ServerOptions,
+    /// Skill manifests (files, digests, frontmatter as JSON) by revision, for MCP.
+    pub skills: crate::skills_ext::ManifestCache,
+    /// Set once the server is serving; cleared when shutdown starts.
+    pub ready: AtomicBool,
+    /// Cancelled at shutdown: event streams and MCP sessions end so the server can stop.
+    pub shutdown: CancellationToken,
+}
+
+impl AppState {
+    /// Build the state: a runtime over the store, a dispatcher with the built-in tools, the
+    /// given tool declarations and `web_fetch`, and the vault.
+    pub fn new(
+        store: Arc<Store>,
+        vault: Arc<Vault>,
+        tools: Vec<ToolDecl>,
+        workspace: Option<PathBuf>,
+        options: ServerOptions,
+    ) -> anyhow::Result<Arc<AppState>> {
+        let mut registry = Registry::new();
+        for decl in tools {
+            registry.register(decl, None)?;
+        }
+        skillbase_runtime::web_fetch::register(&mut registry)?;
+        let runtime = Arc::new(Runtime::new(store.clone(), workspace));
+        let dispatcher = Arc::new(Dispatcher::new(
+            runtime.clone(),
+            registry,
+            Some(vault.clone()),
+        ));
+        Ok(Arc::new(AppState {
+            auth: Auth::new(options.dev),
+            metrics: Metrics::new(),
+            skills: crate::skills_ext::ManifestCache::default(),
+            ready: AtomicBool::new(false),
+            shutdown: CancellationToken::new(),
+            store,
+            runtime,
+            dispatcher,
+            vault,
+            options,
+        }))
+    }
+}

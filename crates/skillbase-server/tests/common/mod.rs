@@ -1,0 +1,156 @@
+//! A real server on a loopback port, over a fresh SQLite store, for the integration tests.
+//!
+//! Agents: `alpha` (sees `shared-one`, `shared-two` and its private `alpha-secret`) and `beta`
+//! (sees `shared-one` and its private `beta-secret`). Tokens: one admin, one per agent.
+#![allow(dead_code)]
+
+use skillbase_format::Bundle;
+use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_server::{AppState, ServerOptions, generate_token, hash_token};
+use skillbase_store::config::Config;
+use skillbase_store::{AgentName, Author, DbUrl, PutRequest, Scope, Store};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub const CONFIG: &str = r#"
+[agents.alpha]
+skills = ["shared-one", "shared-two", "alpha-secret"]
+[agents.alpha.grants]
+tools = ["notes", "skills"]
+
+[agents.beta]
+skills = ["shared-one", "beta-secret"]
+[agents.beta.grants]
+tools = ["notes"]
+"#;
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub base: String,
+    pub state: Arc<AppState>,
+    pub store: Arc<Store>,
+    pub admin: String,
+    pub alpha: String,
+    pub beta: String,
+    pub alpha_token_id: i64,
+    pub http: reqwest::Client,
+    _dir: tempfile::TempDir,
+    task: tokio::task::JoinHandle<()>,
+}
+
+pub fn skill_md(name: &str, description: &str, body: &str) -> String {
+    format!("---\nname: {name}\ndescription: {description}\n---\n\n{body}\n")
+}
+
+/// Write `SKILL.md` (and extra files) as a revision of `name` in `scope`.
+pub async fn put_skill(store: &Store, scope: Scope, name: &str, files: &[(&str, &[u8])]) {
+    let mut all: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .map(|(p, b)| (p.to_string(), b.to_vec()))
+        .collect();
+    if !files.iter().any(|(p, _)| *p == "SKILL.md") {
+        all.push((
+            "SKILL.md".into(),
+            skill_md(
+                name,
+                &format!("The {name} skill, for tests"),
+                &format!("Body of {name}."),
+            )
+            .into_bytes(),
+        ));
+    }
+    let bundle = Bundle::from_pairs(all, &store.limits).expect("a valid bundle");
+    store
+        .put(PutRequest {
+            scope,
+            bundle,
+            author: Author::Human("test".into()),
+            message: "test fixture".into(),
+            expect_rev: None,
+        })
+        .await
+        .expect("put");
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        TestServer::start_with(ServerOptions::default()).await
+    }
+
+    pub async fn start_with(options: ServerOptions) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(
+            Store::open(&DbUrl::Sqlite(dir.path().join("skillbase.db")))
+                .await
+                .unwrap(),
+        );
+        Config::parse(CONFIG, "test")
+            .unwrap()
+            .apply(&store)
+            .await
+            .unwrap();
+        put_skill(&store, Scope::Shared, "shared-one", &[]).await;
+        put_skill(&store, Scope::Shared, "shared-two", &[]).await;
+        let alpha = AgentName::parse("alpha").unwrap();
+        let beta = AgentName::parse("beta").unwrap();
+        put_skill(&store, Scope::Agent(alpha.clone()), "alpha-secret", &[]).await;
+        put_skill(&store, Scope::Agent(beta.clone()), "beta-secret", &[]).await;
+        let key = VaultKey::parse(&"ab".repeat(32)).unwrap();
+        let vault = Vault::open(store.clone(), key).await.unwrap();
+        let actor = Author::Human("test".into());
+        let mk = |agent: Option<AgentName>| {
+            let store = store.clone();
+            let actor = actor.clone();
+            async move {
+                let secret = generate_token();
+                let rec = store
+                    .token_create("test", &hash_token(&secret), agent.as_ref(), &actor)
+                    .await
+                    .unwrap();
+                (secret, rec.id)
+            }
+        };
+        let (admin, _) = mk(None).await;
+        let (alpha_t, alpha_token_id) = mk(Some(alpha)).await;
+        let (beta_t, _) = mk(Some(beta)).await;
+        let state = AppState::new(
+            store.clone(),
+            vault,
+            Vec::new(),
+            Some(dir.path().join("workspaces")),
+            options,
+        )
+        .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let st = state.clone();
+        let task = tokio::spawn(async move {
+            skillbase_server::serve(st, listener, std::future::pending())
+                .await
+                .unwrap();
+        });
+        TestServer {
+            addr,
+            base: format!("http://{addr}"),
+            state,
+            store,
+            admin,
+            alpha: alpha_t,
+            beta: beta_t,
+            alpha_token_id,
+            http: reqwest::Client::new(),
+            _dir: dir,
+            task,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Stop the server (graceful) and wait for it.
+    pub async fn stop(self) {
+        self.state.shutdown.cancel();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), self.task).await;
+    }
+}
