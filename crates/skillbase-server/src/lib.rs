@@ -38,6 +38,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(metrics_route))
         .nest("/v1", rest::router(state.clone()))
         .nest_service("/mcp", mcp::service(state.clone()))
+        .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),
             auth::middleware,
@@ -46,7 +47,6 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .merge(authed)
-        .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(DefaultBodyLimit::max(state.options.limits.body_bytes))
         .with_state(state)
