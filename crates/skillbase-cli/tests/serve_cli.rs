@@ -1,0 +1,206 @@
+//! `skillbase serve`, `skillbase token` end to end: the real binary, a real port, real signals.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_skillbase");
+
+fn cmd(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--db")
+        .arg(home.join("skillbase.db"))
+        .current_dir(home)
+        .env_remove("SKILLBASE_DB")
+        .env_remove("SKILLBASE_CONFIG")
+        .env_remove("SKILLBASE_VAULT_KEY")
+        .env("SKILLBASE_HOME", home.join("home"))
+        .env("USER", "tester");
+    c
+}
+
+fn run(home: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = cmd(home).args(args).stdin(Stdio::null()).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+struct Served {
+    child: Child,
+    addr: String,
+    stdout_lines: mpsc::Receiver<String>,
+    stderr_lines: mpsc::Receiver<String>,
+}
+
+fn lines(r: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(r).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn serve(home: &Path, args: &[&str]) -> Served {
+    let mut child = cmd(home)
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0", "--log-format", "json"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout_lines = lines(child.stdout.take().unwrap());
+    let stderr_lines = lines(child.stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = String::new();
+    let addr = loop {
+        let l = stderr_lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no 'serving on' line; stderr so far:\n{seen}"));
+        if let Some(rest) = l.strip_prefix("Skillbase is serving on http://") {
+            break rest.trim().to_owned();
+        }
+        seen.push_str(&l);
+        seen.push('\n');
+    };
+    Served {
+        child,
+        addr,
+        stdout_lines,
+        stderr_lines,
+    }
+}
+
+fn http_get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_owned();
+    (status, body)
+}
+
+fn terminate(mut s: Served) -> (i32, String) {
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "serve did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let rest: Vec<String> = s.stderr_lines.try_iter().collect();
+    (status.code().unwrap_or(-1), rest.join("\n"))
+}
+
+#[test]
+fn serve_demo_prints_a_working_token_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), &["--demo"]);
+    let token = s
+        .stdout_lines
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the demo token on stdout");
+    assert!(token.starts_with("sbt_"), "{token}");
+    assert_eq!(http_get(&s.addr, "/healthz", None), (200, "ok\n".into()));
+    assert_eq!(http_get(&s.addr, "/readyz", None).0, 200);
+    // The token is bound to the demo agent: not an admin.
+    assert_eq!(http_get(&s.addr, "/metrics", Some(&token)).0, 403);
+    assert_eq!(http_get(&s.addr, "/metrics", Some("sbt_wrong")).0, 401);
+    assert_eq!(http_get(&s.addr, "/metrics", None).0, 401);
+    let (code, log) = terminate(s);
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("shutting down"), "{log}");
+    // The demo token was stored as a hash only.
+    let db = std::fs::read(dir.path().join("skillbase.db")).unwrap();
+    assert!(
+        !db.windows(token.len()).any(|w| w == token.as_bytes()),
+        "the token secret is in the database file"
+    );
+    // The demo agent exists, with the examples seeded.
+    let (code, out, err) = run(dir.path(), &["list", "--agent", "demo"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("refund-procedure"), "{out}");
+}
+
+#[test]
+fn serve_dev_refuses_a_public_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(dir.path(), &["serve", "--dev", "--listen", "0.0.0.0:0"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("only binds loopback"), "{err}");
+}
+
+#[test]
+fn serve_refuses_a_bad_log_format_and_a_busy_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(dir.path(), &["serve", "--log-format", "xml"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--log-format"), "{err}");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let (code, _, err) = run(dir.path(), &["serve", "--listen", &addr]);
+    assert_ne!(code, 0);
+    assert!(err.contains("cannot listen on"), "{err}");
+}
+
+#[test]
+fn token_create_list_revoke() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path();
+    let (code, _, err) = run(h, &["token", "create", "--agent", "ghost"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no agent 'ghost'"), "{err}");
+    let (code, _, err) = run(h, &["token", "create"]);
+    assert_eq!(code, 2, "either --agent or --admin: {err}");
+
+    assert_eq!(run(h, &["agent", "create", "ops"]).0, 0);
+    let (code, secret, err) = run(h, &["token", "create", "--agent", "ops", "--label", "ci"]);
+    assert_eq!(code, 0, "{err}");
+    let secret = secret.trim().to_owned();
+    assert!(secret.starts_with("sbt_"));
+    assert!(err.contains("bound to agent ops"), "{err}");
+    let (code, admin, _) = run(h, &["token", "create", "--admin"]);
+    assert_eq!(code, 0);
+    assert_ne!(admin.trim(), secret);
+
+    let (code, list, _) = run(h, &["token", "list"]);
+    assert_eq!(code, 0);
+    assert!(
+        list.contains("agent:ops") && list.contains("ci") && list.contains("admin"),
+        "{list}"
+    );
+    assert!(
+        !list.contains(&secret) && !list.contains(admin.trim()),
+        "{list}"
+    );
+
+    let id = list.split_whitespace().next().unwrap().to_owned();
+    assert_eq!(run(h, &["token", "revoke", &id]).0, 0);
+    let (code, _, err) = run(h, &["token", "revoke", &id]);
+    assert_eq!(code, 1, "{err}");
+    let (_, list, _) = run(h, &["token", "list"]);
+    assert!(list.lines().next().unwrap().contains("revoked"), "{list}");
+}
