@@ -1,17 +1,886 @@
 //! MCP over streamable HTTP and stdio, with the Skills extension.
+//!
+//! One [`McpHandler`] serves one caller's agent:
+//!
+//! - **Which agent**: a token bound to an agent acts as that agent; an admin token (or `--dev`)
+//!   names one in the `Skillbase-Agent` header, else the server's default agent; stdio serves the
+//!   agent it was started for. A stateful MCP session stays with the token and agent it was opened
+//!   with.
+//! - **Tools**: `tools/list` is the agent's offered set; `tools/call` goes through the dispatch
+//!   pipeline, and refusals come back as tool results with `isError` (the model can act on them).
+//!   The Skillbase session is the `Skillbase-Session` header when given, else one per MCP session
+//!   (stateful wire), else one per token and agent (stateless wire).
+//! - **Skills extension** (`io.modelcontextprotocol/skills`, with `directoryRead`): `skills/list`,
+//!   `skills/get`, `resources/list` (each SKILL.md), `resources/read` and
+//!   `resources/directory/read` over exactly the skills the agent's view holds. Anything else
+//!   (unknown, another agent's private skill, a path with `..`) is the same `-32602` naming only
+//!   the URI asked for.
+//! - **Changes**: `notifications/resources/list_changed` (and `tools/list_changed`) when the
+//!   agent's visible skills (or offered tools) change: to stateful sessions and stdio, and to
+//!   `subscriptions/listen` streams on the 2026-07-28 wire.
 
+use crate::auth::Principal;
+use crate::skills_ext::{self, Child, Manifest, ManifestFile};
 use crate::state::AppState;
 use axum::Router;
-use std::sync::Arc;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use futures_util::StreamExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage, ContentBlock,
+    Cursor, DiscoverResult, ErrorData, Extensions, GetSkillRequestParams, GetSkillResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListResourcesResult,
+    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Skill,
+    SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::json;
+use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_runtime::{AgentView, RuntimeError};
+use skillbase_store::{AgentName, SkillEntry, StoreError};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio_util::sync::CancellationToken;
 
-pub fn service(_state: Arc<AppState>) -> Router {
+/// Names the agent an admin token (or `--dev`) acts as.
+pub const AGENT_HEADER: &str = "skillbase-agent";
+/// Names the Skillbase session `tools/call` records into.
+pub const SESSION_HEADER: &str = "skillbase-session";
+/// The stateful wire's session header.
+const MCP_SESSION_HEADER: &str = "mcp-session-id";
+/// Manifests loaded at once for one page.
+const LOAD_CONCURRENCY: usize = 8;
+
+/// The MCP endpoint as a service to nest at `/mcp`: rmcp's streamable HTTP transport (both
+/// wires) behind a guard that answers malformed JSON-RPC with a JSON-RPC error.
+pub fn service(state: Arc<AppState>) -> Router {
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    hosts.extend(state.options.allowed_hosts.iter().cloned());
+    let limit = state.options.limits.body_bytes;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_cancellation_token(state.shutdown.clone())
+        .with_max_request_body_bytes(limit)
+        .with_json_response(true);
+    let st = state.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(McpHandler::new(st.clone(), None)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
     Router::new()
+        .fallback_service(mcp)
+        .layer(middleware::from_fn_with_state(limit, jsonrpc_guard))
 }
 
-/// Serve one agent over MCP on stdin/stdout.
-pub async fn serve_stdio(
-    _state: Arc<AppState>,
-    _agent: skillbase_store::AgentName,
-) -> anyhow::Result<()> {
-    anyhow::bail!("MCP over stdio is being built")
+/// Serve one agent over MCP on stdin/stdout (the local user owns the database: no token).
+pub async fn serve_stdio(state: Arc<AppState>, agent: AgentName) -> anyhow::Result<()> {
+    serve_io(state, agent, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serve one agent over MCP on any byte stream pair (stdio, or a pipe in tests), until the peer
+/// closes it or the server shuts down.
+pub async fn serve_io<R, W>(
+    state: Arc<AppState>,
+    agent: AgentName,
+    read: R,
+    write: W,
+) -> anyhow::Result<()>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    if state.store.agent_cached(&agent).is_none() {
+        anyhow::bail!("no agent '{agent}'");
+    }
+    let mut id = [0u8; 8];
+    getrandom::fill(&mut id).map_err(|e| anyhow::anyhow!("random source: {e}"))?;
+    let session: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let caller = Caller {
+        agent: agent.clone(),
+        who: "stdio".into(),
+    };
+    let handler = McpHandler::new(
+        state.clone(),
+        Some((caller, format!("mcp-stdio-{session}"))),
+    );
+    let running = handler
+        .serve_with_ct((read, write), state.shutdown.child_token())
+        .await
+        .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))?;
+    let stop = CancellationToken::new();
+    tokio::spawn(watch_changes(
+        state,
+        agent,
+        stop.clone(),
+        Notifier::Peer(running.peer().clone()),
+    ));
+    let r = running.waiting().await;
+    stop.cancel();
+    r.map(|_| ())
+        .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))
+}
+
+/// Who is calling: the agent, and the token (or mode) that acts as it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Caller {
+    agent: AgentName,
+    /// `token-<id>`, `dev` or `stdio`.
+    who: String,
+}
+
+/// What one connection (an MCP session, or one stateless request) shares.
+struct Conn {
+    /// stdio: the caller and the session, fixed.
+    fixed: Option<(Caller, String)>,
+    /// The caller the session was opened by (stateful HTTP).
+    bound: Mutex<Option<Caller>>,
+    watching: AtomicBool,
+    /// Cancelled when the connection's handler is dropped (the session ended).
+    closed: CancellationToken,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.closed.cancel();
+    }
+}
+
+/// The MCP server for one connection.
+pub struct McpHandler {
+    state: Arc<AppState>,
+    conn: Arc<Conn>,
+}
+
+fn invalid_params(message: String, uri: &str) -> ErrorData {
+    ErrorData::invalid_params(message, Some(json!({ "uri": uri })))
+}
+
+fn no_skill(uri: &str) -> ErrorData {
+    invalid_params(format!("no skill is served at {uri}"), uri)
+}
+
+fn no_resource(uri: &str) -> ErrorData {
+    invalid_params(format!("no resource is served at {uri}"), uri)
+}
+
+fn no_directory(uri: &str) -> ErrorData {
+    invalid_params(format!("no directory is served at {uri}"), uri)
+}
+
+fn store_error(e: StoreError) -> ErrorData {
+    tracing::warn!(error = %e, "MCP: store error");
+    ErrorData::internal_error(format!("the store failed: {e}"), None)
+}
+
+fn runtime_error(e: RuntimeError) -> ErrorData {
+    match e {
+        RuntimeError::UnknownAgent(a) => {
+            ErrorData::invalid_request(format!("no agent '{a}'"), None)
+        }
+        RuntimeError::Store(StoreError::Invalid(m)) | RuntimeError::Invalid(m) => {
+            ErrorData::invalid_params(m, None)
+        }
+        RuntimeError::Store(e) => store_error(e),
+        other => ErrorData::internal_error(other.to_string(), None),
+    }
+}
+
+fn header_str<'a>(parts: &'a axum::http::request::Parts, name: &str) -> Option<&'a str> {
+    parts.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A page cursor: the last name of the previous page, opaque to clients.
+fn encode_cursor(after: &str) -> Cursor {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(after.as_bytes())
+}
+
+fn decode_cursor(cursor: Option<&str>) -> Result<Option<String>, ErrorData> {
+    let Some(c) = cursor else { return Ok(None) };
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(c)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("invalid cursor '{c}': pass back a nextCursor exactly"),
+                None,
+            )
+        })
+}
+
+/// One page of items sorted by name: those after the cursor, and the next cursor.
+fn page<'a, T>(
+    items: &'a [T],
+    name: impl Fn(&T) -> &str,
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(&'a [T], Option<Cursor>), ErrorData> {
+    let after = decode_cursor(cursor)?;
+    let start = match &after {
+        Some(a) => items.partition_point(|i| name(i) <= a.as_str()),
+        None => 0,
+    };
+    let end = (start + size.max(1)).min(items.len());
+    let slice = &items[start..end];
+    let next = (end < items.len())
+        .then(|| slice.last().map(|l| encode_cursor(name(l))))
+        .flatten();
+    Ok((slice, next))
+}
+
+fn server_config() -> ServerConfig {
+    static CONFIG: OnceLock<ServerConfig> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            ServerConfig::new(
+                ServerCapabilities::builder()
+                    .enable_tools()
+                    .enable_tool_list_changed()
+                    .enable_resources()
+                    .enable_resources_list_changed()
+                    .enable_skills_with_directory_read()
+                    .build(),
+            )
+            .with_server_info(Implementation::new("skillbase", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Skillbase: the tools offered to your agent, and its skills (MCP Skills extension; skill:// resources).",
+            )
+        })
+        .clone()
+}
+
+fn to_skill(m: &Manifest) -> Skill {
+    let mut fm = SkillFrontmatter::new(m.fm_name.clone(), m.fm_description.clone());
+    for (k, v) in &m.frontmatter {
+        if k != "name" && k != "description" {
+            fm.extra.insert(k.clone(), v.clone());
+        }
+    }
+    Skill::new(
+        m.uri.clone(),
+        fm,
+        SkillResources::Files(
+            m.files
+                .iter()
+                .map(|f| SkillResource::new(f.uri.clone(), f.digest.clone(), f.size))
+                .collect(),
+        ),
+    )
+}
+
+fn file_resource(f: &ManifestFile, name: &str) -> Resource {
+    Resource::new(f.uri.clone(), name)
+        .with_mime_type(f.mime)
+        .with_size(f.size)
+}
+
+impl McpHandler {
+    fn new(state: Arc<AppState>, fixed: Option<(Caller, String)>) -> McpHandler {
+        let closed = state.shutdown.child_token();
+        McpHandler {
+            state,
+            conn: Arc::new(Conn {
+                fixed,
+                bound: Mutex::new(None),
+                watching: AtomicBool::new(false),
+                closed,
+            }),
+        }
+    }
+
+    /// The caller of a request: from the token (and `Skillbase-Agent`), and the same as the one
+    /// the session was opened by.
+    fn caller(&self, ext: &Extensions) -> Result<Caller, ErrorData> {
+        if let Some((c, _)) = &self.conn.fixed {
+            return Ok(c.clone());
+        }
+        let parts = ext
+            .get::<axum::http::request::Parts>()
+            .ok_or_else(|| ErrorData::internal_error("no HTTP request in context", None))?;
+        let principal = parts
+            .extensions
+            .get::<Principal>()
+            .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))?;
+        let named = match parts.headers.get(AGENT_HEADER) {
+            None => None,
+            Some(v) => Some(v.to_str().map_err(|_| {
+                ErrorData::invalid_request("the Skillbase-Agent header is not text", None)
+            })?),
+        };
+        let caller = match principal {
+            Principal::Agent { agent, token } => {
+                if let Some(n) = named
+                    && n != agent.as_str()
+                {
+                    return Err(ErrorData::invalid_request(
+                        format!(
+                            "this token is bound to agent '{agent}': drop the Skillbase-Agent header"
+                        ),
+                        None,
+                    ));
+                }
+                Caller {
+                    agent: agent.clone(),
+                    who: format!("token-{token}"),
+                }
+            }
+            Principal::Admin { token } => {
+                let agent = match named {
+                    Some(n) => AgentName::parse(n).map_err(|e| {
+                        ErrorData::invalid_request(format!("Skillbase-Agent: {e}"), None)
+                    })?,
+                    None => self.state.options.default_agent.clone().ok_or_else(|| {
+                        ErrorData::invalid_request(
+                            "this token is not bound to an agent: name the agent with the Skillbase-Agent header (or start the server with --agent)",
+                            None,
+                        )
+                    })?,
+                };
+                if self.state.store.agent_cached(&agent).is_none() {
+                    return Err(ErrorData::invalid_request(
+                        format!("no agent '{agent}'"),
+                        None,
+                    ));
+                }
+                Caller {
+                    agent,
+                    who: token.map_or_else(|| "dev".to_owned(), |t| format!("token-{t}")),
+                }
+            }
+        };
+        let mut bound = self.conn.bound.lock().unwrap_or_else(|p| p.into_inner());
+        match &*bound {
+            Some(b) if *b != caller => Err(ErrorData::invalid_request(
+                "this MCP session was opened with another token or for another agent; start a new session",
+                None,
+            )),
+            Some(_) => Ok(caller),
+            None => {
+                *bound = Some(caller.clone());
+                Ok(caller)
+            }
+        }
+    }
+
+    /// The Skillbase session a call records into.
+    fn session_id(&self, caller: &Caller, ext: &Extensions) -> Result<String, ErrorData> {
+        if let Some((_, s)) = &self.conn.fixed {
+            return Ok(s.clone());
+        }
+        let parts = ext.get::<axum::http::request::Parts>();
+        if let Some(p) = parts
+            && let Some(v) = p.headers.get(SESSION_HEADER)
+        {
+            let s = v.to_str().unwrap_or_default();
+            if s.is_empty()
+                || s.len() > 128
+                || s.chars().any(|c| c.is_control() || c == '/' || c == '\\')
+            {
+                return Err(ErrorData::invalid_params(
+                    "Skillbase-Session: 1-128 characters, no slashes or control characters",
+                    None,
+                ));
+            }
+            return Ok(s.to_owned());
+        }
+        if let Some(p) = parts
+            && let Some(id) = header_str(p, MCP_SESSION_HEADER)
+        {
+            let clean = id.len() <= 100
+                && !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            return Ok(if clean {
+                format!("mcp-{id}")
+            } else {
+                format!("mcp-{}", crate::auth::hash_token(id))
+            });
+        }
+        Ok(format!("mcp-{}-{}", caller.who, caller.agent))
+    }
+
+    fn view(&self, agent: &AgentName) -> Result<Arc<AgentView>, ErrorData> {
+        self.state.runtime.view(agent).map_err(runtime_error)
+    }
+
+    async fn manifest(&self, entry: &SkillEntry) -> Result<Arc<Manifest>, ErrorData> {
+        self.state
+            .skills
+            .manifest(&self.state.store, entry)
+            .await
+            .map_err(store_error)
+    }
+
+    /// Manifests of a page of skills, loaded a few at a time, in order.
+    async fn manifests(
+        &self,
+        entries: Vec<Arc<SkillEntry>>,
+    ) -> Result<Vec<Arc<Manifest>>, ErrorData> {
+        let loads = entries.into_iter().map(|e| {
+            let state = self.state.clone();
+            async move {
+                state
+                    .skills
+                    .manifest(&state.store, &e)
+                    .await
+                    .map_err(store_error)
+            }
+        });
+        futures_util::stream::iter(loads)
+            .buffered(LOAD_CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// The visible skill a `skill://` URI names, with its manifest and the path inside it.
+    async fn resolve(
+        &self,
+        caller: &Caller,
+        uri: &str,
+    ) -> Option<Result<(Arc<SkillEntry>, Arc<Manifest>, String), ErrorData>> {
+        let parsed = skills_ext::parse_uri(uri)?;
+        let view = match self.view(&caller.agent) {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        };
+        let i = *view.by_name.get(&parsed.name)?;
+        let entry = view.skills[i].entry.clone();
+        Some(self.manifest(&entry).await.map(|m| (entry, m, parsed.path)))
+    }
+
+    fn page_size(&self) -> usize {
+        self.state.options.limits.page_size
+    }
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        server_config()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.caller(&context.extensions)?;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        self.caller(&context.extensions)?;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.conn.fixed.is_some() || self.conn.watching.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let bound = self
+            .conn
+            .bound
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(c) = bound {
+            tokio::spawn(watch_changes(
+                self.state.clone(),
+                c.agent,
+                self.conn.closed.clone(),
+                Notifier::Peer(context.peer),
+            ));
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        let offered = self
+            .state
+            .dispatcher
+            .offered(&caller.agent)
+            .map_err(runtime_error)?;
+        let tools = offered
+            .entries
+            .iter()
+            .map(|e| {
+                let schema = match &e.parameters {
+                    serde_json::Value::Object(m) => m.clone(),
+                    _ => serde_json::Map::from_iter([("type".to_owned(), json!("object"))]),
+                };
+                Tool::new(e.wire_name.clone(), e.description.clone(), Arc::new(schema))
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        let session = self.session_id(&caller, &context.extensions)?;
+        let args = request
+            .arguments
+            .map(serde_json::Value::Object)
+            .unwrap_or_else(|| json!({}));
+        let outcome = self
+            .state
+            .dispatcher
+            .call(&caller.agent, &session, &request.name, args, CallMode::Wait)
+            .await
+            .map_err(runtime_error)?;
+        let text = vec![ContentBlock::text(outcome.for_model())];
+        Ok(match outcome {
+            CallOutcome::Done { .. } | CallOutcome::Started { .. } => CallToolResult::success(text),
+            CallOutcome::Refused { .. } | CallOutcome::Failed { .. } => CallToolResult::error(text),
+        }
+        .into())
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        let view = self.view(&caller.agent)?;
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (slice, next) = page(&view.skills, |s| s.name(), cursor, self.page_size())?;
+        let entries = slice.iter().map(|s| s.entry.clone()).collect();
+        let skills = self
+            .manifests(entries)
+            .await?
+            .iter()
+            .map(|m| to_skill(m))
+            .collect();
+        let mut result = ListSkillsResult::with_all_items(skills);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        let uri = request.uri.as_str();
+        let (_, m, _) = self
+            .resolve(&caller, uri)
+            .await
+            .ok_or_else(|| no_skill(uri))??;
+        // Only the canonical SKILL.md URI names the skill (the result must echo it).
+        if m.uri != uri {
+            return Err(no_skill(uri));
+        }
+        Ok(GetSkillResult::new(to_skill(&m)))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        let view = self.view(&caller.agent)?;
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (slice, next) = page(&view.skills, |s| s.name(), cursor, self.page_size())?;
+        let entries = slice.iter().map(|s| s.entry.clone()).collect();
+        let resources = self
+            .manifests(entries)
+            .await?
+            .iter()
+            .map(|m| {
+                let md = m.skill_md();
+                Resource::new(md.uri.clone(), m.fm_name.clone())
+                    .with_description(m.fm_description.clone())
+                    .with_mime_type(skills_ext::MARKDOWN)
+                    .with_size(md.size)
+            })
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        let uri = request.uri.as_str();
+        let (entry, m, path) = self
+            .resolve(&caller, uri)
+            .await
+            .ok_or_else(|| no_resource(uri))??;
+        let file = m.file(&path).ok_or_else(|| no_resource(uri))?;
+        let bytes = self
+            .state
+            .skills
+            .bytes(&self.state.store, &entry, &file.path)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| no_resource(uri))?;
+        let contents = if file.text {
+            ResourceContents::text(String::from_utf8_lossy(&bytes), file.uri.clone())
+        } else {
+            ResourceContents::blob(
+                base64::engine::general_purpose::STANDARD.encode(&bytes),
+                file.uri.clone(),
+            )
+        }
+        .with_mime_type(file.mime);
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let caller = self.caller(&context.extensions)?;
+        let uri = request.uri.as_str();
+        let (_, m, path) = self
+            .resolve(&caller, uri)
+            .await
+            .ok_or_else(|| no_directory(uri))??;
+        if m.dir_uri(&path) != uri {
+            return Err(no_directory(uri));
+        }
+        let children = m.children(&path).ok_or_else(|| no_directory(uri))?;
+        let (slice, next) = page(
+            &children,
+            |c| c.name(),
+            request.cursor.as_deref(),
+            self.page_size(),
+        )?;
+        let resources = slice
+            .iter()
+            .map(|c| match c {
+                Child::File(f) => file_resource(f, c.name()),
+                Child::Dir { name, uri } => {
+                    Resource::new(uri.clone(), name.clone()).with_mime_type(skills_ext::DIRECTORY)
+                }
+            })
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .resources_list_changed()
+                .build(),
+        )
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let caller = self.caller(&context.request_context().extensions)?;
+        let accepted = context.accepted();
+        let notifier = Notifier::Subscription {
+            sink: context.sink().clone(),
+            resources: accepted.resources_list_changed == Some(true),
+            tools: accepted.tools_list_changed == Some(true),
+        };
+        let stop = self.conn.closed.child_token();
+        tokio::select! {
+            _ = context.cancelled() => {}
+            _ = watch_changes(self.state.clone(), caller.agent, stop.clone(), notifier) => {}
+        }
+        stop.cancel();
+        Ok(())
+    }
+}
+
+/// Where change notifications go.
+enum Notifier {
+    /// A stateful session or stdio.
+    Peer(Peer<RoleServer>),
+    /// A `subscriptions/listen` stream (2026-07-28).
+    Subscription {
+        sink: SubscriptionSink,
+        resources: bool,
+        tools: bool,
+    },
+}
+
+impl Notifier {
+    /// Send what changed; `false` once the other side is gone.
+    async fn send(&self, resources: bool, tools: bool) -> bool {
+        match self {
+            Notifier::Peer(p) => {
+                (!resources || p.notify_resource_list_changed().await.is_ok())
+                    && (!tools || p.notify_tool_list_changed().await.is_ok())
+            }
+            Notifier::Subscription {
+                sink,
+                resources: r,
+                tools: t,
+            } => {
+                (!(resources && *r) || sink.notify_resource_list_changed().await.is_ok())
+                    && (!(tools && *t) || sink.notify_tool_list_changed().await.is_ok())
+            }
+        }
+    }
+}
+
+/// Fingerprints of what an agent sees: its skills (names and revisions) and its offered tools.
+#[derive(PartialEq, Eq)]
+struct Seen {
+    resources: Option<u64>,
+    tools: Option<u64>,
+}
+
+impl Seen {
+    fn of(state: &AppState, agent: &AgentName) -> Seen {
+        let resources = state.runtime.view(agent).ok().map(|v| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            for s in &v.skills {
+                (s.name(), s.entry.id, s.entry.active_rev).hash(&mut h);
+            }
+            h.finish()
+        });
+        let tools = state.dispatcher.offered(agent).ok().map(|o| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            for e in &o.entries {
+                (&e.wire_name, &e.description, e.parameters.to_string()).hash(&mut h);
+            }
+            h.finish()
+        });
+        Seen { resources, tools }
+    }
+}
+
+/// Notify when the agent's visible skills or offered tools change, until `stop`, shutdown, or
+/// the other side goes away.
+async fn watch_changes(
+    state: Arc<AppState>,
+    agent: AgentName,
+    stop: CancellationToken,
+    notifier: Notifier,
+) {
+    let mut rx = state.store.subscribe();
+    rx.borrow_and_update();
+    let mut last = Seen::of(&state, &agent);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = state.shutdown.cancelled() => return,
+            r = rx.changed() => if r.is_err() { return },
+        }
+        let now = Seen::of(&state, &agent);
+        let (resources, tools) = (now.resources != last.resources, now.tools != last.tools);
+        last = now;
+        if (resources || tools) && !notifier.send(resources, tools).await {
+            return;
+        }
+    }
+}
+
+/// Buffer POST bodies so that a body rmcp cannot read as one JSON-RPC message gets a JSON-RPC
+/// error (`-32700` parse error, `-32600` invalid request) instead of a bare HTTP error.
+async fn jsonrpc_guard(State(limit): State<usize>, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(b) => b,
+        Err(_) => {
+            return jsonrpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                serde_json::Value::Null,
+                -32600,
+                format!("Invalid Request: the body exceeds {limit} bytes"),
+            );
+        }
+    };
+    let res = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    // rmcp answers a body it cannot deserialize with 415; tell JSON-RPC what was wrong.
+    if res.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return res;
+    }
+    let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) else {
+        return res;
+    };
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(pe) => jsonrpc_error(
+            StatusCode::BAD_REQUEST,
+            serde_json::Value::Null,
+            -32700,
+            format!("Parse error: {pe}"),
+        ),
+        Ok(v) => {
+            let id = v
+                .get("id")
+                .filter(|id| id.is_string() || id.is_number())
+                .cloned()
+                .unwrap_or(serde_json::Value::Null);
+            let why = if v.is_array() {
+                "batches are not supported; send one message per request".to_owned()
+            } else {
+                e.to_string()
+            };
+            jsonrpc_error(
+                StatusCode::BAD_REQUEST,
+                id,
+                -32600,
+                format!("Invalid Request: {why}"),
+            )
+        }
+    }
+}
+
+fn jsonrpc_error(
+    status: StatusCode,
+    id: serde_json::Value,
+    code: i64,
+    message: String,
+) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    let mut res = (status, body.to_string()).into_response();
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
 }

@@ -1,5 +1,489 @@
 //! Skill manifests for the MCP Skills extension: `skill://` URIs, SHA-256 digests and the
 //! frontmatter as JSON, cached per revision.
+//!
+//! A manifest is built once per `(skill id, revision)` from the revision's bundle: every file
+//! with the SHA-256 of its exact stored bytes and its size, a MIME type, whether it is served as
+//! text, and the whole frontmatter converted from YAML to JSON by the YAML 1.2 core schema (what a
+//! host re-parsing the SKILL.md gets). Bundles read for manifests or file reads stay in a small
+//! byte-bounded cache, so a listing followed by reads does not go back to the database.
 
+use skillbase_format::yaml::Node;
+use skillbase_format::{Bundle, Digest, SkillMd, YamlLimits};
+use skillbase_store::{SkillEntry, Store, StoreError};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use tokio::sync::OnceCell;
+
+/// The URI scheme of skill resources.
+pub const SCHEME: &str = "skill://";
+/// The file every skill has, always served under this name.
+pub const SKILL_MD: &str = "SKILL.md";
+/// MIME type of SKILL.md.
+pub const MARKDOWN: &str = "text/markdown";
+/// MIME type of a directory resource.
+pub const DIRECTORY: &str = "inode/directory";
+
+/// Bundles kept for file reads, in bytes.
+const BUNDLE_CACHE_BYTES: u64 = 32 * 1024 * 1024;
+/// A bundle larger than this is read for each request instead of cached.
+const BUNDLE_CACHE_MAX_ONE: u64 = 8 * 1024 * 1024;
+
+/// One file of a skill, as the extension lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestFile {
+    /// The path relative to the skill root in URIs: `SKILL.md` for the skill's SKILL.md (even
+    /// when stored as `skill.md`), else the bundle path.
+    pub rel: String,
+    /// The path in the bundle.
+    pub path: String,
+    pub uri: String,
+    /// `sha256:<64 lowercase hex>` of the exact bytes.
+    pub digest: String,
+    pub size: u64,
+    pub mime: &'static str,
+    /// Served as `text` (UTF-8 without NUL, or SKILL.md); otherwise as a base64 `blob`.
+    pub text: bool,
+}
+
+/// A skill revision as the extension serves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    pub id: i64,
+    pub rev: i64,
+    pub name: String,
+    /// `skill://<name>/SKILL.md`.
+    pub uri: String,
+    /// `skill://<name>`: the skill's root directory.
+    pub root: String,
+    /// The whole frontmatter, YAML 1.2 core schema → JSON.
+    pub frontmatter: serde_json::Map<String, serde_json::Value>,
+    /// The frontmatter's `name` and `description` as strings.
+    pub fm_name: String,
+    pub fm_description: String,
+    /// Every file, sorted by `rel`.
+    pub files: Vec<ManifestFile>,
+}
+
+/// A direct child of a directory in a skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Child<'a> {
+    File(&'a ManifestFile),
+    Dir { name: String, uri: String },
+}
+
+impl Child<'_> {
+    /// The child's name within its directory.
+    pub fn name(&self) -> &str {
+        match self {
+            Child::File(f) => f.rel.rsplit('/').next().unwrap_or(&f.rel),
+            Child::Dir { name, .. } => name,
+        }
+    }
+}
+
+impl Manifest {
+    /// The file at a URI-relative path (`SKILL.md` or a bundle path).
+    pub fn file(&self, rel: &str) -> Option<&ManifestFile> {
+        self.files
+            .binary_search_by(|f| f.rel.as_str().cmp(rel))
+            .ok()
+            .map(|i| &self.files[i])
+    }
+
+    /// The SKILL.md entry.
+    pub fn skill_md(&self) -> &ManifestFile {
+        self.file(SKILL_MD)
+            .expect("a manifest always lists SKILL.md")
+    }
+
+    /// The direct children of a directory (`""` is the root), sorted by name; `None` when no
+    /// such directory exists (a file path, or nothing at all).
+    pub fn children(&self, dir: &str) -> Option<Vec<Child<'_>>> {
+        let mut out: BTreeMap<String, Child<'_>> = BTreeMap::new();
+        let mut exists = dir.is_empty();
+        for f in &self.files {
+            let rest = if dir.is_empty() {
+                f.rel.as_str()
+            } else {
+                match f.rel.strip_prefix(dir).and_then(|r| r.strip_prefix('/')) {
+                    Some(r) => r,
+                    None => continue,
+                }
+            };
+            exists = true;
+            match rest.split_once('/') {
+                None => {
+                    out.insert(rest.to_owned(), Child::File(f));
+                }
+                Some((sub, _)) => {
+                    if !out.contains_key(sub) {
+                        let rel = if dir.is_empty() {
+                            sub.to_owned()
+                        } else {
+                            format!("{dir}/{sub}")
+                        };
+                        out.insert(
+                            sub.to_owned(),
+                            Child::Dir {
+                                name: sub.to_owned(),
+                                uri: file_uri(&self.name, &rel),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        exists.then(|| out.into_values().collect())
+    }
+
+    /// The URI of a directory (`""` is the root).
+    pub fn dir_uri(&self, dir: &str) -> String {
+        if dir.is_empty() {
+            self.root.clone()
+        } else {
+            file_uri(&self.name, dir)
+        }
+    }
+
+    /// Build the manifest of a revision from its bundle.
+    pub fn build(entry: &SkillEntry, bundle: &Bundle) -> Result<Manifest, StoreError> {
+        let corrupt = |m: String| StoreError::Corrupt(format!("skill '{}': {m}", entry.name));
+        let md_file = bundle.skill_md();
+        let md_text = std::str::from_utf8(&md_file.bytes)
+            .map_err(|e| corrupt(format!("SKILL.md is not UTF-8: {e}")))?;
+        let md = SkillMd::parse(md_text, &YamlLimits::default())
+            .map_err(|e| corrupt(format!("SKILL.md: {e}")))?;
+        let frontmatter = match Node::Map(md.frontmatter.clone()).to_typed_json() {
+            serde_json::Value::Object(m) => m,
+            _ => return Err(corrupt("the frontmatter is not a mapping".into())),
+        };
+        // The spec types `name` and `description` as strings: a value the core schema reads as
+        // something else (a name of digits) keeps its source text there.
+        let as_text = |key: &str, fallback: &str| match frontmatter.get(key) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            _ => md
+                .get(key)
+                .and_then(Node::as_str)
+                .unwrap_or(fallback)
+                .to_owned(),
+        };
+        let fm_name = as_text("name", &entry.name);
+        let fm_description = as_text("description", &entry.meta.description);
+        let md_path = md_file.path.as_str();
+        let mut files: Vec<ManifestFile> = bundle
+            .files()
+            .iter()
+            .map(|f| {
+                let is_md = f.path.as_str() == md_path;
+                let rel = if is_md {
+                    SKILL_MD.to_owned()
+                } else {
+                    f.path.as_str().to_owned()
+                };
+                let text = is_md || is_text(&f.bytes);
+                ManifestFile {
+                    uri: file_uri(&entry.name, &rel),
+                    mime: if is_md {
+                        MARKDOWN
+                    } else {
+                        mime_for(&rel, text)
+                    },
+                    rel,
+                    path: f.path.as_str().to_owned(),
+                    // Recomputed over the bytes as served, whatever the store recorded.
+                    digest: Digest::of(&f.bytes).to_string(),
+                    size: f.bytes.len() as u64,
+                    text,
+                }
+            })
+            .collect();
+        files.sort_by(|a, b| a.rel.cmp(&b.rel));
+        Ok(Manifest {
+            id: entry.id,
+            rev: entry.active_rev,
+            name: entry.name.clone(),
+            uri: file_uri(&entry.name, SKILL_MD),
+            root: format!("{SCHEME}{}", encode_segment(&entry.name)),
+            frontmatter,
+            fm_name,
+            fm_description,
+            files,
+        })
+    }
+}
+
+/// Bytes served as text: valid UTF-8 without NUL.
+pub fn is_text(bytes: &[u8]) -> bool {
+    !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok()
+}
+
+/// A MIME type from the file name; `text/plain` or `application/octet-stream` when unknown.
+pub fn mime_for(path: &str, text: bool) -> &'static str {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let ext = file
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "md" | "markdown" => MARKDOWN,
+        "txt" | "text" => "text/plain",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "csv" => "text/csv",
+        "js" | "mjs" => "text/javascript",
+        "ts" => "text/x-typescript",
+        "py" => "text/x-python",
+        "rs" => "text/x-rust",
+        "sh" => "application/x-sh",
+        "json" => "application/json",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        "xml" => "application/xml",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        "zip" => "application/zip",
+        "gz" | "tgz" => "application/gzip",
+        "wasm" => "application/wasm",
+        _ if text => "text/plain",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Percent-encode one URI segment: everything but RFC 3986's unreserved characters.
+pub fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decode a percent-encoded segment; `None` for a bad escape or bytes that are not UTF-8.
+pub fn decode_segment(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_owned());
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `skill://<name>/<rel>`, each segment percent-encoded.
+pub fn file_uri(name: &str, rel: &str) -> String {
+    let mut out = format!("{SCHEME}{}", encode_segment(name));
+    for seg in rel.split('/') {
+        out.push('/');
+        out.push_str(&encode_segment(seg));
+    }
+    out
+}
+
+/// A `skill://` URI taken apart: the skill name and the path inside it (`""` for the root).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillUri {
+    pub name: String,
+    pub path: String,
+}
+
+/// Parse `skill://<name>[/<path>]`. Refuses (with `None`) anything that is not exactly a name
+/// and clean path segments: queries, fragments, empty segments (a trailing slash), `.` and `..`,
+/// encoded slashes or backslashes, control characters.
+pub fn parse_uri(uri: &str) -> Option<SkillUri> {
+    let rest = uri.strip_prefix(SCHEME)?;
+    if rest.is_empty() || rest.contains(['?', '#', '\\']) {
+        return None;
+    }
+    let mut segs = Vec::new();
+    for raw in rest.split('/') {
+        let seg = decode_segment(raw)?;
+        if seg.is_empty()
+            || seg == "."
+            || seg == ".."
+            || seg.contains(['/', '\\'])
+            || seg.chars().any(char::is_control)
+        {
+            return None;
+        }
+        segs.push(seg);
+    }
+    let name = segs.remove(0);
+    Some(SkillUri {
+        name,
+        path: segs.join("/"),
+    })
+}
+
+type Key = (i64, i64);
+
+/// Bundles kept for reads, evicted oldest first beyond a byte budget.
 #[derive(Default)]
-pub struct ManifestCache {}
+struct BundleCache {
+    map: HashMap<Key, Arc<Bundle>>,
+    order: VecDeque<Key>,
+    bytes: u64,
+}
+
+impl BundleCache {
+    fn insert(&mut self, key: Key, bundle: Arc<Bundle>) {
+        let size = bundle.total_bytes();
+        if size > BUNDLE_CACHE_MAX_ONE || self.map.contains_key(&key) {
+            return;
+        }
+        while self.bytes + size > BUNDLE_CACHE_BYTES {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(b) = self.map.remove(&old) {
+                self.bytes -= b.total_bytes();
+            }
+        }
+        self.bytes += size;
+        self.map.insert(key, bundle);
+        self.order.push_back(key);
+    }
+}
+
+/// Manifests by `(skill id, revision)`, and recently read bundles.
+#[derive(Default)]
+pub struct ManifestCache {
+    manifests: Mutex<HashMap<Key, Arc<OnceCell<Arc<Manifest>>>>>,
+    bundles: Mutex<BundleCache>,
+}
+
+impl ManifestCache {
+    /// The manifest of the entry's active revision, built on first use.
+    pub async fn manifest(
+        &self,
+        store: &Store,
+        entry: &SkillEntry,
+    ) -> Result<Arc<Manifest>, StoreError> {
+        let key = (entry.id, entry.active_rev);
+        let cell = {
+            let mut m = self.manifests.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(c) = m.get(&key) {
+                c.clone()
+            } else {
+                if m.len() > 256 && m.len() > 2 * store.index().len() {
+                    // Drop revisions no longer active.
+                    let live: HashSet<Key> =
+                        store.index().all().map(|e| (e.id, e.active_rev)).collect();
+                    m.retain(|k, _| live.contains(k));
+                }
+                m.entry(key).or_default().clone()
+            }
+        };
+        cell.get_or_try_init(|| async {
+            let bundle = self.bundle(store, entry).await?;
+            Manifest::build(entry, &bundle).map(Arc::new)
+        })
+        .await
+        .cloned()
+    }
+
+    /// The bytes of one file of the entry's active revision (by bundle path).
+    pub async fn bytes(
+        &self,
+        store: &Store,
+        entry: &SkillEntry,
+        path: &str,
+    ) -> Result<Option<Arc<[u8]>>, StoreError> {
+        let bundle = self.bundle(store, entry).await?;
+        Ok(bundle.get(path).map(|f| f.bytes.clone()))
+    }
+
+    /// Number of manifests held (built or being built).
+    pub fn len(&self) -> usize {
+        self.manifests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    async fn bundle(&self, store: &Store, entry: &SkillEntry) -> Result<Arc<Bundle>, StoreError> {
+        let key = (entry.id, entry.active_rev);
+        if let Some(b) = self
+            .bundles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map
+            .get(&key)
+        {
+            return Ok(b.clone());
+        }
+        let (_, bundle) = store
+            .bundle(&entry.scope, &entry.name, Some(entry.active_rev))
+            .await?;
+        let bundle = Arc::new(bundle);
+        self.bundles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, bundle.clone());
+        Ok(bundle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_round_trip_and_refuse_tricks() {
+        assert_eq!(file_uri("pdf", "SKILL.md"), "skill://pdf/SKILL.md");
+        assert_eq!(file_uri("pdf", "a b/ü.txt"), "skill://pdf/a%20b/%C3%BC.txt");
+        let u = parse_uri("skill://pdf/a%20b/%C3%BC.txt").unwrap();
+        assert_eq!(u.name, "pdf");
+        assert_eq!(u.path, "a b/ü.txt");
+        assert_eq!(parse_uri("skill://pdf").unwrap().path, "");
+        for bad in [
+            "skill://",
+            "skill://pdf/",
+            "skill://pdf/../other/SKILL.md",
+            "skill://pdf/a/%2E%2E/SKILL.md",
+            "skill://pdf/a%2Fb",
+            "skill://pdf/a%5Cb",
+            "skill://pdf/SKILL.md?x",
+            "skill://pdf/SKILL.md#x",
+            "skill://pdf//SKILL.md",
+            "skill://pdf/%zz",
+            "skill://pdf/%FF",
+            "skill://pdf/./SKILL.md",
+            "file:///etc/passwd",
+        ] {
+            assert_eq!(parse_uri(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn text_detection_and_mime_types() {
+        assert!(is_text(b"hello\n"));
+        assert!(!is_text(b"a\0b"));
+        assert!(!is_text(&[0xff, 0xfe]));
+        assert_eq!(mime_for("x/logo.PNG", false), "image/png");
+        assert_eq!(mime_for("notes", true), "text/plain");
+        assert_eq!(mime_for("blob.bin", false), "application/octet-stream");
+        assert_eq!(mime_for("ref/GUIDE.md", true), MARKDOWN);
+    }
+}
