@@ -322,8 +322,34 @@ impl McpHandler {
                 ErrorData::invalid_request("the Skillbase-Agent header is not text", None)
             })?),
         };
-        let caller = match principal {
-            Principal::Agent { agent, token } => {
+        let who = match principal {
+            Principal::Agent { token, .. } | Principal::Admin { token: Some(token) } => {
+                format!("token-{token}")
+            }
+            Principal::Admin { token: None } => "dev".to_owned(),
+        };
+        let mismatch = || {
+            ErrorData::invalid_request(
+                "this MCP session was opened with another token or for another agent; start a new session",
+                None,
+            )
+        };
+        // A session stays with its token and agent; later requests need not repeat the header.
+        let bound = self
+            .conn
+            .bound
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(b) = bound {
+            return if b.who == who && named.is_none_or(|n| n == b.agent.as_str()) {
+                Ok(b)
+            } else {
+                Err(mismatch())
+            };
+        }
+        let agent = match principal {
+            Principal::Agent { agent, .. } => {
                 if let Some(n) = named
                     && n != agent.as_str()
                 {
@@ -334,12 +360,9 @@ impl McpHandler {
                         None,
                     ));
                 }
-                Caller {
-                    agent: agent.clone(),
-                    who: format!("token-{token}"),
-                }
+                agent.clone()
             }
-            Principal::Admin { token } => {
+            Principal::Admin { .. } => {
                 let agent = match named {
                     Some(n) => AgentName::parse(n).map_err(|e| {
                         ErrorData::invalid_request(format!("Skillbase-Agent: {e}"), None)
@@ -357,20 +380,14 @@ impl McpHandler {
                         None,
                     ));
                 }
-                Caller {
-                    agent,
-                    who: token.map_or_else(|| "dev".to_owned(), |t| format!("token-{t}")),
-                }
+                agent
             }
         };
+        let caller = Caller { agent, who };
         let mut bound = self.conn.bound.lock().unwrap_or_else(|p| p.into_inner());
         match &*bound {
-            Some(b) if *b != caller => Err(ErrorData::invalid_request(
-                "this MCP session was opened with another token or for another agent; start a new session",
-                None,
-            )),
-            Some(_) => Ok(caller),
-            None => {
+            Some(b) if *b != caller => Err(mismatch()),
+            _ => {
                 *bound = Some(caller.clone());
                 Ok(caller)
             }
@@ -820,6 +837,15 @@ async fn jsonrpc_guard(State(limit): State<usize>, req: Request, next: Next) -> 
     if req.method() != Method::POST {
         return next.run(req).await;
     }
+    let json_body = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
+        });
     let (parts, body) = req.into_parts();
     let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(b) => b,
@@ -836,7 +862,7 @@ async fn jsonrpc_guard(State(limit): State<usize>, req: Request, next: Next) -> 
         .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
     // rmcp answers a body it cannot deserialize with 415; tell JSON-RPC what was wrong.
-    if res.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+    if !json_body || res.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return res;
     }
     let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) else {

@@ -1012,6 +1012,21 @@ async fn the_agent_comes_from_the_token_or_the_header() {
     let e = hijack.err("skills/list", json!({})).await;
     assert_eq!(e["code"], -32600, "{e}");
     assert_eq!(names(&alpha.all_skills().await.0).len(), 3);
+    // An admin names the agent when opening; later requests need not repeat it, and may not
+    // name another one.
+    let (admin, _) = Client::new(&s, Some(&s.admin), Wire::Stateful)
+        .header("skillbase-agent", "beta")
+        .open()
+        .await;
+    let mut later = Client::new(&s, Some(&s.admin), Wire::Stateful);
+    later.session = admin.session.clone();
+    assert_eq!(
+        names(&later.all_skills().await.0),
+        ["beta-secret", "shared-one"]
+    );
+    let switch = later.header("skillbase-agent", "alpha");
+    let e = switch.err("skills/list", json!({})).await;
+    assert_eq!(e["code"], -32600, "{e}");
     s.stop().await;
 
     // With a default agent, the admin token acts as it.
