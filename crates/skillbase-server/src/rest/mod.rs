@@ -1,9 +1,190 @@
-//! The REST API under `/v1`.
+//! The REST API under `/v1`, described by the OpenAPI 3.1 document at `/v1/openapi.json`
+//! (generated from the handlers' annotations). Errors are `application/problem+json`.
+//!
+//! The router and [`routes`] are built from one table, so the list of mounted routes and the
+//! document can be compared (the REST tests do).
 
+mod agents;
+mod authoring;
+mod extract;
+mod sessions;
+mod skills;
+mod tokens;
+mod vault;
+
+pub use authoring::{REST_SESSION_PREFIX, SESSION_HEADER};
+
+use crate::error::ApiError;
 use crate::state::AppState;
 use axum::Router;
-use std::sync::Arc;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{Method, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{MethodRouter, delete, get, post, put};
+use std::sync::{Arc, OnceLock};
+use utoipa::OpenApi;
 
-pub fn router(_state: Arc<AppState>) -> Router<Arc<AppState>> {
-    Router::new()
+type Route = (Method, &'static str, MethodRouter<Arc<AppState>>);
+
+/// Every route under `/v1`: method, path (relative to `/v1`) and handler.
+fn table(upload_bytes: usize) -> Vec<Route> {
+    vec![
+        (Method::GET, "/openapi.json", get(openapi_json)),
+        (Method::GET, "/skills", get(skills::list)),
+        (Method::GET, "/skills/{name}", get(skills::show)),
+        (Method::PUT, "/skills/{name}", put(skills::put)),
+        (Method::GET, "/skills/{name}/history", get(skills::history)),
+        (Method::GET, "/skills/{name}/diff", get(skills::diff)),
+        (Method::POST, "/skills/{name}/revert", post(skills::revert)),
+        (Method::POST, "/skills/{name}/retire", post(skills::retire)),
+        (
+            Method::POST,
+            "/skills/{name}/restore",
+            post(skills::restore),
+        ),
+        (
+            Method::POST,
+            "/skills/{name}/disable",
+            post(skills::disable),
+        ),
+        (Method::POST, "/skills/{name}/enable", post(skills::enable)),
+        (Method::GET, "/skills/{name}/export", get(skills::export)),
+        (Method::GET, "/skills/{name}/runs", get(skills::runs)),
+        (
+            Method::POST,
+            "/skills/{name}/approve",
+            post(skills::approve),
+        ),
+        (
+            Method::POST,
+            "/imports",
+            post(skills::import).layer(DefaultBodyLimit::max(upload_bytes)),
+        ),
+        (Method::GET, "/approvals", get(skills::approvals)),
+        (Method::GET, "/agents", get(agents::list)),
+        (Method::POST, "/agents", post(agents::create)),
+        (Method::GET, "/agents/{name}", get(agents::show)),
+        (Method::PUT, "/agents/{name}", put(agents::put)),
+        (Method::GET, "/vault", get(vault::list)),
+        (Method::PUT, "/vault/{name}", put(vault::set)),
+        (Method::DELETE, "/vault/{name}", delete(vault::remove)),
+        (Method::GET, "/tokens", get(tokens::list)),
+        (Method::POST, "/tokens", post(tokens::create)),
+        (Method::DELETE, "/tokens/{id}", delete(tokens::revoke)),
+        (Method::POST, "/sessions", post(sessions::create)),
+        (Method::GET, "/sessions/{id}", get(sessions::show)),
+        (Method::POST, "/sessions/{id}/turns", post(sessions::turn)),
+        (Method::POST, "/sessions/{id}/calls", post(sessions::call)),
+        (
+            Method::GET,
+            "/sessions/{id}/calls/{call_id}",
+            get(sessions::call_result),
+        ),
+        (Method::GET, "/sessions/{id}/events", get(sessions::events)),
+        (Method::GET, "/sessions/{id}/pinned", get(sessions::pinned)),
+        (
+            Method::POST,
+            "/sessions/{id}/finish",
+            post(sessions::finish),
+        ),
+    ]
+}
+
+/// Every mounted route as (method, full path), e.g. `(GET, "/v1/skills/{name}")`.
+pub fn routes() -> Vec<(Method, String)> {
+    table(0)
+        .into_iter()
+        .map(|(m, p, _)| (m, format!("/v1{p}")))
+        .collect()
+}
+
+/// The `/v1` router (nested by [`crate::router`], behind authentication).
+pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
+    let mut r = Router::new();
+    for (_, path, mr) in table(state.options.limits.upload_bytes) {
+        r = r.route(path, mr);
+    }
+    r.method_not_allowed_fallback(method_not_allowed)
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        format!(
+            "{} is not a method of {}; see /v1/openapi.json",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = api.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "An admin token, or a token bound to one agent (`skillbase token create`)",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Skillbase",
+        description = "Skills store and runtime for AI agents. Every route needs `Authorization: Bearer <token>`: an admin token, or one bound to an agent, which sees and does only what that agent may. Errors are application/problem+json. Skill writes take `If-Match: \"<rev>\"` (the ETag)."
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    paths(
+        openapi_json,
+        skills::list, skills::show, skills::put, skills::history, skills::diff,
+        skills::revert, skills::retire, skills::restore, skills::disable, skills::enable,
+        skills::export, skills::runs, skills::approve, skills::import, skills::approvals,
+        agents::list, agents::create, agents::show, agents::put,
+        vault::list, vault::set, vault::remove,
+        tokens::list, tokens::create, tokens::revoke,
+        sessions::create, sessions::show, sessions::turn, sessions::call, sessions::call_result,
+        sessions::events, sessions::pinned, sessions::finish,
+    ),
+    components(schemas(crate::error::Problem)),
+    tags(
+        (name = "skills", description = "Skills and their revisions"),
+        (name = "approvals", description = "Revisions waiting for review"),
+        (name = "agents", description = "Agents: what each may see and use"),
+        (name = "vault", description = "Secrets, write-only"),
+        (name = "tokens", description = "API tokens"),
+        (name = "sessions", description = "Turns, calls and events of an agent's session"),
+        (name = "meta", description = "This document"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The document as JSON text (built once).
+pub fn openapi_text() -> &'static str {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let mut doc = ApiDoc::openapi();
+        doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+        doc.to_json().expect("the OpenAPI document serializes")
+    })
+}
+
+/// This document: the OpenAPI 3.1 description of every route under /v1.
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "meta",
+    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json", body = Object)))]
+pub async fn openapi_json() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], openapi_text())
 }

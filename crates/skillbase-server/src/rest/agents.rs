@@ -1,0 +1,245 @@
+//! Agents: list and show (an agent token sees its own agent only), create and update (admin).
+
+use super::extract::{Body, Caller, P, agent_name, etag, precondition, unprocessable};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use skillbase_store::{Agent, AgentConfig, AgentName, StoreError};
+use std::sync::Arc;
+use utoipa::ToSchema;
+
+/// A set of skill names: "all", "none", or a list.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[schema(as = SkillSet)]
+#[allow(dead_code)]
+pub enum SkillSetDoc {
+    Word(String),
+    List(Vec<String>),
+}
+
+/// What an agent may use.
+#[derive(ToSchema)]
+#[schema(as = Grants)]
+#[allow(dead_code)]
+pub struct GrantsDoc {
+    /// Tool classes (`web_fetch`, `notes`, `skills`, ...).
+    tools: Vec<String>,
+    /// Vault entry names.
+    vault: Vec<String>,
+    /// Destination hosts (`host`, `host:port`, `*.domain`).
+    hosts: Vec<String>,
+}
+
+/// An agent's policies.
+#[derive(ToSchema)]
+#[schema(as = Policies)]
+#[allow(dead_code)]
+pub struct PoliciesDoc {
+    review_agent_revisions: bool,
+    review_envelope_expansion: bool,
+    failure_threshold: u32,
+    max_calls_in_flight: u32,
+    max_network_calls_per_session: u32,
+    max_result_tokens: u32,
+}
+
+/// An agent's configuration. Every field is optional; missing ones take their defaults.
+#[derive(ToSchema)]
+#[schema(as = AgentConfig)]
+#[allow(dead_code)]
+pub struct AgentConfigDoc {
+    /// The skills it may see.
+    skills: SkillSetDoc,
+    /// The skills in its prompt every turn.
+    eager: SkillSetDoc,
+    grants: GrantsDoc,
+    /// Tokens the level-1 catalog may use.
+    catalog_budget: u32,
+    /// Tokens the skill bodies injected in one turn may use.
+    context_budget: u32,
+    policies: PoliciesDoc,
+    description: String,
+}
+
+/// A stored agent: its name, configuration and version.
+#[derive(ToSchema)]
+#[schema(as = Agent)]
+#[allow(dead_code)]
+pub struct AgentDoc {
+    name: String,
+    skills: SkillSetDoc,
+    eager: SkillSetDoc,
+    grants: GrantsDoc,
+    catalog_budget: u32,
+    context_budget: u32,
+    policies: PoliciesDoc,
+    description: String,
+    /// Bumped on every change (the ETag).
+    version: i64,
+}
+
+/// A new agent.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewAgent {
+    pub name: String,
+    #[serde(default)]
+    #[schema(value_type = AgentConfigDoc)]
+    pub config: Value,
+}
+
+/// Parse and check a configuration.
+fn config(v: Value) -> ApiResult<AgentConfig> {
+    let v = if v.is_null() {
+        Value::Object(Default::default())
+    } else {
+        v
+    };
+    let mut c: AgentConfig = serde_json::from_value(v)
+        .map_err(|e| unprocessable("invalid-agent", format!("agent configuration: {e}")))?;
+    for h in &c.grants.hosts {
+        if let Some(problem) = skillbase_format::validate::check_host(h) {
+            return Err(unprocessable(
+                "invalid-agent",
+                format!("grants.hosts: '{h}' {problem}"),
+            ));
+        }
+    }
+    c.grants.hosts = c
+        .grants
+        .hosts
+        .iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
+    if c.policies.failure_threshold == 0 || c.policies.max_calls_in_flight == 0 {
+        return Err(unprocessable(
+            "invalid-agent",
+            "policies.failure_threshold and policies.max_calls_in_flight must be at least 1",
+        ));
+    }
+    Ok(c)
+}
+
+fn agent_response(status: StatusCode, a: &Agent) -> Response {
+    (status, [etag(a.version)], Json(a)).into_response()
+}
+
+/// List agents (an agent token: its own).
+#[utoipa::path(get, path = "/v1/agents", tag = "agents",
+    responses((status = 200, body = Vec<AgentDoc>)))]
+pub async fn list(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+) -> ApiResult<Json<Vec<Agent>>> {
+    let mut all = st.store.agents().await?;
+    if let Some(a) = p.agent() {
+        all.retain(|x| x.name == *a);
+    }
+    Ok(Json(all))
+}
+
+/// Show an agent (an agent token: its own; any other answers 404).
+#[utoipa::path(get, path = "/v1/agents/{name}", tag = "agents",
+    params(("name" = String, Path)),
+    responses((status = 200, body = AgentDoc, headers(("etag" = String, description = "\"<version>\""))),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+pub async fn show(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P(name): P<String>,
+) -> ApiResult<Response> {
+    let name = AgentName::parse(&name).map_err(|_| {
+        ApiError::not_found(format!(
+            "no agent '{}'",
+            name.chars().take(64).collect::<String>()
+        ))
+    })?;
+    p.require_agent(&name)?;
+    let a = st
+        .store
+        .agent(&name)
+        .await?
+        .ok_or_else(|| StoreError::AgentNotFound(name.to_string()))?;
+    Ok(agent_response(StatusCode::OK, &a))
+}
+
+/// Create an agent (409 if it exists). Admin only.
+#[utoipa::path(post, path = "/v1/agents", tag = "agents", request_body = NewAgent,
+    responses((status = 201, body = AgentDoc),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 409, body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json")))]
+pub async fn create(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    Body(b): Body<NewAgent>,
+) -> ApiResult<Response> {
+    p.require_admin()?;
+    let name = agent_name(&b.name)?;
+    let c = config(b.config)?;
+    st.store.create_agent(&name, &c).await?;
+    let a = st
+        .store
+        .agent(&name)
+        .await?
+        .ok_or_else(|| ApiError::internal("the agent vanished after it was created"))?;
+    Ok(agent_response(StatusCode::CREATED, &a))
+}
+
+/// Create or replace an agent's configuration. `If-Match: "<version>"` makes it conditional.
+/// Admin only.
+#[utoipa::path(put, path = "/v1/agents/{name}", tag = "agents",
+    params(("name" = String, Path),
+        ("if-match" = Option<String>, Header, description = "\"<version>\" from the ETag")),
+    request_body = AgentConfigDoc,
+    responses((status = 200, body = AgentDoc),
+        (status = 201, body = AgentDoc),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 412, body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json")))]
+pub async fn put(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    headers: HeaderMap,
+    P(name): P<String>,
+    Body(v): Body<Value>,
+) -> ApiResult<Response> {
+    p.require_admin()?;
+    let name = agent_name(&name)?;
+    let c = config(v)?;
+    let existing = st.store.agent(&name).await?;
+    let version = existing.as_ref().map_or(0, |a| a.version);
+    use super::extract::Precondition as Pre;
+    let ok = match precondition(&headers)? {
+        Pre::None => true,
+        Pre::Rev(v) => v == version,
+        Pre::Exists => existing.is_some(),
+        Pre::Absent => existing.is_none(),
+    };
+    if !ok {
+        return Err(ApiError::new(
+            StatusCode::PRECONDITION_FAILED,
+            "stale-version",
+            format!("agent '{name}' is at version {version}; re-read it and retry"),
+        )
+        .with_extra(serde_json::json!({"current_version": version})));
+    }
+    st.store.set_agent(&name, &c).await?;
+    let a = st
+        .store
+        .agent(&name)
+        .await?
+        .ok_or_else(|| ApiError::internal("the agent vanished after it was written"))?;
+    let status = if existing.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok(agent_response(status, &a))
+}

@@ -1,0 +1,242 @@
+//! Writes made with an agent-bound token go through the authoring tools themselves
+//! (`skill_create`, `skill_modify`, `skill_revert`, `skill_remove`) by the dispatcher, so they get
+//! exactly what a model's call gets: the agent's own scope, the author `agent:<name>/inline`,
+//! the `skills` grant, capabilities limited to the agent's grants, the approval policy and the
+//! driving-skill gate, each recorded as a `tool_called` event.
+
+use super::extract::{Precondition, check_precondition, hidden, stale, unprocessable};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Map, Value, json};
+use skillbase_format::{SkillMd, SkillMeta};
+use skillbase_runtime::dispatch::{AUTHORING_CLASS, CallMode, CallOutcome, Rule};
+use skillbase_store::{AgentName, Scope};
+
+/// The header naming the session an agent's REST write belongs to (its calls are then gated by
+/// the skill driving that session, as a model's would be).
+pub const SESSION_HEADER: &str = "skillbase-session";
+
+/// Sessions whose id starts with this are the ones REST writes use when no session is named
+/// (`rest:<agent>`); clients cannot create them.
+pub const REST_SESSION_PREFIX: &str = "rest:";
+
+/// Frontmatter keys an agent may write: the authoring tools' fields.
+const TOOL_KEYS: [&str; 7] = [
+    "name",
+    "description",
+    "triggers",
+    "companions",
+    "inputs",
+    "capabilities",
+    "cost",
+];
+
+/// One agent's authoring calls.
+pub struct Authoring<'a> {
+    st: &'a AppState,
+    pub agent: AgentName,
+    session: String,
+}
+
+impl<'a> Authoring<'a> {
+    /// The agent's authoring context: the session named by `Skillbase-Session` (it must be the
+    /// agent's), else `rest:<agent>`.
+    pub async fn new(
+        st: &'a AppState,
+        agent: &AgentName,
+        headers: &HeaderMap,
+    ) -> ApiResult<Authoring<'a>> {
+        let session = match headers.get(SESSION_HEADER) {
+            Some(v) => {
+                let id = v
+                    .to_str()
+                    .map_err(|_| ApiError::bad_request("Skillbase-Session is not ASCII"))?;
+                match st.store.session(id).await? {
+                    Some(r) if r.agent == agent.as_str() => id.to_owned(),
+                    _ => {
+                        let shown: String = id.chars().take(128).collect();
+                        return Err(ApiError::not_found(format!("no session '{shown}'")));
+                    }
+                }
+            }
+            None => format!("{REST_SESSION_PREFIX}{agent}"),
+        };
+        Ok(Authoring {
+            st,
+            agent: agent.clone(),
+            session,
+        })
+    }
+
+    /// Dispatch an authoring tool and turn its outcome into a result or an HTTP error.
+    pub async fn call(&self, tool: &str, args: Value, name: &str) -> ApiResult<Value> {
+        let outcome = self
+            .st
+            .dispatcher
+            .call(&self.agent, &self.session, tool, args, CallMode::Wait)
+            .await?;
+        match outcome {
+            CallOutcome::Done { result, .. } => Ok(result),
+            CallOutcome::Refused { rule, message, .. } => Err(refusal(&self.agent, rule, message)),
+            CallOutcome::Failed { message, .. } => Err(self.failure(name, &message)),
+            CallOutcome::Started { call_id } => Err(ApiError::internal(format!(
+                "authoring tool {tool} was started apart ({call_id}); it should run at once"
+            ))),
+        }
+    }
+
+    /// The latest revision of the agent's own record (0: none).
+    pub fn own_head(&self, name: &str) -> i64 {
+        self.st
+            .store
+            .index()
+            .get(&Scope::Agent(self.agent.clone()), name)
+            .map_or(0, |e| e.head_rev)
+    }
+
+    /// Map a tool's failure text to a status. The authoring tools report failures as text (the
+    /// store's error messages), so the kinds are told apart by their fixed openings.
+    fn failure(&self, name: &str, message: &str) -> ApiError {
+        let m = message;
+        if m.starts_with("conflict on skill") {
+            return stale(name, self.own_head(name));
+        }
+        if (m.starts_with("no skill '") && m.contains("' in scope "))
+            || (m.starts_with("no skill '") && m.ends_with("to modify; use skill_create"))
+        {
+            return hidden(name);
+        }
+        if m.starts_with("skill '") && m.contains("' has no revision ") {
+            return ApiError::not_found(m.to_owned());
+        }
+        if m.starts_with("a skill named '")
+            || (m.starts_with("skill '") && m.contains("is retired"))
+        {
+            return ApiError::conflict(m.to_owned());
+        }
+        if m.starts_with("the skill declares capabilities") {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "capability-not-granted",
+                m.to_owned(),
+            );
+        }
+        if m.starts_with("database error") || m.starts_with("stored data is corrupt") {
+            return ApiError::internal(m.to_owned());
+        }
+        unprocessable("invalid-skill", m.to_owned())
+    }
+}
+
+fn refusal(agent: &AgentName, rule: Rule, message: String) -> ApiError {
+    match rule {
+        Rule::NotOffered | Rule::ClassNotGranted => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not-granted",
+            format!(
+                "agent '{agent}' is not granted the `{AUTHORING_CLASS}` tool class, so its token cannot write skills; an admin can grant it (agents.{agent}.grants.tools)"
+            ),
+        ),
+        Rule::InvalidArguments => unprocessable("invalid-skill", message),
+        Rule::SkillCannotModify | Rule::DrivingSkillInactive => {
+            ApiError::new(StatusCode::CONFLICT, "skill-driving", message)
+        }
+        _ => ApiError::new(StatusCode::FORBIDDEN, "refused", message),
+    }
+}
+
+/// The authoring tool's arguments for a SKILL.md sent by an agent: the frontmatter fields it
+/// gives (fields not given keep their current values, as with `skill_modify`) and the body.
+pub fn tool_args(name: &str, text: &str, message: Option<&str>) -> ApiResult<Map<String, Value>> {
+    let bundle = skillbase_format::Bundle::single(text.as_bytes().to_vec())
+        .map_err(skillbase_store::StoreError::from)?;
+    let (declared, _) = skillbase_store::Store::check_bundle(&bundle)?;
+    if declared != name {
+        return Err(unprocessable(
+            "name-mismatch",
+            format!("the SKILL.md is named '{declared}' but the URL names '{name}'"),
+        ));
+    }
+    let md = SkillMd::parse(text, &Default::default())
+        .map_err(|e| unprocessable("invalid-skill", e.to_string()))?;
+    let meta = SkillMeta::from_md(&md)
+        .ok_or_else(|| unprocessable("invalid-skill", "missing name or description"))?;
+    let extra: Vec<&str> = md
+        .frontmatter
+        .keys()
+        .filter(|k| !TOOL_KEYS.contains(k))
+        .collect();
+    if !extra.is_empty() {
+        return Err(unprocessable(
+            "field-not-writable",
+            format!(
+                "an agent token writes skills through skill_create and skill_modify, which take {}; `{}` needs an admin token",
+                TOOL_KEYS.join(", "),
+                extra.join("`, `")
+            ),
+        ));
+    }
+    let has = |k: &str| md.frontmatter.get(k).is_some();
+    let mut args = Map::new();
+    args.insert("name".into(), json!(name));
+    args.insert("description".into(), json!(meta.description));
+    args.insert("body".into(), json!(md.body()));
+    if has("triggers") {
+        args.insert("triggers".into(), json!(meta.triggers));
+    }
+    if has("companions") {
+        args.insert(
+            "companions".into(),
+            json!(
+                meta.companions
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+            ),
+        );
+    }
+    if let Some(i) = &meta.inputs {
+        args.insert("inputs".into(), i.clone());
+    }
+    if has("capabilities") {
+        args.insert(
+            "capabilities".into(),
+            json!({
+                "tools": meta.capabilities.tools,
+                "vault": meta.capabilities.vault,
+                "hosts": meta.capabilities.hosts,
+            }),
+        );
+    }
+    if has("cost") {
+        args.insert("cost".into(), json!(meta.cost.as_str()));
+    }
+    if let Some(m) = message {
+        args.insert("message".into(), json!(m));
+    }
+    Ok(args)
+}
+
+/// Create or modify a skill as the agent: `skill_create` when the agent resolves no skill of
+/// that name, else `skill_modify`. The precondition is checked against what the agent sees and
+/// passed on as `expect_rev`, so a concurrent write still fails at the store.
+pub async fn put(
+    a: &Authoring<'_>,
+    name: &str,
+    mut args: Map<String, Value>,
+    pre: Precondition,
+) -> ApiResult<Value> {
+    let index = a.st.store.index();
+    let resolved = index.resolve(&a.agent, name).cloned();
+    check_precondition(name, pre, resolved.as_ref().map_or(0, |e| e.head_rev))?;
+    let tool = if resolved.is_some() {
+        if matches!(pre, Precondition::Rev(_) | Precondition::Exists) {
+            args.insert("expect_rev".into(), json!(a.own_head(name)));
+        }
+        "skill_modify"
+    } else {
+        "skill_create"
+    };
+    a.call(tool, Value::Object(args), name).await
+}

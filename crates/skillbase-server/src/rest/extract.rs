@@ -1,0 +1,236 @@
+//! Extractors that answer `application/problem+json` when a request is malformed, and the small
+//! helpers every route shares (the caller, preconditions, scopes, the hidden 404).
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult, json_rejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde::de::DeserializeOwned;
+use skillbase_store::{AgentName, Scope};
+
+/// The authenticated caller (attached by the auth middleware).
+pub struct Caller(pub Principal);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .map(Caller)
+            .ok_or_else(|| ApiError::internal("the request reached a route without a principal"))
+    }
+}
+
+/// A JSON body; a malformed one answers 400 (415 without a JSON content type, 413 when too large).
+pub struct Body<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        axum::Json::<T>::from_request(req, state)
+            .await
+            .map(|axum::Json(v)| Body(v))
+            .map_err(json_rejection)
+    }
+}
+
+/// Query parameters; unknown values answer 400 with what was wrong.
+pub struct Q<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Q<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(v)| Q(v))
+            .map_err(|e| ApiError::bad_request(format!("bad query string: {}", e.body_text())))
+    }
+}
+
+/// Path parameters.
+pub struct P<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for P<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(v)| P(v))
+            .map_err(|e| ApiError::bad_request(format!("bad path: {}", e.body_text())))
+    }
+}
+
+/// A raw body (bytes) with the size limit answered as problem+json.
+pub struct Raw(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for Raw {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        axum::body::Bytes::from_request(req, state)
+            .await
+            .map(Raw)
+            .map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large()
+                } else {
+                    ApiError::bad_request(format!("cannot read the body: {}", e.body_text()))
+                }
+            })
+    }
+}
+
+pub fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too-large",
+        "the request body is over this route's size limit",
+    )
+}
+
+/// Parse an optional JSON body (empty means the default).
+pub fn optional_json<T: DeserializeOwned + Default>(
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<T> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    if !content_type_is(headers, "application/json") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "send the body as JSON with Content-Type: application/json",
+        ));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
+}
+
+/// Whether the request's media type (parameters ignored) is `want`.
+pub fn content_type_is(headers: &HeaderMap, want: &str) -> bool {
+    media_type(headers).is_some_and(|m| m.eq_ignore_ascii_case(want))
+}
+
+/// The request's media type without parameters.
+pub fn media_type(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+}
+
+/// A write precondition from `If-Match` / `If-None-Match`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precondition {
+    None,
+    /// `If-Match: "<rev>"`: the latest revision must be this one.
+    Rev(i64),
+    /// `If-Match: *`: the record must exist.
+    Exists,
+    /// `If-None-Match: *`: the record must not exist.
+    Absent,
+}
+
+/// Read `If-Match` (`"3"`, `W/"3"`, `3` or `*`) and `If-None-Match: *`.
+pub fn precondition(headers: &HeaderMap) -> ApiResult<Precondition> {
+    if let Some(v) = headers.get(header::IF_MATCH) {
+        let s = v
+            .to_str()
+            .map_err(|_| ApiError::bad_request("If-Match is not ASCII"))?
+            .trim();
+        if s == "*" {
+            return Ok(Precondition::Exists);
+        }
+        let tag = s.strip_prefix("W/").unwrap_or(s).trim_matches('"');
+        return tag
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(Precondition::Rev)
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "If-Match must be a revision as the ETag gives it (\"3\") or *, not {s}"
+                ))
+            });
+    }
+    if let Some(v) = headers.get(header::IF_NONE_MATCH) {
+        if v.as_bytes().trim_ascii() == b"*" {
+            return Ok(Precondition::Absent);
+        }
+        return Err(ApiError::bad_request(
+            "on writes, If-None-Match only takes * (create only)",
+        ));
+    }
+    Ok(Precondition::None)
+}
+
+/// The answer to a failed precondition: 412 with the latest revision.
+pub fn stale(name: &str, current: i64) -> ApiError {
+    ApiError::new(
+        StatusCode::PRECONDITION_FAILED,
+        "stale-revision",
+        if current == 0 {
+            format!("skill '{name}' does not exist, so the precondition does not hold")
+        } else {
+            format!(
+                "the latest revision of skill '{name}' is {current}; re-read it and retry with If-Match: \"{current}\""
+            )
+        },
+    )
+    .with_extra(serde_json::json!({ "current_rev": current }))
+}
+
+/// Check a precondition against the latest revision (0: no record).
+pub fn check_precondition(name: &str, pre: Precondition, head: i64) -> ApiResult<()> {
+    let ok = match pre {
+        Precondition::None => true,
+        Precondition::Rev(r) => r == head,
+        Precondition::Exists => head > 0,
+        Precondition::Absent => head == 0,
+    };
+    if ok { Ok(()) } else { Err(stale(name, head)) }
+}
+
+/// `ETag: "<rev>"`.
+pub fn etag(rev: i64) -> (header::HeaderName, HeaderValue) {
+    (
+        header::ETAG,
+        HeaderValue::from_str(&format!("\"{rev}\"")).expect("digits are a valid header value"),
+    )
+}
+
+/// The 404 an agent token gets for any skill it may not see: the same body for a skill that
+/// exists elsewhere and one that exists nowhere.
+pub fn hidden(name: &str) -> ApiError {
+    let shown: String = name.chars().take(64).collect();
+    ApiError::not_found(format!("no skill '{shown}'"))
+}
+
+/// A `scope` query value.
+pub fn parse_scope(raw: Option<&str>) -> ApiResult<Option<Scope>> {
+    raw.map(|s| {
+        s.parse::<Scope>()
+            .map_err(|e| ApiError::bad_request(format!("scope: {e}")))
+    })
+    .transpose()
+}
+
+/// An agent name from a path or body.
+pub fn agent_name(raw: &str) -> ApiResult<AgentName> {
+    AgentName::parse(raw)
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-request", e))
+}
+
+/// 422 with a kind.
+pub fn unprocessable(kind: &'static str, detail: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, kind, detail)
+}

@@ -1,0 +1,611 @@
+//! Sessions: open one for an agent, resolve turns, dispatch calls (and collect detached ones),
+//! follow its events as server-sent events, re-attach pinned skills, finish the driving run.
+//!
+//! A session belongs to one agent; an agent token reaches only its agent's sessions (any other
+//! id answers 404, the same as one that does not exist).
+
+use super::authoring::REST_SESSION_PREFIX;
+use super::extract::{Body, Caller, P, Q, agent_name, unprocessable};
+use super::skills::Run;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::metrics::OutcomeLabels;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use skillbase_format::Cost;
+use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_runtime::{Omission, ToolDef, TurnOptions};
+use skillbase_store::{AgentName, EventFilter, EventRecord, SessionRecord};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use utoipa::{IntoParams, ToSchema};
+
+/// How often an idle event stream looks for new events.
+const POLL: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSession {
+    /// The agent (an agent token: its own, the default).
+    pub agent: Option<String>,
+    /// The session id (1-128 characters, no slashes or control characters); default: a new
+    /// random one. Opening an existing session of the same agent is allowed.
+    pub id: Option<String>,
+}
+
+/// A session and what it activated, in order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Session {
+    pub id: String,
+    pub agent: String,
+    pub created_at: i64,
+    #[schema(value_type = Vec<Object>)]
+    pub activations: Vec<Value>,
+}
+
+impl From<SessionRecord> for Session {
+    fn from(r: SessionRecord) -> Session {
+        Session {
+            activations: r
+                .activations
+                .iter()
+                .map(|a| serde_json::to_value(a).unwrap_or_default())
+                .collect(),
+            id: r.id,
+            agent: r.agent,
+            created_at: r.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnBody {
+    /// The user's message.
+    pub message: String,
+    /// Leave out every skill and tool slower than this: immediate, seconds or tens_of_seconds.
+    pub max_cost: Option<String>,
+    /// Override the agent's catalog budget (tokens).
+    pub catalog_budget: Option<u32>,
+    /// Override the agent's context budget (tokens).
+    pub context_budget: Option<u32>,
+}
+
+/// What the model gets this turn and why (as `skillbase turn --json` prints it).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TurnResult {
+    pub agent: String,
+    pub session: String,
+    /// prefix (eager bodies), injected (triggered bodies), catalog, tools, and the report of
+    /// every skill of the view.
+    #[schema(value_type = Object)]
+    pub context: Value,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallBody {
+    /// The offered wire name (a tool, or `skill_<name>`).
+    pub name: String,
+    /// The arguments (a JSON object; default `{}`).
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    /// Run a slow (`seconds`, `tens_of_seconds`) tool apart: the answer is 202 with a call id
+    /// at once; collect the outcome with GET .../calls/{call_id} or from the event stream.
+    #[serde(default)]
+    pub detach: bool,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// A call's outcome: `status` is done, started, refused or failed.
+#[derive(ToSchema)]
+#[schema(as = CallOutcome)]
+#[allow(dead_code)]
+pub struct CallOutcomeDoc {
+    /// done, started, refused or failed.
+    status: String,
+    call_id: String,
+    /// done: the result (capped and redacted).
+    #[schema(value_type = Option<Object>)]
+    result: Option<Value>,
+    tokens: Option<u32>,
+    truncated: Option<bool>,
+    /// refused, or failed by a rule: the rule.
+    rule: Option<String>,
+    /// refused or failed: why.
+    message: Option<String>,
+}
+
+/// A detached call still running.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Running {
+    /// running.
+    pub status: String,
+    pub call_id: String,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WaitQuery {
+    /// How long to wait for the outcome, in milliseconds (default 0; capped below the request
+    /// timeout).
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// Start after this event id (`Last-Event-ID` takes precedence when a client reconnects).
+    pub after: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PinnedQuery {
+    /// Tokens the re-attached skills may use (default: the agent's context budget).
+    pub budget: Option<u32>,
+}
+
+/// Skills to re-attach after the harness compacts its context.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PinnedResult {
+    /// Most recent first: {name, content, tokens}.
+    #[schema(value_type = Vec<Object>)]
+    pub skills: Vec<Value>,
+    /// Active skills that did not fit the budget.
+    pub left_out: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinishBody {
+    /// success or failure.
+    pub outcome: String,
+    #[serde(default)]
+    pub note: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FinishResult {
+    pub run: Run,
+    /// The revision reached the agent's failure threshold and was disabled.
+    pub disabled_for_drift: bool,
+}
+
+/// The session `id` if the caller may use it: its agent's, or any for an admin.
+async fn owned(st: &AppState, p: &Principal, id: &str) -> ApiResult<(SessionRecord, AgentName)> {
+    let missing = || {
+        let shown: String = id.chars().take(128).collect();
+        ApiError::not_found(format!(
+            "no session '{shown}'; open one with POST /v1/sessions"
+        ))
+    };
+    let rec = st.store.session(id).await?.ok_or_else(missing)?;
+    let agent = AgentName::parse(&rec.agent)
+        .map_err(|e| ApiError::internal(format!("stored session agent: {e}")))?;
+    if p.agent().is_some_and(|a| *a != agent) {
+        return Err(missing());
+    }
+    Ok((rec, agent))
+}
+
+fn new_session_id() -> String {
+    let mut b = [0u8; 9];
+    getrandom::fill(&mut b).expect("the operating system's random source failed");
+    let mut s = String::from("s-");
+    for x in b {
+        s.push_str(&format!("{x:02x}"));
+    }
+    s
+}
+
+/// Open a session for an agent (created if new).
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = NewSession,
+    responses((status = 201, description = "Opened", body = Session),
+        (status = 404, description = "No such agent", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The id belongs to another agent's session", body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json")))]
+pub async fn create(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    Body(b): Body<NewSession>,
+) -> ApiResult<(StatusCode, Json<Session>)> {
+    let agent = match (b.agent.as_deref(), p.agent()) {
+        (Some(raw), _) => {
+            let a = agent_name(raw)?;
+            p.require_agent(&a)?;
+            a
+        }
+        (None, Some(own)) => own.clone(),
+        (None, None) => {
+            return Err(unprocessable(
+                "invalid-request",
+                "name the session's agent: {\"agent\": \"<name>\"}",
+            ));
+        }
+    };
+    if st.store.agent_cached(&agent).is_none() && st.store.agent(&agent).await?.is_none() {
+        return Err(ApiError::not_found(format!("no agent '{agent}'")));
+    }
+    let id = b.id.unwrap_or_else(new_session_id);
+    if id.starts_with(REST_SESSION_PREFIX) {
+        return Err(unprocessable(
+            "invalid-request",
+            format!("session ids starting with '{REST_SESSION_PREFIX}' are reserved"),
+        ));
+    }
+    if let Some(existing) = st.store.session(&id).await?
+        && existing.agent != agent.as_str()
+    {
+        return Err(ApiError::conflict(
+            "this session id is taken; choose another (or omit it for a new random one)",
+        ));
+    }
+    st.store.open_session(&id, &agent).await?;
+    let rec = st
+        .store
+        .session(&id)
+        .await?
+        .ok_or_else(|| ApiError::internal("the session vanished after it was opened"))?;
+    Ok((StatusCode::CREATED, Json(rec.into())))
+}
+
+/// A session and its activations.
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path)),
+    responses((status = 200, body = Session),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+pub async fn show(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P(id): P<String>,
+) -> ApiResult<Json<Session>> {
+    let (rec, _) = owned(&st, &p, &id).await?;
+    Ok(Json(rec.into()))
+}
+
+/// Resolve a turn: eager prefix, triggered bodies, the catalog, the offered tools and the
+/// activation report; recorded as events of the session.
+#[utoipa::path(post, path = "/v1/sessions/{id}/turns", tag = "sessions",
+    params(("id" = String, Path)), request_body = TurnBody,
+    responses((status = 200, body = TurnResult),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json")))]
+pub async fn turn(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P(id): P<String>,
+    Body(b): Body<TurnBody>,
+) -> ApiResult<Json<TurnResult>> {
+    let (_, agent) = owned(&st, &p, &id).await?;
+    let max_cost = b
+        .max_cost
+        .as_deref()
+        .map(|c| c.parse::<Cost>())
+        .transpose()
+        .map_err(|e| unprocessable("invalid-request", format!("max_cost: {e}")))?;
+    let opts = TurnOptions {
+        max_cost,
+        catalog_budget: b.catalog_budget,
+        context_budget: b.context_budget,
+    };
+    let mut ctx = st.runtime.turn(&agent, &id, &b.message, &opts).await?;
+    // The offered set: the turn's skill tools, plus the granted tools and skill entries.
+    let offered = st.dispatcher.offered(&agent)?;
+    for e in offered.entries.iter() {
+        if ctx.tools.iter().any(|t| t.name == e.wire_name)
+            || matches!(e.wire_name.as_str(), "load_skill" | "search_skills")
+        {
+            continue;
+        }
+        if let Some(max) = opts.max_cost
+            && e.cost > max
+        {
+            continue;
+        }
+        let def = ToolDef {
+            name: e.wire_name.clone(),
+            description: format!("[{}] {}", e.id, e.description),
+            parameters: Arc::new(e.parameters.clone()),
+        };
+        let t = skillbase_runtime::tokens::count(&serde_json::to_string(&def).unwrap_or_default());
+        ctx.report.tokens.tools += t;
+        ctx.report.tokens.total += t;
+        ctx.tools.push(def);
+    }
+    ctx.report.withheld_tools = offered
+        .withheld
+        .iter()
+        .cloned()
+        .map(|name| Omission {
+            name: name.into(),
+            reason: "tool class not granted to this agent".into(),
+            rank: None,
+        })
+        .collect();
+    st.metrics.turns.inc();
+    Ok(Json(TurnResult {
+        agent: agent.to_string(),
+        session: id,
+        context: serde_json::to_value(&ctx)
+            .map_err(|e| ApiError::internal(format!("turn context: {e}")))?,
+    }))
+}
+
+fn outcome_label(o: &CallOutcome) -> &'static str {
+    match o {
+        CallOutcome::Done { .. } => "done",
+        CallOutcome::Started { .. } => "started",
+        CallOutcome::Refused { .. } => "refused",
+        CallOutcome::Failed { .. } => "failed",
+    }
+}
+
+/// Dispatch a call through the pipeline (offered set, arguments, capability gate, bounds,
+/// redaction). A refusal or a failure is an outcome (200), not an HTTP error.
+#[utoipa::path(post, path = "/v1/sessions/{id}/calls", tag = "sessions",
+    params(("id" = String, Path)), request_body = CallBody,
+    responses((status = 200, description = "done, refused or failed", body = CallOutcomeDoc),
+        (status = 202, description = "started apart (detach)", body = CallOutcomeDoc),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+pub async fn call(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P(id): P<String>,
+    Body(b): Body<CallBody>,
+) -> ApiResult<Response> {
+    let (_, agent) = owned(&st, &p, &id).await?;
+    let mode = if b.detach {
+        CallMode::Detach
+    } else {
+        CallMode::Wait
+    };
+    let outcome = st
+        .dispatcher
+        .call(&agent, &id, &b.name, b.arguments, mode)
+        .await?;
+    st.metrics
+        .calls
+        .get_or_create(&OutcomeLabels {
+            outcome: outcome_label(&outcome).into(),
+        })
+        .inc();
+    let status = if matches!(outcome, CallOutcome::Started { .. }) {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(outcome)).into_response())
+}
+
+/// Events of `kind` in the session whose data names `call_id`.
+async fn call_event(
+    st: &AppState,
+    session: &str,
+    kind: &str,
+    call_id: &str,
+) -> ApiResult<Option<EventRecord>> {
+    let evs = st
+        .store
+        .events(&EventFilter {
+            session: Some(session.to_owned()),
+            kind: Some(kind.to_owned()),
+            ..EventFilter::default()
+        })
+        .await?;
+    Ok(evs
+        .into_iter()
+        .find(|e| e.data.get("call_id").and_then(Value::as_str) == Some(call_id)))
+}
+
+/// The outcome of a detached call (waiting up to `timeout_ms`); 202 while it runs.
+#[utoipa::path(get, path = "/v1/sessions/{id}/calls/{call_id}", tag = "sessions",
+    params(("id" = String, Path), ("call_id" = String, Path), WaitQuery),
+    responses((status = 200, body = CallOutcomeDoc),
+        (status = 202, description = "Still running", body = Running),
+        (status = 404, description = "No such call in this session", body = Problem, content_type = "application/problem+json")))]
+pub async fn call_result(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P((id, call_id)): P<(String, String)>,
+    Q(q): Q<WaitQuery>,
+) -> ApiResult<Response> {
+    let (_, _) = owned(&st, &p, &id).await?;
+    st.dispatcher.flush().await;
+    let not_found = || {
+        let shown: String = call_id.chars().take(64).collect();
+        ApiError::not_found(format!("no detached call '{shown}' in session '{id}'"))
+    };
+    if call_event(&st, &id, "call_started", &call_id)
+        .await?
+        .is_none()
+    {
+        return Err(not_found());
+    }
+    let finished =
+        |e: EventRecord| (StatusCode::OK, Json(e.data["outcome"].clone())).into_response();
+    if let Some(e) = call_event(&st, &id, "call_finished", &call_id).await? {
+        return Ok(finished(e));
+    }
+    let cap = st
+        .options
+        .limits
+        .request_timeout
+        .saturating_sub(Duration::from_secs(1))
+        .max(Duration::from_millis(1));
+    let wait = Duration::from_millis(q.timeout_ms.unwrap_or(0)).min(cap);
+    if let Some(o) = st.dispatcher.wait(&call_id, wait).await {
+        return Ok((StatusCode::OK, Json(o)).into_response());
+    }
+    // Taken by another reader meanwhile, or finished as the wait ended: the event has it.
+    st.dispatcher.flush().await;
+    if let Some(e) = call_event(&st, &id, "call_finished", &call_id).await? {
+        return Ok(finished(e));
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Running {
+            status: "running".into(),
+            call_id,
+        }),
+    )
+        .into_response())
+}
+
+struct Tail {
+    st: Arc<AppState>,
+    session: String,
+    after: i64,
+    buf: VecDeque<EventRecord>,
+}
+
+/// The session's events as server-sent events (`id` is the event id, `event` its kind, `data`
+/// the event as JSON), from `after` (or `Last-Event-ID`) on, until the client leaves or the
+/// server stops.
+#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "sessions",
+    params(("id" = String, Path), EventsQuery,
+        ("last-event-id" = Option<String>, Header, description = "Resume after this event id")),
+    responses((status = 200, description = "A text/event-stream of the session's events", content_type = "text/event-stream", body = String),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+pub async fn events(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    headers: HeaderMap,
+    P(id): P<String>,
+    Q(q): Q<EventsQuery>,
+) -> ApiResult<Response> {
+    let _ = owned(&st, &p, &id).await?;
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(|s| {
+            s.trim()
+                .parse::<i64>()
+                .map_err(|_| ApiError::bad_request("Last-Event-ID must be an event id"))
+        })
+        .transpose()?;
+    let after = last.or(q.after).unwrap_or(0).max(0);
+    let tail = Tail {
+        st: st.clone(),
+        session: id,
+        after,
+        buf: VecDeque::new(),
+    };
+    let stream = futures_util::stream::unfold(tail, |mut t| async move {
+        loop {
+            if let Some(ev) = t.buf.pop_front() {
+                t.after = ev.id;
+                let e = Event::default()
+                    .id(ev.id.to_string())
+                    .event(ev.kind.clone())
+                    .data(serde_json::to_string(&ev).unwrap_or_default());
+                return Some((Ok::<Event, Infallible>(e), t));
+            }
+            if t.st.shutdown.is_cancelled() {
+                return None;
+            }
+            let filter = EventFilter {
+                after_id: Some(t.after),
+                session: Some(t.session.clone()),
+                limit: Some(256),
+                ..EventFilter::default()
+            };
+            match t.st.store.events(&filter).await {
+                Ok(evs) if !evs.is_empty() => {
+                    t.buf.extend(evs);
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "event stream: reading events failed"),
+            }
+            tokio::select! {
+                _ = t.st.shutdown.cancelled() => return None,
+                _ = tokio::time::sleep(POLL) => {}
+            }
+        }
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+/// The skills active in the session, re-rendered within a budget, most recent first.
+#[utoipa::path(get, path = "/v1/sessions/{id}/pinned", tag = "sessions",
+    params(("id" = String, Path), PinnedQuery),
+    responses((status = 200, body = PinnedResult),
+        (status = 404, body = Problem, content_type = "application/problem+json")))]
+pub async fn pinned(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P(id): P<String>,
+    Q(q): Q<PinnedQuery>,
+) -> ApiResult<Json<PinnedResult>> {
+    let (_, agent) = owned(&st, &p, &id).await?;
+    let budget = match q.budget {
+        Some(b) => b,
+        None => st.runtime.view(&agent)?.agent.config.context_budget,
+    };
+    let set = st.runtime.pinned(&agent, &id, budget).await?;
+    Ok(Json(PinnedResult {
+        skills: set
+            .skills
+            .iter()
+            .map(|s| serde_json::to_value(s).unwrap_or_default())
+            .collect(),
+        left_out: set.left_out,
+    }))
+}
+
+/// End the skill driving the session, on the harness's word (success or failure); a failure
+/// that reaches the agent's threshold disables the revision.
+#[utoipa::path(post, path = "/v1/sessions/{id}/finish", tag = "sessions",
+    params(("id" = String, Path)), request_body = FinishBody,
+    responses((status = 200, body = FinishResult),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "No skill is running", body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json")))]
+pub async fn finish(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P(id): P<String>,
+    Body(b): Body<FinishBody>,
+) -> ApiResult<Json<FinishResult>> {
+    let (_, agent) = owned(&st, &p, &id).await?;
+    if !matches!(b.outcome.as_str(), "success" | "failure") {
+        return Err(unprocessable(
+            "invalid-request",
+            "outcome: success or failure",
+        ));
+    }
+    if b.note.chars().count() > 2000 {
+        return Err(unprocessable(
+            "invalid-request",
+            "note: at most 2000 characters",
+        ));
+    }
+    match st
+        .dispatcher
+        .finish_run(&agent, &id, &b.outcome, &b.note)
+        .await?
+    {
+        Some((run, disabled)) => Ok(Json(FinishResult {
+            run: run.into(),
+            disabled_for_drift: disabled,
+        })),
+        None => Err(ApiError::conflict(
+            "no skill is running in this session; nothing to finish",
+        )),
+    }
+}
