@@ -939,28 +939,44 @@ fn small_limits() -> ServerOptions {
 #[tokio::test]
 async fn oversized_bodies_and_uploads_get_413() {
     let s = TestServer::start_with(small_limits()).await;
+    // JSON bodies: the body limit (32 KiB here).
     let big = "x".repeat(40 * 1024);
+    for path in ["/v1/sessions", "/v1/agents", "/v1/tokens"] {
+        let r = s
+            .post(path, &s.admin)
+            .json(&json!({"agent": "alpha", "id": big}))
+            .send()
+            .await
+            .unwrap();
+        let (st, p) = problem(r).await;
+        assert_eq!(st, 413, "{path}: {p}");
+    }
+    // A skill's files are an upload: over the body limit is fine, over the upload limit is not.
+    let r = s
+        .markdown("/v1/skills/big", &s.admin, skill_md("big", "Big", &big))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok_json(r, 201).await["rev"], 1);
+    let huge = "y".repeat(300 * 1024);
     let r = s
         .put("/v1/skills/big", &s.admin)
-        .json(&json!({"files": {"SKILL.md": skill_md("big", "Big", &big)}}))
+        .json(&json!({"files": {"SKILL.md": skill_md("big", "Big", &huge)}}))
         .send()
         .await
         .unwrap();
     let (st, p) = problem(r).await;
     assert_eq!(st, 413, "{p}");
     let r = s
-        .markdown("/v1/skills/big", &s.admin, skill_md("big", "Big", &big))
+        .markdown("/v1/skills/big", &s.alpha, skill_md("big", "Big", &huge))
         .send()
         .await
         .unwrap();
     assert_eq!(problem(r).await.0, 413);
-    let r = s
-        .post("/v1/sessions", &s.admin)
-        .json(&json!({"agent": "alpha", "id": big}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(problem(r).await.0, 413);
+    assert_eq!(
+        s.store.index().get(&Scope::Shared, "big").unwrap().head_rev,
+        1
+    );
     // An upload may be larger than a JSON body, up to its own limit. Stored (not deflated)
     // random-looking bytes keep the archive as large as its content.
     let mut noise = Vec::with_capacity(100 * 1024);

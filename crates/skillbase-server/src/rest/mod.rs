@@ -32,7 +32,12 @@ fn table(upload_bytes: usize) -> Vec<Route> {
         (Method::GET, "/openapi.json", get(openapi_json)),
         (Method::GET, "/skills", get(skills::list)),
         (Method::GET, "/skills/{name}", get(skills::show)),
-        (Method::PUT, "/skills/{name}", put(skills::put)),
+        // A skill may hold up to 16 MiB of files (more as base64 in JSON): an upload.
+        (
+            Method::PUT,
+            "/skills/{name}",
+            put(skills::put).layer(DefaultBodyLimit::max(upload_bytes)),
+        ),
         (Method::GET, "/skills/{name}/history", get(skills::history)),
         (Method::GET, "/skills/{name}/diff", get(skills::diff)),
         (Method::POST, "/skills/{name}/revert", post(skills::revert)),
