@@ -115,16 +115,21 @@ async fn observe(State(state): State<Arc<AppState>>, req: Request, next: Next) -
                 "unmatched".to_owned()
             }
         });
-    let res = match tokio::time::timeout(state.options.limits.request_timeout, next.run(req)).await
+    // Routes that run tool calls wait for them: the slowest cost class may take up to two
+    // minutes, so they get at least CALL_ROUTE_TIMEOUT before the response must start.
+    let path = req.uri().path();
+    let limit = if path.starts_with("/mcp") || path.ends_with("/calls") || path.contains("/calls/")
     {
+        state.options.limits.request_timeout.max(CALL_ROUTE_TIMEOUT)
+    } else {
+        state.options.limits.request_timeout
+    };
+    let res = match tokio::time::timeout(limit, next.run(req)).await {
         Ok(r) => r,
         Err(_) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
-            format!(
-                "the request took longer than {} s",
-                state.options.limits.request_timeout.as_secs()
-            ),
+            format!("the request took longer than {} s", limit.as_secs()),
         )
         .into_response(),
     };
@@ -152,6 +157,10 @@ async fn observe(State(state): State<Arc<AppState>>, req: Request, next: Next) -
     tracing::debug!(%method, route, status, ms = secs * 1e3, "request");
     res
 }
+
+/// The least time a route that runs tool calls (`/mcp`, `.../calls`) gets before its response
+/// must start: above the `tens_of_seconds` cost class's two minutes.
+pub const CALL_ROUTE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(130);
 
 /// Refuse `--dev` (no tokens) on anything but a loopback address.
 pub fn check_dev_bind(addr: &SocketAddr, dev: bool) -> anyhow::Result<()> {

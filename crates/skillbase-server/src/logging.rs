@@ -61,11 +61,12 @@ where
     }
 }
 
-/// Install the global subscriber: `RUST_LOG`-style filter (default `info`), JSON or text.
+/// Install the global subscriber: filter from `SKILLBASE_LOG` or `RUST_LOG` (default
+/// `info,rmcp=warn`), JSON or text.
 pub fn init(json: bool) {
     let filter = EnvFilter::try_from_env("SKILLBASE_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+        .unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(Redacting(std::io::stderr));

@@ -284,9 +284,12 @@ fn to_skill(m: &Manifest) -> Skill {
 }
 
 fn file_resource(f: &ManifestFile, name: &str) -> Resource {
-    Resource::new(f.uri.clone(), name)
-        .with_mime_type(f.mime)
-        .with_size(f.size)
+    let r = Resource::new(f.uri.clone(), name).with_size(f.size);
+    // A name that says nothing of the type leaves it to `resources/read`, which sees the bytes.
+    match f.mime {
+        Some(m) => r.with_mime_type(m),
+        None => r,
+    }
 }
 
 impl McpHandler {
@@ -669,7 +672,8 @@ impl ServerHandler for McpHandler {
             .await
             .map_err(store_error)?
             .ok_or_else(|| no_resource(uri))?;
-        let contents = if file.text {
+        let (text, mime) = file.served_as(&bytes);
+        let contents = if text {
             ResourceContents::text(String::from_utf8_lossy(&bytes), file.uri.clone())
         } else {
             ResourceContents::blob(
@@ -677,7 +681,7 @@ impl ServerHandler for McpHandler {
                 file.uri.clone(),
             )
         }
-        .with_mime_type(file.mime);
+        .with_mime_type(mime);
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 

@@ -7,12 +7,10 @@
 //! host re-parsing the SKILL.md gets). Bundles read for manifests or file reads stay in a small
 //! byte-bounded cache, so a listing followed by reads does not go back to the database.
 
-use skillbase_format::yaml::Node;
-use skillbase_format::{Bundle, Digest, SkillMd, YamlLimits};
+use skillbase_format::Bundle;
 use skillbase_store::{SkillEntry, Store, StoreError};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use tokio::sync::OnceCell;
 
 /// The URI scheme of skill resources.
 pub const SCHEME: &str = "skill://";
@@ -40,9 +38,20 @@ pub struct ManifestFile {
     /// `sha256:<64 lowercase hex>` of the exact bytes.
     pub digest: String,
     pub size: u64,
-    pub mime: &'static str,
-    /// Served as `text` (UTF-8 without NUL, or SKILL.md); otherwise as a base64 `blob`.
-    pub text: bool,
+    /// The MIME type known from the name; `None` when only the bytes can tell (see
+    /// [`ManifestFile::served_as`]).
+    pub mime: Option<&'static str>,
+    /// The skill's SKILL.md (always served as text).
+    pub skill_md: bool,
+}
+
+impl ManifestFile {
+    /// Whether these bytes of the file go out as `text` (SKILL.md, or UTF-8 without NUL) or as
+    /// a base64 `blob`, and the MIME type to serve them with.
+    pub fn served_as(&self, bytes: &[u8]) -> (bool, &'static str) {
+        let text = self.skill_md || is_text(bytes);
+        (text, self.mime.unwrap_or_else(|| mime_for(&self.rel, text)))
+    }
 }
 
 /// A skill revision as the extension serves it.
@@ -145,60 +154,47 @@ impl Manifest {
         }
     }
 
-    /// Build the manifest of a revision from its bundle.
-    pub fn build(entry: &SkillEntry, bundle: &Bundle) -> Result<Manifest, StoreError> {
-        let corrupt = |m: String| StoreError::Corrupt(format!("skill '{}': {m}", entry.name));
-        let md_file = bundle.skill_md();
-        let md_text = std::str::from_utf8(&md_file.bytes)
-            .map_err(|e| corrupt(format!("SKILL.md is not UTF-8: {e}")))?;
-        let md = SkillMd::parse(md_text, &YamlLimits::default())
-            .map_err(|e| corrupt(format!("SKILL.md: {e}")))?;
-        let frontmatter = match Node::Map(md.frontmatter.clone()).to_typed_json() {
-            serde_json::Value::Object(m) => m,
-            _ => return Err(corrupt("the frontmatter is not a mapping".into())),
-        };
+    /// Build the manifest of a revision from its index entry alone: the store recorded every
+    /// file's SHA-256 and size when the revision was written, and parsed the frontmatter when it
+    /// loaded the index, so listing 1,000 skills reads no file.
+    pub fn build(entry: &SkillEntry) -> Manifest {
+        let frontmatter = (*entry.frontmatter).clone();
         // The spec types `name` and `description` as strings: a value the core schema reads as
-        // something else (a name of digits) keeps its source text there.
+        // something else (a name of digits) keeps its meaning as text there.
         let as_text = |key: &str, fallback: &str| match frontmatter.get(key) {
             Some(serde_json::Value::String(s)) => s.clone(),
-            _ => md
-                .get(key)
-                .and_then(Node::as_str)
-                .unwrap_or(fallback)
-                .to_owned(),
+            Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => v.to_string(),
+            _ => fallback.to_owned(),
         };
         let fm_name = as_text("name", &entry.name);
         let fm_description = as_text("description", &entry.meta.description);
-        let md_path = md_file.path.as_str();
-        let mut files: Vec<ManifestFile> = bundle
-            .files()
+        let mut files: Vec<ManifestFile> = entry
+            .files
             .iter()
             .map(|f| {
-                let is_md = f.path.as_str() == md_path;
+                let is_md = f.path.eq_ignore_ascii_case(SKILL_MD);
                 let rel = if is_md {
                     SKILL_MD.to_owned()
                 } else {
-                    f.path.as_str().to_owned()
+                    f.path.clone()
                 };
-                let text = is_md || is_text(&f.bytes);
                 ManifestFile {
                     uri: file_uri(&entry.name, &rel),
                     mime: if is_md {
-                        MARKDOWN
+                        Some(MARKDOWN)
                     } else {
-                        mime_for(&rel, text)
+                        known_mime(&rel)
                     },
                     rel,
-                    path: f.path.as_str().to_owned(),
-                    // Recomputed over the bytes as served, whatever the store recorded.
-                    digest: Digest::of(&f.bytes).to_string(),
-                    size: f.bytes.len() as u64,
-                    text,
+                    path: f.path.clone(),
+                    digest: f.digest.to_string(),
+                    size: f.size,
+                    skill_md: is_md,
                 }
             })
             .collect();
         files.sort_by(|a, b| a.rel.cmp(&b.rel));
-        Ok(Manifest {
+        Manifest {
             id: entry.id,
             rev: entry.active_rev,
             name: entry.name.clone(),
@@ -208,7 +204,7 @@ impl Manifest {
             fm_name,
             fm_description,
             files,
-        })
+        }
     }
 }
 
@@ -219,12 +215,21 @@ pub fn is_text(bytes: &[u8]) -> bool {
 
 /// A MIME type from the file name; `text/plain` or `application/octet-stream` when unknown.
 pub fn mime_for(path: &str, text: bool) -> &'static str {
+    known_mime(path).unwrap_or(if text {
+        "text/plain"
+    } else {
+        "application/octet-stream"
+    })
+}
+
+/// The MIME type a file name says, if it says one.
+pub fn known_mime(path: &str) -> Option<&'static str> {
     let file = path.rsplit('/').next().unwrap_or(path);
     let ext = file
         .rsplit_once('.')
         .map(|(_, e)| e.to_ascii_lowercase())
         .unwrap_or_default();
-    match ext.as_str() {
+    Some(match ext.as_str() {
         "md" | "markdown" => MARKDOWN,
         "txt" | "text" => "text/plain",
         "html" | "htm" => "text/html",
@@ -248,9 +253,8 @@ pub fn mime_for(path: &str, text: bool) -> &'static str {
         "zip" => "application/zip",
         "gz" | "tgz" => "application/gzip",
         "wasm" => "application/wasm",
-        _ if text => "text/plain",
-        _ => "application/octet-stream",
-    }
+        _ => return None,
+    })
 }
 
 /// Percent-encode one URI segment: everything but RFC 3986's unreserved characters.
@@ -365,38 +369,31 @@ impl BundleCache {
 /// Manifests by `(skill id, revision)`, and recently read bundles.
 #[derive(Default)]
 pub struct ManifestCache {
-    manifests: Mutex<HashMap<Key, Arc<OnceCell<Arc<Manifest>>>>>,
+    manifests: Mutex<HashMap<Key, Arc<Manifest>>>,
     bundles: Mutex<BundleCache>,
 }
 
 impl ManifestCache {
-    /// The manifest of the entry's active revision, built on first use.
+    /// The manifest of the entry's active revision, built on first use (from the index: no
+    /// file is read).
     pub async fn manifest(
         &self,
         store: &Store,
         entry: &SkillEntry,
     ) -> Result<Arc<Manifest>, StoreError> {
         let key = (entry.id, entry.active_rev);
-        let cell = {
-            let mut m = self.manifests.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(c) = m.get(&key) {
-                c.clone()
-            } else {
-                if m.len() > 256 && m.len() > 2 * store.index().len() {
-                    // Drop revisions no longer active.
-                    let live: HashSet<Key> =
-                        store.index().all().map(|e| (e.id, e.active_rev)).collect();
-                    m.retain(|k, _| live.contains(k));
-                }
-                m.entry(key).or_default().clone()
-            }
-        };
-        cell.get_or_try_init(|| async {
-            let bundle = self.bundle(store, entry).await?;
-            Manifest::build(entry, &bundle).map(Arc::new)
-        })
-        .await
-        .cloned()
+        let mut m = self.manifests.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = m.get(&key) {
+            return Ok(c.clone());
+        }
+        if m.len() > 256 && m.len() > 2 * store.index().len() {
+            // Drop revisions no longer active.
+            let live: HashSet<Key> = store.index().all().map(|e| (e.id, e.active_rev)).collect();
+            m.retain(|k, _| live.contains(k));
+        }
+        let built = Arc::new(Manifest::build(entry));
+        m.insert(key, built.clone());
+        Ok(built)
     }
 
     /// The bytes of one file of the entry's active revision (by bundle path).

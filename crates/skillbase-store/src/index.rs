@@ -33,6 +33,10 @@ pub struct SkillEntry {
     pub meta: SkillMeta,
     /// The body of SKILL.md (after the frontmatter, trimmed).
     pub body: String,
+    /// The whole frontmatter as JSON, plain scalars resolved by the YAML 1.2 core schema (what
+    /// a host re-parsing SKILL.md gets); served by MCP's Skills extension without reading files.
+    #[serde(skip)]
+    pub frontmatter: Arc<serde_json::Map<String, serde_json::Value>>,
     pub files: Vec<FileRef>,
     /// The seed folder the skill follows, while it follows one.
     pub seed_path: Option<String>,

@@ -714,6 +714,12 @@ fn to_entry(r: RawEntry) -> Result<SkillEntry> {
             .map_err(|_| corrupt("bad bundle digest".into()))?,
         author: r.author.clone(),
         body: md.body().to_owned(),
+        frontmatter: Arc::new(
+            match skillbase_format::yaml::Node::Map(md.frontmatter.clone()).to_typed_json() {
+                serde_json::Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            },
+        ),
         meta,
         files,
         seed_path: r.seed_path.clone(),
