@@ -96,11 +96,20 @@ async fn openapi_document_lists_exactly_the_mounted_routes() {
         doc["openapi"]
     );
     let mut documented = BTreeSet::new();
+    let mut ids = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
             if ["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
                 documented.insert((method.to_uppercase(), path.clone()));
-                assert!(op["responses"].is_object(), "{method} {path}");
+                // What OpenAPI requires of an operation: a unique id, described responses.
+                let id = op["operationId"].as_str().unwrap().to_owned();
+                assert!(ids.insert(id.clone()), "operationId {id} repeats");
+                let responses = op["responses"].as_object().unwrap();
+                assert!(!responses.is_empty(), "{method} {path}");
+                for (code, r) in responses {
+                    let d = r["description"].as_str().unwrap_or("");
+                    assert!(!d.is_empty(), "{method} {path} {code}: no description");
+                }
             }
         }
     }

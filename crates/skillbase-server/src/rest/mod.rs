@@ -124,10 +124,44 @@ async fn method_not_allowed(req: Request) -> ApiError {
     )
 }
 
-struct BearerAuth;
+/// Completes the generated document: unique operation ids, a description for every response
+/// (OpenAPI requires one; the status's reason when the handler gives none), the bearer scheme.
+struct Finish;
 
-impl utoipa::Modify for BearerAuth {
+impl utoipa::Modify for Finish {
     fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        for item in api.paths.paths.values_mut() {
+            let ops = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for op in ops.into_iter().flatten() {
+                // Handler names repeat across modules (`list`, `create`): prefix the tag.
+                if let (Some(tag), Some(id)) = (
+                    op.tags.as_ref().and_then(|t| t.first()),
+                    op.operation_id.as_ref(),
+                ) {
+                    op.operation_id = Some(format!("{tag}_{id}"));
+                }
+                for (code, r) in op.responses.responses.iter_mut() {
+                    if let RefOr::T(r) = r
+                        && r.description.is_empty()
+                    {
+                        r.description = code
+                            .parse::<u16>()
+                            .ok()
+                            .and_then(|c| StatusCode::from_u16(c).ok())
+                            .and_then(|c| c.canonical_reason())
+                            .unwrap_or("Response")
+                            .to_owned();
+                    }
+                }
+            }
+        }
         use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
         let components = api.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
@@ -151,7 +185,7 @@ impl utoipa::Modify for BearerAuth {
         title = "Skillbase",
         description = "Skills store and runtime for AI agents. Every route needs `Authorization: Bearer <token>`: an admin token, or one bound to an agent, which sees and does only what that agent may. Errors are application/problem+json. Skill writes take `If-Match: \"<rev>\"` (the ETag)."
     ),
-    modifiers(&BearerAuth),
+    modifiers(&Finish),
     security(("bearer" = [])),
     paths(
         openapi_json,
