@@ -226,10 +226,14 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
         eprintln!("Demo agent `demo` token (shown once; only its hash is stored):");
         println!("{t}");
         eprintln!();
-        eprintln!("Try:");
-        eprintln!("  curl -H 'Authorization: Bearer {t}' http://{addr}/v1/skills");
+        eprintln!("Try (T is the token above):");
+        eprintln!("  T={t}");
+        eprintln!("  curl -H \"Authorization: Bearer $T\" http://{addr}/v1/skills");
         eprintln!(
-            "  curl -H 'Authorization: Bearer {t}' -H 'Content-Type: application/json' \\\n       -d '{{\"message\":\"a customer wants a refund\"}}' http://{addr}/v1/sessions/demo-1/turns"
+            "  curl -H \"Authorization: Bearer $T\" -H 'Content-Type: application/json' -d '{{\"id\":\"s1\"}}' http://{addr}/v1/sessions"
+        );
+        eprintln!(
+            "  curl -H \"Authorization: Bearer $T\" -H 'Content-Type: application/json' -d '{{\"message\":\"A customer wants a refund\"}}' http://{addr}/v1/sessions/s1/turns"
         );
         eprintln!("  MCP client: url http://{addr}/mcp, header Authorization: Bearer {t}");
     } else if a.dev {
