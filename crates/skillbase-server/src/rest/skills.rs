@@ -792,7 +792,8 @@ pub async fn diff(
 /// `skill_revert`, on the agent's own records only.
 #[utoipa::path(post, path = "/v1/skills/{name}/revert", tag = "skills",
     params(("name" = String, Path), ScopeQuery,
-        ("if-match" = Option<String>, Header, description = "\"<rev>\" from the ETag")),
+        ("if-match" = Option<String>, Header, description = "\"<rev>\" from the ETag"),
+        ("skillbase-session" = Option<String>, Header, description = "Agent tokens: the session the write belongs to")),
     request_body = RevBody,
     responses((status = 200, body = WriteResult),
         (status = 404, body = Problem, content_type = "application/problem+json"),
@@ -909,7 +910,8 @@ macro_rules! status_route {
         #[doc = $doc]
         #[utoipa::path(post, path = $path, tag = "skills",
             params(("name" = String, Path), ScopeQuery,
-                ("if-match" = Option<String>, Header, description = "\"<rev>\" from the ETag")),
+                ("if-match" = Option<String>, Header, description = "\"<rev>\" from the ETag"),
+                ("skillbase-session" = Option<String>, Header, description = "Agent tokens (retire): the session the write belongs to")),
             request_body(content = Option<StatusBody>, description = "Optional: why"),
             responses((status = 200, body = WriteResult),
                 (status = 403, body = Problem, content_type = "application/problem+json"),
