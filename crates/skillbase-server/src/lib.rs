@@ -182,6 +182,7 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     check_dev_bind(&addr, state.options.dev)?;
     let app = router(state.clone());
+    let sync = tokio::spawn(sync_loop(state.clone()));
     state.ready.store(true, Ordering::SeqCst);
     let token = state.shutdown.clone();
     let st = state.clone();
@@ -196,6 +197,42 @@ pub async fn serve(
             tracing::info!("shutting down: finishing requests in flight");
         })
         .await?;
+    sync.abort();
     state.dispatcher.flush().await;
     Ok(())
+}
+
+/// How often the server applies writes made by other processes on the same database (the CLI
+/// on the same SQLite file, other servers on the same PostgreSQL).
+pub const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Apply other processes' writes to the index (skills, agents) and the vault, every
+/// [`SYNC_INTERVAL`], until shutdown.
+async fn sync_loop(state: Arc<AppState>) {
+    let mut tick = tokio::time::interval(SYNC_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+        if let Err(e) = state.store.sync_changes().await {
+            tracing::warn!(error = %e, "applying other processes' changes failed; retrying");
+        }
+        // The vault changes rarely: compare names and update times before decrypting again.
+        match state.store.vault_all().await {
+            Ok(rows) => {
+                let known = state.vault.list();
+                let same = rows.len() == known.len()
+                    && rows
+                        .iter()
+                        .zip(&known)
+                        .all(|(r, k)| r.name == k.name && r.updated_at == k.updated_at);
+                if !same && let Err(e) = state.vault.reload().await {
+                    tracing::warn!(error = %e, "reloading the vault failed");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "reading the vault failed"),
+        }
+    }
 }

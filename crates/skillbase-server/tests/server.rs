@@ -210,3 +210,35 @@ async fn shutdown_stops_serving_and_readiness() {
         "still serving after shutdown"
     );
 }
+
+#[tokio::test]
+async fn writes_by_another_process_reach_the_server() {
+    let s = TestServer::start().await;
+    // Another process (the CLI, another server) on the same database.
+    let other = skillbase_store::Store::open(&skillbase_store::DbUrl::Sqlite(s.db.clone()))
+        .await
+        .unwrap();
+    common::put_skill(
+        &other,
+        skillbase_store::Scope::Shared,
+        "from-elsewhere",
+        &[],
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while s
+        .state
+        .store
+        .index()
+        .get(&skillbase_store::Scope::Shared, "from-elsewhere")
+        .is_none()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never saw the other process's write"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    other.close().await;
+    s.stop().await;
+}

@@ -34,6 +34,8 @@ pub struct TestServer {
     pub beta: String,
     pub alpha_token_id: i64,
     pub http: reqwest::Client,
+    /// The SQLite file (another process's writes go here).
+    pub db: std::path::PathBuf,
     _dir: tempfile::TempDir,
     task: tokio::task::JoinHandle<()>,
 }
@@ -139,6 +141,7 @@ impl TestServer {
             beta: beta_t,
             alpha_token_id,
             http: reqwest::Client::new(),
+            db: dir.path().join("skillbase.db"),
             _dir: dir,
             task,
         }
