@@ -443,6 +443,7 @@ pub async fn call_result(
         .options
         .limits
         .request_timeout
+        .max(crate::CALL_ROUTE_TIMEOUT)
         .saturating_sub(Duration::from_secs(1))
         .max(Duration::from_millis(1));
     let wait = Duration::from_millis(q.timeout_ms.unwrap_or(0)).min(cap);
