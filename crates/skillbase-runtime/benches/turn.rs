@@ -25,6 +25,14 @@
 //!   under `cargo test`).
 //! - `SKILLBASE_BENCH_EXPORT=FILE`: also write the allowed skills, the agents and the messages as
 //!   JSON to FILE, for `tools/bench/retrieval/run.py` (the Python comparison).
+//! - `SKILLBASE_BENCH_DUMP=FILE`: write the JSON of many turns (both agents, every message and
+//!   variants of it, several budgets and cadences) to FILE, one per line, and exit: diff two
+//!   builds' files to show a change kept every turn byte-identical.
+//! - `SKILLBASE_BENCH_PROFILE=N`: after the set-up, run N turns per agent through `profile_turn`
+//!   (never inlined; the context is dropped inside it, as in the criterion loop) and exit. For
+//!   counting instructions on a noisy machine:
+//!   `SKILLBASE_BENCH_PROFILE=160 SKILLBASE_BENCH_SESSIONS=0 valgrind --tool=callgrind
+//!   --toggle-collect='*profile_turn*' target/release/deps/turn-* --bench`
 
 use criterion::{BenchmarkId, Criterion};
 use skillbase_format::{Bundle, SkillName};
@@ -706,6 +714,20 @@ fn allocs_per_call(n: usize, mut f: impl FnMut(usize)) -> (f64, f64) {
     ((a1 - a0) as f64 / n as f64, (b1 - b0) as f64 / n as f64)
 }
 
+/// One turn, context dropped: the unit `SKILLBASE_BENCH_PROFILE` counts (one function per
+/// agent, so a profile shows each apart).
+#[inline(never)]
+fn profile_turn_1000(view: &AgentView, message: &str, opts: &TurnOptions) -> usize {
+    let ctx = resolve(view, message, opts);
+    ctx.report.catalog.omitted.len()
+}
+
+#[inline(never)]
+fn profile_turn_50(view: &AgentView, message: &str, opts: &TurnOptions) -> usize {
+    let ctx = resolve(view, message, opts);
+    ctx.report.catalog.full.len()
+}
+
 fn main() {
     // Like criterion: without `--bench` (as under `cargo test --benches`), every bench runs once.
     let test_mode = !std::env::args().any(|a| a == "--bench");
@@ -805,6 +827,87 @@ fn main() {
             .ranked,
         "the 50 skills must all fit"
     );
+
+    if let Some(path) = std::env::var_os("SKILLBASE_BENCH_DUMP") {
+        use std::io::Write as _;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path).expect("dump file"));
+        let mut turns = 0;
+        for (view, msgs) in [
+            (&big_view, &f.big_messages),
+            (&small_view, &f.small_messages),
+        ] {
+            let mut variants: Vec<String> = Vec::new();
+            for m in msgs.iter() {
+                variants.push(m.clone());
+                variants.push(m[..m.len() / 7].to_owned());
+                variants.push(m.to_uppercase().replace(' ', "  "));
+                variants.push(m.replacen('e', "é", 40));
+            }
+            variants.extend([
+                "".to_owned(),
+                "!!".to_owned(),
+                "crème brûlée 退款".to_owned(),
+            ]);
+            for budget in [
+                None,
+                Some(0),
+                Some(60),
+                Some(400),
+                Some(1500),
+                Some(100_000),
+            ] {
+                for max_cost in [None, Some(skillbase_format::Cost::Immediate)] {
+                    for context_budget in [None, Some(700)] {
+                        let o = TurnOptions {
+                            max_cost,
+                            catalog_budget: budget,
+                            context_budget,
+                        };
+                        for m in &variants {
+                            let ctx = resolve(view, m, &o);
+                            serde_json::to_writer(&mut out, &ctx).expect("write");
+                            writeln!(out, " {:?}", ctx.loadable.len()).expect("write");
+                            turns += 1;
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("dumped {turns} turns");
+        return;
+    }
+
+    if let Some(turns) = std::env::var("SKILLBASE_BENCH_PROFILE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        type Turn = fn(&AgentView, &str, &TurnOptions) -> usize;
+        for (label, view, msgs, turn) in [
+            (
+                "1000",
+                &big_view,
+                &f.big_messages,
+                profile_turn_1000 as Turn,
+            ),
+            (
+                "50",
+                &small_view,
+                &f.small_messages,
+                profile_turn_50 as Turn,
+            ),
+        ] {
+            let t = Instant::now();
+            let mut sum = 0;
+            for k in 0..turns {
+                sum += turn(view, black_box(&msgs[k % msgs.len()]), &opts);
+            }
+            eprintln!(
+                "profile {label}: {turns} turns in {:.1?} ({sum})",
+                t.elapsed()
+            );
+        }
+        return;
+    }
 
     if let Some(path) = std::env::var_os("SKILLBASE_BENCH_EXPORT") {
         export(

@@ -20,6 +20,30 @@ pub fn words(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
+/// Call `f` with each word of folded text, as [`words`] splits it; ASCII text is split by bytes
+/// (for ASCII, `char::is_alphanumeric` is `u8::is_ascii_alphanumeric`).
+fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    if !text.is_ascii() {
+        words(text).for_each(f);
+        return;
+    }
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && !b[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        if i > start {
+            // ASCII: every byte offset is a char boundary.
+            f(&text[start..i]);
+        }
+    }
+}
+
 /// FxHash (rustc's hasher): much faster than SipHash for short words, and the keys are the
 /// index's own terms, so hash flooding is not a concern.
 #[derive(Default, Clone, Copy)]
@@ -142,17 +166,17 @@ impl Bm25 {
         // Dedupe by term index: only indexed terms are marked, never the query's other words.
         let mut seen = vec![false; self.postings.len()];
         let mut matched: Vec<u32> = Vec::new();
-        for term in words(folded) {
+        for_each_word(folded, |term| {
             let Some(&t) = self.terms.get(term) else {
-                continue;
+                return;
             };
             if std::mem::replace(&mut seen[t as usize], true)
                 || self.postings[t as usize].is_empty()
             {
-                continue;
+                return;
             }
             matched.push(t);
-        }
+        });
         // A long message (a pasted log, a 2 KB brief) is scored by its most specific words: the
         // ones found in the fewest skills carry the ranking, and the common ones would only add
         // work to every score.
@@ -209,5 +233,21 @@ mod tests {
         assert_eq!(r[0].0, 1);
         let r = idx.rank("Crème brûlée");
         assert!(r.iter().all(|(_, s)| *s == 0.0));
+    }
+
+    #[test]
+    fn ascii_word_split_matches_words() {
+        for text in [
+            "",
+            "a",
+            "  lead and trail  ",
+            "refund-procedure, sql_review; c++ x2 (v1.2)\tnew\nline",
+            "crème brûlée ß 退款 naïve",
+            "___",
+        ] {
+            let mut got = Vec::new();
+            for_each_word(text, |w| got.push(w));
+            assert_eq!(got, words(text).collect::<Vec<_>>(), "{text:?}");
+        }
     }
 }

@@ -243,6 +243,9 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
     // unless it is eager (load_skill refuses those).
     let mut candidates: Vec<usize> = Vec::with_capacity(n);
     let mut evicted_loadable: Vec<usize> = Vec::new();
+    // Tokens of every candidate in full, and by name only (summed on the way).
+    let mut full_total: u32 = 0;
+    let mut all_names: u32 = 0;
     for (i, s) in view.skills.iter().enumerate() {
         if present[i] || view.is_eager(i) {
             continue;
@@ -268,6 +271,8 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
             });
             continue;
         }
+        full_total += view.full_tokens[i];
+        all_names += view.name_only_tokens[i];
         candidates.push(i);
     }
     let budget = opts
@@ -275,10 +280,6 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         .unwrap_or(view.agent.config.catalog_budget);
     report.catalog.budget = budget;
     let (fixed, more) = fixed_tokens();
-    let full_total: u32 = candidates
-        .iter()
-        .map(|&i| view.skills[i].catalog_tokens)
-        .sum();
     let mut full: Vec<usize> = Vec::new();
     let mut name_only: Vec<usize> = Vec::new();
     let mut catalog_tokens = 0;
@@ -290,56 +291,43 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
     } else {
         report.catalog.ranked = true;
         let scores = view.bm25.scores_folded(&folded);
-        // Highest score first, ties by index: a total order, so an unstable sort of (score,
-        // index) pairs gives the same order as a stable one, without the indirect loads.
-        // Only documents that share a word with the message have a score; the rest keep their
-        // (name) order after them, so only the scored few are sorted.
-        // One integer key per scored candidate: a positive f32's bits order like the float, so
-        // (inverted score bits, index) sorts highest score first, ties by index.
-        let mut keyed: Vec<u64> = Vec::with_capacity(candidates.len());
-        let mut unscored: Vec<usize> = Vec::with_capacity(candidates.len());
-        for &i in &candidates {
-            if scores[i] > 0.0 {
-                keyed.push((u64::from(!scores[i].to_bits()) << 32) | i as u64);
-            } else {
-                unscored.push(i);
-            }
-        }
-        keyed.sort_unstable();
-        let mut order: Vec<usize> = Vec::with_capacity(candidates.len());
-        order.extend(keyed.into_iter().map(|k| (k & 0xffff_ffff) as usize));
-        order.extend(unscored);
+        let order = relevance_order(&candidates, &scores);
         let mut left = budget.saturating_sub(fixed + more);
         // Plan: every candidate listed at least by name when that fits, and the most relevant
         // upgraded to full entries with what is left; otherwise full entries for the top ones
         // within half the room, then names while they fit.
-        let all_names: u32 = order.iter().map(|&i| view.name_only_tokens[i]).sum();
         // (1-based relevance rank, skill) of everything not shown in full.
-        let mut rest: Vec<(usize, usize)> = Vec::new();
+        let mut rest: Vec<(usize, usize)> = Vec::with_capacity(order.len());
         if all_names <= left {
             let mut spare = left - all_names;
-            for (p, &i) in order.iter().enumerate() {
+            let mut p = 0;
+            while p < order.len() {
+                let i = order[p];
                 let extra = view.full_tokens[i].saturating_sub(view.name_only_tokens[i]);
-                if extra <= spare && rest.is_empty() {
-                    spare -= extra;
-                    left -= view.full_tokens[i];
-                    full.push(i);
-                } else {
-                    rest.push((p + 1, i));
+                if extra > spare {
+                    break;
                 }
+                spare -= extra;
+                left -= view.full_tokens[i];
+                full.push(i);
+                p += 1;
             }
+            rest.extend(order[p..].iter().enumerate().map(|(k, &i)| (p + k + 1, i)));
         } else {
             let mut full_room = left / 2;
-            for (p, &i) in order.iter().enumerate() {
+            let mut p = 0;
+            while p < order.len() {
+                let i = order[p];
                 let t = view.full_tokens[i];
-                if t <= full_room && rest.is_empty() {
-                    full_room -= t;
-                    left -= t;
-                    full.push(i);
-                } else {
-                    rest.push((p + 1, i));
+                if t > full_room {
+                    break;
                 }
+                full_room -= t;
+                left -= t;
+                full.push(i);
+                p += 1;
             }
+            rest.extend(order[p..].iter().enumerate().map(|(k, &i)| (p + k + 1, i)));
         }
         report.catalog.omitted.reserve(rest.len());
         report.catalog.name_only.reserve(rest.len());
@@ -447,6 +435,68 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
     }
 }
 
+/// Candidates (ascending indices) in relevance order: highest score first, ties by index, then
+/// the unscored ones (no word in common with the message) in index order.
+fn relevance_order(candidates: &[usize], scores: &[f32]) -> Vec<usize> {
+    // One integer key per scored candidate: a positive f32's bits order like the float, so
+    // (inverted score bits, index) sorts highest score first, ties by index.
+    let mut keyed: Vec<u64> = Vec::with_capacity(candidates.len());
+    for &i in candidates {
+        let s = scores[i];
+        if s > 0.0 {
+            keyed.push((u64::from(!s.to_bits()) << 32) | i as u64);
+        }
+    }
+    sort_score_keys(&mut keyed);
+    let mut order: Vec<usize> = Vec::with_capacity(candidates.len());
+    order.extend(keyed.iter().map(|k| (k & 0xffff_ffff) as usize));
+    if order.len() < candidates.len() {
+        order.extend(candidates.iter().copied().filter(|&i| !(scores[i] > 0.0)));
+    }
+    order
+}
+
+/// Sort `(key << 32) | index` words whose indices ascend in input order: a stable LSD radix sort
+/// on the upper 32 bits (a byte per pass, passes where every key has the same byte skipped)
+/// gives the same order as sorting the whole words, in linear time. Small inputs are sorted
+/// directly.
+fn sort_score_keys(keys: &mut Vec<u64>) {
+    let n = keys.len();
+    if n < 128 {
+        keys.sort_unstable();
+        return;
+    }
+    let mut counts = [[0u32; 256]; 4];
+    for &k in keys.iter() {
+        let hi = (k >> 32) as u32;
+        counts[0][(hi & 0xff) as usize] += 1;
+        counts[1][((hi >> 8) & 0xff) as usize] += 1;
+        counts[2][((hi >> 16) & 0xff) as usize] += 1;
+        counts[3][(hi >> 24) as usize] += 1;
+    }
+    let mut src = std::mem::take(keys);
+    let mut dst = vec![0u64; n];
+    for (pass, c) in counts.iter().enumerate() {
+        let shift = 32 + 8 * pass;
+        if c[((src[0] >> shift) & 0xff) as usize] as usize == n {
+            continue;
+        }
+        let mut next = [0u32; 256];
+        let mut sum = 0;
+        for (o, &k) in next.iter_mut().zip(c.iter()) {
+            *o = sum;
+            sum += k;
+        }
+        for &k in &src {
+            let b = ((k >> shift) & 0xff) as usize;
+            dst[next[b] as usize] = k;
+            next[b] += 1;
+        }
+        std::mem::swap(&mut src, &mut dst);
+    }
+    *keys = src;
+}
+
 struct Placer<'a> {
     view: &'a AgentView,
     /// Skills currently reported in `report.evicted`.
@@ -547,6 +597,11 @@ pub fn load_skill_tool(view: &AgentView, loadable: &[usize]) -> ToolDef {
 
 /// The `search_skills` tool, offered when the catalog could not list every skill.
 pub fn search_skills_tool() -> ToolDef {
+    static TOOL: std::sync::OnceLock<ToolDef> = std::sync::OnceLock::new();
+    TOOL.get_or_init(build_search_skills_tool).clone()
+}
+
+fn build_search_skills_tool() -> ToolDef {
     ToolDef {
         name: "search_skills".into(),
         description: "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill.".into(),
@@ -559,5 +614,51 @@ pub fn search_skills_tool() -> ToolDef {
             "required": ["query"],
             "additionalProperties": false
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The radix sort gives the order of a plain sort, ties by index included.
+    #[test]
+    fn score_keys_sort_like_a_plain_sort() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [0usize, 1, 5, 127, 128, 129, 1000, 5000] {
+            for distinct in [1u64, 3, 50, u64::MAX] {
+                let scores: Vec<f32> = (0..n)
+                    .map(|_| match distinct {
+                        u64::MAX => f32::from_bits(next() as u32 & 0x7fff_ffff),
+                        d => 0.5 + (next() % d) as f32 * 0.25,
+                    })
+                    .collect();
+                let mut keys: Vec<u64> = scores
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (u64::from(!s.to_bits()) << 32) | i as u64)
+                    .collect();
+                let mut want = keys.clone();
+                want.sort_unstable();
+                sort_score_keys(&mut keys);
+                assert_eq!(keys, want, "n {n}, distinct {distinct}");
+            }
+        }
+    }
+
+    #[test]
+    fn relevance_order_puts_unscored_last_in_index_order() {
+        let scores = [0.0, 2.0, 0.0, 3.0, 2.0, f32::NAN];
+        assert_eq!(
+            relevance_order(&[0, 1, 2, 3, 4, 5], &scores),
+            [3, 1, 4, 0, 2, 5]
+        );
+        assert_eq!(relevance_order(&[0, 2, 4], &scores), [4, 0, 2]);
     }
 }
