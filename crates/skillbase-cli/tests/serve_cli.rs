@@ -204,3 +204,94 @@ fn token_create_list_revoke() {
     let (_, list, _) = run(h, &["token", "list"]);
     assert!(list.lines().next().unwrap().contains("revoked"), "{list}");
 }
+
+#[test]
+fn mcp_over_stdio_speaks_only_json_rpc_on_stdout() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path();
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/skills");
+    let (code, _, err) = run(
+        h,
+        &[
+            "--seed", examples, "agent", "create", "ops", "--skills", "all",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(h, &["mcp", "--agent", "ghost"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no agent 'ghost'"), "{err}");
+
+    let mut child = cmd(h)
+        .args(["mcp", "--agent", "ops"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = lines(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let send = |stdin: &mut std::process::ChildStdin, v: serde_json::Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let recv = |id: i64| -> serde_json::Value {
+        loop {
+            let l = out
+                .recv_timeout(Duration::from_secs(30))
+                .expect("an answer on stdout");
+            let v: serde_json::Value = serde_json::from_str(&l)
+                .unwrap_or_else(|e| panic!("not JSON-RPC on stdout: {l}: {e}"));
+            assert_eq!(v["jsonrpc"], "2.0", "{l}");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    send(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let init = recv(1);
+    assert_eq!(
+        init["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"]["directoryRead"],
+        true,
+        "{init}"
+    );
+    send(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "skills/list", "params": {}}),
+    );
+    let list = recv(2);
+    let names: Vec<&str> = list["result"]["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["frontmatter"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"refund-procedure"), "{list}");
+    send(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "load_skill", "arguments": {"name": "commit-message-writer"}}}),
+    );
+    let call = recv(3);
+    let text = call["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("commit-message-writer"), "{call}");
+    drop(stdin); // EOF ends the session
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "mcp did not exit at EOF");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success());
+}
