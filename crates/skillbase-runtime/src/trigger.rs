@@ -1,7 +1,8 @@
 //! Deterministic activation: every allowed skill's `triggers` matched against the user message in
 //! one pass (Aho-Corasick over folded text), whole words only, case- and accent-insensitive.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::automaton::Automaton;
+use aho_corasick::{Anchored, MatchKind, dfa::DFA};
 use skillbase_format::text::fold;
 
 /// Fold text for matching: the ASCII fast path lowercases; anything else is fully folded.
@@ -73,10 +74,33 @@ fn is_boundary(s: &str, i: usize) -> bool {
     }
 }
 
+/// Walk the automaton from `sid` over `bytes[at..]` up to the first byte that leads to a special
+/// (match or dead) state: returns that byte's offset and the state, or `bytes.len()` and the
+/// last state. Kept apart from the match handling so the per-byte loop stays in registers.
+#[inline(never)]
+fn scan_to_special(
+    dfa: &DFA,
+    bytes: &[u8],
+    mut at: usize,
+    mut sid: aho_corasick::automaton::StateID,
+) -> (usize, aho_corasick::automaton::StateID) {
+    while at < bytes.len() {
+        sid = dfa.next_state(Anchored::No, sid, bytes[at]);
+        if dfa.is_special(sid) {
+            return (at, sid);
+        }
+        at += 1;
+    }
+    (at, sid)
+}
+
 /// A compiled set of trigger phrases, each pointing at the skill that declared it.
 #[derive(Debug, Clone)]
 pub struct TriggerMatcher {
-    ac: Option<AhoCorasick>,
+    /// The phrases' automaton, scanned by [`TriggerMatcher::find_folded`]'s own loop (every
+    /// match, overlapping, in order of end and then of the automaton's match list, as
+    /// `find_overlapping_iter` reports them).
+    ac: Option<DFA>,
     /// Per pattern: (skill index, the phrase as written).
     patterns: Vec<(usize, String)>,
 }
@@ -108,9 +132,9 @@ impl TriggerMatcher {
         } else {
             // A DFA: the fastest overlapping scan; with byte classes it stays small (well under
             // a megabyte for hundreds of triggers), and it is built once per view.
-            AhoCorasickBuilder::new()
+            DFA::builder()
                 .match_kind(MatchKind::Standard)
-                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .prefilter(false)
                 .build(&folded)
                 .ok()
         };
@@ -140,19 +164,37 @@ impl TriggerMatcher {
             folded
         };
         let mut hits: Vec<TriggerHit> = Vec::new();
-        for m in ac.find_overlapping_iter(text) {
-            if !is_boundary(text, m.start()) || !is_boundary(text, m.end()) {
+        let Ok(mut sid) = ac.start_state(Anchored::No) else {
+            return hits;
+        };
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        loop {
+            (at, sid) = scan_to_special(ac, bytes, at, sid);
+            if at == bytes.len() || ac.is_dead(sid) {
+                break;
+            }
+            at += 1;
+            if !ac.is_match(sid) {
                 continue;
             }
-            let (skill, phrase) = &self.patterns[m.pattern().as_usize()];
-            if hits.iter().any(|h| h.skill == *skill) {
-                continue;
+            let end = at;
+            for k in 0..ac.match_len(sid) {
+                let pid = ac.match_pattern(sid, k);
+                let start = end - ac.pattern_len(pid);
+                if !is_boundary(text, start) || !is_boundary(text, end) {
+                    continue;
+                }
+                let (skill, phrase) = &self.patterns[pid.as_usize()];
+                if hits.iter().any(|h| h.skill == *skill) {
+                    continue;
+                }
+                hits.push(TriggerHit {
+                    skill: *skill,
+                    phrase: phrase.clone(),
+                    at: start,
+                });
             }
-            hits.push(TriggerHit {
-                skill: *skill,
-                phrase: phrase.clone(),
-                at: m.start(),
-            });
         }
         hits.sort_by_key(|h| h.at);
         hits
@@ -221,6 +263,62 @@ mod tests {
     #[test]
     fn cjk_triggers_match_inside_sentences() {
         assert_eq!(fired(&["退款"], "我想要退款谢谢"), ["退款"]);
+    }
+
+    #[test]
+    fn squash_check() {
+        for (text, want) in [
+            ("", false),
+            ("a b c", false),
+            ("a  b", true),
+            ("a\tb", true),
+            ("a\r\nb", true),
+            (" lead", false),
+            ("trail ", false),
+            ("crème brûlée", false),
+            ("crème  brûlée", true),
+            ("crème\u{a0}brûlée", true),
+            ("crème\u{2003}brûlée", true),
+            ("a\u{1f}b", false),
+        ] {
+            assert_eq!(needs_squash(text), want, "{text:?}");
+            // The check it replaced.
+            let before =
+                text.contains("  ") || text.contains(|c: char| c.is_whitespace() && c != ' ');
+            assert_eq!(needs_squash(text), before, "{text:?}");
+        }
+    }
+
+    /// Every match the automaton's own overlapping search reports, found by the hand loop too.
+    #[test]
+    fn scan_agrees_with_overlapping_search() {
+        let phrases = [
+            "pdf form", "pdf", "form", "c++", ".net", "a.b", "b", "ab", "退款",
+        ];
+        let m = TriggerMatcher::new(phrases.iter().enumerate().map(|(i, t)| (i, *t)));
+        let ac = aho_corasick::AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(phrases)
+            .unwrap();
+        for text in [
+            "fill the pdf formulaire, pdf form",
+            "asp.net and c++ with a.b ab b",
+            "我想要退款谢谢 pdf",
+            "",
+        ] {
+            let mut want: Vec<(usize, usize)> = Vec::new();
+            for hit in ac.find_overlapping_iter(text) {
+                if is_boundary(text, hit.start())
+                    && is_boundary(text, hit.end())
+                    && !want.iter().any(|(s, _)| *s == hit.pattern().as_usize())
+                {
+                    want.push((hit.pattern().as_usize(), hit.start()));
+                }
+            }
+            want.sort_by_key(|&(_, at)| at);
+            let got: Vec<(usize, usize)> = m.find(text).iter().map(|h| (h.skill, h.at)).collect();
+            assert_eq!(got, want, "{text:?}");
+        }
     }
 
     #[test]
