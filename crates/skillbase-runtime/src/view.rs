@@ -111,23 +111,30 @@ pub struct LoadTool {
     pub name_tokens: u32,
 }
 
+/// The records an agent may see, sorted by name: scope resolution (its own scope shadows the
+/// shared one), then active status and its allowlist. What a view is built from, without the
+/// token counts and matchers (MCP's skill listings need only this).
+pub fn visible(agent: &Agent, index: &Index) -> Vec<Arc<SkillEntry>> {
+    let resolved = index.resolved_for(&agent.name);
+    // A list allowlist as a set: `NameSet::contains` scans the list, once per record.
+    let listed: Option<HashSet<&str>> = match &agent.config.skills {
+        NameSet::Names(names) => Some(names.iter().map(|n| n.as_str()).collect()),
+        _ => None,
+    };
+    let allows = |name: &str| match &listed {
+        Some(set) => set.contains(name),
+        None => agent.config.skills.contains(name),
+    };
+    resolved
+        .into_iter()
+        .filter(|e| e.status == Status::Active && allows(&e.name))
+        .cloned()
+        .collect()
+}
+
 impl AgentView {
     pub fn build(agent: Arc<Agent>, index: &Index) -> AgentView {
-        let resolved = index.resolved_for(&agent.name);
-        // A list allowlist as a set: `NameSet::contains` scans the list, once per record.
-        let listed: Option<HashSet<&str>> = match &agent.config.skills {
-            NameSet::Names(names) => Some(names.iter().map(|n| n.as_str()).collect()),
-            _ => None,
-        };
-        let allows = |name: &str| match &listed {
-            Some(set) => set.contains(name),
-            None => agent.config.skills.contains(name),
-        };
-        let allowed: Vec<Arc<SkillEntry>> = resolved
-            .into_iter()
-            .filter(|e| e.status == Status::Active && allows(&e.name))
-            .cloned()
-            .collect();
+        let allowed = visible(&agent, index);
         let by_name: HashMap<String, usize> = allowed
             .iter()
             .enumerate()

@@ -183,6 +183,7 @@ pub async fn serve(
     check_dev_bind(&addr, state.options.dev)?;
     let app = router(state.clone());
     let sync = tokio::spawn(sync_loop(state.clone()));
+    warm_up();
     state.ready.store(true, Ordering::SeqCst);
     let token = state.shutdown.clone();
     let st = state.clone();
@@ -200,6 +201,12 @@ pub async fn serve(
     sync.abort();
     state.dispatcher.flush().await;
     Ok(())
+}
+
+/// Load the tokenizer in the background (about 0.2 s of CPU) so the first turn does not pay for
+/// it; readiness does not wait, and the skills methods never need it.
+pub fn warm_up() {
+    tokio::task::spawn_blocking(|| skillbase_runtime::tokens::count("warm up"));
 }
 
 /// How often the server applies writes made by other processes on the same database (the CLI

@@ -20,7 +20,7 @@
 //!   `subscriptions/listen` streams on the 2026-07-28 wire.
 
 use crate::auth::Principal;
-use crate::skills_ext::{self, Child, Manifest, ManifestFile};
+use crate::skills_ext::{self, Child, Manifest, ManifestFile, Visible};
 use crate::state::AppState;
 use axum::Router;
 use axum::body::Body;
@@ -44,8 +44,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
+use skillbase_runtime::RuntimeError;
 use skillbase_runtime::dispatch::{CallMode, CallOutcome};
-use skillbase_runtime::{AgentView, RuntimeError};
 use skillbase_store::{AgentName, SkillEntry, StoreError};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,6 +88,7 @@ pub fn service(state: Arc<AppState>) -> Router {
 
 /// Serve one agent over MCP on stdin/stdout (the local user owns the database: no token).
 pub async fn serve_stdio(state: Arc<AppState>, agent: AgentName) -> anyhow::Result<()> {
+    crate::warm_up();
     serve_io(state, agent, tokio::io::stdin(), tokio::io::stdout()).await
 }
 
@@ -435,8 +436,12 @@ impl McpHandler {
         Ok(format!("mcp-{}-{}", caller.who, caller.agent))
     }
 
-    fn view(&self, agent: &AgentName) -> Result<Arc<AgentView>, ErrorData> {
-        self.state.runtime.view(agent).map_err(runtime_error)
+    /// The skills the agent may see (the skills methods need no turn view).
+    fn visible(&self, agent: &AgentName) -> Result<Arc<Visible>, ErrorData> {
+        self.state
+            .skills
+            .visible(&self.state.store, agent)
+            .ok_or_else(|| runtime_error(RuntimeError::UnknownAgent(agent.to_string())))
     }
 
     async fn manifest(&self, entry: &SkillEntry) -> Result<Arc<Manifest>, ErrorData> {
@@ -477,12 +482,11 @@ impl McpHandler {
         uri: &str,
     ) -> Option<Result<(Arc<SkillEntry>, Arc<Manifest>, String), ErrorData>> {
         let parsed = skills_ext::parse_uri(uri)?;
-        let view = match self.view(&caller.agent) {
+        let visible = match self.visible(&caller.agent) {
             Ok(v) => v,
             Err(e) => return Some(Err(e)),
         };
-        let i = *view.by_name.get(&parsed.name)?;
-        let entry = view.skills[i].entry.clone();
+        let entry = visible.get(&parsed.name)?.clone();
         Some(self.manifest(&entry).await.map(|m| (entry, m, parsed.path)))
     }
 
@@ -593,10 +597,10 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
         let caller = self.caller(&context.extensions)?;
-        let view = self.view(&caller.agent)?;
+        let visible = self.visible(&caller.agent)?;
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (slice, next) = page(&view.skills, |s| s.name(), cursor, self.page_size())?;
-        let entries = slice.iter().map(|s| s.entry.clone()).collect();
+        let (slice, next) = page(&visible.entries, |e| &e.name, cursor, self.page_size())?;
+        let entries = slice.to_vec();
         let skills = self
             .manifests(entries)
             .await?
@@ -632,10 +636,10 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let caller = self.caller(&context.extensions)?;
-        let view = self.view(&caller.agent)?;
+        let visible = self.visible(&caller.agent)?;
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (slice, next) = page(&view.skills, |s| s.name(), cursor, self.page_size())?;
-        let entries = slice.iter().map(|s| s.entry.clone()).collect();
+        let (slice, next) = page(&visible.entries, |e| &e.name, cursor, self.page_size())?;
+        let entries = slice.to_vec();
         let resources = self
             .manifests(entries)
             .await?
@@ -791,10 +795,10 @@ struct Seen {
 
 impl Seen {
     fn of(state: &AppState, agent: &AgentName) -> Seen {
-        let resources = state.runtime.view(agent).ok().map(|v| {
+        let resources = state.skills.visible(&state.store, agent).map(|v| {
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            for s in &v.skills {
-                (s.name(), s.entry.id, s.entry.active_rev).hash(&mut h);
+            for e in &v.entries {
+                (&e.name, e.id, e.active_rev).hash(&mut h);
             }
             h.finish()
         });

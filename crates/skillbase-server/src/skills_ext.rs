@@ -8,7 +8,7 @@
 //! byte-bounded cache, so a listing followed by reads does not go back to the database.
 
 use skillbase_format::Bundle;
-use skillbase_store::{SkillEntry, Store, StoreError};
+use skillbase_store::{AgentName, SkillEntry, Store, StoreError};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -366,14 +366,59 @@ impl BundleCache {
     }
 }
 
-/// Manifests by `(skill id, revision)`, and recently read bundles.
+/// What one agent may see, for the skills methods: the records sorted by name and an index by
+/// name. Built from the index and the agent alone (no token counts, no matchers), so listing
+/// skills never waits for the tokenizer a turn needs.
+#[derive(Debug)]
+pub struct Visible {
+    /// Index generation and agent version this was built for.
+    key: (u64, i64),
+    pub entries: Vec<Arc<SkillEntry>>,
+    pub by_name: HashMap<String, usize>,
+}
+
+impl Visible {
+    pub fn get(&self, name: &str) -> Option<&Arc<SkillEntry>> {
+        self.by_name.get(name).map(|&i| &self.entries[i])
+    }
+}
+
+/// Manifests by `(skill id, revision)`, recently read bundles, and each agent's visible set.
 #[derive(Default)]
 pub struct ManifestCache {
     manifests: Mutex<HashMap<Key, Arc<Manifest>>>,
     bundles: Mutex<BundleCache>,
+    visible: Mutex<HashMap<AgentName, Arc<Visible>>>,
 }
 
 impl ManifestCache {
+    /// The skills `agent` may see (`None` for an unknown agent), rebuilt when the index or
+    /// the agent changes.
+    pub fn visible(&self, store: &Store, agent: &AgentName) -> Option<Arc<Visible>> {
+        let a = store.agent_cached(agent)?;
+        let index = store.index();
+        let key = (index.generation, a.version);
+        let mut m = self.visible.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = m.get(agent)
+            && v.key == key
+        {
+            return Some(v.clone());
+        }
+        let entries = skillbase_runtime::view::visible(&a, &index);
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.clone(), i))
+            .collect();
+        let v = Arc::new(Visible {
+            key,
+            entries,
+            by_name,
+        });
+        m.insert(agent.clone(), v.clone());
+        Some(v)
+    }
+
     /// The manifest of the entry's active revision, built on first use (from the index: no
     /// file is read).
     pub async fn manifest(
