@@ -440,18 +440,19 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
 fn relevance_order(candidates: &[usize], scores: &[f32]) -> Vec<usize> {
     // One integer key per scored candidate: a positive f32's bits order like the float, so
     // (inverted score bits, index) sorts highest score first, ties by index.
+    // Scored: a positive score (not zero, not NaN).
+    let scored = |i: usize| scores[i] > 0.0;
     let mut keyed: Vec<u64> = Vec::with_capacity(candidates.len());
     for &i in candidates {
-        let s = scores[i];
-        if s > 0.0 {
-            keyed.push((u64::from(!s.to_bits()) << 32) | i as u64);
+        if scored(i) {
+            keyed.push((u64::from(!scores[i].to_bits()) << 32) | i as u64);
         }
     }
     sort_score_keys(&mut keyed);
     let mut order: Vec<usize> = Vec::with_capacity(candidates.len());
     order.extend(keyed.iter().map(|k| (k & 0xffff_ffff) as usize));
     if order.len() < candidates.len() {
-        order.extend(candidates.iter().copied().filter(|&i| !(scores[i] > 0.0)));
+        order.extend(candidates.iter().copied().filter(|&i| !scored(i)));
     }
     order
 }
