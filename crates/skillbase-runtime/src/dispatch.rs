@@ -192,7 +192,18 @@ struct SessionState {
     run: Mutex<Option<RunRecord>>,
 }
 
-type OfferedCache = HashMap<AgentName, (u64, i64, Arc<OfferedSet>)>;
+/// Per agent, for one index generation and agent version: the offered set, and the vault
+/// entries and hosts a call may use when no skill drives (the agent's grants).
+#[derive(Clone)]
+struct Offer {
+    generation: u64,
+    version: i64,
+    set: Arc<OfferedSet>,
+    vault: Arc<Vec<String>>,
+    hosts: Arc<Vec<String>>,
+}
+
+type OfferedCache = HashMap<AgentName, Offer>;
 
 /// Whether `host[:port]` matches a pattern: exact (`api.x.com`, `api.x.com:8443`) or a
 /// subdomain wildcard (`*.x.com`). A pattern without a port matches the scheme's default port.
@@ -330,6 +341,15 @@ impl Dispatcher {
         {
             return Ok(s.clone());
         }
+        // Boxed: the database futures stay out of every caller's state.
+        Box::pin(self.load_session(agent, session)).await
+    }
+
+    async fn load_session(
+        &self,
+        agent: &AgentName,
+        session: &str,
+    ) -> Result<Arc<SessionState>, RuntimeError> {
         self.runtime.store.open_session(session, agent).await?;
         let run = self.runtime.store.open_run(session).await?;
         let state = Arc::new(SessionState {
@@ -398,7 +418,7 @@ impl Dispatcher {
         self.vault
             .as_ref()
             .map(|v| v.redactor())
-            .unwrap_or_default()
+            .unwrap_or_else(Redactor::empty)
     }
 
     fn agent(&self, name: &AgentName) -> Result<Arc<Agent>, RuntimeError> {
@@ -411,18 +431,25 @@ impl Dispatcher {
     /// The offered set for an agent: granted tools, the runtime's own tools, and skills with
     /// `inputs` as callable entries. Tools whose class is not granted are withheld.
     pub fn offered(&self, agent: &AgentName) -> Result<Arc<OfferedSet>, RuntimeError> {
+        Ok(self.offered_for(agent)?.1.set)
+    }
+
+    /// The agent and its offered set. The set is cached per index generation and agent version
+    /// (what its view is cached by), so a call finds it without touching the view.
+    fn offered_for(&self, agent: &AgentName) -> Result<(Arc<Agent>, Offer), RuntimeError> {
         let a = self.agent(agent)?;
-        let view = self.runtime.view(agent)?;
-        if let Some((g, v, set)) = self
+        let generation = self.runtime.store.index().generation;
+        if let Some(offer) = self
             .offered_cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(agent)
-            && *g == view.generation
-            && *v == a.version
+            && offer.generation == generation
+            && offer.version == a.version
         {
-            return Ok(set.clone());
+            return Ok((a, offer.clone()));
         }
+        let view = self.runtime.view(agent)?;
         let mut set = OfferedSet::default();
         for t in self.registry.all() {
             let d = &t.decl;
@@ -481,12 +508,18 @@ impl Dispatcher {
             .enumerate()
             .map(|(i, e)| (e.wire_name.clone(), i))
             .collect();
-        let set = Arc::new(set);
+        let offer = Offer {
+            generation: view.generation,
+            version: a.version,
+            set: Arc::new(set),
+            vault: Arc::new(allowed_vault(&a, None)),
+            hosts: Arc::new(allowed_hosts(&a, None)),
+        };
         self.offered_cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(agent.clone(), (view.generation, a.version, set.clone()));
-        Ok(set)
+            .insert(agent.clone(), offer.clone());
+        Ok((a, offer))
     }
 
     fn new_call_id(&self) -> String {
@@ -497,7 +530,7 @@ impl Dispatcher {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis())
             .unwrap_or(0);
-        format!("call-{ms:x}-{n}")
+        call_id_text(ms, n)
     }
 
     /// Dispatch one call by its wire name.
@@ -510,10 +543,10 @@ impl Dispatcher {
         mode: CallMode,
     ) -> Result<CallOutcome, RuntimeError> {
         let call_id = self.new_call_id();
-        self.session(agent, session).await?;
+        let state = self.session(agent, session).await?;
         let redactor = self.redactor();
         let outcome = match self
-            .call_inner(agent, session, wire_name, &args, mode, &call_id)
+            .call_inner(agent, session, &state, wire_name, &args, mode, &call_id)
             .await?
         {
             // A refusal may quote the call back (a wire name, a value the schema rejected).
@@ -529,43 +562,63 @@ impl Dispatcher {
             other => other,
         };
         // Record, with every secret scrubbed from the arguments and the outcome.
-        let safe_args = redactor.redact_json(&args);
-        let (kind, data) = match &outcome {
-            CallOutcome::Refused { rule, message, .. } => (
-                "call_refused",
-                serde_json::json!({"call_id": call_id, "tool": wire_name, "rule": rule, "message": message, "arguments": safe_args}),
-            ),
-            CallOutcome::Started { .. } => (
-                "call_started",
-                serde_json::json!({"call_id": call_id, "tool": wire_name, "arguments": safe_args}),
-            ),
+        let safe_args = redactor.redact_json_owned(args);
+        // The event's data, keys in this order (what `json!` would build, with the map sized
+        // up front).
+        use serde_json::Value;
+        let mut data = serde_json::Map::with_capacity(6);
+        data.insert("call_id".into(), Value::String(call_id));
+        data.insert("tool".into(), Value::String(wire_name.to_owned()));
+        let kind = match &outcome {
+            CallOutcome::Refused { rule, message, .. } => {
+                data.insert("rule".into(), Value::String(rule.as_str().into()));
+                data.insert("message".into(), Value::String(message.clone()));
+                data.insert("arguments".into(), safe_args);
+                "call_refused"
+            }
+            CallOutcome::Started { .. } => {
+                data.insert("arguments".into(), safe_args);
+                "call_started"
+            }
             CallOutcome::Done {
                 tokens, truncated, ..
-            } => (
-                "tool_called",
-                serde_json::json!({"call_id": call_id, "tool": wire_name, "arguments": safe_args, "ok": true, "tokens": tokens, "truncated": truncated}),
-            ),
-            CallOutcome::Failed { message, rule, .. } => (
-                "tool_called",
-                serde_json::json!({"call_id": call_id, "tool": wire_name, "arguments": safe_args, "ok": false, "error": message, "rule": rule}),
-            ),
+            } => {
+                data.insert("arguments".into(), safe_args);
+                data.insert("ok".into(), Value::Bool(true));
+                data.insert("tokens".into(), Value::from(*tokens));
+                data.insert("truncated".into(), Value::Bool(*truncated));
+                "tool_called"
+            }
+            CallOutcome::Failed { message, rule, .. } => {
+                data.insert("arguments".into(), safe_args);
+                data.insert("ok".into(), Value::Bool(false));
+                data.insert("error".into(), Value::String(message.clone()));
+                data.insert(
+                    "rule".into(),
+                    rule.map_or(Value::Null, |r| Value::String(r.as_str().into())),
+                );
+                "tool_called"
+            }
         };
+        let data = Value::Object(data);
         self.events
             .record(NewEvent {
                 kind: kind.into(),
                 agent: Some(agent.to_string()),
                 session: Some(session.into()),
-                data: redactor.redact_json(&data),
+                data: redactor.redact_json_owned(data),
                 ..NewEvent::default()
             })
             .await;
         Ok(outcome)
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn call_inner(
         &self,
         agent: &AgentName,
         session: &str,
+        state: &Arc<SessionState>,
         wire_name: &str,
         args: &serde_json::Value,
         mode: CallMode,
@@ -579,7 +632,8 @@ impl Dispatcher {
             })
         };
         // 1. The name must be in the offered set.
-        let offered = self.offered(agent)?;
+        let (a, offer) = self.offered_for(agent)?;
+        let offered = &offer.set;
         let Some(entry) = offered.get(wire_name) else {
             let shown: String = wire_name.chars().take(64).collect();
             return refuse(
@@ -589,9 +643,7 @@ impl Dispatcher {
                 ),
             );
         };
-        let a = self.agent(agent)?;
         // The skill driving the session, read now (fail closed if it is no longer active).
-        let state = self.session(agent, session).await?;
         let run = state.run.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let driver: Option<Arc<SkillEntry>> = match &run {
             Some(r) => {
@@ -609,8 +661,7 @@ impl Dispatcher {
         let tool = match &entry.target {
             Target::Skill(name) => {
                 // 2. Arguments against the skill's inputs happen inside load_skill.
-                return self
-                    .activate(&a, session, name, Some(args.clone()), call_id)
+                return Box::pin(self.activate(&a, session, name, Some(args.clone()), call_id))
                     .await;
             }
             Target::Tool(name) => self
@@ -692,9 +743,14 @@ impl Dispatcher {
                 .get("name")
                 .and_then(|v| v.as_str())
                 .unwrap_or_default();
-            return self
-                .activate(&a, session, name, args.get("arguments").cloned(), call_id)
-                .await;
+            return Box::pin(self.activate(
+                &a,
+                session,
+                name,
+                args.get("arguments").cloned(),
+                call_id,
+            ))
+            .await;
         }
         if is_builtin(&d.name) {
             let ctx = crate::builtin::Builtin {
@@ -705,10 +761,10 @@ impl Dispatcher {
                 driving: run.is_some(),
             };
             let redactor = self.redactor();
-            return Ok(match ctx.run(&d.name, args).await? {
+            return Ok(match Box::pin(ctx.run(&d.name, args)).await? {
                 Ok(v) => {
                     let (result, tokens, truncated) = cap_tokens(
-                        redactor.redact_json(&v),
+                        redactor.redact_json_owned(v),
                         a.config.policies.max_result_tokens,
                     );
                     CallOutcome::Done {
@@ -778,14 +834,20 @@ impl Dispatcher {
             }
             *n += 1;
         }
-        let meta = driver.as_ref().map(|d| &d.meta);
+        let (vault_allowed, hosts_allowed) = match &driver {
+            None => (offer.vault.clone(), offer.hosts.clone()),
+            Some(d) => (
+                Arc::new(allowed_vault(&a, Some(&d.meta))),
+                Arc::new(allowed_hosts(&a, Some(&d.meta))),
+            ),
+        };
         let ctx = CallContext {
             agent: agent.to_string(),
             session: session.to_owned(),
             call_id: call_id.to_owned(),
             skill: driver.as_ref().map(|d| d.name.clone()),
-            vault_allowed: Arc::new(allowed_vault(&a, meta)),
-            hosts_allowed: Arc::new(allowed_hosts(&a, meta)),
+            vault_allowed,
+            hosts_allowed,
             vault: self.vault.clone(),
             refusals: Arc::new(Mutex::new(Vec::new())),
             deadline: timeout_for(d.cost),
@@ -794,91 +856,51 @@ impl Dispatcher {
         let redactor = self.redactor();
         let max_tokens = a.config.policies.max_result_tokens;
         let run_id = run.as_ref().map(|r| r.id);
-        let store = self.runtime.store.clone();
         let failure_threshold = a.config.policies.failure_threshold;
-        let agent_name = agent.clone();
-        let runtime = self.runtime.clone();
-        let session_s = session.to_owned();
-        let tool_name = d.name.clone();
-        let cost = d.cost;
         let refusals = ctx.refusals.clone();
-        let sink = self.events.clone();
-        let event_redactor = redactor.clone();
-        let agent_s = agent.to_string();
-        let id_s = call_id.to_owned();
         let dispatcher_call = Box::pin(run_tool(
             handler,
-            tool,
+            tool.clone(),
             ctx,
             args.clone(),
-            redactor,
+            redactor.clone(),
             max_tokens,
             call_id.to_owned(),
         ));
-        let finish = async move {
-            let outcome = dispatcher_call.await;
-            drop(permit);
-            // Refusals raised inside the tool are recorded, even when the tool went on without
-            // what it was refused and succeeded.
-            let inner: Vec<InnerRefusal> = refusals.lock().map(|r| r.clone()).unwrap_or_default();
-            let events: Vec<NewEvent> = inner
-                .iter()
-                .map(|r| NewEvent {
-                    kind: "call_refused".into(),
-                    agent: Some(agent_s.clone()),
-                    session: Some(session_s.clone()),
-                    data: event_redactor.redact_json(&serde_json::json!({
-                        "call_id": id_s,
-                        "tool": tool_name,
-                        "rule": r.rule,
-                        "message": r.message,
-                        "inner": true,
-                    })),
-                    ..NewEvent::default()
-                })
-                .collect();
-            for e in events {
-                sink.record(e).await;
-            }
-            if let Some(run) = run_id {
-                let failed = matches!(outcome, CallOutcome::Failed { .. });
-                let _ = store.count_call(run, failed).await;
-                if failed
-                    && let Ok(Some(r)) = store.open_run(&session_s).await
-                    && r.id == run
-                    && r.failed_calls >= FAILED_CALLS_PER_RUN
-                {
-                    let _ = end_run_and_check_drift(
-                        &runtime,
-                        &agent_name,
-                        r.id,
-                        "failure",
-                        &format!("{} calls failed (last: {tool_name})", r.failed_calls),
-                        failure_threshold,
-                    )
-                    .await;
-                    *state.run.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                }
-            }
-            outcome
-        };
-        if mode == CallMode::Detach && cost != Cost::Immediate {
+        if mode == CallMode::Detach && d.cost != Cost::Immediate {
             let (tx, rx) = watch::channel(None);
             self.results
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(call_id.to_owned(), rx);
+            let runtime = self.runtime.clone();
             let events = self.events.clone();
-            let agent_s = agent.to_string();
-            let session_s = session.to_owned();
+            let state = state.clone();
+            let agent = agent.clone();
+            let session = session.to_owned();
             let id = call_id.to_owned();
             tokio::spawn(async move {
-                let outcome = finish.await;
+                let outcome = dispatcher_call.await;
+                drop(permit);
+                let outcome = AfterCall {
+                    runtime: &runtime,
+                    sink: &events,
+                    redactor: &redactor,
+                    state: &state,
+                    agent: &agent,
+                    session: &session,
+                    call_id: &id,
+                    tool: &tool.decl.name,
+                    run_id,
+                    failure_threshold,
+                }
+                .finish(outcome, &refusals)
+                .await;
                 events
                     .record(NewEvent {
                         kind: "call_finished".into(),
-                        agent: Some(agent_s),
-                        session: Some(session_s),
+                        agent: Some(agent.to_string()),
+                        session: Some(session),
                         data: serde_json::json!({"call_id": id, "outcome": outcome}),
                         ..NewEvent::default()
                     })
@@ -889,7 +911,22 @@ impl Dispatcher {
                 call_id: call_id.to_owned(),
             });
         }
-        Ok(finish.await)
+        let outcome = dispatcher_call.await;
+        drop(permit);
+        Ok(AfterCall {
+            runtime: &self.runtime,
+            sink: &self.events,
+            redactor: &redactor,
+            state,
+            agent,
+            session,
+            call_id,
+            tool: &d.name,
+            run_id,
+            failure_threshold,
+        }
+        .finish(outcome, &refusals)
+        .await)
     }
 
     /// Wait for a detached call's outcome (up to `timeout`).
@@ -984,6 +1021,108 @@ impl Dispatcher {
     }
 }
 
+/// What is left to do after a tool ran: record the refusals raised inside it, and count the
+/// call in the driving skill's run (ending the run after too many failed calls).
+struct AfterCall<'a> {
+    runtime: &'a Runtime,
+    sink: &'a EventSink,
+    redactor: &'a Redactor,
+    state: &'a SessionState,
+    agent: &'a AgentName,
+    session: &'a str,
+    call_id: &'a str,
+    tool: &'a str,
+    run_id: Option<i64>,
+    failure_threshold: u32,
+}
+
+impl AfterCall<'_> {
+    async fn finish(
+        self,
+        outcome: CallOutcome,
+        refusals: &Mutex<Vec<InnerRefusal>>,
+    ) -> CallOutcome {
+        // Refusals raised inside the tool are recorded, even when the tool went on without
+        // what it was refused and succeeded.
+        let inner: Vec<InnerRefusal> = refusals.lock().map(|r| r.clone()).unwrap_or_default();
+        for r in &inner {
+            self.sink
+                .record(NewEvent {
+                    kind: "call_refused".into(),
+                    agent: Some(self.agent.to_string()),
+                    session: Some(self.session.to_owned()),
+                    data: self.redactor.redact_json_owned(serde_json::json!({
+                        "call_id": self.call_id,
+                        "tool": self.tool,
+                        "rule": r.rule,
+                        "message": r.message,
+                        "inner": true,
+                    })),
+                    ..NewEvent::default()
+                })
+                .await;
+        }
+        if let Some(run) = self.run_id {
+            // Boxed: the database futures stay out of the call's state.
+            let failed = matches!(outcome, CallOutcome::Failed { .. });
+            Box::pin(self.count_in_run(run, failed)).await;
+        }
+        outcome
+    }
+
+    async fn count_in_run(&self, run: i64, failed: bool) {
+        let store = &self.runtime.store;
+        let _ = store.count_call(run, failed).await;
+        if failed
+            && let Ok(Some(r)) = store.open_run(self.session).await
+            && r.id == run
+            && r.failed_calls >= FAILED_CALLS_PER_RUN
+        {
+            let _ = end_run_and_check_drift(
+                self.runtime,
+                self.agent,
+                r.id,
+                "failure",
+                &format!("{} calls failed (last: {})", r.failed_calls, self.tool),
+                self.failure_threshold,
+            )
+            .await;
+            *self.state.run.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+    }
+}
+
+/// `format!("call-{ms:x}-{n}")`, written by hand (it runs on every call).
+fn call_id_text(ms: u128, n: u64) -> String {
+    let mut id = String::with_capacity(48);
+    id.push_str("call-");
+    let mut digits = [0u8; 40];
+    let mut k = digits.len();
+    let mut v = ms;
+    loop {
+        k -= 1;
+        digits[k] = b"0123456789abcdef"[(v & 0xf) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    id.push_str(std::str::from_utf8(&digits[k..]).expect("hex digits"));
+    id.push('-');
+    let mut k = digits.len();
+    let mut v = n;
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    id.push_str(std::str::from_utf8(&digits[k..]).expect("decimal digits"));
+    id
+}
+
 /// End a run and disable the revision when it has failed `threshold` times in a row.
 pub async fn end_run_and_check_drift(
     runtime: &Runtime,
@@ -1054,7 +1193,7 @@ async fn run_tool(
             rule: inner_rule,
         },
         Ok(Ok(value)) => {
-            let value = redactor.redact_json(&value);
+            let value = redactor.redact_json_owned(value);
             let (value, tokens, truncated) = cap_tokens(value, max_tokens);
             CallOutcome::Done {
                 call_id,
@@ -1068,15 +1207,19 @@ async fn run_tool(
 
 /// Cut a result to `max` tokens (as text, with a marker) when it is larger.
 pub fn cap_tokens(value: serde_json::Value, max: u32) -> (serde_json::Value, u32, bool) {
-    let text = match &value {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
+    let rendered;
+    let text: &str = match &value {
+        serde_json::Value::String(s) => s,
+        other => {
+            rendered = other.to_string();
+            &rendered
+        }
     };
-    let n = tokens::count(&text);
+    let n = tokens::count(text);
     if n <= max {
         return (value, n, false);
     }
-    let cut = tokens::truncate(&text, max);
+    let cut = tokens::truncate(text, max);
     let out =
         format!("{cut}\n[truncated: the result had {n} tokens, over this agent's limit of {max}]");
     let t = tokens::count(&out);
@@ -1131,4 +1274,20 @@ pub fn decls_from_toml(text: &str) -> Result<Vec<ToolDecl>, String> {
     }
     let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
     Ok(f.tools)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn call_ids_read_as_before() {
+        for (ms, n) in [
+            (0u128, 0u64),
+            (1, 1),
+            (0x19a_c0ff_ee12, 42),
+            (u128::MAX, u64::MAX),
+            (1_790_000_000_000, 1_000_000),
+        ] {
+            assert_eq!(super::call_id_text(ms, n), format!("call-{ms:x}-{n}"));
+        }
+    }
 }

@@ -8,7 +8,7 @@
 
 use skillbase_store::{NewEvent, Store};
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 /// Most events written in one transaction.
 const BATCH: usize = 512;
@@ -26,12 +26,16 @@ enum Msg {
 #[derive(Clone)]
 pub struct EventSink {
     tx: mpsc::Sender<Msg>,
+    /// Cuts the writer's linger short when someone waits for a flush.
+    flush_now: Arc<Notify>,
 }
 
 impl EventSink {
     /// Start the writer on the current tokio runtime.
     pub fn start(store: Arc<Store>) -> EventSink {
         let (tx, mut rx) = mpsc::channel::<Msg>(QUEUE);
+        let flush_now = Arc::new(Notify::new());
+        let flushed = flush_now.clone();
         tokio::spawn(async move {
             let mut batch: Vec<NewEvent> = Vec::with_capacity(BATCH);
             let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
@@ -42,12 +46,14 @@ impl EventSink {
                 };
                 push(first, &mut batch, &mut waiters);
                 // Gather a burst into one transaction: wait a little for more, unless someone is
-                // waiting for a flush or the batch is full.
-                let deadline = tokio::time::Instant::now() + LINGER;
-                while batch.len() < BATCH && waiters.is_empty() {
-                    match tokio::time::timeout_at(deadline, rx.recv()).await {
-                        Ok(Some(msg)) => push(msg, &mut batch, &mut waiters),
-                        Ok(None) | Err(_) => break,
+                // waiting for a flush. The queue is not watched while lingering, so a caller
+                // queueing an event never has to wake this task (one wake-up per batch, not per
+                // event); a flush request cuts the linger short, and a full batch is written at
+                // once.
+                if waiters.is_empty() && batch.len() + rx.len() < BATCH {
+                    tokio::select! {
+                        _ = tokio::time::sleep(LINGER) => {}
+                        _ = flushed.notified() => {}
                     }
                 }
                 while batch.len() < BATCH {
@@ -67,7 +73,7 @@ impl EventSink {
                 }
             }
         });
-        EventSink { tx }
+        EventSink { tx, flush_now }
     }
 
     /// Queue an event.
@@ -79,6 +85,7 @@ impl EventSink {
     pub async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Msg::Flush(tx)).await.is_ok() {
+            self.flush_now.notify_one();
             let _ = rx.await;
         }
     }

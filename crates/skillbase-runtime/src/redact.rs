@@ -187,6 +187,46 @@ impl Redactor {
         Cow::Owned(out)
     }
 
+    /// The shared empty redactor (no secrets), for callers without a vault: cloning it is one
+    /// reference count, not an allocation.
+    pub fn empty() -> Arc<Redactor> {
+        static EMPTY: std::sync::OnceLock<Arc<Redactor>> = std::sync::OnceLock::new();
+        EMPTY.get_or_init(Arc::default).clone()
+    }
+
+    /// [`Redactor::redact_json`] on a value the caller owns: redacted in place, so a value
+    /// without secrets (and every value when there are none) is returned without a copy.
+    pub fn redact_json_owned(&self, mut v: serde_json::Value) -> serde_json::Value {
+        if self.ac.is_some() {
+            self.redact_in_place(&mut v);
+        }
+        v
+    }
+
+    fn redact_in_place(&self, v: &mut serde_json::Value) {
+        use serde_json::Value;
+        match v {
+            Value::String(s) => {
+                if let Cow::Owned(r) = self.redact(s) {
+                    *s = r;
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| self.redact_in_place(x)),
+            Value::Object(o) => {
+                if o.keys().any(|k| matches!(self.redact(k), Cow::Owned(_))) {
+                    // Rebuilt in order, as `redact_json` collects it (a later key redacted to an
+                    // earlier one's text replaces its value in that place).
+                    let old = std::mem::take(o);
+                    for (k, x) in old {
+                        o.insert(self.redact(&k).into_owned(), x);
+                    }
+                }
+                o.values_mut().for_each(|x| self.redact_in_place(x));
+            }
+            _ => {}
+        }
+    }
+
     /// Every string in a JSON value (keys too) redacted.
     pub fn redact_json(&self, v: &serde_json::Value) -> serde_json::Value {
         use serde_json::Value;
@@ -266,6 +306,28 @@ mod tests {
             !out.contains("tok_ABCDEF123456") && !out.contains(SECRET),
             "{out}"
         );
+    }
+
+    #[test]
+    fn owned_redaction_is_the_same() {
+        let r = r();
+        let b64 = STANDARD.encode(SECRET);
+        for v in [
+            serde_json::json!({"a": ["tok_ABCDEF123456", 1, null, {"x": b64}], SECRET: 1, "b": true}),
+            serde_json::json!({SECRET: 1, "tok_ABCDEF123456": 2, "[REDACTED:LOGIN]": 3, "z": SECRET}),
+            serde_json::json!("plain"),
+            serde_json::json!([{"k": "v"}, "x tok_ABCDEF123456 y"]),
+        ] {
+            let want = r.redact_json(&v);
+            assert_eq!(r.redact_json_owned(v.clone()), want);
+            assert_eq!(
+                serde_json::to_string(&r.redact_json_owned(v)).unwrap(),
+                serde_json::to_string(&want).unwrap()
+            );
+        }
+        let none = Redactor::empty();
+        let v = serde_json::json!({"a": SECRET});
+        assert_eq!(none.redact_json_owned(v.clone()), v);
     }
 
     #[test]

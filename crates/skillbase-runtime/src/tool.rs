@@ -158,7 +158,7 @@ impl CallContext {
         self.vault
             .as_ref()
             .map(|v| v.redactor())
-            .unwrap_or_default()
+            .unwrap_or_else(Redactor::empty)
     }
 }
 
