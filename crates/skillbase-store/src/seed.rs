@@ -54,15 +54,125 @@ pub async fn sync_dir(store: &Store, dir: &Path) -> Result<Vec<SeedAction>> {
             )));
         }
     };
+    // Folders of skills the store does not have yet are written together in one transaction
+    // (a fresh store seeded with 1,000 skills would otherwise commit 1,000 times); the rest one
+    // by one, each on its own.
     let mut out = Vec::with_capacity(folders.len());
-    for f in folders {
-        out.push(sync_folder(store, &f).await);
+    let mut creations: Vec<(usize, String, PutRequest, String)> = Vec::new();
+    for f in &folders {
+        match prepare(store, f) {
+            Prepared::Done(action) => out.push(action),
+            Prepared::Create {
+                name,
+                req,
+                seed_path,
+            } => {
+                creations.push((out.len(), name.clone(), req, seed_path));
+                out.push(SeedAction::Unchanged { name });
+            }
+            Prepared::Write(w) => out.push(w.apply(store).await),
+        }
+    }
+    if creations.len() > 1 {
+        let batch: Vec<(PutRequest, String)> = creations
+            .iter()
+            .map(|(_, _, r, p)| (r.clone(), p.clone()))
+            .collect();
+        match store.put_seeds(batch).await {
+            Ok(outcomes) => {
+                for ((i, name, _, _), o) in creations.iter().zip(outcomes) {
+                    out[*i] = SeedAction::Created {
+                        name: name.clone(),
+                        rev: o.rev,
+                    };
+                }
+                return Ok(out);
+            }
+            Err(e) => tracing::debug!(error = %e, "seeding new skills together failed; one by one"),
+        }
+    }
+    for (i, name, req, seed_path) in creations {
+        out[i] = match store.put_seed(req, seed_path).await {
+            Ok(o) => SeedAction::Created { name, rev: o.rev },
+            Err(e) => SeedAction::Skipped {
+                path: folders[i].display().to_string(),
+                reason: e.to_string(),
+            },
+        };
     }
     Ok(out)
 }
 
 /// Sync one skill folder.
 pub async fn sync_folder(store: &Store, folder: &Path) -> SeedAction {
+    match prepare(store, folder) {
+        Prepared::Done(a) => a,
+        Prepared::Create {
+            name,
+            req,
+            seed_path,
+        } => match store.put_seed(req, seed_path).await {
+            Ok(o) => SeedAction::Created { name, rev: o.rev },
+            Err(e) => SeedAction::Skipped {
+                path: folder.display().to_string(),
+                reason: e.to_string(),
+            },
+        },
+        Prepared::Write(w) => w.apply(store).await,
+    }
+}
+
+/// What syncing a folder needs, decided from the folder and the index.
+enum Prepared {
+    Done(SeedAction),
+    /// A skill the store does not have.
+    Create {
+        name: String,
+        req: PutRequest,
+        seed_path: String,
+    },
+    Write(Pending),
+}
+
+/// A write to an existing record: a new revision, or a recorded divergence.
+struct Pending {
+    folder: PathBuf,
+    name: String,
+    req: PutRequest,
+    seed_path: String,
+    diverged: Option<String>,
+}
+
+impl Pending {
+    async fn apply(self, store: &Store) -> SeedAction {
+        let Pending {
+            folder,
+            name,
+            req,
+            seed_path,
+            diverged,
+        } = self;
+        let skipped = |reason: String| SeedAction::Skipped {
+            path: folder.display().to_string(),
+            reason,
+        };
+        match diverged {
+            None => match store.put_seed(req, seed_path).await {
+                Ok(o) => SeedAction::Updated { name, rev: o.rev },
+                Err(err) => skipped(err.to_string()),
+            },
+            Some(digest) => match store
+                .mark_diverged(&Scope::Shared, &name, &seed_path, &digest)
+                .await
+            {
+                Ok(_) => SeedAction::Diverged { name },
+                Err(err) => skipped(err.to_string()),
+            },
+        }
+    }
+}
+
+fn prepare(store: &Store, folder: &Path) -> Prepared {
     let skipped = |reason: String| SeedAction::Skipped {
         path: folder.display().to_string(),
         reason,
@@ -74,11 +184,11 @@ pub async fn sync_folder(store: &Store, folder: &Path) -> SeedAction {
         .to_string();
     let bundle = match pack::read_folder(folder, &store.limits) {
         Ok(b) => b,
-        Err(e) => return skipped(e.to_string()),
+        Err(e) => return Prepared::Done(skipped(e.to_string())),
     };
     let name = match Store::check_bundle(&bundle) {
         Ok((n, _)) => n,
-        Err(e) => return skipped(e.to_string()),
+        Err(e) => return Prepared::Done(skipped(e.to_string())),
     };
     let index = store.index();
     let existing = index.get(&Scope::Shared, &name).cloned();
@@ -90,38 +200,34 @@ pub async fn sync_folder(store: &Store, folder: &Path) -> SeedAction {
         expect_rev: expect,
     };
     match existing {
-        None => match store.put_seed(put(Some(0)), seed_path.clone()).await {
-            Ok(o) => SeedAction::Created { name, rev: o.rev },
-            Err(e) => skipped(e.to_string()),
+        None => Prepared::Create {
+            name,
+            req: put(Some(0)),
+            seed_path,
         },
         Some(e) if e.seed_path.as_deref() == Some(seed_path.as_str()) => {
             if e.digest == bundle.digest() {
-                return SeedAction::Unchanged { name };
+                return Prepared::Done(SeedAction::Unchanged { name });
             }
-            match store
-                .put_seed(put(Some(e.head_rev)), seed_path.clone())
-                .await
-            {
-                Ok(o) => SeedAction::Updated { name, rev: o.rev },
-                Err(err) => skipped(err.to_string()),
-            }
+            Prepared::Write(Pending {
+                folder: folder.to_path_buf(),
+                req: put(Some(e.head_rev)),
+                name,
+                seed_path,
+                diverged: None,
+            })
         }
         Some(e) => {
             if e.digest == bundle.digest() {
-                return SeedAction::Unchanged { name };
+                return Prepared::Done(SeedAction::Unchanged { name });
             }
-            match store
-                .mark_diverged(
-                    &Scope::Shared,
-                    &name,
-                    &seed_path,
-                    &bundle.digest().to_string(),
-                )
-                .await
-            {
-                Ok(_) => SeedAction::Diverged { name },
-                Err(err) => skipped(err.to_string()),
-            }
+            Prepared::Write(Pending {
+                folder: folder.to_path_buf(),
+                req: put(None),
+                name,
+                seed_path,
+                diverged: Some(bundle.digest().to_string()),
+            })
         }
     }
 }

@@ -246,6 +246,27 @@ impl Store {
         self.write_one(w).await
     }
 
+    /// Create several seeded skills in one transaction (all or nothing: the caller falls back
+    /// to one by one if any fails).
+    pub(crate) async fn put_seeds(
+        &self,
+        reqs: Vec<(PutRequest, String)>,
+    ) -> Result<Vec<WriteOutcome>> {
+        let writes = reqs
+            .into_iter()
+            .map(|(r, p)| self.write_req(r, Some(p), false))
+            .collect::<Result<Vec<_>>>()?;
+        let outcomes = on_db!(self, write_many(&writes, None, &|_| {}))?;
+        if outcomes.len() > 64 {
+            self.reload().await?;
+        } else {
+            for o in &outcomes {
+                self.refresh(&o.scope, &o.name).await?;
+            }
+        }
+        Ok(outcomes)
+    }
+
     async fn write_one(&self, w: WriteReq) -> Result<WriteOutcome> {
         // Two writers creating the same new skill at once: the loser retries as a modification.
         let mut attempt = 0;

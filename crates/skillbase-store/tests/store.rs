@@ -799,6 +799,76 @@ async fn bulk_import_is_the_same_as_single_writes(db: TestDb) {
     db.cleanup().await;
 }
 
+async fn seeding_many_new_skills_lands_the_valid_ones_together(db: TestDb) {
+    use skillbase_store::seed::SeedAction;
+    let store = db.open().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mk = |folder: &str, text: &str| {
+        let f = dir.path().join(folder);
+        std::fs::create_dir_all(&f).unwrap();
+        std::fs::write(f.join("SKILL.md"), text).unwrap();
+    };
+    for i in 0..40 {
+        mk(
+            &format!("s{i:02}"),
+            &format!("---\nname: s{i:02}\ndescription: Seeded skill {i}.\n---\nbody {i}\n"),
+        );
+    }
+    mk("broken", "---\nname: broken\n---\nno description\n");
+    let acts = skillbase_store::seed::sync_dir(&store, dir.path())
+        .await
+        .unwrap();
+    let created = acts
+        .iter()
+        .filter(|a| matches!(a, SeedAction::Created { rev: 1, .. }))
+        .count();
+    assert_eq!(created, 40, "{acts:?}");
+    assert!(
+        acts.iter()
+            .any(|a| matches!(a, SeedAction::Skipped { path, .. } if path.ends_with("broken"))),
+        "{acts:?}"
+    );
+    let e = store.index().get(&Scope::Shared, "s07").unwrap().clone();
+    assert_eq!(e.body, "body 7");
+    assert!(e.seed_path.is_some() && e.author.starts_with("seed:"));
+
+    // Two folders claiming one new name: the batch cannot land, so each is tried alone; the
+    // first wins, the second is reported, and nothing else is lost.
+    let dir2 = tempfile::tempdir().unwrap();
+    for (folder, body) in [
+        ("a/twin", "first"),
+        ("b/twin", "second"),
+        ("other-new", "other"),
+    ] {
+        let f = dir2.path().join(folder);
+        std::fs::create_dir_all(&f).unwrap();
+        let name = folder.rsplit('/').next().unwrap();
+        std::fs::write(
+            f.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: A twin.\n---\n{body}\n"),
+        )
+        .unwrap();
+    }
+    let acts = skillbase_store::seed::sync_dir(&store, dir2.path())
+        .await
+        .unwrap();
+    assert!(
+        matches!(&acts[0], SeedAction::Created { name, .. } if name == "twin"),
+        "{acts:?}"
+    );
+    assert!(matches!(&acts[1], SeedAction::Skipped { .. }), "{acts:?}");
+    assert!(
+        matches!(&acts[2], SeedAction::Created { name, .. } if name == "other-new"),
+        "{acts:?}"
+    );
+    assert_eq!(
+        store.index().get(&Scope::Shared, "twin").unwrap().body,
+        "first"
+    );
+    store.close().await;
+    db.cleanup().await;
+}
+
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -834,6 +904,7 @@ suite!(
     seeds_follow_until_edited,
     history_is_append_only,
     bulk_import_is_the_same_as_single_writes,
+    seeding_many_new_skills_lands_the_valid_ones_together,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
