@@ -863,10 +863,16 @@ fn main() {
                             catalog_budget: budget,
                             context_budget,
                         };
-                        for m in &variants {
+                        for (k, m) in variants.iter().enumerate() {
                             let ctx = resolve(view, m, &o);
                             serde_json::to_writer(&mut out, &ctx).expect("write");
                             writeln!(out, " {:?}", ctx.loadable.len()).expect("write");
+                            if k % 16 == 0 {
+                                // As the CLI prints it: through a `Value`, pretty.
+                                let v = serde_json::json!({"context": ctx});
+                                writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap())
+                                    .expect("write");
+                            }
                             turns += 1;
                         }
                     }

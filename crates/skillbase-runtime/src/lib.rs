@@ -29,5 +29,7 @@ pub mod view;
 pub mod web_fetch;
 
 pub use runtime::{LoadResult, Pinned, PinnedSet, Runtime, RuntimeError, SearchHit};
-pub use turn::{Activation, Omission, ToolDef, TurnContext, TurnOptions, TurnReport, resolve};
+pub use turn::{
+    Activation, Omission, OmissionList, ToolDef, TurnContext, TurnOptions, TurnReport, resolve,
+};
 pub use view::AgentView;

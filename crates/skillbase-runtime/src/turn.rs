@@ -103,6 +103,235 @@ pub struct Omission {
     pub rank: Option<usize>,
 }
 
+/// A list of omissions that a turn fills with one entry per skill left out of the catalog.
+///
+/// It reads and writes like the `Vec<Omission>` it stands for (it dereferences to one, and
+/// serializes to exactly the same JSON), but a turn records its ranked entries compactly — the
+/// skill's index in the view's name table and its rank — and the `Omission` values (each holding
+/// a shared name) are only made when someone reads the list as a `Vec`. Serializing, `len` and
+/// `is_empty` read the compact form directly. Ranked entries at 1,000 skills are about 950 per
+/// turn, and cloning and dropping 950 shared names was a third of the turn.
+#[derive(Default)]
+pub struct OmissionList {
+    /// Entries added as values, in order, before any ranked entry.
+    head: Vec<Omission>,
+    /// The view's names, when ranked entries were added.
+    table: Option<Arc<[Name]>>,
+    /// The reason every ranked entry gives.
+    reason: &'static str,
+    /// Ranked entries: (index into `table`, 1-based rank).
+    ranked: Vec<(u32, u32)>,
+    /// Every entry as values, made on first access as a `Vec`; once a caller changes the list
+    /// through it, it is the only copy (`head` and `ranked` are emptied).
+    all: std::sync::OnceLock<Vec<Omission>>,
+}
+
+impl OmissionList {
+    pub fn new() -> OmissionList {
+        OmissionList::default()
+    }
+
+    /// Entries in the list.
+    pub fn len(&self) -> usize {
+        match self.all.get() {
+            Some(all) => all.len(),
+            None => self.head.len() + self.ranked.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Add an entry at the end.
+    pub fn push(&mut self, o: Omission) {
+        if self.all.get().is_none() && self.ranked.is_empty() {
+            self.head.push(o);
+        } else {
+            self.as_vec_mut().push(o);
+        }
+    }
+
+    /// Make room for `n` ranked entries, all giving `reason`, their names from `table`.
+    fn start_ranked(&mut self, table: &Arc<[Name]>, reason: &'static str, n: usize) {
+        debug_assert!(self.ranked.is_empty() && self.all.get().is_none());
+        self.table = Some(table.clone());
+        self.reason = reason;
+        self.ranked.reserve(n);
+    }
+
+    /// Add the skill at `index` of the table given to `start_ranked`, with its rank.
+    fn push_ranked(&mut self, index: usize, rank: usize) {
+        self.ranked.push((index as u32, rank as u32));
+    }
+
+    fn ranked_entry(&self, (index, rank): (u32, u32)) -> Omission {
+        let table = self
+            .table
+            .as_ref()
+            .expect("ranked entries have a name table");
+        Omission {
+            name: table[index as usize].clone(),
+            reason: Cow::Borrowed(self.reason),
+            rank: Some(rank as usize),
+        }
+    }
+
+    fn as_vec(&self) -> &Vec<Omission> {
+        self.all.get_or_init(|| {
+            let mut v = Vec::with_capacity(self.head.len() + self.ranked.len());
+            v.extend(self.head.iter().cloned());
+            v.extend(self.ranked.iter().map(|&e| self.ranked_entry(e)));
+            v
+        })
+    }
+
+    fn as_vec_mut(&mut self) -> &mut Vec<Omission> {
+        self.as_vec();
+        self.head = Vec::new();
+        self.ranked = Vec::new();
+        self.table = None;
+        self.all.get_mut().expect("made above")
+    }
+}
+
+impl std::ops::Deref for OmissionList {
+    type Target = Vec<Omission>;
+    fn deref(&self) -> &Vec<Omission> {
+        self.as_vec()
+    }
+}
+
+impl std::ops::DerefMut for OmissionList {
+    fn deref_mut(&mut self) -> &mut Vec<Omission> {
+        self.as_vec_mut()
+    }
+}
+
+impl Clone for OmissionList {
+    fn clone(&self) -> OmissionList {
+        OmissionList {
+            head: self.head.clone(),
+            table: self.table.clone(),
+            reason: self.reason,
+            ranked: self.ranked.clone(),
+            all: self.all.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for OmissionList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_vec().fmt(f)
+    }
+}
+
+impl PartialEq for OmissionList {
+    fn eq(&self, other: &OmissionList) -> bool {
+        self.as_vec() == other.as_vec()
+    }
+}
+
+impl Eq for OmissionList {}
+
+impl PartialEq<Vec<Omission>> for OmissionList {
+    fn eq(&self, other: &Vec<Omission>) -> bool {
+        self.as_vec() == other
+    }
+}
+
+impl PartialEq<[Omission]> for OmissionList {
+    fn eq(&self, other: &[Omission]) -> bool {
+        self.as_vec().as_slice() == other
+    }
+}
+
+impl From<Vec<Omission>> for OmissionList {
+    fn from(v: Vec<Omission>) -> OmissionList {
+        OmissionList {
+            head: v,
+            ..OmissionList::default()
+        }
+    }
+}
+
+impl From<OmissionList> for Vec<Omission> {
+    fn from(mut l: OmissionList) -> Vec<Omission> {
+        std::mem::take(l.as_vec_mut())
+    }
+}
+
+impl FromIterator<Omission> for OmissionList {
+    fn from_iter<I: IntoIterator<Item = Omission>>(iter: I) -> OmissionList {
+        OmissionList::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl Extend<Omission> for OmissionList {
+    fn extend<I: IntoIterator<Item = Omission>>(&mut self, iter: I) {
+        for o in iter {
+            self.push(o);
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a OmissionList {
+    type Item = &'a Omission;
+    type IntoIter = std::slice::Iter<'a, Omission>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_vec().iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut OmissionList {
+    type Item = &'a mut Omission;
+    type IntoIter = std::slice::IterMut<'a, Omission>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_vec_mut().iter_mut()
+    }
+}
+
+impl IntoIterator for OmissionList {
+    type Item = Omission;
+    type IntoIter = std::vec::IntoIter<Omission>;
+    fn into_iter(self) -> Self::IntoIter {
+        Vec::from(self).into_iter()
+    }
+}
+
+impl Serialize for OmissionList {
+    /// Exactly what `Vec<Omission>` serializes to.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        if let Some(all) = self.all.get() {
+            return all.serialize(s);
+        }
+        /// `Omission`'s serialized shape, borrowing.
+        #[derive(Serialize)]
+        #[serde(rename = "Omission")]
+        struct Entry<'a> {
+            name: &'a Name,
+            reason: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            rank: Option<usize>,
+        }
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for o in &self.head {
+            seq.serialize_element(o)?;
+        }
+        if let Some(table) = &self.table {
+            for &(index, rank) in &self.ranked {
+                seq.serialize_element(&Entry {
+                    name: &table[index as usize],
+                    reason: self.reason,
+                    rank: Some(rank as usize),
+                })?;
+            }
+        }
+        seq.end()
+    }
+}
+
 const NAME_ONLY: &str = "budget: listed by name only, below the full entries in relevance rank";
 const NOT_LISTED: &str =
     "budget: not listed (lowest in relevance rank); found by search_skills and loadable";
@@ -116,9 +345,9 @@ pub struct CatalogReport {
     pub ranked: bool,
     pub full: Vec<String>,
     /// Listed by name only, with the reason.
-    pub name_only: Vec<Omission>,
+    pub name_only: OmissionList,
     /// Not listed at all, with the reason (still loadable unless the reason says otherwise).
-    pub omitted: Vec<Omission>,
+    pub omitted: OmissionList,
 }
 
 /// Token counts per part of what the model is shown.
@@ -329,24 +558,22 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
             }
             rest.extend(order[p..].iter().enumerate().map(|(k, &i)| (p + k + 1, i)));
         }
-        report.catalog.omitted.reserve(rest.len());
-        report.catalog.name_only.reserve(rest.len());
+        report
+            .catalog
+            .name_only
+            .start_ranked(&view.names, NAME_ONLY, rest.len());
+        report
+            .catalog
+            .omitted
+            .start_ranked(&view.names, NOT_LISTED, rest.len());
         for &(rank, i) in &rest {
             let t = view.name_only_tokens[i];
             if t <= left {
                 left -= t;
                 name_only.push(i);
-                report.catalog.name_only.push(Omission {
-                    name: view.skills[i].name_ref.clone(),
-                    reason: Cow::Borrowed(NAME_ONLY),
-                    rank: Some(rank),
-                });
+                report.catalog.name_only.push_ranked(i, rank);
             } else {
-                report.catalog.omitted.push(Omission {
-                    name: view.skills[i].name_ref.clone(),
-                    reason: Cow::Borrowed(NOT_LISTED),
-                    rank: Some(rank),
-                });
+                report.catalog.omitted.push_ranked(i, rank);
             }
         }
         // Back to name order for the block (stable for caching), without sorting: mark and sweep.
@@ -651,6 +878,70 @@ mod tests {
                 assert_eq!(keys, want, "n {n}, distinct {distinct}");
             }
         }
+    }
+
+    /// The compact list reads, changes and serializes like the `Vec<Omission>` it stands for.
+    #[test]
+    fn omission_list_behaves_like_a_vec() {
+        let table: Arc<[Name]> = ["a", "b", "c"].into_iter().map(Name::from).collect();
+        let cost = Omission {
+            name: "z".into(),
+            reason: "cost: slow".into(),
+            rank: None,
+        };
+        let make = || {
+            let mut l = OmissionList::new();
+            l.push(cost.clone());
+            l.start_ranked(&table, NOT_LISTED, 2);
+            l.push_ranked(2, 5);
+            l.push_ranked(0, 7);
+            l
+        };
+        let want = vec![
+            cost.clone(),
+            Omission {
+                name: "c".into(),
+                reason: Cow::Borrowed(NOT_LISTED),
+                rank: Some(5),
+            },
+            Omission {
+                name: "a".into(),
+                reason: Cow::Borrowed(NOT_LISTED),
+                rank: Some(7),
+            },
+        ];
+        let l = make();
+        assert_eq!(l.len(), 3);
+        assert!(l.all.get().is_none(), "len does not make the values");
+        assert_eq!(
+            serde_json::to_string(&l).unwrap(),
+            serde_json::to_string(&want).unwrap()
+        );
+        assert_eq!(
+            serde_json::to_value(&l).unwrap(),
+            serde_json::to_value(&want).unwrap()
+        );
+        assert_eq!(l, want);
+        assert_eq!(l[1].name, "c");
+        let names: Vec<&str> = l.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["z", "c", "a"]);
+        let slice: &[Omission] = &l;
+        assert_eq!(slice.len(), 3);
+        // Changed through the Vec, it stays consistent.
+        let mut l = make();
+        l.retain(|o| o.name != "c");
+        l.push(cost.clone());
+        assert_eq!(l.len(), 3);
+        assert_eq!(
+            serde_json::to_string(&l).unwrap(),
+            serde_json::to_string(&vec![want[0].clone(), want[2].clone(), cost.clone()]).unwrap()
+        );
+        assert_eq!(Vec::from(make()), want);
+        assert_eq!(make().into_iter().count(), 3);
+        assert_eq!(make().clone(), make());
+        let empty = OmissionList::default();
+        assert!(empty.is_empty());
+        assert_eq!(serde_json::to_string(&empty).unwrap(), "[]");
     }
 
     #[test]

@@ -96,6 +96,8 @@ pub struct AgentView {
     /// full catalog entry and of the name-only entry.
     pub full_tokens: Vec<u32>,
     pub name_only_tokens: Vec<u32>,
+    /// Every skill's name, in view order, shared whole by the reports of its turns.
+    pub names: Arc<[crate::turn::Name]>,
     /// The `load_skill` tool per cadence (no limit, then each cost class), built on first use.
     load_tools: [OnceLock<LoadTool>; 4],
 }
@@ -201,6 +203,7 @@ impl AgentView {
         }));
         let full_tokens = skills.iter().map(|s| s.catalog_tokens).collect();
         let name_only_tokens = skills.iter().map(|s| s.name_tokens).collect();
+        let names = skills.iter().map(|s| s.name_ref.clone()).collect();
         AgentView {
             generation: index.generation,
             agent,
@@ -214,6 +217,7 @@ impl AgentView {
             load_tools: Default::default(),
             full_tokens,
             name_only_tokens,
+            names,
         }
     }
 
