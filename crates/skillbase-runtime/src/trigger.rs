@@ -35,15 +35,43 @@ fn squash(s: &str) -> String {
 /// Whether [`squash`] would change `s`: whitespace other than single spaces. ASCII text is
 /// scanned by bytes (`char::is_whitespace` in ASCII is `\t \n \x0B \x0C \r` and space).
 fn needs_squash(s: &str) -> bool {
-    if s.contains("  ") {
-        return true;
-    }
     if s.is_ascii() {
-        s.bytes()
-            .any(|b| matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r'))
-    } else {
-        s.contains(|c: char| c.is_whitespace() && c != ' ')
+        return ascii_needs_squash(s.as_bytes());
     }
+    s.contains("  ") || s.contains(|c: char| c.is_whitespace() && c != ' ')
+}
+
+/// [`needs_squash`] for ASCII, eight bytes at a time: two spaces in a row, or a tab, line feed,
+/// vertical tab, form feed or carriage return.
+fn ascii_needs_squash(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let is_ws = |c: u8| matches!(c, b'\t' | b'\n' | 0x0B | 0x0C | b'\r');
+    let mut chunks = b.chunks_exact(8);
+    // Whether the byte before the current one is a space.
+    let mut space = false;
+    for c in &mut chunks {
+        let x = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        // Every byte is below 0x80, so adding 0x60 (or 0x7f) to each never carries into the
+        // next: the high bit stays clear exactly for bytes below 0x20 (for zero bytes).
+        let control = !(x + ONES * 0x60) & HIGH;
+        if control != 0 && c.iter().any(|&c| is_ws(c)) {
+            return true;
+        }
+        let y = x ^ (ONES * 0x20);
+        let spaces = !((y + ONES * 0x7f) | y) & HIGH;
+        if spaces & (spaces << 8) != 0 || (space && spaces & 0x80 != 0) {
+            return true;
+        }
+        space = spaces >> 63 != 0;
+    }
+    for &c in chunks.remainder() {
+        if is_ws(c) || (space && c == b' ') {
+            return true;
+        }
+        space = c == b' ';
+    }
+    false
 }
 
 /// Scripts written without spaces between words: each character is its own word boundary.
@@ -92,6 +120,108 @@ fn scan_to_special(
         at += 1;
     }
     (at, sid)
+}
+
+type StateID = aho_corasick::automaton::StateID;
+
+/// Every (end offset, match state) of an overlapping scan of `bytes`, in order of end: what
+/// `find_overlapping_iter` walks through, one state per offset where patterns end. `None` if the
+/// scan reached the dead state (it cannot for an unanchored search).
+fn match_states_one_way(dfa: &DFA, bytes: &[u8]) -> Option<Vec<(usize, StateID)>> {
+    let mut out = Vec::new();
+    let mut sid = dfa.start_state(Anchored::No).ok()?;
+    let mut at = 0;
+    loop {
+        (at, sid) = scan_to_special(dfa, bytes, at, sid);
+        if at == bytes.len() {
+            return Some(out);
+        }
+        if dfa.is_dead(sid) {
+            return None;
+        }
+        at += 1;
+        if dfa.is_match(sid) {
+            out.push((at, sid));
+        }
+    }
+}
+
+/// [`match_states_one_way`] by two walks taken in step, one over each half of a long text: a
+/// walk is a chain of dependent table loads, so two chains side by side take little more time
+/// than one. The second walk starts a pattern's length before the middle; from a pattern's
+/// length in, its state is the one-way walk's (the state is the longest suffix read that begins
+/// a pattern), and it reports only ends past the middle, so the result is the same. `None` for
+/// short texts (and on the dead state), to walk one way.
+fn match_states(dfa: &DFA, bytes: &[u8]) -> Option<Vec<(usize, StateID)>> {
+    let n = bytes.len();
+    let longest = dfa.max_pattern_len();
+    if n < 512 || longest == 0 || longest > n / 4 {
+        return None;
+    }
+    let mid = n / 2;
+    let from = mid + 1 - longest;
+    let (a, b) = (&bytes[..mid], &bytes[from..from + mid]);
+    let start = dfa.start_state(Anchored::No).ok()?;
+    let (mut sa, mut sb) = (start, start);
+    let mut first = Vec::new();
+    let mut second = Vec::new();
+    let mut i = 0;
+    loop {
+        (i, sa, sb) = scan2_to_special(dfa, a, b, i, sa, sb);
+        if i == mid {
+            break;
+        }
+        if dfa.is_dead(sa) || dfa.is_dead(sb) {
+            return None;
+        }
+        if dfa.is_match(sa) {
+            first.push((i + 1, sa));
+        }
+        if dfa.is_match(sb) && from + i + 1 > mid {
+            second.push((from + i + 1, sb));
+        }
+        i += 1;
+    }
+    // The rest of the second half, alone.
+    let mut at = from + mid;
+    loop {
+        (at, sb) = scan_to_special(dfa, bytes, at, sb);
+        if at == n {
+            break;
+        }
+        if dfa.is_dead(sb) {
+            return None;
+        }
+        at += 1;
+        if dfa.is_match(sb) {
+            second.push((at, sb));
+        }
+    }
+    first.append(&mut second);
+    Some(first)
+}
+
+/// [`scan_to_special`] over two slices of the same length in step: stops at the first offset
+/// where either state is special (both have read that offset's byte).
+#[inline(never)]
+fn scan2_to_special(
+    dfa: &DFA,
+    a: &[u8],
+    b: &[u8],
+    mut i: usize,
+    mut sa: StateID,
+    mut sb: StateID,
+) -> (usize, StateID, StateID) {
+    let n = a.len().min(b.len());
+    while i < n {
+        sa = dfa.next_state(Anchored::No, sa, a[i]);
+        sb = dfa.next_state(Anchored::No, sb, b[i]);
+        if dfa.is_special(sa) | dfa.is_special(sb) {
+            return (i, sa, sb);
+        }
+        i += 1;
+    }
+    (n, sa, sb)
 }
 
 /// A compiled set of trigger phrases, each pointing at the skill that declared it.
@@ -164,21 +294,11 @@ impl TriggerMatcher {
             folded
         };
         let mut hits: Vec<TriggerHit> = Vec::new();
-        let Ok(mut sid) = ac.start_state(Anchored::No) else {
-            return hits;
-        };
         let bytes = text.as_bytes();
-        let mut at = 0;
-        loop {
-            (at, sid) = scan_to_special(ac, bytes, at, sid);
-            if at == bytes.len() || ac.is_dead(sid) {
-                break;
-            }
-            at += 1;
-            if !ac.is_match(sid) {
-                continue;
-            }
-            let end = at;
+        let matches = match_states(ac, bytes)
+            .or_else(|| match_states_one_way(ac, bytes))
+            .unwrap_or_default();
+        for (end, sid) in matches {
             for k in 0..ac.match_len(sid) {
                 let pid = ac.match_pattern(sid, k);
                 let start = end - ac.pattern_len(pid);
@@ -287,6 +407,31 @@ mod tests {
                 text.contains("  ") || text.contains(|c: char| c.is_whitespace() && c != ' ');
             assert_eq!(needs_squash(text), before, "{text:?}");
         }
+        // Every placement against the eight-byte chunks.
+        let alphabet = [
+            b'a', b' ', b'\t', b'\n', 0x0B, 0x0C, b'\r', 0x1F, 0x00, b'~', 0x7F,
+        ];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 40) as usize;
+            let text: String = (0..len)
+                .map(|k| {
+                    let r = ((x >> (k % 50)) as usize) ^ k.wrapping_mul(0x9e37);
+                    // Mostly letters and single spaces, sometimes anything.
+                    match r % 7 {
+                        0..=3 => 'a',
+                        4 => ' ',
+                        _ => alphabet[r / 7 % alphabet.len()] as char,
+                    }
+                })
+                .collect();
+            let before =
+                text.contains("  ") || text.contains(|c: char| c.is_whitespace() && c != ' ');
+            assert_eq!(needs_squash(&text), before, "{text:?}");
+        }
     }
 
     /// Every match the automaton's own overlapping search reports, found by the hand loop too.
@@ -318,6 +463,60 @@ mod tests {
             want.sort_by_key(|&(_, at)| at);
             let got: Vec<(usize, usize)> = m.find(text).iter().map(|h| (h.skill, h.at)).collect();
             assert_eq!(got, want, "{text:?}");
+        }
+    }
+
+    /// The two-way walk over long texts finds what the overlapping search finds, in its order,
+    /// matches across the middle included.
+    #[test]
+    fn long_texts_scan_like_overlapping_search() {
+        let phrases = [
+            "ab",
+            "b",
+            "abc",
+            "bca",
+            "c a",
+            "a b c a b",
+            "cab cab",
+            "a",
+            "ba b",
+            "abcabcabcabc",
+        ];
+        let dfa = DFA::builder()
+            .match_kind(MatchKind::Standard)
+            .prefilter(false)
+            .build(phrases)
+            .unwrap();
+        let ac = aho_corasick::AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(phrases)
+            .unwrap();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |m: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m as u64) as usize
+        };
+        for len in [0, 1, 100, 511, 512, 513, 777, 1024, 2048, 3001] {
+            for _ in 0..20 {
+                let text: Vec<u8> = (0..len).map(|_| b"abc "[next(4)]).collect();
+                let mut want: Vec<(usize, usize)> = ac
+                    .find_overlapping_iter(&text)
+                    .map(|m| (m.end(), m.pattern().as_usize()))
+                    .collect();
+                let mut got: Vec<(usize, usize)> = Vec::new();
+                for (end, sid) in match_states(&dfa, &text)
+                    .or_else(|| match_states_one_way(&dfa, &text))
+                    .unwrap()
+                {
+                    for k in 0..dfa.match_len(sid) {
+                        got.push((end, dfa.match_pattern(sid, k).as_usize()));
+                    }
+                }
+                assert_eq!(got, want, "len {len}");
+                want.clear();
+            }
         }
     }
 
