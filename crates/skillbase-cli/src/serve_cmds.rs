@@ -313,7 +313,7 @@ pub async fn token(s: &StoreArgs, cmd: TokenCmd) -> Result<u8> {
             }
             for t in all {
                 println!(
-                    "{:>4}  {:<10} {:<20} {}{}",
+                    "{:>4}  {:<10} {:<20} {}",
                     t.id,
                     t.agent
                         .as_deref()
@@ -324,7 +324,6 @@ pub async fn token(s: &StoreArgs, cmd: TokenCmd) -> Result<u8> {
                     } else {
                         "active"
                     },
-                    "",
                 );
             }
         }
