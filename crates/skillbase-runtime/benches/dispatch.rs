@@ -62,7 +62,11 @@ fn redaction(c: &mut Criterion) {
         .map(|i| {
             (
                 format!("KEY_{i}"),
-                format!("sk_live_{i:06}_{:016x}", i as u64 * 0x9e37_79b9_7f4a_7c15).into_bytes(),
+                format!(
+                    "sk_live_{i:06}_{:016x}",
+                    (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                )
+                .into_bytes(),
             )
         })
         .collect();
