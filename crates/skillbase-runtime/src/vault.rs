@@ -165,8 +165,13 @@ impl Vault {
         });
         vault.reload().await?;
         let redactor = vault.redactor.clone();
-        store.set_write_guard(Arc::new(move |bundle| {
+        store.set_write_guard(Arc::new(move |bundle, message| {
             let r = redactor.load();
+            if let Some(entry) = r.find(message.as_bytes()) {
+                return Err(format!(
+                    "the revision message contains the value of vault entry '{entry}'; describe the change without the secret"
+                ));
+            }
             for f in bundle.files() {
                 if let Some(entry) = r.find(&f.bytes) {
                     return Err(format!(

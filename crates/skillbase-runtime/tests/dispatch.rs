@@ -2001,6 +2001,31 @@ async fn a_skill_holding_a_vault_value_is_refused_at_write() {
         assert_no_secret("the error", msg.as_bytes());
     }
     assert_eq!(env.store.index().len(), 0);
+    // A clean skill whose revision message (a human's, written through the store) carries a
+    // secret, in clear or encoded: refused too, and nothing lands.
+    for message in [
+        format!("rotated the key to {SECRET}"),
+        format!("new key {}", STANDARD.encode(SECRET)),
+    ] {
+        let e = env
+            .store
+            .put(PutRequest {
+                scope: Scope::Shared,
+                bundle: skill("clean", "", "No secrets here."),
+                author: Author::Human("tester".into()),
+                message,
+                expect_rev: None,
+            })
+            .await
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("revision message") && msg.contains("vault entry 'LOGIN'"),
+            "{msg}"
+        );
+        assert_no_secret("the error", msg.as_bytes());
+    }
+    assert_eq!(env.store.index().len(), 0);
     // Through the authoring tool: refused, and the call's arguments are scrubbed in its event.
     let s = "author";
     let o = env

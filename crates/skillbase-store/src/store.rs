@@ -23,8 +23,9 @@ macro_rules! on_db {
     };
 }
 
-/// A check every bundle must pass before it is written; the error says why it was refused.
-pub type WriteGuard = Arc<dyn Fn(&Bundle) -> std::result::Result<(), String> + Send + Sync>;
+/// A check every revision must pass before it is written — its bundle and its message; the
+/// error says why it was refused.
+pub type WriteGuard = Arc<dyn Fn(&Bundle, &str) -> std::result::Result<(), String> + Send + Sync>;
 
 /// A write of one skill.
 #[derive(Debug, Clone)]
@@ -211,7 +212,8 @@ impl Store {
     ) -> Result<WriteReq> {
         let (name, _) = Self::check_bundle(&req.bundle)?;
         if let Some(guard) = self.write_guard.load().as_ref() {
-            guard(&req.bundle).map_err(|why| StoreError::InvalidSkill(format!("{name}: {why}")))?;
+            guard(&req.bundle, &req.message)
+                .map_err(|why| StoreError::InvalidSkill(format!("{name}: {why}")))?;
         }
         Ok(WriteReq {
             scope: req.scope,
