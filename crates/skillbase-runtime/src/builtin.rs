@@ -407,10 +407,13 @@ impl Builtin<'_> {
             .collect();
         let policies = &self.agent.config.policies;
         if !beyond.is_empty() && !policies.review_envelope_expansion {
-            return Ok(Err(ToolError::new(format!(
-                "the skill declares capabilities this agent is not granted ({}); declare only granted tools, vault entries and hosts",
-                beyond.join(", ")
-            ))));
+            return Ok(Err(ToolError::refused(
+                crate::dispatch::Rule::CapabilitiesNotGranted,
+                format!(
+                    "the skill declares capabilities this agent is not granted ({}); declare only granted tools, vault entries and hosts",
+                    beyond.join(", ")
+                ),
+            )));
         }
         let pending = policies.review_agent_revisions || !beyond.is_empty();
         let mut md = String::from("---\n");

@@ -58,6 +58,9 @@ pub enum Rule {
     Timeout,
     VaultNotAllowed,
     DestinationNotAllowed,
+    /// An authoring tool was asked for a skill declaring capabilities the agent is not granted
+    /// (and the install does not hold such skills for review).
+    CapabilitiesNotGranted,
 }
 
 impl Rule {
@@ -76,6 +79,7 @@ impl Rule {
             Rule::Timeout => "timeout",
             Rule::VaultNotAllowed => "vault_not_allowed",
             Rule::DestinationNotAllowed => "destination_not_allowed",
+            Rule::CapabilitiesNotGranted => "capabilities_not_granted",
         }
     }
 }
@@ -774,10 +778,17 @@ impl Dispatcher {
                         truncated,
                     }
                 }
-                Err(e) => CallOutcome::Failed {
-                    call_id: call_id.to_owned(),
-                    message: redactor.redact(&e.message).into_owned(),
-                    rule: None,
+                Err(e) => match e.rule {
+                    Some(rule) => CallOutcome::Refused {
+                        call_id: call_id.to_owned(),
+                        rule,
+                        message: redactor.redact(&e.message).into_owned(),
+                    },
+                    None => CallOutcome::Failed {
+                        call_id: call_id.to_owned(),
+                        message: redactor.redact(&e.message).into_owned(),
+                        rule: None,
+                    },
                 },
             });
         }

@@ -62,12 +62,25 @@ pub fn timeout_for(cost: Cost) -> Duration {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolError {
     pub message: String,
+    /// Set when the tool refused by a rule of the envelope rather than failed: the call then
+    /// comes out as `refused` with this rule, recorded as a `call_refused` event.
+    #[serde(skip)]
+    pub rule: Option<crate::dispatch::Rule>,
 }
 
 impl ToolError {
     pub fn new(message: impl Into<String>) -> ToolError {
         ToolError {
             message: message.into(),
+            rule: None,
+        }
+    }
+
+    /// A refusal by `rule` (for built-in tools that apply a rule themselves).
+    pub fn refused(rule: crate::dispatch::Rule, message: impl Into<String>) -> ToolError {
+        ToolError {
+            message: message.into(),
+            rule: Some(rule),
         }
     }
 }

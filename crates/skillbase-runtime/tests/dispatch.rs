@@ -1877,14 +1877,35 @@ async fn an_envelope_beyond_the_grants_is_refused_or_reviewed_and_never_granted(
     .await;
     assert_eq!(done(&o)["pending_review"], json!(false));
     assert_eq!(env.status(&scope, "inside"), Some(Status::Active));
-    // Beyond, without review: refused, nothing written.
+    // Beyond, without review: refused by a typed rule (a call_refused event), nothing written.
     let o = create(
         "e",
         "outside",
         json!({"tools": ["net"], "vault": ["ROOT"], "hosts": ["evil.example.net"]}),
     )
     .await;
-    let (_, msg) = failed(&o);
+    let CallOutcome::Refused {
+        rule, message: msg, ..
+    } = &o
+    else {
+        panic!("{o:?}")
+    };
+    assert_eq!(*rule, Rule::CapabilitiesNotGranted);
+    env.d.flush().await;
+    let refusals = env
+        .store
+        .events(&EventFilter {
+            kind: Some("call_refused".into()),
+            ..EventFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        refusals
+            .iter()
+            .any(|e| e.data["rule"] == "capabilities_not_granted"),
+        "{refusals:?}"
+    );
     assert!(
         msg.contains("tools:net")
             && msg.contains("vault:ROOT")

@@ -442,7 +442,16 @@ async fn what_the_tools_refuse_the_routes_refuse() {
         json!({"name": "fetcher", "description": "Fetches", "body": "Fetch.", "capabilities": {"tools": ["web_fetch"]}}),
     )
     .await;
-    assert!(matches!(out, CallOutcome::Failed { .. }), "{out:?}");
+    assert!(
+        matches!(
+            out,
+            CallOutcome::Refused {
+                rule: skillbase_runtime::dispatch::Rule::CapabilitiesNotGranted,
+                ..
+            }
+        ),
+        "{out:?}"
+    );
     let md = "---\nname: fetcher\ndescription: Fetches\ncapabilities:\n  tools:\n    - web_fetch\n---\nFetch.\n";
     let (st, _) = put_md(&b, "fetcher", md, &[]).await;
     assert_eq!(st, 403);

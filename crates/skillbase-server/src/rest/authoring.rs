@@ -139,6 +139,9 @@ fn refusal(agent: &AgentName, rule: Rule, message: String) -> ApiError {
             ),
         ),
         Rule::InvalidArguments => unprocessable("invalid-skill", message),
+        Rule::CapabilitiesNotGranted => {
+            ApiError::new(StatusCode::FORBIDDEN, "capability-not-granted", message)
+        }
         Rule::SkillCannotModify | Rule::DrivingSkillInactive => {
             ApiError::new(StatusCode::CONFLICT, "skill-driving", message)
         }
