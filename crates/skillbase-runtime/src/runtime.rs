@@ -79,15 +79,29 @@ type ValidatorCache = HashMap<(i64, i64), Arc<jsonschema::Validator>>;
 pub struct Runtime {
     pub store: Arc<Store>,
     views: Mutex<HashMap<AgentName, Arc<AgentView>>>,
+    /// Sessions this process has opened, with their activations, kept in step with the store
+    /// (activations are written through here), so a turn or a `load_skill` of an active skill
+    /// needs no database round trip. Sessions are sticky to a process (see ARCHITECTURE.md).
+    sessions: Mutex<HashMap<String, Arc<OpenSession>>>,
     validators: Mutex<ValidatorCache>,
     /// Root of session workspaces; a session's files go under `<root>/<session>/skills/`.
     pub workspace_root: Option<PathBuf>,
 }
 
+/// A session as this process knows it.
+struct OpenSession {
+    agent: AgentName,
+    activations: Mutex<Vec<ActivationRecord>>,
+}
+
+/// Past this many cached sessions the cache starts over (each is re-read on next use).
+const MAX_CACHED_SESSIONS: usize = 50_000;
+
 impl Runtime {
     pub fn new(store: Arc<Store>, workspace_root: Option<PathBuf>) -> Runtime {
         Runtime {
             store,
+            sessions: Mutex::new(HashMap::new()),
             views: Mutex::new(HashMap::new()),
             validators: Mutex::new(HashMap::new()),
             workspace_root,
@@ -124,6 +138,36 @@ impl Runtime {
         Ok(turn::resolve(&view, message, opts))
     }
 
+    /// Open (or find) a session of `agent`: created in the store on first use, then cached.
+    async fn open(&self, agent: &AgentName, session: &str) -> Result<Arc<OpenSession>> {
+        if let Some(s) = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+            && s.agent == *agent
+        {
+            return Ok(s.clone());
+        }
+        // Not cached, or cached for another agent: the store decides (and refuses the latter).
+        self.store.open_session(session, agent).await?;
+        let record = self
+            .store
+            .session(session)
+            .await?
+            .ok_or_else(|| RuntimeError::UnknownSession(session.to_owned()))?;
+        let open = Arc::new(OpenSession {
+            agent: agent.clone(),
+            activations: Mutex::new(record.activations),
+        });
+        let mut m = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        if m.len() >= MAX_CACHED_SESSIONS {
+            m.clear();
+        }
+        m.insert(session.to_owned(), open.clone());
+        Ok(open)
+    }
+
     /// Resolve a turn in a session and record it: a `turn` event with the report, a
     /// `skill_activated` event per skill that reached the prompt, a `skill_evicted` per eviction,
     /// and the files of skills with files written to the session's workspace.
@@ -135,7 +179,7 @@ impl Runtime {
         opts: &TurnOptions,
     ) -> Result<TurnContext> {
         let view = self.view(agent)?;
-        self.store.open_session(session, agent).await?;
+        self.open(agent, session).await?;
         let mut ctx = turn::resolve(&view, message, opts);
         let mut events = vec![NewEvent {
             kind: "turn".into(),
@@ -253,19 +297,19 @@ impl Runtime {
                 problems: "this skill declares no inputs; call it without arguments".into(),
             });
         }
-        self.store.open_session(session, agent).await?;
-        let record = self
-            .store
-            .session(session)
-            .await?
-            .ok_or_else(|| RuntimeError::UnknownSession(session.to_owned()))?;
+        let open = self.open(agent, session).await?;
+        let activations = open
+            .activations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let files: Vec<String> = entry
             .files
             .iter()
             .map(|f| f.path.clone())
             .filter(|p| p != "SKILL.md" && p != "skill.md")
             .collect();
-        let already = record.activations.iter().any(|a| {
+        let already = activations.iter().any(|a| {
             a.skill == name && a.scope == entry.scope.to_string() && a.rev == entry.active_rev
         });
         if already {
@@ -297,7 +341,7 @@ impl Runtime {
         let mut loaded = vec![entry.clone()];
         for &c in &skill.companions {
             let ce = &view.skills[c].entry;
-            let already_c = record.activations.iter().any(|a| {
+            let already_c = activations.iter().any(|a| {
                 a.skill == ce.name && a.scope == ce.scope.to_string() && a.rev == ce.active_rev
             });
             if already_c || view.is_eager(c) {
@@ -320,18 +364,18 @@ impl Runtime {
             .unwrap_or(0);
         let mut events = Vec::new();
         for (a, e) in activated.iter().zip(&loaded) {
-            self.store
-                .record_activation(
-                    session,
-                    &ActivationRecord {
-                        scope: e.scope.to_string(),
-                        skill: a.name.clone(),
-                        rev: a.rev,
-                        reason: a.reason.clone(),
-                        at: now,
-                    },
-                )
-                .await?;
+            let record = ActivationRecord {
+                scope: e.scope.to_string(),
+                skill: a.name.clone(),
+                rev: a.rev,
+                reason: a.reason.clone(),
+                at: now,
+            };
+            self.store.record_activation(session, &record).await?;
+            open.activations
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(record);
             events.push(NewEvent {
                 kind: "skill_activated".into(),
                 scope: Some(e.scope.to_string()),
