@@ -52,7 +52,13 @@ pub struct ApproveArgs {
 }
 
 /// The dispatcher over the store, with the vault and the configured tools.
-pub async fn dispatcher(s: &StoreArgs, store: Arc<Store>) -> Result<Dispatcher> {
+/// A dispatcher with the configured tools, `web_fetch` and the vault; skill files go under
+/// `workspace` (default: `$SKILLBASE_HOME/workspaces`).
+pub async fn dispatcher(
+    s: &StoreArgs,
+    store: Arc<Store>,
+    workspace: Option<std::path::PathBuf>,
+) -> Result<Dispatcher> {
     let key = VaultKey::load(&skillbase_store::default_home())?;
     let vault = Vault::open(store.clone(), key).await?;
     let mut registry = Registry::new();
@@ -65,7 +71,7 @@ pub async fn dispatcher(s: &StoreArgs, store: Arc<Store>) -> Result<Dispatcher> 
         }
     }
     skillbase_runtime::web_fetch::register(&mut registry)?;
-    let workspace = skillbase_store::default_home().join("workspaces");
+    let workspace = workspace.unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
     let rt = Arc::new(Runtime::new(store, Some(workspace)));
     Ok(Dispatcher::new(rt, registry, Some(vault)))
 }
@@ -75,7 +81,7 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
     let args: serde_json::Value =
         serde_json::from_str(&a.args).map_err(|e| anyhow!("ARGS_JSON is not valid JSON: {e}"))?;
     let store = s.open().await?;
-    let d = dispatcher(s, store.clone()).await?;
+    let d = dispatcher(s, store.clone(), None).await?;
     let mode = if a.detach {
         CallMode::Detach
     } else {

@@ -5,7 +5,7 @@ use crate::store_cmds::StoreArgs;
 use anyhow::{Result, anyhow};
 use clap::Args;
 use skillbase_format::Cost;
-use skillbase_runtime::{Runtime, TurnContext, TurnOptions};
+use skillbase_runtime::{TurnContext, TurnOptions};
 use skillbase_store::AgentName;
 
 /// Resolve one turn for an agent and print what the model would get.
@@ -59,47 +59,13 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
         .workspace
         .clone()
         .unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
-    let d = crate::dispatch_cmds::dispatcher(s, store.clone()).await?;
-    let rt = Runtime::new(store.clone(), Some(workspace));
+    let d = crate::dispatch_cmds::dispatcher(s, store.clone(), Some(workspace)).await?;
     let opts = TurnOptions {
         max_cost: a.max_cost,
         catalog_budget: a.catalog_budget,
         context_budget: a.context_budget,
     };
-    let mut ctx = rt.turn(&agent, &session, &a.message, &opts).await?;
-    // The offered set: the turn's skill tools, plus the granted tools and skill entries.
-    let offered = d.offered(&agent)?;
-    for e in offered.entries.iter().cloned() {
-        if ctx.tools.iter().any(|t| t.name == e.wire_name)
-            || matches!(e.wire_name.as_str(), "load_skill" | "search_skills")
-        {
-            continue;
-        }
-        if let Some(max) = opts.max_cost
-            && e.cost > max
-        {
-            continue;
-        }
-        let def = skillbase_runtime::ToolDef {
-            name: e.wire_name,
-            description: format!("[{}] {}", e.id, e.description),
-            parameters: std::sync::Arc::new(e.parameters),
-        };
-        let t = skillbase_runtime::tokens::count(&serde_json::to_string(&def).unwrap_or_default());
-        ctx.report.tokens.tools += t;
-        ctx.report.tokens.total += t;
-        ctx.tools.push(def);
-    }
-    ctx.report.withheld_tools = offered
-        .withheld
-        .iter()
-        .cloned()
-        .map(|name| skillbase_runtime::Omission {
-            name: name.into(),
-            reason: "tool class not granted to this agent".into(),
-            rank: None,
-        })
-        .collect();
+    let ctx = d.turn(&agent, &session, &a.message, &opts).await?;
     if a.json {
         let v = serde_json::json!({"agent": agent, "session": session, "context": ctx});
         println!("{}", serde_json::to_string_pretty(&v)?);

@@ -325,6 +325,54 @@ impl Dispatcher {
         &self.registry
     }
 
+    /// A whole turn as a harness shows it to the model: [`Runtime::turn`] (eager prefix,
+    /// triggered bodies, catalog, `load_skill`/`search_skills`, the report), then the rest of the
+    /// agent's offered set (granted tools and skill entries, within the turn's cadence) added to
+    /// the tools and counted, and the withheld tools listed in the report. The CLI, REST and any
+    /// embedder get the same turn from here.
+    pub async fn turn(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        message: &str,
+        opts: &crate::turn::TurnOptions,
+    ) -> Result<crate::turn::TurnContext, RuntimeError> {
+        let mut ctx = self.runtime.turn(agent, session, message, opts).await?;
+        let offered = self.offered(agent)?;
+        for e in offered.entries.iter() {
+            if ctx.tools.iter().any(|t| t.name == e.wire_name)
+                || matches!(e.wire_name.as_str(), "load_skill" | "search_skills")
+            {
+                continue;
+            }
+            if let Some(max) = opts.max_cost
+                && e.cost > max
+            {
+                continue;
+            }
+            let def = crate::turn::ToolDef {
+                name: e.wire_name.clone(),
+                description: format!("[{}] {}", e.id, e.description),
+                parameters: Arc::new(e.parameters.clone()),
+            };
+            let t = tokens::count(&serde_json::to_string(&def).unwrap_or_default());
+            ctx.report.tokens.tools += t;
+            ctx.report.tokens.total += t;
+            ctx.tools.push(def);
+        }
+        ctx.report.withheld_tools = offered
+            .withheld
+            .iter()
+            .cloned()
+            .map(|name| crate::turn::Omission {
+                name: name.into(),
+                reason: "tool class not granted to this agent".into(),
+                rank: None,
+            })
+            .collect();
+        Ok(ctx)
+    }
+
     /// Wait until every event recorded so far is stored.
     pub async fn flush(&self) {
         self.events.flush().await;

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use skillbase_format::Cost;
 use skillbase_runtime::dispatch::{CallMode, CallOutcome};
-use skillbase_runtime::{Omission, ToolDef, TurnOptions};
+use skillbase_runtime::TurnOptions;
 use skillbase_store::{AgentName, EventFilter, EventRecord, SessionRecord};
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -301,40 +301,7 @@ pub async fn turn(
         catalog_budget: b.catalog_budget,
         context_budget: b.context_budget,
     };
-    let mut ctx = st.runtime.turn(&agent, &id, &b.message, &opts).await?;
-    // The offered set: the turn's skill tools, plus the granted tools and skill entries.
-    let offered = st.dispatcher.offered(&agent)?;
-    for e in offered.entries.iter() {
-        if ctx.tools.iter().any(|t| t.name == e.wire_name)
-            || matches!(e.wire_name.as_str(), "load_skill" | "search_skills")
-        {
-            continue;
-        }
-        if let Some(max) = opts.max_cost
-            && e.cost > max
-        {
-            continue;
-        }
-        let def = ToolDef {
-            name: e.wire_name.clone(),
-            description: format!("[{}] {}", e.id, e.description),
-            parameters: Arc::new(e.parameters.clone()),
-        };
-        let t = skillbase_runtime::tokens::count(&serde_json::to_string(&def).unwrap_or_default());
-        ctx.report.tokens.tools += t;
-        ctx.report.tokens.total += t;
-        ctx.tools.push(def);
-    }
-    ctx.report.withheld_tools = offered
-        .withheld
-        .iter()
-        .cloned()
-        .map(|name| Omission {
-            name: name.into(),
-            reason: "tool class not granted to this agent".into(),
-            rank: None,
-        })
-        .collect();
+    let ctx = st.dispatcher.turn(&agent, &id, &b.message, &opts).await?;
     st.metrics.turns.inc();
     Ok(Json(TurnResult {
         agent: agent.to_string(),
