@@ -294,6 +294,12 @@ pub struct Dispatcher {
     offered_cache: Mutex<OfferedCache>,
 }
 
+/// Session states kept in memory before the cache starts over.
+const MAX_CACHED_SESSIONS: usize = 50_000;
+/// Detached results kept in memory; beyond this, finished ones nobody collected are dropped
+/// (they stay readable as `call_finished` events).
+const MAX_PENDING_RESULTS: usize = 1_024;
+
 /// How to run a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CallMode {
@@ -408,10 +414,15 @@ impl Dispatcher {
             agent: agent.clone(),
             run: Mutex::new(run),
         });
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(session.to_owned(), state.clone());
+        {
+            let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            // Session states are re-read from the store on next use (the open run is stored),
+            // so the cache may start over rather than grow without bound.
+            if sessions.len() >= MAX_CACHED_SESSIONS {
+                sessions.clear();
+            }
+            sessions.insert(session.to_owned(), state.clone());
+        }
         Ok(state)
     }
 
@@ -928,10 +939,15 @@ impl Dispatcher {
         ));
         if mode == CallMode::Detach && d.cost != Cost::Immediate {
             let (tx, rx) = watch::channel(None);
-            self.results
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(call_id.to_owned(), rx);
+            {
+                let mut results = self.results.lock().unwrap_or_else(|p| p.into_inner());
+                // Results nobody collected: once finished they are in the store as
+                // `call_finished` events, so the in-memory copies can go.
+                if results.len() >= MAX_PENDING_RESULTS {
+                    results.retain(|_, r| r.borrow().is_none());
+                }
+                results.insert(call_id.to_owned(), rx);
+            }
             let runtime = self.runtime.clone();
             let events = self.events.clone();
             let state = state.clone();

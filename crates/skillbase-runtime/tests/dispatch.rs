@@ -1288,6 +1288,46 @@ async fn an_immediate_tool_that_overruns_its_limit_is_cancelled() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uncollected_detached_results_do_not_pile_up_in_memory() {
+    let env = Env::new().await;
+    let a = env
+        .agent("many", |c| c.policies.max_calls_in_flight = 5000)
+        .await;
+    let mut ids = Vec::new();
+    for i in 0..1100 {
+        let o = env
+            .call_as(&a, "pile", "slow", json!({"ms": 0}), CallMode::Detach)
+            .await;
+        let CallOutcome::Started { call_id } = o else {
+            panic!("{o:?}")
+        };
+        ids.push(call_id);
+        if i == 10 {
+            // Let the first ones finish before the bound is reached.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+    // The first call finished and nobody collected it: dropped from memory...
+    assert!(
+        env.d
+            .wait(&ids[0], Duration::from_millis(10))
+            .await
+            .is_none()
+    );
+    // ...but its outcome is in the store.
+    env.d.flush().await;
+    let finished = env.session_events("pile", "call_finished").await;
+    assert!(
+        finished.iter().any(|e| e["call_id"] == json!(ids[0])),
+        "{} finished events",
+        finished.len()
+    );
+    // A recent one is still collected from memory.
+    let last = ids.last().unwrap();
+    assert!(env.d.wait(last, Duration::from_secs(10)).await.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_detached_call_starts_then_reports_through_wait_and_an_event() {
     let env = Env::new().await;
     let s = "bg";
