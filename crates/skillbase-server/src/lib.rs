@@ -206,7 +206,11 @@ pub async fn serve(
 /// Load the tokenizer in the background (about 0.2 s of CPU) so the first turn does not pay for
 /// it; readiness does not wait, and the skills methods never need it.
 pub fn warm_up() {
-    tokio::task::spawn_blocking(|| skillbase_runtime::tokens::count("warm up"));
+    // A plain thread, not `spawn_blocking`: shutting the runtime down must not wait for it
+    // (a short MCP session over stdio would otherwise exit only once the tokenizer loaded).
+    let _ = std::thread::Builder::new()
+        .name("tokenizer-warm-up".into())
+        .spawn(|| skillbase_runtime::tokens::count("warm up"));
 }
 
 /// How often the server applies writes made by other processes on the same database (the CLI

@@ -578,6 +578,14 @@ macro_rules! backend {
                     let digest = r.bundle.digest().to_string();
                     match existing.get(&r.name) {
                         None => new_idx.push(i),
+                        Some((_, head, _, _, _)) if r.expect_rev == Some(0) => {
+                            return Err(StoreError::Conflict {
+                                name: r.name.clone(),
+                                expected: 0,
+                                actual: *head,
+                                winner: String::new(),
+                            });
+                        }
                         Some((id, head, active, status, active_digest)) => {
                             let status: Status = status.parse().map_err(StoreError::Corrupt)?;
                             if status == Status::Retired {
@@ -604,7 +612,7 @@ macro_rules! backend {
                             .push_bind("active")
                             .push_bind(1i64)
                             .push_bind(1i64)
-                            .push_bind(Option::<String>::None)
+                            .push_bind(reqs[i].seed_path.clone())
                             .push_bind(now)
                             .push_bind(now);
                     });
@@ -708,7 +716,12 @@ macro_rules! backend {
                 let mut tx = pool.begin_with($begin).await?;
                 let now = now_ms();
                 let bulk = reqs.len() >= 32
-                    && reqs.iter().all(|r| r.scope == reqs[0].scope && !r.pending && r.expect_rev.is_none() && r.seed_path.is_none());
+                    && reqs.iter().all(|r| {
+                        r.scope == reqs[0].scope
+                            && !r.pending
+                            // Plain writes, or creations (a seed folder's new skills).
+                            && ((r.expect_rev.is_none() && r.seed_path.is_none()) || r.expect_rev == Some(0))
+                    });
                 let out = if bulk {
                     write_bulk(&mut tx, &reqs[0].scope, reqs, now, progress).await?
                 } else {
