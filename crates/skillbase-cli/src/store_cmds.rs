@@ -383,7 +383,13 @@ pub fn error_text(e: &anyhow::Error) -> String {
 
 /// Run an async command, printing its error the way every command does.
 pub fn run(f: impl std::future::Future<Output = Result<u8>>) -> u8 {
-    match runtime().block_on(f) {
+    let rt = runtime();
+    let out = rt.block_on(f);
+    // Every command has finished its own work (and flushed what it writes) when its future
+    // returns; background tasks still running (a cache being built, a watcher) must not hold
+    // the process up.
+    rt.shutdown_background();
+    match out {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {}", error_text(&e));

@@ -89,7 +89,17 @@ pub fn service(state: Arc<AppState>) -> Router {
 /// Serve one agent over MCP on stdin/stdout (the local user owns the database: no token).
 pub async fn serve_stdio(state: Arc<AppState>, agent: AgentName) -> anyhow::Result<()> {
     crate::warm_up();
-    serve_io(state, agent, tokio::io::stdin(), tokio::io::stdout()).await
+    let served = serve_io(
+        state.clone(),
+        agent,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    )
+    .await;
+    // The session's events are written behind: write them before the process ends.
+    state.dispatcher.flush().await;
+    state.shutdown.cancel();
+    served
 }
 
 /// Serve one agent over MCP on any byte stream pair (stdio, or a pipe in tests), until the peer

@@ -13,19 +13,7 @@ use std::collections::BTreeSet;
 use std::io::{Cursor, Write};
 use std::time::Duration;
 
-/// A problem answer: checks the media type and returns (status, body).
-async fn problem(r: reqwest::Response) -> (u16, Value) {
-    let status = r.status().as_u16();
-    let ct = r
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let body = r.text().await.unwrap();
-    assert_eq!(ct, "application/problem+json", "status {status}: {body}");
-    (status, serde_json::from_str(&body).unwrap())
-}
+use common::problem;
 
 /// A JSON answer with the expected status.
 async fn ok_json(r: reqwest::Response, want: u16) -> Value {

@@ -1,21 +1,9 @@
 //! The server's lifecycle and authentication: probes, metrics, tokens, `--dev`, shutdown.
 
 mod common;
-use common::TestServer;
+use common::{TestServer, problem};
 use skillbase_server::{ServerOptions, check_dev_bind};
 use skillbase_store::Author;
-
-async fn problem(r: reqwest::Response) -> (u16, serde_json::Value) {
-    let status = r.status().as_u16();
-    let ct = r
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    assert_eq!(ct, "application/problem+json", "status {status}");
-    (status, r.json().await.unwrap())
-}
 
 #[tokio::test]
 async fn probes_answer_without_a_token_and_say_nothing_else() {

@@ -157,3 +157,17 @@ impl TestServer {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), self.task).await;
     }
 }
+
+/// A problem answer: checks the media type and returns (status, body).
+pub async fn problem(r: reqwest::Response) -> (u16, serde_json::Value) {
+    let status = r.status().as_u16();
+    let ct = r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let body = r.text().await.unwrap();
+    assert_eq!(ct, "application/problem+json", "status {status}: {body}");
+    (status, serde_json::from_str(&body).unwrap())
+}
