@@ -798,12 +798,19 @@ macro_rules! backend {
                 to: Status,
                 actor: &str,
                 reason: &serde_json::Value,
+                expect_rev: Option<i64>,
             ) -> Result<WriteOutcome> {
                 let mut tx = pool.begin_with($begin).await?;
                 let s = scope.to_string();
-                let (id, _head, active, from, _) = lock_skill(&mut tx, &s, name)
+                let (id, head, active, from, _) = lock_skill(&mut tx, &s, name)
                     .await?
                     .ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+                if let Some(expected) = expect_rev
+                    && expected != head
+                {
+                    let winner = rev_digest(&mut tx, id, head).await?.map(|(_, a)| a).unwrap_or_default();
+                    return Err(StoreError::Conflict { name: name.to_owned(), expected, actual: head, winner });
+                }
                 let from: Status = from.parse().map_err(StoreError::Corrupt)?;
                 if from == to {
                     return Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Unchanged, rev: active, status: to });

@@ -411,9 +411,24 @@ impl Store {
         actor: &Author,
         reason: serde_json::Value,
     ) -> Result<WriteOutcome> {
+        self.set_status_if(scope, name, to, actor, reason, None)
+            .await
+    }
+
+    /// [`Store::set_status`], refused with a conflict (and nothing changed) unless the latest
+    /// revision is `expect_rev` — checked inside the write's transaction.
+    pub async fn set_status_if(
+        &self,
+        scope: &Scope,
+        name: &str,
+        to: Status,
+        actor: &Author,
+        reason: serde_json::Value,
+        expect_rev: Option<i64>,
+    ) -> Result<WriteOutcome> {
         let o = on_db!(
             self,
-            set_status(scope, name, to, &actor.to_string(), &reason)
+            set_status(scope, name, to, &actor.to_string(), &reason, expect_rev)
         )?;
         self.refresh(scope, name).await?;
         Ok(o)

@@ -907,6 +907,57 @@ async fn many_events_append_in_order(db: TestDb) {
     db.cleanup().await;
 }
 
+async fn status_changes_honour_the_expected_revision(db: TestDb) {
+    let store = db.open().await;
+    for v in ["v1", "v2"] {
+        store
+            .put(put(Scope::Shared, skill("delta", v), None))
+            .await
+            .unwrap();
+    }
+    let e = store
+        .set_status_if(
+            &Scope::Shared,
+            "delta",
+            Status::Disabled,
+            &human(),
+            serde_json::Value::Null,
+            Some(1),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            StoreError::Conflict {
+                expected: 1,
+                actual: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        store.index().get(&Scope::Shared, "delta").unwrap().status,
+        Status::Active,
+        "a refused status change changes nothing"
+    );
+    let o = store
+        .set_status_if(
+            &Scope::Shared,
+            "delta",
+            Status::Disabled,
+            &human(),
+            serde_json::Value::Null,
+            Some(2),
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.status, Status::Disabled);
+    store.close().await;
+    db.cleanup().await;
+}
+
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -944,6 +995,7 @@ suite!(
     bulk_import_is_the_same_as_single_writes,
     seeding_many_new_skills_lands_the_valid_ones_together,
     many_events_append_in_order,
+    status_changes_honour_the_expected_revision,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -898,9 +898,22 @@ async fn change_status(
         .into());
     }
     let reason = b.reason.map(Value::String).unwrap_or(Value::Null);
+    // The check above answers at once; the store checks again inside the write, so two
+    // writers with the same If-Match cannot both win.
+    let expect = match pre {
+        Precondition::Rev(r) => Some(r),
+        _ => None,
+    };
     let o = st
         .store
-        .set_status(&scope, name, to, &p.author(), json!({"reason": reason}))
+        .set_status_if(
+            &scope,
+            name,
+            to,
+            &p.author(),
+            json!({"reason": reason}),
+            expect,
+        )
         .await?;
     Ok(written(write_result(st, &o)))
 }
