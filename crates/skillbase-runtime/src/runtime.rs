@@ -363,19 +363,15 @@ impl Runtime {
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0);
         let mut events = Vec::new();
+        let mut records = Vec::with_capacity(activated.len());
         for (a, e) in activated.iter().zip(&loaded) {
-            let record = ActivationRecord {
+            records.push(ActivationRecord {
                 scope: e.scope.to_string(),
                 skill: a.name.clone(),
                 rev: a.rev,
                 reason: a.reason.clone(),
                 at: now,
-            };
-            self.store.record_activation(session, &record).await?;
-            open.activations
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(record);
+            });
             events.push(NewEvent {
                 kind: "skill_activated".into(),
                 scope: Some(e.scope.to_string()),
@@ -387,7 +383,14 @@ impl Runtime {
                 ..NewEvent::default()
             });
         }
-        self.store.append_events(&events).await?;
+        // One commit for the activations and their events.
+        self.store
+            .record_activations(session, &records, &events)
+            .await?;
+        open.activations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(records);
         let mut warnings = Vec::new();
         let mut directory = None;
         if self.workspace_root.is_some() {

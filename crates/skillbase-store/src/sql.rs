@@ -1049,6 +1049,37 @@ macro_rules! backend {
                 }))
             }
 
+            /// Activations of one load and their events, in one transaction (one commit).
+            pub async fn record_activations(pool: &Pool<Db>, session: &str, acts: &[ActivationRecord], evs: &[NewEvent]) -> Result<()> {
+                let mut tx = pool.begin().await?;
+                let mut last = None;
+                for a in acts {
+                    sqlx::query("INSERT INTO activations (session_id, scope, skill, rev, reason, at) VALUES ($1, $2, $3, $4, $5, $6)")
+                        .bind(session)
+                        .bind(&a.scope)
+                        .bind(&a.skill)
+                        .bind(a.rev)
+                        .bind(&a.reason)
+                        .bind(a.at)
+                        .execute(&mut *tx)
+                        .await?;
+                    last = Some(a.at);
+                }
+                if let Some(at) = last {
+                    sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
+                        .bind(at)
+                        .bind(session)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                let now = now_ms();
+                for ev in evs {
+                    insert_event(&mut tx, ev, now).await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
             pub async fn record_activation(pool: &Pool<Db>, session: &str, a: &ActivationRecord) -> Result<()> {
                 sqlx::query("INSERT INTO activations (session_id, scope, skill, rev, reason, at) VALUES ($1, $2, $3, $4, $5, $6)")
                     .bind(session)

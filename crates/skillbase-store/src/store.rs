@@ -557,6 +557,16 @@ impl Store {
         on_db!(self, record_activation(session, a))
     }
 
+    /// Record the activations of one load and their events in one transaction.
+    pub async fn record_activations(
+        &self,
+        session: &str,
+        acts: &[ActivationRecord],
+        events: &[NewEvent],
+    ) -> Result<()> {
+        on_db!(self, record_activations(session, acts, events))
+    }
+
     /// Append several events in one transaction.
     pub async fn append_events(&self, evs: &[NewEvent]) -> Result<()> {
         if evs.is_empty() {

@@ -958,6 +958,62 @@ async fn status_changes_honour_the_expected_revision(db: TestDb) {
     db.cleanup().await;
 }
 
+async fn activations_and_their_events_commit_together(db: TestDb) {
+    let store = db.open().await;
+    let agent = skillbase_store::AgentName::parse("ops").unwrap();
+    store
+        .create_agent(&agent, &skillbase_store::AgentConfig::default())
+        .await
+        .unwrap();
+    store.open_session("s1", &agent).await.unwrap();
+    let acts: Vec<skillbase_store::ActivationRecord> = ["main", "helper"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| skillbase_store::ActivationRecord {
+            scope: "shared".into(),
+            skill: (*n).into(),
+            rev: 1,
+            reason: if i == 0 {
+                "load".into()
+            } else {
+                "companion:main".into()
+            },
+            at: 1_000 + i as i64,
+        })
+        .collect();
+    let evs = vec![skillbase_store::NewEvent {
+        kind: "skill_activated".into(),
+        session: Some("s1".into()),
+        ..Default::default()
+    }];
+    store.record_activations("s1", &acts, &evs).await.unwrap();
+    let rec = store.session("s1").await.unwrap().unwrap();
+    assert_eq!(rec.activations, acts);
+    let back = store
+        .events(&skillbase_store::EventFilter {
+            session: Some("s1".into()),
+            kind: Some("skill_activated".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(back.len(), 1);
+    // An unknown session: the activations' foreign key refuses, and no event lands either.
+    let before = store.events(&Default::default()).await.unwrap().len();
+    assert!(
+        store
+            .record_activations("ghost", &acts, &evs)
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        store.events(&Default::default()).await.unwrap().len(),
+        before
+    );
+    store.close().await;
+    db.cleanup().await;
+}
+
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -996,6 +1052,7 @@ suite!(
     seeding_many_new_skills_lands_the_valid_ones_together,
     many_events_append_in_order,
     status_changes_honour_the_expected_revision,
+    activations_and_their_events_commit_together,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
