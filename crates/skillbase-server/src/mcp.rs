@@ -29,7 +29,6 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use futures_util::StreamExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage, ContentBlock,
     Cursor, DiscoverResult, ErrorData, Extensions, GetSkillRequestParams, GetSkillResult,
@@ -58,8 +57,9 @@ pub const AGENT_HEADER: &str = "skillbase-agent";
 pub const SESSION_HEADER: &str = "skillbase-session";
 /// The stateful wire's session header.
 const MCP_SESSION_HEADER: &str = "mcp-session-id";
-/// Manifests loaded at once for one page.
-const LOAD_CONCURRENCY: usize = 8;
+
+/// A visible skill a `skill://` URI names: its record, its manifest and the path inside it.
+type Resolved = (Arc<SkillEntry>, Arc<Manifest>, String);
 
 /// The MCP endpoint as a service to nest at `/mcp`: rmcp's streamable HTTP transport (both
 /// wires) behind a guard that answers malformed JSON-RPC with a JSON-RPC error.
@@ -454,50 +454,36 @@ impl McpHandler {
             .ok_or_else(|| runtime_error(RuntimeError::UnknownAgent(agent.to_string())))
     }
 
-    async fn manifest(&self, entry: &SkillEntry) -> Result<Arc<Manifest>, ErrorData> {
-        self.state
-            .skills
-            .manifest(&self.state.store, entry)
-            .await
-            .map_err(store_error)
-    }
-
-    /// Manifests of a page of skills, loaded a few at a time, in order.
-    async fn manifests(
+    /// The manifests of one page of the agent's visible skills, and the next page's cursor.
+    fn page_of_manifests(
         &self,
-        entries: Vec<Arc<SkillEntry>>,
-    ) -> Result<Vec<Arc<Manifest>>, ErrorData> {
-        let loads = entries.into_iter().map(|e| {
-            let state = self.state.clone();
-            async move {
-                state
-                    .skills
-                    .manifest(&state.store, &e)
-                    .await
-                    .map_err(store_error)
-            }
-        });
-        futures_util::stream::iter(loads)
-            .buffered(LOAD_CONCURRENCY)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect()
+        caller: &Caller,
+        request: Option<&PaginatedRequestParams>,
+    ) -> Result<(Vec<Arc<Manifest>>, Option<Cursor>), ErrorData> {
+        let visible = self.visible(&caller.agent)?;
+        let cursor = request.and_then(|r| r.cursor.as_deref());
+        let (slice, next) = page(&visible.entries, |e| &e.name, cursor, self.page_size())?;
+        let manifests = slice
+            .iter()
+            .map(|e| self.state.skills.manifest(&self.state.store, e))
+            .collect();
+        Ok((manifests, next))
     }
 
     /// The visible skill a `skill://` URI names, with its manifest and the path inside it.
-    async fn resolve(
+    fn resolve(
         &self,
         caller: &Caller,
         uri: &str,
-    ) -> Option<Result<(Arc<SkillEntry>, Arc<Manifest>, String), ErrorData>> {
+    ) -> Option<Result<Resolved, ErrorData>> {
         let parsed = skills_ext::parse_uri(uri)?;
         let visible = match self.visible(&caller.agent) {
             Ok(v) => v,
             Err(e) => return Some(Err(e)),
         };
         let entry = visible.get(&parsed.name)?.clone();
-        Some(self.manifest(&entry).await.map(|m| (entry, m, parsed.path)))
+        let m = self.state.skills.manifest(&self.state.store, &entry);
+        Some(Ok((entry, m, parsed.path)))
     }
 
     fn page_size(&self) -> usize {
@@ -607,16 +593,8 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
         let caller = self.caller(&context.extensions)?;
-        let visible = self.visible(&caller.agent)?;
-        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (slice, next) = page(&visible.entries, |e| &e.name, cursor, self.page_size())?;
-        let entries = slice.to_vec();
-        let skills = self
-            .manifests(entries)
-            .await?
-            .iter()
-            .map(|m| to_skill(m))
-            .collect();
+        let (manifests, next) = self.page_of_manifests(&caller, request.as_ref())?;
+        let skills = manifests.iter().map(|m| to_skill(m)).collect();
         let mut result = ListSkillsResult::with_all_items(skills);
         result.next_cursor = next;
         Ok(result)
@@ -629,10 +607,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<GetSkillResult, ErrorData> {
         let caller = self.caller(&context.extensions)?;
         let uri = request.uri.as_str();
-        let (_, m, _) = self
-            .resolve(&caller, uri)
-            .await
-            .ok_or_else(|| no_skill(uri))??;
+        let (_, m, _) = self.resolve(&caller, uri).ok_or_else(|| no_skill(uri))??;
         // Only the canonical SKILL.md URI names the skill (the result must echo it).
         if m.uri != uri {
             return Err(no_skill(uri));
@@ -646,13 +621,8 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let caller = self.caller(&context.extensions)?;
-        let visible = self.visible(&caller.agent)?;
-        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (slice, next) = page(&visible.entries, |e| &e.name, cursor, self.page_size())?;
-        let entries = slice.to_vec();
-        let resources = self
-            .manifests(entries)
-            .await?
+        let (manifests, next) = self.page_of_manifests(&caller, request.as_ref())?;
+        let resources = manifests
             .iter()
             .map(|m| {
                 let md = m.skill_md();
@@ -676,7 +646,6 @@ impl ServerHandler for McpHandler {
         let uri = request.uri.as_str();
         let (entry, m, path) = self
             .resolve(&caller, uri)
-            .await
             .ok_or_else(|| no_resource(uri))??;
         let file = m.file(&path).ok_or_else(|| no_resource(uri))?;
         let bytes = self
@@ -708,7 +677,6 @@ impl ServerHandler for McpHandler {
         let uri = request.uri.as_str();
         let (_, m, path) = self
             .resolve(&caller, uri)
-            .await
             .ok_or_else(|| no_directory(uri))??;
         if m.dir_uri(&path) != uri {
             return Err(no_directory(uri));

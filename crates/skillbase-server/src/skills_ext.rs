@@ -421,15 +421,11 @@ impl ManifestCache {
 
     /// The manifest of the entry's active revision, built on first use (from the index: no
     /// file is read).
-    pub async fn manifest(
-        &self,
-        store: &Store,
-        entry: &SkillEntry,
-    ) -> Result<Arc<Manifest>, StoreError> {
+    pub fn manifest(&self, store: &Store, entry: &SkillEntry) -> Arc<Manifest> {
         let key = (entry.id, entry.active_rev);
         let mut m = self.manifests.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = m.get(&key) {
-            return Ok(c.clone());
+            return c.clone();
         }
         if m.len() > 256 && m.len() > 2 * store.index().len() {
             // Drop revisions no longer active.
@@ -438,7 +434,7 @@ impl ManifestCache {
         }
         let built = Arc::new(Manifest::build(entry));
         m.insert(key, built.clone());
-        Ok(built)
+        built
     }
 
     /// The bytes of one file of the entry's active revision (by bundle path).

@@ -134,13 +134,19 @@ enum Prepared {
     Write(Pending),
 }
 
-/// A write to an existing record: a new revision, or a recorded divergence.
+/// A write to an existing record of a folder.
 struct Pending {
     folder: PathBuf,
     name: String,
-    req: PutRequest,
     seed_path: String,
-    diverged: Option<String>,
+    change: Change,
+}
+
+enum Change {
+    /// The record follows the folder: a new revision.
+    Revision(PutRequest),
+    /// The record was edited in the store: record the divergence (the folder's digest).
+    Diverged(String),
 }
 
 impl Pending {
@@ -148,20 +154,19 @@ impl Pending {
         let Pending {
             folder,
             name,
-            req,
             seed_path,
-            diverged,
+            change,
         } = self;
         let skipped = |reason: String| SeedAction::Skipped {
             path: folder.display().to_string(),
             reason,
         };
-        match diverged {
-            None => match store.put_seed(req, seed_path).await {
+        match change {
+            Change::Revision(req) => match store.put_seed(req, seed_path).await {
                 Ok(o) => SeedAction::Updated { name, rev: o.rev },
                 Err(err) => skipped(err.to_string()),
             },
-            Some(digest) => match store
+            Change::Diverged(digest) => match store
                 .mark_diverged(&Scope::Shared, &name, &seed_path, &digest)
                 .await
             {
@@ -211,10 +216,9 @@ fn prepare(store: &Store, folder: &Path) -> Prepared {
             }
             Prepared::Write(Pending {
                 folder: folder.to_path_buf(),
-                req: put(Some(e.head_rev)),
+                change: Change::Revision(put(Some(e.head_rev))),
                 name,
                 seed_path,
-                diverged: None,
             })
         }
         Some(e) => {
@@ -223,10 +227,9 @@ fn prepare(store: &Store, folder: &Path) -> Prepared {
             }
             Prepared::Write(Pending {
                 folder: folder.to_path_buf(),
-                req: put(None),
+                change: Change::Diverged(bundle.digest().to_string()),
                 name,
                 seed_path,
-                diverged: Some(bundle.digest().to_string()),
             })
         }
     }

@@ -1081,21 +1081,7 @@ macro_rules! backend {
             }
 
             pub async fn record_activation(pool: &Pool<Db>, session: &str, a: &ActivationRecord) -> Result<()> {
-                sqlx::query("INSERT INTO activations (session_id, scope, skill, rev, reason, at) VALUES ($1, $2, $3, $4, $5, $6)")
-                    .bind(session)
-                    .bind(&a.scope)
-                    .bind(&a.skill)
-                    .bind(a.rev)
-                    .bind(&a.reason)
-                    .bind(a.at)
-                    .execute(pool)
-                    .await?;
-                sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
-                    .bind(a.at)
-                    .bind(session)
-                    .execute(pool)
-                    .await?;
-                Ok(())
+                record_activations(pool, session, std::slice::from_ref(a), &[]).await
             }
 
             /// Append several events in one transaction.
