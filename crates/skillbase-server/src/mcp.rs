@@ -471,11 +471,7 @@ impl McpHandler {
     }
 
     /// The visible skill a `skill://` URI names, with its manifest and the path inside it.
-    fn resolve(
-        &self,
-        caller: &Caller,
-        uri: &str,
-    ) -> Option<Result<Resolved, ErrorData>> {
+    fn resolve(&self, caller: &Caller, uri: &str) -> Option<Result<Resolved, ErrorData>> {
         let parsed = skills_ext::parse_uri(uri)?;
         let visible = match self.visible(&caller.agent) {
             Ok(v) => v,
