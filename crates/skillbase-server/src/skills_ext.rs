@@ -1,11 +1,12 @@
 //! Skill manifests for the MCP Skills extension: `skill://` URIs, SHA-256 digests and the
 //! frontmatter as JSON, cached per revision.
 //!
-//! A manifest is built once per `(skill id, revision)` from the revision's bundle: every file
-//! with the SHA-256 of its exact stored bytes and its size, a MIME type, whether it is served as
-//! text, and the whole frontmatter converted from YAML to JSON by the YAML 1.2 core schema (what a
-//! host re-parsing the SKILL.md gets). Bundles read for manifests or file reads stay in a small
-//! byte-bounded cache, so a listing followed by reads does not go back to the database.
+//! A manifest is built once per `(skill id, revision)` from the index entry alone: every file
+//! with the SHA-256 and size the store recorded when the revision was written, a MIME type when
+//! the name tells one, and the whole frontmatter as the store parsed it (YAML 1.2 core schema →
+//! JSON: what a host re-parsing the SKILL.md gets). Listing reads no file. Whether a file goes out
+//! as text or a blob is decided from its bytes when it is read; bundles read for files stay in a
+//! small byte-bounded cache, so reads of one skill do not go back to the database.
 
 use skillbase_format::Bundle;
 use skillbase_store::{AgentName, SkillEntry, Store, StoreError};
