@@ -308,6 +308,8 @@ impl Builtin<'_> {
             .redactor()
             .redact(str_arg(args, "note").unwrap_or_default())
             .into_owned();
+        // The run's counters are complete before it ends.
+        self.dispatcher.flush().await;
         let (rec, disabled) = end_run_and_check_drift(
             &self.dispatcher.runtime,
             &self.agent.name,

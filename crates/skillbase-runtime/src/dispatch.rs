@@ -464,6 +464,8 @@ impl Dispatcher {
             return Ok(None);
         };
         let note = self.redactor().redact(note).into_owned();
+        // The run's counters are complete before it ends.
+        self.flush().await;
         let r = end_run_and_check_drift(
             &self.runtime,
             agent,
@@ -1146,10 +1148,17 @@ impl AfterCall<'_> {
     }
 
     async fn count_in_run(&self, run: i64, failed: bool) {
+        if !failed {
+            // Written behind, in the event writer's next transaction.
+            self.sink.count_call(run).await;
+            return;
+        }
+        // A failure is counted now, with the calls still queued, so that the limit below reads
+        // the run's true counters.
+        self.sink.flush().await;
         let store = &self.runtime.store;
-        let _ = store.count_call(run, failed).await;
-        if failed
-            && let Ok(Some(r)) = store.open_run(self.session).await
+        let _ = store.count_call(run, true).await;
+        if let Ok(Some(r)) = store.open_run(self.session).await
             && r.id == run
             && r.failed_calls >= FAILED_CALLS_PER_RUN
         {

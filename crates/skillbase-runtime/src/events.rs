@@ -5,6 +5,11 @@
 //! waits until everything queued so far is stored; a harness calls it before it exits, and tests
 //! before they read the events table. If the queue is full, the caller waits (back-pressure), so
 //! no event is dropped.
+//!
+//! A run's call counter goes the same way ([`EventSink::count_call`]): the counts of a batch are
+//! summed per run and added in the batch's transaction, so a successful call costs no commit of
+//! its own. Whoever reads a run's counters to decide something (the failed-calls limit, ending
+//! the run) flushes first.
 
 use skillbase_store::{NewEvent, Store};
 use std::sync::Arc;
@@ -19,6 +24,8 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(5);
 
 enum Msg {
     Event(Box<NewEvent>),
+    /// One call counted in a run.
+    Count(i64),
     Flush(oneshot::Sender<()>),
 }
 
@@ -37,20 +44,19 @@ impl EventSink {
         let flush_now = Arc::new(Notify::new());
         let flushed = flush_now.clone();
         tokio::spawn(async move {
-            let mut batch: Vec<NewEvent> = Vec::with_capacity(BATCH);
-            let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
+            let mut batch = Batch {
+                events: Vec::with_capacity(BATCH),
+                counts: Vec::new(),
+                waiters: Vec::new(),
+            };
             while let Some(first) = rx.recv().await {
-                let push = |msg: Msg, batch: &mut Vec<NewEvent>, waiters: &mut Vec<_>| match msg {
-                    Msg::Event(e) => batch.push(*e),
-                    Msg::Flush(w) => waiters.push(w),
-                };
-                push(first, &mut batch, &mut waiters);
+                batch.push(first);
                 // Gather a burst into one transaction: wait a little for more, unless someone is
                 // waiting for a flush. The queue is not watched while lingering, so a caller
                 // queueing an event never has to wake this task (one wake-up per batch, not per
                 // event); a flush request cuts the linger short, and a full batch is written at
                 // once.
-                if waiters.is_empty() && batch.len() + rx.len() < BATCH {
+                if batch.waiters.is_empty() && batch.len() + rx.len() < BATCH {
                     tokio::select! {
                         _ = tokio::time::sleep(LINGER) => {}
                         _ = flushed.notified() => {}
@@ -58,17 +64,26 @@ impl EventSink {
                 }
                 while batch.len() < BATCH {
                     match rx.try_recv() {
-                        Ok(msg) => push(msg, &mut batch, &mut waiters),
+                        Ok(msg) => batch.push(msg),
                         Err(_) => break,
                     }
                 }
-                if !batch.is_empty() {
-                    if let Err(e) = store.append_events(&batch).await {
-                        tracing::error!(error = %e, lost = batch.len(), "could not record events");
+                if !batch.events.is_empty() || !batch.counts.is_empty() {
+                    if let Err(e) = store
+                        .append_events_and_count(&batch.events, &batch.counts)
+                        .await
+                    {
+                        tracing::error!(
+                            error = %e,
+                            lost = batch.events.len(),
+                            runs = batch.counts.len(),
+                            "could not record events and run counts"
+                        );
                     }
-                    batch.clear();
+                    batch.events.clear();
+                    batch.counts.clear();
                 }
-                for w in waiters.drain(..) {
+                for w in batch.waiters.drain(..) {
                     let _ = w.send(());
                 }
             }
@@ -81,6 +96,11 @@ impl EventSink {
         let _ = self.tx.send(Msg::Event(Box::new(event))).await;
     }
 
+    /// Count one (successful) call in a run's `calls`, written behind with the events.
+    pub async fn count_call(&self, run: i64) {
+        let _ = self.tx.send(Msg::Count(run)).await;
+    }
+
     /// Wait until every event queued before this call is stored.
     pub async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
@@ -88,5 +108,31 @@ impl EventSink {
             self.flush_now.notify_one();
             let _ = rx.await;
         }
+    }
+}
+
+/// What the writer gathers for one transaction.
+struct Batch {
+    events: Vec<NewEvent>,
+    /// (run, calls), one entry per run.
+    counts: Vec<(i64, u32)>,
+    waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl Batch {
+    fn push(&mut self, msg: Msg) {
+        match msg {
+            Msg::Event(e) => self.events.push(*e),
+            Msg::Count(run) => match self.counts.iter_mut().find(|(r, _)| *r == run) {
+                Some((_, n)) => *n += 1,
+                None => self.counts.push((run, 1)),
+            },
+            Msg::Flush(w) => self.waiters.push(w),
+        }
+    }
+
+    /// Messages taken (what `BATCH` bounds).
+    fn len(&self) -> usize {
+        self.events.len() + self.counts.len()
     }
 }

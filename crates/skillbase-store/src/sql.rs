@@ -1087,11 +1087,18 @@ macro_rules! backend {
             /// Append several events in one transaction.
             /// Append events: one multi-row INSERT per 100 events (one round trip instead of
             /// one per event), all in one transaction.
-            pub async fn append_events(pool: &Pool<Db>, evs: &[NewEvent]) -> Result<()> {
-                if evs.is_empty() {
+            pub async fn append_events_and_count(pool: &Pool<Db>, evs: &[NewEvent], counts: &[(i64, u32)]) -> Result<()> {
+                if evs.is_empty() && counts.is_empty() {
                     return Ok(());
                 }
                 let mut tx = pool.begin().await?;
+                for &(run, calls) in counts {
+                    sqlx::query("UPDATE runs SET calls = calls + $1 WHERE id = $2")
+                        .bind(i64::from(calls))
+                        .bind(run)
+                        .execute(&mut *tx)
+                        .await?;
+                }
                 let now = now_ms();
                 for chunk in evs.chunks(100) {
                     let mut q = sqlx::QueryBuilder::<Db>::new(

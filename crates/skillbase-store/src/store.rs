@@ -569,10 +569,20 @@ impl Store {
 
     /// Append several events in one transaction.
     pub async fn append_events(&self, evs: &[NewEvent]) -> Result<()> {
-        if evs.is_empty() {
+        self.append_events_and_count(evs, &[]).await
+    }
+
+    /// Append several events and add calls to runs' `calls` counters (`(run, calls)`), in one
+    /// transaction (the dispatcher's write-behind batch).
+    pub async fn append_events_and_count(
+        &self,
+        evs: &[NewEvent],
+        counts: &[(i64, u32)],
+    ) -> Result<()> {
+        if evs.is_empty() && counts.is_empty() {
             return Ok(());
         }
-        on_db!(self, append_events(evs))
+        on_db!(self, append_events_and_count(evs, counts))
     }
 
     /// An agent from the in-memory cache (no database round trip).

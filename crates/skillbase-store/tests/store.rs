@@ -907,6 +907,57 @@ async fn many_events_append_in_order(db: TestDb) {
     db.cleanup().await;
 }
 
+async fn run_counts_commit_with_their_events(db: TestDb) {
+    let store = db.open().await;
+    store
+        .put(put(Scope::Shared, skill("counted", "v1"), None))
+        .await
+        .unwrap();
+    let agent = AgentName::parse("counter").unwrap();
+    store
+        .create_agent(&agent, &AgentConfig::default())
+        .await
+        .unwrap();
+    let entry = store
+        .index()
+        .get(&Scope::Shared, "counted")
+        .unwrap()
+        .clone();
+    let mut runs = Vec::new();
+    for session in ["s1", "s2"] {
+        store.open_session(session, &agent).await.unwrap();
+        runs.push(store.start_run(session, &agent, &entry).await.unwrap());
+    }
+    let ev = skillbase_store::NewEvent {
+        kind: "tool_called".into(),
+        ..Default::default()
+    };
+    store
+        .append_events_and_count(&[ev.clone(), ev], &[(runs[0], 3), (runs[1], 1)])
+        .await
+        .unwrap();
+    // Counts alone (no events) are written too; an unknown run changes nothing.
+    store
+        .append_events_and_count(&[], &[(runs[0], 2), (i64::MAX, 5)])
+        .await
+        .unwrap();
+    store.count_call(runs[1], true).await.unwrap();
+    let got = store.runs(&Scope::Shared, "counted", 10).await.unwrap();
+    let by = |id: i64| got.iter().find(|r| r.id == id).unwrap();
+    assert_eq!((by(runs[0]).calls, by(runs[0]).failed_calls), (5, 0));
+    assert_eq!((by(runs[1]).calls, by(runs[1]).failed_calls), (2, 1));
+    let evs = store
+        .events(&skillbase_store::EventFilter {
+            kind: Some("tool_called".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(evs.len(), 2);
+    store.close().await;
+    db.cleanup().await;
+}
+
 async fn status_changes_honour_the_expected_revision(db: TestDb) {
     let store = db.open().await;
     for v in ["v1", "v2"] {
@@ -1051,6 +1102,7 @@ suite!(
     bulk_import_is_the_same_as_single_writes,
     seeding_many_new_skills_lands_the_valid_ones_together,
     many_events_append_in_order,
+    run_counts_commit_with_their_events,
     status_changes_honour_the_expected_revision,
     activations_and_their_events_commit_together,
 );

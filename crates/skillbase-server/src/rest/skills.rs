@@ -1072,6 +1072,8 @@ pub async fn runs(
 ) -> ApiResult<Json<Vec<Run>>> {
     let e = readable(&st, &p, &name, parse_scope(q.scope.as_deref())?)?;
     let limit = q.limit.unwrap_or(20).clamp(1, 500);
+    // Run counters are written behind with the events: what this server counted is stored first.
+    st.dispatcher.flush().await;
     let mut runs = st.store.runs(&e.scope, &e.name, limit).await?;
     if let Some(a) = p.agent() {
         runs.retain(|r| r.agent == a.as_str());
