@@ -171,6 +171,7 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
             request_timeout: std::time::Duration::from_secs(a.request_timeout.max(1)),
             ..Default::default()
         },
+        rmcp_only: false,
     };
     let mut options = options;
     if a.demo {

@@ -33,6 +33,8 @@ pub struct Metrics {
     pub turns: Counter,
     pub calls: Family<OutcomeLabels, Counter>,
     pub auth_failures: Counter,
+    /// Stateless MCP `tools/call` requests answered on the direct path (not through rmcp).
+    pub mcp_direct_calls: Counter,
     pub skills: Gauge,
     pub agents: Gauge,
 }
@@ -56,6 +58,7 @@ impl Metrics {
         let turns = Counter::default();
         let calls = Family::<OutcomeLabels, Counter>::default();
         let auth_failures = Counter::default();
+        let mcp_direct_calls = Counter::default();
         let skills = Gauge::default();
         let agents = Gauge::default();
         registry.register(
@@ -75,6 +78,11 @@ impl Metrics {
             "Requests refused for a missing, unknown or revoked token",
             auth_failures.clone(),
         );
+        registry.register(
+            "mcp_direct_calls",
+            "Stateless MCP tools/call requests answered without rmcp's per-request service",
+            mcp_direct_calls.clone(),
+        );
         registry.register("skills", "Skill records in the index", skills.clone());
         registry.register("agents", "Configured agents", agents.clone());
         Metrics {
@@ -84,6 +92,7 @@ impl Metrics {
             turns,
             calls,
             auth_failures,
+            mcp_direct_calls,
             skills,
             agents,
         }

@@ -49,6 +49,10 @@ pub struct ServerOptions {
     /// Hostnames MCP accepts in the `Host` header besides loopback (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
     pub limits: Limits,
+    /// Send every MCP request through rmcp, including the well-formed stateless `tools/call`
+    /// requests the direct path answers with the same bytes (see `mcp::direct`). For
+    /// comparison tests, and a way out should the two ever differ.
+    pub rmcp_only: bool,
 }
 
 pub struct AppState {

@@ -19,6 +19,8 @@
 //!   agent's visible skills (or offered tools) change: to stateful sessions and stdio, and to
 //!   `subscriptions/listen` streams on the 2026-07-28 wire.
 
+mod direct;
+
 use crate::auth::Principal;
 use crate::skills_ext::{self, Child, Manifest, ManifestFile, Visible};
 use crate::state::AppState;
@@ -70,6 +72,18 @@ pub fn service(state: Arc<AppState>) -> Router {
         .collect();
     hosts.extend(state.options.allowed_hosts.iter().cloned());
     let limit = state.options.limits.body_bytes;
+    let guard = Guard {
+        limit,
+        direct: (!state.options.rmcp_only).then(|| {
+            (
+                state.clone(),
+                hosts
+                    .iter()
+                    .filter_map(|h| direct::AllowedHost::parse(h))
+                    .collect(),
+            )
+        }),
+    };
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_cancellation_token(state.shutdown.clone())
@@ -83,7 +97,18 @@ pub fn service(state: Arc<AppState>) -> Router {
     );
     Router::new()
         .fallback_service(mcp)
-        .layer(middleware::from_fn_with_state(limit, jsonrpc_guard))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(guard),
+            jsonrpc_guard,
+        ))
+}
+
+/// What the guard in front of rmcp needs.
+struct Guard {
+    /// Largest request body.
+    limit: usize,
+    /// The direct path for stateless `tools/call`, with the hosts MCP accepts (`None`: off).
+    direct: Option<(Arc<AppState>, Vec<direct::AllowedHost>)>,
 }
 
 /// Serve one agent over MCP on stdin/stdout (the local user owns the database: no token).
@@ -214,6 +239,149 @@ fn header_str<'a>(parts: &'a axum::http::request::Parts, name: &str) -> Option<&
     parts.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// What an HTTP request says about its caller: the principal, the agent it names, and the
+/// token (or mode) acting.
+struct Identity<'a> {
+    principal: &'a Principal,
+    /// The `Skillbase-Agent` header.
+    named: Option<&'a str>,
+    /// `token-<id>` or `dev`.
+    who: String,
+}
+
+impl<'a> Identity<'a> {
+    fn of(parts: &'a axum::http::request::Parts) -> Result<Identity<'a>, ErrorData> {
+        let principal = parts
+            .extensions
+            .get::<Principal>()
+            .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))?;
+        let named = match parts.headers.get(AGENT_HEADER) {
+            None => None,
+            Some(v) => Some(v.to_str().map_err(|_| {
+                ErrorData::invalid_request("the Skillbase-Agent header is not text", None)
+            })?),
+        };
+        let who = match principal {
+            Principal::Agent { token, .. } | Principal::Admin { token: Some(token) } => {
+                format!("token-{token}")
+            }
+            Principal::Admin { token: None } => "dev".to_owned(),
+        };
+        Ok(Identity {
+            principal,
+            named,
+            who,
+        })
+    }
+
+    /// The agent this request acts as: the token's, or for an admin the one named (else the
+    /// server's default agent).
+    fn resolve(self, state: &AppState) -> Result<Caller, ErrorData> {
+        let agent = match self.principal {
+            Principal::Agent { agent, .. } => {
+                if let Some(n) = self.named
+                    && n != agent.as_str()
+                {
+                    return Err(ErrorData::invalid_request(
+                        format!(
+                            "this token is bound to agent '{agent}': drop the Skillbase-Agent header"
+                        ),
+                        None,
+                    ));
+                }
+                agent.clone()
+            }
+            Principal::Admin { .. } => {
+                let agent = match self.named {
+                    Some(n) => AgentName::parse(n).map_err(|e| {
+                        ErrorData::invalid_request(format!("Skillbase-Agent: {e}"), None)
+                    })?,
+                    None => state.options.default_agent.clone().ok_or_else(|| {
+                        ErrorData::invalid_request(
+                            "this token is not bound to an agent: name the agent with the Skillbase-Agent header (or start the server with --agent)",
+                            None,
+                        )
+                    })?,
+                };
+                if state.store.agent_cached(&agent).is_none() {
+                    return Err(ErrorData::invalid_request(
+                        format!("no agent '{agent}'"),
+                        None,
+                    ));
+                }
+                agent
+            }
+        };
+        Ok(Caller {
+            agent,
+            who: self.who,
+        })
+    }
+}
+
+/// The Skillbase session an HTTP request's calls record into: the `Skillbase-Session` header,
+/// else one per MCP session (stateful wire), else one per token and agent (stateless wire).
+fn session_of(
+    parts: Option<&axum::http::request::Parts>,
+    caller: &Caller,
+) -> Result<String, ErrorData> {
+    if let Some(p) = parts
+        && let Some(v) = p.headers.get(SESSION_HEADER)
+    {
+        let s = v.to_str().unwrap_or_default();
+        if s.is_empty()
+            || s.len() > 128
+            || s.chars().any(|c| c.is_control() || c == '/' || c == '\\')
+        {
+            return Err(ErrorData::invalid_params(
+                "Skillbase-Session: 1-128 characters, no slashes or control characters",
+                None,
+            ));
+        }
+        return Ok(s.to_owned());
+    }
+    if let Some(p) = parts
+        && let Some(id) = header_str(p, MCP_SESSION_HEADER)
+    {
+        let clean = id.len() <= 100
+            && !id.is_empty()
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        return Ok(if clean {
+            format!("mcp-{id}")
+        } else {
+            format!("mcp-{}", crate::auth::hash_token(id))
+        });
+    }
+    Ok(format!("mcp-{}-{}", caller.who, caller.agent))
+}
+
+/// `tools/call`: through the dispatch pipeline; refusals and failures are results with
+/// `isError` (the model can act on them).
+async fn call_tool(
+    state: &AppState,
+    caller: &Caller,
+    session: &str,
+    request: CallToolRequestParams,
+) -> Result<CallToolResponse, ErrorData> {
+    let args = request
+        .arguments
+        .map(serde_json::Value::Object)
+        .unwrap_or_else(|| json!({}));
+    let outcome = state
+        .dispatcher
+        .call(&caller.agent, session, &request.name, args, CallMode::Wait)
+        .await
+        .map_err(runtime_error)?;
+    let text = vec![ContentBlock::text(outcome.for_model())];
+    Ok(match outcome {
+        CallOutcome::Done { .. } | CallOutcome::Started { .. } => CallToolResult::success(text),
+        CallOutcome::Refused { .. } | CallOutcome::Failed { .. } => CallToolResult::error(text),
+    }
+    .into())
+}
+
 /// A page cursor: the last name of the previous page, opaque to clients.
 fn encode_cursor(after: &str) -> Cursor {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(after.as_bytes())
@@ -326,22 +494,7 @@ impl McpHandler {
         let parts = ext
             .get::<axum::http::request::Parts>()
             .ok_or_else(|| ErrorData::internal_error("no HTTP request in context", None))?;
-        let principal = parts
-            .extensions
-            .get::<Principal>()
-            .ok_or_else(|| ErrorData::internal_error("the request was not authenticated", None))?;
-        let named = match parts.headers.get(AGENT_HEADER) {
-            None => None,
-            Some(v) => Some(v.to_str().map_err(|_| {
-                ErrorData::invalid_request("the Skillbase-Agent header is not text", None)
-            })?),
-        };
-        let who = match principal {
-            Principal::Agent { token, .. } | Principal::Admin { token: Some(token) } => {
-                format!("token-{token}")
-            }
-            Principal::Admin { token: None } => "dev".to_owned(),
-        };
+        let id = Identity::of(parts)?;
         let mismatch = || {
             ErrorData::invalid_request(
                 "this MCP session was opened with another token or for another agent; start a new session",
@@ -356,48 +509,13 @@ impl McpHandler {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         if let Some(b) = bound {
-            return if b.who == who && named.is_none_or(|n| n == b.agent.as_str()) {
+            return if b.who == id.who && id.named.is_none_or(|n| n == b.agent.as_str()) {
                 Ok(b)
             } else {
                 Err(mismatch())
             };
         }
-        let agent = match principal {
-            Principal::Agent { agent, .. } => {
-                if let Some(n) = named
-                    && n != agent.as_str()
-                {
-                    return Err(ErrorData::invalid_request(
-                        format!(
-                            "this token is bound to agent '{agent}': drop the Skillbase-Agent header"
-                        ),
-                        None,
-                    ));
-                }
-                agent.clone()
-            }
-            Principal::Admin { .. } => {
-                let agent = match named {
-                    Some(n) => AgentName::parse(n).map_err(|e| {
-                        ErrorData::invalid_request(format!("Skillbase-Agent: {e}"), None)
-                    })?,
-                    None => self.state.options.default_agent.clone().ok_or_else(|| {
-                        ErrorData::invalid_request(
-                            "this token is not bound to an agent: name the agent with the Skillbase-Agent header (or start the server with --agent)",
-                            None,
-                        )
-                    })?,
-                };
-                if self.state.store.agent_cached(&agent).is_none() {
-                    return Err(ErrorData::invalid_request(
-                        format!("no agent '{agent}'"),
-                        None,
-                    ));
-                }
-                agent
-            }
-        };
-        let caller = Caller { agent, who };
+        let caller = id.resolve(&self.state)?;
         let mut bound = self.conn.bound.lock().unwrap_or_else(|p| p.into_inner());
         match &*bound {
             Some(b) if *b != caller => Err(mismatch()),
@@ -413,37 +531,7 @@ impl McpHandler {
         if let Some((_, s)) = &self.conn.fixed {
             return Ok(s.clone());
         }
-        let parts = ext.get::<axum::http::request::Parts>();
-        if let Some(p) = parts
-            && let Some(v) = p.headers.get(SESSION_HEADER)
-        {
-            let s = v.to_str().unwrap_or_default();
-            if s.is_empty()
-                || s.len() > 128
-                || s.chars().any(|c| c.is_control() || c == '/' || c == '\\')
-            {
-                return Err(ErrorData::invalid_params(
-                    "Skillbase-Session: 1-128 characters, no slashes or control characters",
-                    None,
-                ));
-            }
-            return Ok(s.to_owned());
-        }
-        if let Some(p) = parts
-            && let Some(id) = header_str(p, MCP_SESSION_HEADER)
-        {
-            let clean = id.len() <= 100
-                && !id.is_empty()
-                && id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            return Ok(if clean {
-                format!("mcp-{id}")
-            } else {
-                format!("mcp-{}", crate::auth::hash_token(id))
-            });
-        }
-        Ok(format!("mcp-{}-{}", caller.who, caller.agent))
+        session_of(ext.get::<axum::http::request::Parts>(), caller)
     }
 
     /// The skills the agent may see (the skills methods need no turn view).
@@ -565,22 +653,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = self.caller(&context.extensions)?;
         let session = self.session_id(&caller, &context.extensions)?;
-        let args = request
-            .arguments
-            .map(serde_json::Value::Object)
-            .unwrap_or_else(|| json!({}));
-        let outcome = self
-            .state
-            .dispatcher
-            .call(&caller.agent, &session, &request.name, args, CallMode::Wait)
-            .await
-            .map_err(runtime_error)?;
-        let text = vec![ContentBlock::text(outcome.for_model())];
-        Ok(match outcome {
-            CallOutcome::Done { .. } | CallOutcome::Started { .. } => CallToolResult::success(text),
-            CallOutcome::Refused { .. } | CallOutcome::Failed { .. } => CallToolResult::error(text),
-        }
-        .into())
+        call_tool(&self.state, &caller, &session, request).await
     }
 
     async fn list_skills(
@@ -814,11 +887,13 @@ async fn watch_changes(
 }
 
 /// Buffer POST bodies so that a body rmcp cannot read as one JSON-RPC message gets a JSON-RPC
-/// error (`-32700` parse error, `-32600` invalid request) instead of a bare HTTP error.
-async fn jsonrpc_guard(State(limit): State<usize>, req: Request, next: Next) -> Response {
+/// error (`-32700` parse error, `-32600` invalid request) instead of a bare HTTP error; answer a
+/// well-formed stateless `tools/call` on the direct path.
+async fn jsonrpc_guard(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
     if req.method() != Method::POST {
         return next.run(req).await;
     }
+    let limit = guard.limit;
     let json_body = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -840,6 +915,11 @@ async fn jsonrpc_guard(State(limit): State<usize>, req: Request, next: Next) -> 
             );
         }
     };
+    if let Some((state, hosts)) = &guard.direct
+        && let Some(res) = direct::serve(state, hosts, &parts, &bytes).await
+    {
+        return res;
+    }
     let res = next
         .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
