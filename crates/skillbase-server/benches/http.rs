@@ -234,6 +234,7 @@ struct Setup {
     http: reqwest::Client,
     /// (name, Skillbase target, floor target)
     pairs: Vec<(&'static str, Target, Target)>,
+    state: Arc<AppState>,
     _dir: tempfile::TempDir,
 }
 
@@ -257,7 +258,7 @@ fn setup() -> Setup {
         .build()
         .expect("a tokio runtime");
     let dir = tempfile::tempdir().expect("a temp dir");
-    let (pairs, http) = rt.block_on(async {
+    let (pairs, http, state) = rt.block_on(async {
         let store = Arc::new(
             Store::open(&DbUrl::Sqlite(dir.path().join("skillbase.db")))
                 .await
@@ -299,8 +300,9 @@ fn setup() -> Setup {
             .await
             .expect("a port");
         let addr = listener.local_addr().expect("the address");
+        let served = state.clone();
         tokio::spawn(async move {
-            skillbase_server::serve(state, listener, std::future::pending())
+            skillbase_server::serve(served, listener, std::future::pending())
                 .await
                 .expect("serving");
         });
@@ -378,14 +380,54 @@ fn setup() -> Setup {
                 (name, t, floor)
             })
             .collect::<Vec<_>>();
-        (pairs, http)
+        (pairs, http, state)
     });
     Setup {
         rt,
         http,
         pairs,
+        state,
         _dir: dir,
     }
+}
+
+/// The already-active call without HTTP: `Dispatcher::call` as the MCP handler makes it, in the
+/// session the HTTP requests use, `CONCURRENCY` tasks at a time (what the server adds on top of
+/// this is HTTP, authentication and MCP framing).
+async fn drive_dispatch(state: &Arc<AppState>, iters: u64) -> Duration {
+    let agent = AgentName::parse("bench").expect("a name");
+    let session = "mcp-token-1-bench".to_owned();
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..CONCURRENCY as u64)
+        .map(|k| {
+            let n = iters / CONCURRENCY as u64 + u64::from(k < iters % CONCURRENCY as u64);
+            let (state, agent, session) = (state.clone(), agent.clone(), session.clone());
+            tokio::spawn(async move {
+                for _ in 0..n {
+                    let o = state
+                        .dispatcher
+                        .call(
+                            &agent,
+                            &session,
+                            "load_skill",
+                            serde_json::json!({ "name": LOADED }),
+                            skillbase_runtime::dispatch::CallMode::Wait,
+                        )
+                        .await
+                        .expect("the call");
+                    assert!(
+                        o.for_model().contains("already active"),
+                        "{}",
+                        o.for_model()
+                    );
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a dispatch task");
+    }
+    started.elapsed()
 }
 
 fn bench(c: &mut Criterion) {
@@ -403,6 +445,9 @@ fn bench(c: &mut Criterion) {
             });
         }
     }
+    g.bench_function("in_process/already_active", |b| {
+        b.iter_custom(|iters| s.rt.block_on(drive_dispatch(&s.state, iters)))
+    });
     g.finish();
 }
 

@@ -6,6 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use skillbase_runtime::dispatch::CallOutcome;
 use std::sync::Mutex;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -28,6 +29,8 @@ pub struct OutcomeLabels {
 
 pub struct Metrics {
     registry: Mutex<Registry>,
+    /// The `calls` counters by outcome, fetched once (a call touches no label set).
+    call_outcomes: [Counter; 4],
     pub http_requests: Family<HttpLabels, Counter>,
     pub http_seconds: Family<RouteLabels, Histogram>,
     pub turns: Counter,
@@ -85,8 +88,16 @@ impl Metrics {
         );
         registry.register("skills", "Skill records in the index", skills.clone());
         registry.register("agents", "Configured agents", agents.clone());
+        let call_outcomes = ["done", "started", "refused", "failed"].map(|o| {
+            calls
+                .get_or_create(&OutcomeLabels {
+                    outcome: o.to_owned(),
+                })
+                .clone()
+        });
         Metrics {
             registry: Mutex::new(registry),
+            call_outcomes,
             http_requests,
             http_seconds,
             turns,
@@ -96,6 +107,17 @@ impl Metrics {
             skills,
             agents,
         }
+    }
+
+    /// Count a dispatched call by its outcome.
+    pub fn call(&self, outcome: &CallOutcome) {
+        let i = match outcome {
+            CallOutcome::Done { .. } => 0,
+            CallOutcome::Started { .. } => 1,
+            CallOutcome::Refused { .. } => 2,
+            CallOutcome::Failed { .. } => 3,
+        };
+        self.call_outcomes[i].inc();
     }
 
     /// The text exposition of every metric.

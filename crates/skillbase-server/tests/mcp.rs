@@ -1495,6 +1495,15 @@ async fn the_direct_path_answers_stateless_calls_exactly_as_rmcp_does() {
             },
             true,
         ),
+        // `arguments: null` is no arguments.
+        (
+            Raw {
+                token: "alpha",
+                headers: vec![],
+                body: stateless_call(29, "load_skill", Value::Null),
+            },
+            true,
+        ),
         // Everything below goes to rmcp on both servers.
         (
             Raw {
@@ -1613,6 +1622,42 @@ async fn the_direct_path_answers_stateless_calls_exactly_as_rmcp_does() {
             false,
         ),
     ];
+    // Body shapes the direct path leaves to rmcp: each is the plain call with one change.
+    let shapes: Vec<(&str, fn(&mut Value))> = vec![
+        ("extra top-level key", |b| b["extra"] = json!(1)),
+        ("task", |b| b["params"]["task"] = json!({"ttl": 1000})),
+        ("float id", |b| b["id"] = json!(1.5)),
+        ("null id", |b| b["id"] = Value::Null),
+        ("huge id", |b| b["id"] = json!(u64::MAX)),
+        ("no id", |b| {
+            b.as_object_mut().unwrap().remove("id");
+        }),
+        ("arguments array", |b| b["params"]["arguments"] = json!([1])),
+        ("extra _meta key", |b| {
+            b["params"]["_meta"]["progressToken"] = json!("p")
+        }),
+        ("bad capabilities", |b| {
+            b["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"roots": 5})
+        }),
+        ("bad clientInfo", |b| {
+            b["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = json!(7)
+        }),
+        ("jsonrpc 1.0", |b| b["jsonrpc"] = json!("1.0")),
+        ("name not a string", |b| b["params"]["name"] = json!(5)),
+    ];
+    let mut cases = cases;
+    for (i, (_, change)) in shapes.iter().enumerate() {
+        let mut body = load(100 + i as i64, "shared-one");
+        change(&mut body);
+        cases.push((
+            Raw {
+                token: "alpha",
+                headers: vec![],
+                body,
+            },
+            false,
+        ));
+    }
     let mut expected_direct = 0;
     for (i, (raw, taken)) in cases.iter().enumerate() {
         let before = direct.state.metrics.mcp_direct_calls.get();
@@ -1625,6 +1670,25 @@ async fn the_direct_path_answers_stateless_calls_exactly_as_rmcp_does() {
     }
     assert_eq!(direct.state.metrics.mcp_direct_calls.get(), expected_direct);
     assert_eq!(rmcp.state.metrics.mcp_direct_calls.get(), 0);
+    // Calls are counted by outcome on both paths.
+    let calls = |s: &TestServer| {
+        let mut l: Vec<String> = s
+            .state
+            .metrics
+            .render()
+            .lines()
+            .filter(|l| l.starts_with("skillbase_calls_total"))
+            .map(str::to_owned)
+            .collect();
+        l.sort();
+        l
+    };
+    let counted = calls(&direct);
+    assert!(
+        counted.contains(&r#"skillbase_calls_total{outcome="done"} 12"#.to_owned()),
+        "{counted:?}"
+    );
+    assert_eq!(counted, calls(&rmcp));
     // Both servers recorded the same calls.
     direct.state.dispatcher.flush().await;
     rmcp.state.dispatcher.flush().await;

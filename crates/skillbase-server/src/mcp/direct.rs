@@ -21,9 +21,10 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, GetMeta, ProtocolVersion,
-    ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, ClientCapabilities, ErrorCode, ErrorData, Implementation, JsonObject,
+    ProtocolVersion, RequestId, ServerJsonRpcMessage, ServerResult,
 };
+use serde::Deserialize;
 
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
@@ -147,26 +148,20 @@ pub(super) async fn serve(
     body: &Bytes,
 ) -> Option<Response> {
     let name = eligible(parts, allowed)?;
-    let Ok(ClientJsonRpcMessage::Request(request)) =
-        serde_json::from_slice::<ClientJsonRpcMessage>(body)
-    else {
-        return None;
-    };
-    let id = request.id;
-    let meta = request.request.get_meta();
-    let version_ok = meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
-        && meta
-            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
-            .is_empty();
-    let ClientRequest::CallToolRequest(call) = request.request else {
-        return None;
-    };
-    if !version_ok || call.params.name != name {
+    let call = serde_json::from_slice::<Call>(body).ok()?;
+    if call.jsonrpc != "2.0"
+        || call.method != "tools/call"
+        || call.params.name != name
+        || call.params.meta.protocol_version != ProtocolVersion::V_2026_07_28.as_str()
+    {
         return None;
     }
+    let id = call.id.0;
+    let mut params = CallToolRequestParams::new(call.params.name);
+    params.arguments = call.params.arguments;
     state.metrics.mcp_direct_calls.inc();
     let result = match Identity::of(parts).and_then(|i| i.resolve(state)) {
-        Ok(caller) => answer(state, &caller, parts, call.params).await,
+        Ok(caller) => answer(state, &caller, parts, params).await,
         Err(e) => Err(e),
     };
     let message = match result {
@@ -189,12 +184,77 @@ async fn answer(
     state: &AppState,
     caller: &Caller,
     parts: &Parts,
-    params: rmcp::model::CallToolRequestParams,
+    params: CallToolRequestParams,
 ) -> Result<ServerResult, ErrorData> {
     let session = session_of(Some(parts), caller)?;
     call_tool(state, caller, &session, params)
         .await
         .map(ServerResult::from)
+}
+
+/// The one request shape this path takes: a JSON-RPC request for `tools/call` with nothing
+/// rmcp would read differently. Unknown fields (a `task`, an `inputResponses`, other `_meta`
+/// keys), a float or null id, an escaped string where a borrowed one is expected: the parse
+/// fails and the request goes to rmcp. `clientCapabilities` and `clientInfo` are read with
+/// rmcp's own types, so a value rmcp would not accept fails here too.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Call<'a> {
+    #[serde(borrow)]
+    jsonrpc: &'a str,
+    id: Id,
+    #[serde(borrow)]
+    method: &'a str,
+    #[serde(borrow)]
+    params: Params<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params<'a> {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+    #[serde(rename = "_meta", borrow)]
+    meta: Meta<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Meta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
+    protocol_version: &'a str,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    _client_capabilities: ClientCapabilities,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
+    _client_info: Option<Implementation>,
+}
+
+/// A JSON-RPC id as rmcp reads one: an `i64` or a string.
+struct Id(RequestId);
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Id, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer or a string")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(Id(RequestId::Number(v)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Id, E> {
+                i64::try_from(v)
+                    .map(|v| Id(RequestId::Number(v)))
+                    .map_err(|_| E::custom("id out of range"))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Id, E> {
+                Ok(Id(RequestId::String(v.into())))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The HTTP response rmcp gives a terminal message on the per-request wire.

@@ -374,6 +374,7 @@ async fn call_tool(
         .call(&caller.agent, session, &request.name, args, CallMode::Wait)
         .await
         .map_err(runtime_error)?;
+    state.metrics.call(&outcome);
     let text = vec![ContentBlock::text(outcome.for_model())];
     Ok(match outcome {
         CallOutcome::Done { .. } | CallOutcome::Started { .. } => CallToolResult::success(text),

@@ -76,6 +76,7 @@ impl<'a> Authoring<'a> {
             .dispatcher
             .call(&self.agent, &self.session, tool, args, CallMode::Wait)
             .await?;
+        self.st.metrics.call(&outcome);
         match outcome {
             CallOutcome::Done { result, .. } => Ok(result),
             CallOutcome::Refused { rule, message, .. } => Err(refusal(&self.agent, rule, message)),

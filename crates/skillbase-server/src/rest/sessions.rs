@@ -9,7 +9,6 @@ use super::extract::{Body, Caller, P, Q, agent_name, unprocessable};
 use super::skills::Run;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::metrics::OutcomeLabels;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -311,15 +310,6 @@ pub async fn turn(
     }))
 }
 
-fn outcome_label(o: &CallOutcome) -> &'static str {
-    match o {
-        CallOutcome::Done { .. } => "done",
-        CallOutcome::Started { .. } => "started",
-        CallOutcome::Refused { .. } => "refused",
-        CallOutcome::Failed { .. } => "failed",
-    }
-}
-
 /// Dispatch a call through the pipeline (offered set, arguments, capability gate, bounds,
 /// redaction). A refusal or a failure is an outcome (200), not an HTTP error.
 #[utoipa::path(post, path = "/v1/sessions/{id}/calls", tag = "sessions",
@@ -343,12 +333,7 @@ pub async fn call(
         .dispatcher
         .call(&agent, &id, &b.name, b.arguments, mode)
         .await?;
-    st.metrics
-        .calls
-        .get_or_create(&OutcomeLabels {
-            outcome: outcome_label(&outcome).into(),
-        })
-        .inc();
+    st.metrics.call(&outcome);
     let status = if matches!(outcome, CallOutcome::Started { .. }) {
         StatusCode::ACCEPTED
     } else {
