@@ -967,6 +967,27 @@ macro_rules! backend {
                 Ok(rows.into_iter().map(event_from_row).collect())
             }
 
+            /// Events after `after` that may change the index or the agents (everything but the
+            /// runtime's own kinds), as (id, kind, scope, skill); and the newest event id.
+            pub async fn index_changes(pool: &Pool<Db>, after: i64, limit: i64) -> Result<(Vec<(i64, String, Option<String>, Option<String>)>, i64)> {
+                // The newest id first, and only rows up to it: an event committed between the two
+                // statements is left for the next call, never skipped.
+                let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM events").fetch_one(pool).await?;
+                let newest = newest.unwrap_or(0).max(after);
+                let rows: Vec<(i64, String, Option<String>, Option<String>)> = sqlx::query_as(concat!(
+                    "SELECT id, kind, scope, skill FROM events WHERE id > $1 AND id <= $2 AND kind NOT IN (",
+                    "'tool_called', 'call_refused', 'call_started', 'call_finished', 'skill_activated', ",
+                    "'skill_evicted', 'turn', 'catalog_truncated', 'run_finished', 'token_created', 'token_revoked'",
+                    ") ORDER BY id LIMIT $3"
+                ))
+                .bind(after)
+                .bind(newest)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?;
+                Ok((rows, newest))
+            }
+
             pub async fn max_event_id(pool: &Pool<Db>) -> Result<i64> {
                 let v: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM events").fetch_one(pool).await?;
                 Ok(v.unwrap_or(0))

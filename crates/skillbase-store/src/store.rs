@@ -132,39 +132,41 @@ impl Store {
     }
 
     /// Apply writes made by other processes (other servers on the same PostgreSQL): reads the
-    /// events since the last one seen and refreshes the records they touched. Returns how many
-    /// records were refreshed.
+    /// events since the last one seen that can change the index or the agents (not the
+    /// runtime's call, activation and turn events) and refreshes the records they touched.
+    /// Returns how many records were refreshed.
+    ///
+    /// Events are taken in id order. On PostgreSQL a transaction that took its id before another
+    /// one but commits after it is not seen (ids are handed out before commit): such a write
+    /// reaches this server at its next write of the same skill or at restart.
     pub async fn sync_changes(&self) -> Result<usize> {
+        const LIMIT: usize = 10_000;
         let after = self.events_seen.load(Ordering::SeqCst);
-        let events = self
-            .events(&EventFilter {
-                after_id: Some(after),
-                limit: Some(10_000),
-                ..EventFilter::default()
-            })
-            .await?;
+        // Only the kinds that can change the index or the agents: a busy server writes tens of
+        // thousands of call and activation events a second, and none of them needs reading here.
+        let (events, newest) = on_db!(self, index_changes(after, LIMIT as i64))?;
         let mut touched: Vec<(Scope, String)> = Vec::new();
-        let mut max = after;
-        if events.iter().any(|e| e.kind == "agent_changed") {
+        if events.iter().any(|(_, kind, _, _)| kind == "agent_changed") {
             self.refresh_agents().await?;
         }
-        for e in &events {
-            max = max.max(e.id);
-            if let (Some(scope), Some(skill)) = (&e.scope, &e.skill)
+        for (_, _, scope, skill) in &events {
+            if let (Some(scope), Some(skill)) = (scope, skill)
                 && let Ok(scope) = scope.parse::<Scope>()
                 && !touched.iter().any(|(s, n)| *s == scope && n == skill)
             {
                 touched.push((scope, skill.clone()));
             }
         }
-        if events.len() >= 10_000 {
+        if events.len() >= LIMIT {
             self.reload().await?;
+            self.events_seen.fetch_max(newest, Ordering::SeqCst);
             return Ok(self.index().len());
         }
         for (scope, name) in &touched {
             self.refresh(scope, name).await?;
         }
-        self.events_seen.fetch_max(max, Ordering::SeqCst);
+        // Everything up to the newest event has been looked at (the rest were runtime kinds).
+        self.events_seen.fetch_max(newest, Ordering::SeqCst);
         Ok(touched.len())
     }
 

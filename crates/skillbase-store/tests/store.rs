@@ -473,14 +473,39 @@ async fn reopen_and_other_writers(db: TestDb) {
         b.index().get(&Scope::Shared, "shared-one").unwrap().body,
         "v1"
     );
+    // The runtime's own events (calls, activations) are not read back: a busy server's
+    // ten thousand calls do not make the other process reload its index.
+    let calls: Vec<skillbase_store::NewEvent> = (0..10_050)
+        .map(|i| skillbase_store::NewEvent {
+            kind: if i % 2 == 0 {
+                "tool_called"
+            } else {
+                "skill_activated"
+            }
+            .into(),
+            scope: Some("shared".into()),
+            skill: Some("shared-one".into()),
+            session: Some("busy".into()),
+            ..Default::default()
+        })
+        .collect();
+    a.put(put(Scope::Shared, skill("bystander", "v1"), None))
+        .await
+        .unwrap();
+    assert_eq!(b.sync_changes().await.unwrap(), 1);
+    a.append_events(&calls).await.unwrap();
     a.put(put(Scope::Shared, skill("shared-one", "v2"), None))
         .await
         .unwrap();
-    b.sync_changes().await.unwrap();
+    // One record refreshed (a reload would report the whole index, two records).
+    assert_eq!(b.sync_changes().await.unwrap(), 1);
     assert_eq!(
         b.index().get(&Scope::Shared, "shared-one").unwrap().body,
         "v2"
     );
+    // Nothing new: nothing refreshed.
+    a.append_events(&calls[..10]).await.unwrap();
+    assert_eq!(b.sync_changes().await.unwrap(), 0);
     a.close().await;
     b.close().await;
     let c = db.open().await;
