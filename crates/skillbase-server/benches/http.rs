@@ -41,6 +41,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// The allocator the `skillbase` binary uses (both servers and the client run on it).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Requests in flight at once, for every target.
 const CONCURRENCY: usize = 8;
 /// Skills in the store.

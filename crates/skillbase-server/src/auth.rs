@@ -84,11 +84,15 @@ pub fn generate_token() -> String {
 /// Lowercase hex SHA-256 of a token secret: all the store keeps. The secret has 256 bits of
 /// entropy, so a fast hash is the right one (no password stretching is needed).
 pub fn hash_token(secret: &str) -> String {
-    let d = Sha256::digest(secret.as_bytes());
+    hex(&Sha256::digest(secret.as_bytes()).into())
+}
+
+fn hex(digest: &[u8; 32]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(64);
-    for b in d {
-        use std::fmt::Write;
-        let _ = write!(s, "{b:02x}");
+    for b in digest {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 0xf)] as char);
     }
     s
 }
@@ -98,11 +102,19 @@ pub fn hash_token(secret: &str) -> String {
 /// database takes effect within this time.
 pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(2);
 
+/// What a token hash was found to be.
+#[derive(Clone)]
+enum Known {
+    Valid(Principal),
+    Unknown,
+    Revoked,
+}
+
 /// Token lookups, cached briefly by hash.
 pub struct Auth {
     /// `--dev`: no tokens; every request is the admin.
     pub dev: bool,
-    cache: Mutex<HashMap<String, (Instant, Option<TokenRecord>)>>,
+    cache: Mutex<HashMap<[u8; 32], (Instant, Known)>>,
 }
 
 impl Auth {
@@ -140,46 +152,57 @@ impl Auth {
             .ok_or_else(|| {
                 ApiError::unauthorized("malformed Authorization header: expected `Bearer <token>`")
             })?;
-        let hash = hash_token(secret);
+        let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
         let cached = {
             let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             cache
-                .get(&hash)
+                .get(&digest)
                 .filter(|(at, _)| at.elapsed() < TOKEN_CACHE_TTL)
-                .map(|(_, r)| r.clone())
+                .map(|(_, k)| k.clone())
         };
-        let record = match cached {
-            Some(r) => r,
+        let known = match cached {
+            Some(k) => k,
             None => {
-                let r = state
+                let record = state
                     .store
-                    .token_by_hash(&hash)
+                    .token_by_hash(&hex(&digest))
                     .await
                     .map_err(|e| ApiError::internal(format!("token lookup failed: {e}")))?;
+                let known = Known::of(record)?;
                 let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
                 if cache.len() > 10_000 {
                     cache.clear();
                 }
-                cache.insert(hash, (Instant::now(), r.clone()));
-                r
+                cache.insert(digest, (Instant::now(), known.clone()));
+                known
             }
         };
+        match known {
+            Known::Valid(p) => Ok(p),
+            Known::Unknown => Err(ApiError::unauthorized("unknown token")),
+            Known::Revoked => Err(ApiError::unauthorized("this token has been revoked")),
+        }
+    }
+}
+
+impl Known {
+    fn of(record: Option<TokenRecord>) -> Result<Known, ApiError> {
         let Some(rec) = record else {
-            return Err(ApiError::unauthorized("unknown token"));
+            return Ok(Known::Unknown);
         };
         if rec.revoked_at.is_some() {
-            return Err(ApiError::unauthorized("this token has been revoked"));
+            return Ok(Known::Revoked);
         }
-        match rec.agent {
-            None => Ok(Principal::Admin {
+        Ok(Known::Valid(match rec.agent {
+            None => Principal::Admin {
                 token: Some(rec.id),
-            }),
-            Some(a) => Ok(Principal::Agent {
+            },
+            Some(a) => Principal::Agent {
                 agent: AgentName::parse(&a)
                     .map_err(|e| ApiError::internal(format!("stored token agent: {e}")))?,
                 token: rec.id,
-            }),
-        }
+            },
+        }))
     }
 }
 
@@ -197,4 +220,20 @@ pub async fn middleware(
     let principal = state.auth.authenticate(&state, h).await?;
     req.extensions_mut().insert(principal);
     Ok(next.run(req).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_are_lowercase_hex_sha256() {
+        assert_eq!(
+            hash_token("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let t = generate_token();
+        assert!(t.starts_with(TOKEN_PREFIX) && t.len() == 47, "{t}");
+        assert_eq!(hash_token(&t).len(), 64);
+    }
 }

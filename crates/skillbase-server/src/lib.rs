@@ -103,18 +103,12 @@ async fn not_found(req: Request) -> ApiError {
 /// Timeout to the start of the response, metrics and a log line per request.
 async fn observe(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().clone();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_owned())
-        .unwrap_or_else(|| {
-            if req.uri().path().starts_with("/mcp") {
-                "/mcp".to_owned()
-            } else {
-                "unmatched".to_owned()
-            }
-        });
+    let method = metrics::method_label(req.method());
+    let route: metrics::Label = match req.extensions().get::<MatchedPath>() {
+        Some(m) => m.as_str().to_owned().into(),
+        None if req.uri().path().starts_with("/mcp") => "/mcp".into(),
+        None => "unmatched".into(),
+    };
     // Routes that run tool calls wait for them: the slowest cost class may take up to two
     // minutes, so they get at least CALL_ROUTE_TIMEOUT before the response must start.
     let path = req.uri().path();
@@ -141,20 +135,18 @@ async fn observe(State(state): State<Arc<AppState>>, req: Request, next: Next) -
         .metrics
         .http_requests
         .get_or_create(&metrics::HttpLabels {
-            method: method.to_string(),
+            method: method.clone(),
             route: route.clone(),
             status,
         })
         .inc();
     let secs = started.elapsed().as_secs_f64();
+    tracing::debug!(%method, %route, status, ms = secs * 1e3, "request");
     state
         .metrics
         .http_seconds
-        .get_or_create(&metrics::RouteLabels {
-            route: route.clone(),
-        })
+        .get_or_create(&metrics::RouteLabels { route })
         .observe(secs);
-    tracing::debug!(%method, route, status, ms = secs * 1e3, "request");
     res
 }
 

@@ -7,19 +7,38 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use skillbase_runtime::dispatch::CallOutcome;
+use std::borrow::Cow;
 use std::sync::Mutex;
+
+/// Label values: static for the common ones (no allocation per request).
+pub type Label = Cow<'static, str>;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HttpLabels {
-    pub method: String,
+    pub method: Label,
     /// The route pattern (`/v1/skills/{name}`), never the raw path, so cardinality stays bounded.
-    pub route: String,
+    pub route: Label,
     pub status: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
-    pub route: String,
+    pub route: Label,
+}
+
+/// A method as a label value.
+pub fn method_label(m: &axum::http::Method) -> Label {
+    use axum::http::Method;
+    Cow::Borrowed(match *m {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => return Cow::Owned(m.as_str().to_owned()),
+    })
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

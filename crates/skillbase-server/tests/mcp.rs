@@ -1623,7 +1623,8 @@ async fn the_direct_path_answers_stateless_calls_exactly_as_rmcp_does() {
         ),
     ];
     // Body shapes the direct path leaves to rmcp: each is the plain call with one change.
-    let shapes: Vec<(&str, fn(&mut Value))> = vec![
+    type Change = fn(&mut Value);
+    let shapes: Vec<(&str, Change)> = vec![
         ("extra top-level key", |b| b["extra"] = json!(1)),
         ("task", |b| b["params"]["task"] = json!({"ttl": 1000})),
         ("float id", |b| b["id"] = json!(1.5)),
