@@ -408,7 +408,8 @@ impl Dispatcher {
         agent: &AgentName,
         session: &str,
     ) -> Result<Arc<SessionState>, RuntimeError> {
-        self.runtime.store.open_session(session, agent).await?;
+        // The runtime's session cache opens (or creates) it once for both.
+        self.runtime.open(agent, session).await?;
         let run = self.runtime.store.open_run(session).await?;
         let state = Arc::new(SessionState {
             agent: agent.clone(),

@@ -89,7 +89,7 @@ pub struct Runtime {
 }
 
 /// A session as this process knows it.
-struct OpenSession {
+pub(crate) struct OpenSession {
     agent: AgentName,
     activations: Mutex<Vec<ActivationRecord>>,
 }
@@ -139,7 +139,7 @@ impl Runtime {
     }
 
     /// Open (or find) a session of `agent`: created in the store on first use, then cached.
-    async fn open(&self, agent: &AgentName, session: &str) -> Result<Arc<OpenSession>> {
+    pub(crate) async fn open(&self, agent: &AgentName, session: &str) -> Result<Arc<OpenSession>> {
         if let Some(s) = self
             .sessions
             .lock()
