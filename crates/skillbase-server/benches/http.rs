@@ -11,13 +11,15 @@
 //! - `skillbase/already_active`: the 2026-07-28 (stateless) wire, every request the same
 //!   `load_skill` call in the token's default Skillbase session. After the first call the skill is
 //!   active there, so the runtime answers "already active": the steady path of a host that calls
-//!   again (authentication, rmcp, the dispatch pipeline, the session read from SQLite, the
-//!   `tool_called` event queued).
+//!   again (authentication, the direct path for stateless `tools/call` in `mcp::direct`, the
+//!   dispatch pipeline, the `tool_called` event queued).
 //! - `skillbase/fresh_session`: the same call with a new `Skillbase-Session` header on every
 //!   request: a first activation each time (session row, activation, events, run, the skill's
 //!   files written to the session workspace): the full cost of loading a skill.
 //! - `skillbase/discover`: `server/discover` on the same endpoint: authentication and rmcp
 //!   without the dispatch pipeline (where the time goes, no target).
+//! - `in_process/already_active`: the same call through `Dispatcher::call` with no HTTP (what
+//!   the server adds on top is HTTP, authentication and MCP framing).
 //! - `floor/*`: a one-route axum server answering each of the above with the bytes Skillbase
 //!   returned for it (captured before timing), same status and content type.
 //!
