@@ -339,8 +339,14 @@ impl Builtin<'_> {
             ))));
         }
         let scope = Scope::Agent(agent.clone());
-        // Start from what the agent sees now (its own record or the shared one) when modifying.
-        let current = store.index().resolve(agent, &name).cloned();
+        // Start from what the agent sees now when modifying: its own record, or the shared one
+        // when its allowlist covers the name. A shared skill outside the allowlist is as if
+        // missing (no "already exists", nothing of it copied).
+        let current = store
+            .index()
+            .resolve(agent, &name)
+            .filter(|e| e.scope == scope || self.agent.config.skills.contains(&name))
+            .cloned();
         if create && current.is_some() {
             return Ok(Err(ToolError::new(format!(
                 "a skill named '{name}' already exists for this agent; use skill_modify, or choose another name"

@@ -1808,6 +1808,79 @@ async fn failed_calls_end_a_run_as_a_failure_and_count_toward_drift() {
     env.assert_clean().await;
 }
 
+/// A shared skill outside the agent's allowlist is, to the authoring tools, as if it did not
+/// exist: creating the name works (a record of the agent's own), modifying it finds nothing,
+/// and nothing of its content reaches the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authoring_tools_do_not_reveal_shared_skills_outside_the_allowlist() {
+    let env = Env::new().await;
+    env.put(skill("hidden", "", "Secret procedure.")).await;
+    env.put(skill("seen", "", "Public procedure.")).await;
+    let a = env
+        .agent("narrow", |c| {
+            c.skills = NameSet::Names(
+                ["seen", "hidden"]
+                    .iter()
+                    .map(|n| skillbase_format::SkillName::parse(n).unwrap())
+                    .collect(),
+            )
+        })
+        .await;
+    let b = env
+        .agent("other", |c| {
+            c.skills = NameSet::Names(vec![skillbase_format::SkillName::parse("seen").unwrap()])
+        })
+        .await;
+    let call = |agent: &AgentName, tool: &'static str, args: Value| {
+        let agent = agent.clone();
+        let env = &env;
+        async move {
+            let session = format!("w-{agent}");
+            env.call_as(&agent, &session, tool, args, CallMode::Wait)
+                .await
+        }
+    };
+    // `other` may not see `hidden`: modify finds nothing, exactly as for a missing name.
+    let o = call(&b, "skill_modify", json!({"name": "hidden", "body": "x"})).await;
+    let missing = call(&b, "skill_modify", json!({"name": "nowhere", "body": "x"})).await;
+    assert_eq!(
+        o.for_model().replace("hidden", "NAME"),
+        missing.for_model().replace("nowhere", "NAME")
+    );
+    // Creating the name is not refused as "already exists": the agent gets its own record.
+    let o = call(
+        &b,
+        "skill_create",
+        json!({"name": "hidden", "description": "Mine. Use when testing.", "body": "My own."}),
+    )
+    .await;
+    assert!(
+        !o.for_model().contains("already exists"),
+        "{}",
+        o.for_model()
+    );
+    done(&o);
+    let own = env
+        .store
+        .index()
+        .get(&Scope::Agent(b.clone()), "hidden")
+        .cloned()
+        .unwrap();
+    assert!(!own.body.contains("Secret"), "{}", own.body);
+    // An agent whose allowlist covers the shared skill is told it exists.
+    let o = call(
+        &a,
+        "skill_create",
+        json!({"name": "seen", "description": "Dup. Use when testing.", "body": "Dup."}),
+    )
+    .await;
+    assert!(
+        o.for_model().contains("already exists"),
+        "{}",
+        o.for_model()
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Approval policy.
 
