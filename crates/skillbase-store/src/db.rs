@@ -121,6 +121,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0005_tokens.sql"),
         include_str!("../migrations/postgres/0005_tokens.sql"),
     ),
+    (
+        "index_changes",
+        include_str!("../migrations/sqlite/0006_index_changes.sql"),
+        include_str!("../migrations/postgres/0006_index_changes.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {
@@ -248,4 +253,22 @@ fn sqlite_options(path: &Path) -> SqliteConnectOptions {
         // Read pages through a memory map instead of a read() call each: halves the time to
         // load the index of a large store (benches/store.rs, cold start). Writes are unchanged.
         .pragma("mmap_size", "268435456")
+}
+
+#[cfg(test)]
+mod tests {
+    /// The partial index of migration 0006 covers exactly the rows `sync_changes` asks for: the
+    /// same list of runtime kinds on both backends.
+    #[test]
+    fn the_index_changes_migration_has_the_queried_kind_list() {
+        let list = format!("NOT IN ({})", crate::sql::RUNTIME_KINDS);
+        for (name, sqlite, postgres) in super::MIGRATIONS {
+            if *name == "index_changes" {
+                assert!(sqlite.contains(&list), "{sqlite}");
+                assert!(postgres.contains(&list), "{postgres}");
+                return;
+            }
+        }
+        panic!("no index_changes migration");
+    }
 }

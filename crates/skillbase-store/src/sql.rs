@@ -6,6 +6,18 @@
 
 use crate::model::Scope;
 
+/// The runtime's own event kinds (calls, activations, turns, runs, tokens): none of them changes
+/// the index or the agents, so `sync_changes` skips them. Migration 0006's partial index has the
+/// same list.
+macro_rules! runtime_kinds {
+    () => {
+        "'tool_called', 'call_refused', 'call_started', 'call_finished', 'skill_activated', 'skill_evicted', 'turn', 'catalog_truncated', 'run_finished', 'token_created', 'token_revoked'"
+    };
+}
+
+/// [`runtime_kinds!`] as a constant (for the migration check).
+pub const RUNTIME_KINDS: &str = runtime_kinds!();
+
 /// Which statuses activating a revision brings back to `active`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Revive {
@@ -976,8 +988,7 @@ macro_rules! backend {
                 let newest = newest.unwrap_or(0).max(after);
                 let rows: Vec<(i64, String, Option<String>, Option<String>)> = sqlx::query_as(concat!(
                     "SELECT id, kind, scope, skill FROM events WHERE id > $1 AND id <= $2 AND kind NOT IN (",
-                    "'tool_called', 'call_refused', 'call_started', 'call_finished', 'skill_activated', ",
-                    "'skill_evicted', 'turn', 'catalog_truncated', 'run_finished', 'token_created', 'token_revoked'",
+                    runtime_kinds!(),
                     ") ORDER BY id LIMIT $3"
                 ))
                 .bind(after)

@@ -57,6 +57,8 @@ pub struct Store {
     index_lock: tokio::sync::Mutex<()>,
     /// The newest event this process has applied to its index.
     events_seen: AtomicI64,
+    /// What `sync_changes` looks back over (late commits on PostgreSQL).
+    sync: std::sync::Mutex<SyncWindow>,
     /// Ticks after every index swap and agent refresh (servers notify clients from it).
     changed: tokio::sync::watch::Sender<u64>,
     pub limits: BundleLimits,
@@ -73,6 +75,7 @@ impl Store {
             write_guard: ArcSwap::from_pointee(None),
             index_lock: tokio::sync::Mutex::new(()),
             events_seen: AtomicI64::new(0),
+            sync: std::sync::Mutex::new(SyncWindow::default()),
             changed: tokio::sync::watch::Sender::new(0),
             limits: BundleLimits::default(),
         };
@@ -116,6 +119,7 @@ impl Store {
             .store(Arc::new(Index::from_entries(entries, generation)));
         self.changed.send_modify(|g| *g += 1);
         self.events_seen.store(seen, Ordering::SeqCst);
+        *self.sync.lock().unwrap_or_else(|p| p.into_inner()) = SyncWindow::from(seen);
         drop(_guard);
         self.refresh_agents().await
     }
@@ -136,15 +140,32 @@ impl Store {
     /// runtime's call, activation and turn events) and refreshes the records they touched.
     /// Returns how many records were refreshed.
     ///
-    /// Events are taken in id order. On PostgreSQL a transaction that took its id before another
-    /// one but commits after it is not seen (ids are handed out before commit): such a write
-    /// reaches this server at its next write of the same skill or at restart.
+    /// On PostgreSQL ids are handed out before commit, so a transaction can commit after another
+    /// one with a higher id has been seen. Each call therefore looks back over the last
+    /// [`SYNC_LOOKBACK`] of ids as well and applies what it had not applied yet (a partial index
+    /// on the index-changing kinds keeps that cheap, however many call events there are).
     pub async fn sync_changes(&self) -> Result<usize> {
         const LIMIT: usize = 10_000;
-        let after = self.events_seen.load(Ordering::SeqCst);
+        let floor = self
+            .sync
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .floor(std::time::Instant::now());
         // Only the kinds that can change the index or the agents: a busy server writes tens of
         // thousands of call and activation events a second, and none of them needs reading here.
-        let (events, newest) = on_db!(self, index_changes(after, LIMIT as i64))?;
+        let (events, newest) = on_db!(self, index_changes(floor, LIMIT as i64))?;
+        if events.len() >= LIMIT {
+            // More than a page of writes (a bulk import): read everything again.
+            self.reload().await?;
+            return Ok(self.index().len());
+        }
+        let events: Vec<_> = {
+            let w = self.sync.lock().unwrap_or_else(|p| p.into_inner());
+            events
+                .into_iter()
+                .filter(|(id, ..)| !w.applied.contains(id))
+                .collect()
+        };
         let mut touched: Vec<(Scope, String)> = Vec::new();
         if events.iter().any(|(_, kind, _, _)| kind == "agent_changed") {
             self.refresh_agents().await?;
@@ -157,13 +178,15 @@ impl Store {
                 touched.push((scope, skill.clone()));
             }
         }
-        if events.len() >= LIMIT {
-            self.reload().await?;
-            self.events_seen.fetch_max(newest, Ordering::SeqCst);
-            return Ok(self.index().len());
-        }
         for (scope, name) in &touched {
             self.refresh(scope, name).await?;
+        }
+        // Applied: not again while they are in the window (an error above leaves them to the
+        // next call).
+        {
+            let mut w = self.sync.lock().unwrap_or_else(|p| p.into_inner());
+            w.applied.extend(events.iter().map(|(id, ..)| *id));
+            w.mark(std::time::Instant::now(), newest);
         }
         // Everything up to the newest event has been looked at (the rest were runtime kinds).
         self.events_seen.fetch_max(newest, Ordering::SeqCst);
@@ -786,4 +809,81 @@ fn to_entry(r: RawEntry) -> Result<SkillEntry> {
         updated_at: r.updated_at,
         name: r.name,
     })
+}
+
+/// How far back `sync_changes` looks for events committed after newer ones were seen.
+pub const SYNC_LOOKBACK: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The ids `sync_changes` has looked at: marks of the newest id by time, and the index-changing
+/// events applied within the look-back window (few: writes, not calls).
+#[derive(Default)]
+struct SyncWindow {
+    /// The newest id as of at least `SYNC_LOOKBACK` ago: everything at or below it is settled.
+    settled: i64,
+    /// (when, newest id then), oldest first.
+    marks: std::collections::VecDeque<(std::time::Instant, i64)>,
+    /// Index-changing events above `settled` already applied.
+    applied: std::collections::BTreeSet<i64>,
+}
+
+impl SyncWindow {
+    fn from(seen: i64) -> SyncWindow {
+        SyncWindow {
+            settled: seen,
+            ..SyncWindow::default()
+        }
+    }
+
+    /// The id to read from: marks older than the window settle.
+    fn floor(&mut self, now: std::time::Instant) -> i64 {
+        while let Some(&(at, id)) = self.marks.front() {
+            if now.duration_since(at) < SYNC_LOOKBACK {
+                break;
+            }
+            self.settled = self.settled.max(id);
+            self.marks.pop_front();
+        }
+        let settled = self.settled;
+        self.applied.retain(|&id| id > settled);
+        settled
+    }
+
+    fn mark(&mut self, now: std::time::Instant, newest: i64) {
+        // One mark a second is plenty (the loop runs every second).
+        if self
+            .marks
+            .back()
+            .is_none_or(|&(at, _)| now.duration_since(at) >= std::time::Duration::from_millis(500))
+        {
+            self.marks.push_back((now, newest));
+        }
+    }
+}
+
+#[cfg(test)]
+mod sync_window_tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn ids_settle_after_the_look_back_window() {
+        let t0 = Instant::now();
+        let mut w = SyncWindow::from(10);
+        assert_eq!(w.floor(t0), 10);
+        w.applied.extend([12, 15]);
+        w.mark(t0, 15);
+        // Within the window: still read from 10, the applied ids are remembered.
+        w.mark(t0 + Duration::from_millis(100), 16); // too soon for a second mark
+        w.mark(t0 + Duration::from_secs(1), 20);
+        assert_eq!(w.floor(t0 + Duration::from_secs(30)), 10);
+        assert!(w.applied.contains(&12));
+        // A minute on, the first mark settles: read from 15, forget what is at or below it.
+        assert_eq!(w.floor(t0 + SYNC_LOOKBACK), 15);
+        assert_eq!(
+            w.applied.iter().copied().collect::<Vec<_>>(),
+            Vec::<i64>::new()
+        );
+        assert_eq!(w.floor(t0 + SYNC_LOOKBACK + Duration::from_secs(1)), 20);
+        assert!(w.marks.is_empty());
+    }
 }
