@@ -1037,6 +1037,21 @@ impl Dispatcher {
         got
     }
 
+    /// A loaded skill as the call's outcome (redacted, counted).
+    fn loaded(
+        &self,
+        r: crate::runtime::LoadResult,
+        call_id: &str,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let text = self.redactor().redact(&r.content).into_owned();
+        Ok(CallOutcome::Done {
+            call_id: call_id.to_owned(),
+            tokens: tokens::count(&text),
+            result: serde_json::Value::String(text),
+            truncated: false,
+        })
+    }
+
     /// `load_skill` as a dispatched call: activation opens a run (the skill now drives).
     pub(crate) async fn activate(
         &self,
@@ -1046,21 +1061,31 @@ impl Dispatcher {
         args: Option<serde_json::Value>,
         call_id: &str,
     ) -> Result<CallOutcome, RuntimeError> {
+        let driving = self
+            .driving_run(&agent.name, session)
+            .await?
+            .map(|o| (o.skill_id, o.rev));
         match self
             .runtime
-            .load_skill(&agent.name, session, name, args.as_ref())
+            .load_skill_with_run(&agent.name, session, name, args.as_ref(), Some(driving))
             .await
         {
-            Ok(r) => {
+            Ok((r, Some(_))) => {
+                // A first activation opened the skill's run with its activation.
+                self.refresh_run(session).await?;
+                self.loaded(r, call_id)
+            }
+            Ok((r, None)) => {
                 // The skill drives from now on, unless its run is the one already open (a
                 // skill loaded again after it finished, or after another took over, drives
                 // again).
-                if let Some(e) = self
-                    .runtime
-                    .store
-                    .index()
-                    .resolve(&agent.name, name)
-                    .cloned()
+                if r.already_active
+                    && let Some(e) = self
+                        .runtime
+                        .store
+                        .index()
+                        .resolve(&agent.name, name)
+                        .cloned()
                 {
                     let open = self.driving_run(&agent.name, session).await?;
                     let driving = open.is_some_and(|o| o.skill_id == e.id && o.rev == e.active_rev);
@@ -1072,13 +1097,7 @@ impl Dispatcher {
                         self.refresh_run(session).await?;
                     }
                 }
-                let text = self.redactor().redact(&r.content).into_owned();
-                Ok(CallOutcome::Done {
-                    call_id: call_id.to_owned(),
-                    tokens: tokens::count(&text),
-                    result: serde_json::Value::String(text),
-                    truncated: false,
-                })
+                self.loaded(r, call_id)
             }
             Err(RuntimeError::InvalidArguments { name, problems }) => Ok(CallOutcome::Refused {
                 call_id: call_id.to_owned(),

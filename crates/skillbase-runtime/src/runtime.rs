@@ -252,6 +252,22 @@ impl Runtime {
         name: &str,
         arguments: Option<&serde_json::Value>,
     ) -> Result<LoadResult> {
+        self.load_skill_with_run(agent, session, name, arguments, None)
+            .await
+            .map(|(r, _)| r)
+    }
+
+    /// [`Runtime::load_skill`]; with `run` (the session's driving skill as `(skill id, rev)`,
+    /// or none), a first activation also opens a run of the loaded skill in the activation's
+    /// transaction unless that skill is the one driving. Returns the new run's id.
+    pub(crate) async fn load_skill_with_run(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        name: &str,
+        arguments: Option<&serde_json::Value>,
+        run: Option<Option<(i64, i64)>>,
+    ) -> Result<(LoadResult, Option<i64>)> {
         let view = self.view(agent)?;
         let Some(&i) = view.by_name.get(name) else {
             return Err(RuntimeError::UnknownSkill {
@@ -313,17 +329,20 @@ impl Runtime {
             a.skill == name && a.scope == entry.scope.to_string() && a.rev == entry.active_rev
         });
         if already {
-            return Ok(LoadResult {
-                content: format!(
-                    "Skill '{name}' is already active in this session (revision {}); follow the instructions loaded earlier.",
-                    entry.active_rev
-                ),
-                already_active: true,
-                activated: Vec::new(),
-                files,
-                directory: None,
-                warnings: Vec::new(),
-            });
+            return Ok((
+                LoadResult {
+                    content: format!(
+                        "Skill '{name}' is already active in this session (revision {}); follow the instructions loaded earlier.",
+                        entry.active_rev
+                    ),
+                    already_active: true,
+                    activated: Vec::new(),
+                    files,
+                    directory: None,
+                    warnings: Vec::new(),
+                },
+                None,
+            ));
         }
         let body = substitute(&entry.body, &args);
         let mut content = wrap_body(&entry, &body, None);
@@ -383,9 +402,13 @@ impl Runtime {
                 ..NewEvent::default()
             });
         }
-        // One commit for the activations and their events.
-        self.store
-            .record_activations(session, &records, &events)
+        // One commit for the activations, their events and the run.
+        let start = run
+            .filter(|driving| *driving != Some((entry.id, entry.active_rev)))
+            .map(|_| (agent, &*entry));
+        let run_id = self
+            .store
+            .record_activations_and_run(session, &records, &events, start)
             .await?;
         open.activations
             .lock()
@@ -408,14 +431,17 @@ impl Runtime {
         if let Some(d) = &directory {
             content.push_str(&format!("\nSkill directory: {d}"));
         }
-        Ok(LoadResult {
-            content,
-            already_active: false,
-            activated,
-            files,
-            directory,
-            warnings,
-        })
+        Ok((
+            LoadResult {
+                content,
+                already_active: false,
+                activated,
+                files,
+                directory,
+                warnings,
+            },
+            run_id,
+        ))
     }
 
     fn validator(

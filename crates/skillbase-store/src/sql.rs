@@ -18,6 +18,15 @@ macro_rules! runtime_kinds {
 /// [`runtime_kinds!`] as a constant (for the migration check).
 pub const RUNTIME_KINDS: &str = runtime_kinds!();
 
+/// A run to open: the skill revision that will drive a session.
+pub struct RunStart<'a> {
+    pub agent: &'a str,
+    pub skill_id: i64,
+    pub scope: &'a str,
+    pub skill: &'a str,
+    pub rev: i64,
+}
+
 /// Which statuses activating a revision brings back to `active`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Revive {
@@ -1083,7 +1092,13 @@ macro_rules! backend {
 
             /// Activations of one load and their events, in one transaction (one commit).
             pub async fn record_activations(pool: &Pool<Db>, session: &str, acts: &[ActivationRecord], evs: &[NewEvent]) -> Result<()> {
-                let mut tx = pool.begin().await?;
+                record_activations_and_run(pool, session, acts, evs, None).await.map(|_| ())
+            }
+
+            /// Record activations and their events, and open a run (ending the session's open
+            /// one), in one transaction; returns the new run's id.
+            pub async fn record_activations_and_run(pool: &Pool<Db>, session: &str, acts: &[ActivationRecord], evs: &[NewEvent], run: Option<&RunStart<'_>>) -> Result<Option<i64>> {
+                let mut tx = if run.is_some() { pool.begin_with($begin).await? } else { pool.begin().await? };
                 let mut last = None;
                 for a in acts {
                     sqlx::query("INSERT INTO activations (session_id, scope, skill, rev, reason, at) VALUES ($1, $2, $3, $4, $5, $6)")
@@ -1108,8 +1123,12 @@ macro_rules! backend {
                 for ev in evs {
                     insert_event(&mut tx, ev, now).await?;
                 }
+                let id = match run {
+                    Some(r) => Some(insert_run(&mut tx, session, r, now).await?),
+                    None => None,
+                };
                 tx.commit().await?;
-                Ok(())
+                Ok(id)
             }
 
             pub async fn record_activation(pool: &Pool<Db>, session: &str, a: &ActivationRecord) -> Result<()> {
@@ -1272,29 +1291,33 @@ macro_rules! backend {
                     .collect())
             }
 
-            pub async fn start_run(pool: &Pool<Db>, session: &str, agent: &str, skill_id: i64, scope: &str, skill: &str, rev: i64) -> Result<i64> {
+            pub async fn start_run(pool: &Pool<Db>, session: &str, run: &RunStart<'_>) -> Result<i64> {
                 let mut tx = pool.begin_with($begin).await?;
-                let now = now_ms();
-                // A new activation ends the session's open run: another skill took over.
+                let id = insert_run(&mut tx, session, run, now_ms()).await?;
+                tx.commit().await?;
+                Ok(id)
+            }
+
+            /// Open a run in a session, ending its open one (another skill took over).
+            async fn insert_run(tx: &mut Transaction<'_, Db>, session: &str, r: &RunStart<'_>, now: i64) -> Result<i64> {
                 sqlx::query("UPDATE runs SET ended_at = $1, outcome = 'superseded' WHERE session_id = $2 AND ended_at IS NULL")
                     .bind(now)
                     .bind(session)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?;
                 let id: i64 = sqlx::query_scalar(concat!(
                     "INSERT INTO runs (session_id, agent, skill_id, scope, skill, rev, started_at) ",
                     "VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id"
                 ))
                 .bind(session)
-                .bind(agent)
-                .bind(skill_id)
-                .bind(scope)
-                .bind(skill)
-                .bind(rev)
+                .bind(r.agent)
+                .bind(r.skill_id)
+                .bind(r.scope)
+                .bind(r.skill)
+                .bind(r.rev)
                 .bind(now)
-                .fetch_one(&mut *tx)
+                .fetch_one(&mut **tx)
                 .await?;
-                tx.commit().await?;
                 Ok(id)
             }
 

@@ -592,6 +592,31 @@ impl Store {
         on_db!(self, record_activations(session, acts, events))
     }
 
+    /// [`Store::record_activations`], and open a run of `run` (the skill that now drives the
+    /// session, ending its open run) in the same transaction; returns the run's id.
+    pub async fn record_activations_and_run(
+        &self,
+        session: &str,
+        acts: &[ActivationRecord],
+        events: &[NewEvent],
+        run: Option<(&AgentName, &SkillEntry)>,
+    ) -> Result<Option<i64>> {
+        let scope = run.map(|(_, e)| e.scope.to_string());
+        let start = run
+            .zip(scope.as_deref())
+            .map(|((agent, e), scope)| crate::sql::RunStart {
+                agent: agent.as_str(),
+                skill_id: e.id,
+                scope,
+                skill: &e.name,
+                rev: e.active_rev,
+            });
+        on_db!(
+            self,
+            record_activations_and_run(session, acts, events, start.as_ref())
+        )
+    }
+
     /// Append several events in one transaction.
     pub async fn append_events(&self, evs: &[NewEvent]) -> Result<()> {
         self.append_events_and_count(evs, &[]).await
@@ -700,17 +725,15 @@ impl Store {
         agent: &AgentName,
         entry: &SkillEntry,
     ) -> Result<i64> {
-        on_db!(
-            self,
-            start_run(
-                session,
-                agent.as_str(),
-                entry.id,
-                &entry.scope.to_string(),
-                &entry.name,
-                entry.active_rev
-            )
-        )
+        let scope = entry.scope.to_string();
+        let run = crate::sql::RunStart {
+            agent: agent.as_str(),
+            skill_id: entry.id,
+            scope: &scope,
+            skill: &entry.name,
+            rev: entry.active_rev,
+        };
+        on_db!(self, start_run(session, &run))
     }
 
     /// The session's open run: the skill driving it, if any.
