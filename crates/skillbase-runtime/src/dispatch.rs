@@ -1067,7 +1067,15 @@ impl Dispatcher {
             .map(|o| (o.skill_id, o.rev));
         match self
             .runtime
-            .load_skill_with_run(&agent.name, session, name, args.as_ref(), Some(driving))
+            .load_skill_with_run(
+                &agent.name,
+                session,
+                name,
+                args.as_ref(),
+                Some(driving),
+                args.as_ref()
+                    .map(|a| self.redactor().redact_json_owned(a.clone()).to_string()),
+            )
             .await
         {
             Ok((r, Some(_))) => {

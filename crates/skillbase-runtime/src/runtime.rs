@@ -252,14 +252,16 @@ impl Runtime {
         name: &str,
         arguments: Option<&serde_json::Value>,
     ) -> Result<LoadResult> {
-        self.load_skill_with_run(agent, session, name, arguments, None)
+        self.load_skill_with_run(agent, session, name, arguments, None, None)
             .await
             .map(|(r, _)| r)
     }
 
-    /// [`Runtime::load_skill`]; with `run` (the session's driving skill as `(skill id, rev)`,
-    /// or none), a first activation also opens a run of the loaded skill in the activation's
-    /// transaction unless that skill is the one driving. Returns the new run's id.
+    /// [`Runtime::load_skill`] as the dispatcher makes it: with `run` (the session's driving
+    /// skill as `(skill id, rev)`, or none), a first activation also opens a run of the loaded
+    /// skill in the activation's transaction unless that skill is the one driving; `stored` is
+    /// the arguments as they may be kept (vault values redacted), recorded with the activation
+    /// so that [`Runtime::pinned`] renders the skill as it was loaded. Returns the new run's id.
     pub(crate) async fn load_skill_with_run(
         &self,
         agent: &AgentName,
@@ -267,6 +269,7 @@ impl Runtime {
         name: &str,
         arguments: Option<&serde_json::Value>,
         run: Option<Option<(i64, i64)>>,
+        stored: Option<String>,
     ) -> Result<(LoadResult, Option<i64>)> {
         let view = self.view(agent)?;
         let Some(&i) = view.by_name.get(name) else {
@@ -344,13 +347,7 @@ impl Runtime {
                 None,
             ));
         }
-        let body = substitute(&entry.body, &args);
-        let mut content = wrap_body(&entry, &body, None);
-        if args.as_object().is_some_and(|o| !o.is_empty()) {
-            content.push_str("\n<skill_arguments>");
-            content.push_str(&args.to_string());
-            content.push_str("</skill_arguments>");
-        }
+        let mut content = render_loaded(&entry, &args);
         let mut activated = vec![Activation {
             name: name.to_owned(),
             reason: "load".into(),
@@ -383,6 +380,7 @@ impl Runtime {
             .unwrap_or(0);
         let mut events = Vec::new();
         let mut records = Vec::with_capacity(activated.len());
+        let mut stored = stored.filter(|_| args.as_object().is_some_and(|o| !o.is_empty()));
         for (a, e) in activated.iter().zip(&loaded) {
             records.push(ActivationRecord {
                 scope: e.scope.to_string(),
@@ -390,6 +388,8 @@ impl Runtime {
                 rev: a.rev,
                 reason: a.reason.clone(),
                 at: now,
+                // The loaded skill's own activation comes first; companions take none.
+                arguments: stored.take(),
             });
             events.push(NewEvent {
                 kind: "skill_activated".into(),
@@ -545,7 +545,24 @@ impl Runtime {
             let Some(s) = view.get(&a.skill) else {
                 continue;
             };
-            let (text, t) = s.wrapped();
+            // Loaded with arguments: rendered with them again (as stored: redacted).
+            let with_args = a
+                .arguments
+                .as_deref()
+                .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+                .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
+                .map(|args| {
+                    let text = render_loaded(&s.entry, &args);
+                    let t = tokens::count(&text);
+                    (text, t)
+                });
+            let (text, t) = match &with_args {
+                Some((text, t)) => (text, t),
+                None => {
+                    let (text, t) = s.wrapped();
+                    (text, t)
+                }
+            };
             if used + t > budget {
                 out.left_out.push(a.skill.clone());
                 continue;
@@ -559,6 +576,19 @@ impl Runtime {
         }
         Ok(out)
     }
+}
+
+/// A skill's body as `load_skill` shows it: arguments substituted, wrapped, and the arguments
+/// themselves attached.
+fn render_loaded(entry: &skillbase_store::SkillEntry, args: &serde_json::Value) -> String {
+    let body = substitute(&entry.body, args);
+    let mut content = wrap_body(entry, &body, None);
+    if args.as_object().is_some_and(|o| !o.is_empty()) {
+        content.push_str("\n<skill_arguments>");
+        content.push_str(&args.to_string());
+        content.push_str("</skill_arguments>");
+    }
+    content
 }
 
 /// Replace `{{key}}` with each top-level argument (strings as written, others as JSON).

@@ -1808,6 +1808,58 @@ async fn failed_calls_end_a_run_as_a_failure_and_count_toward_drift() {
     env.assert_clean().await;
 }
 
+/// A skill loaded with arguments is re-attached after compaction (`pinned`) as it was loaded:
+/// the arguments substituted and attached again, with vault values redacted as in the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pinned_skills_keep_the_arguments_they_were_loaded_with() {
+    let env = Env::new().await;
+    let inputs =
+        "inputs:\n  type: object\n  properties:\n    q:\n      type: string\n  required: [q]\n";
+    env.put(skill("asker", inputs, "Answer {{q}} carefully."))
+        .await;
+    env.put(skill("plain", "", "No inputs here.")).await;
+    let o = env
+        .call(
+            "p1",
+            "load_skill",
+            json!({"name": "asker", "arguments": {"q": "the weather"}}),
+        )
+        .await;
+    let loaded = done(&o).as_str().unwrap().to_owned();
+    assert!(loaded.contains("Answer the weather carefully."), "{loaded}");
+    env.load("p1", "plain").await;
+    let pinned = env.d.runtime.pinned(&bot(), "p1", 100_000).await.unwrap();
+    let asker = pinned.skills.iter().find(|p| p.name == "asker").unwrap();
+    assert_eq!(asker.content, loaded, "re-attached exactly as loaded");
+    let plain = pinned.skills.iter().find(|p| p.name == "plain").unwrap();
+    assert!(
+        plain.content.contains("No inputs here."),
+        "{}",
+        plain.content
+    );
+    // A vault value in the arguments is stored redacted, and re-attached redacted.
+    let o = env
+        .call(
+            "p2",
+            "load_skill",
+            json!({"name": "asker", "arguments": {"q": SECRET}}),
+        )
+        .await;
+    let loaded = done(&o).as_str().unwrap().to_owned();
+    assert!(!loaded.contains(SECRET), "{loaded}");
+    let pinned = env.d.runtime.pinned(&bot(), "p2", 100_000).await.unwrap();
+    let asker = &pinned.skills[0];
+    assert!(!asker.content.contains(SECRET), "{}", asker.content);
+    assert!(
+        asker.content.starts_with("<skill_content name=\"asker\""),
+        "{}",
+        asker.content
+    );
+    let stored = env.store.session("p2").await.unwrap().unwrap();
+    let args = stored.activations[0].arguments.clone().unwrap();
+    assert!(!args.contains(SECRET), "{args}");
+}
+
 /// A shared skill outside the agent's allowlist is, to the authoring tools, as if it did not
 /// exist: creating the name works (a record of the agent's own), modifying it finds nothing,
 /// and nothing of its content reaches the agent.

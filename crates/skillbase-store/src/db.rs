@@ -126,6 +126,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0006_index_changes.sql"),
         include_str!("../migrations/postgres/0006_index_changes.sql"),
     ),
+    (
+        "activation_arguments",
+        include_str!("../migrations/sqlite/0007_activation_arguments.sql"),
+        include_str!("../migrations/postgres/0007_activation_arguments.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

@@ -148,6 +148,9 @@ pub struct ActivationRecord {
     pub rev: i64,
     pub reason: String,
     pub at: i64,
+    /// The arguments it was loaded with, as JSON (vault values already redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
 }
 
 /// An API token as stored: only the SHA-256 of its secret.
@@ -1073,8 +1076,8 @@ macro_rules! backend {
                     .fetch_optional(pool)
                     .await?;
                 let Some((id, agent, created_at)) = row else { return Ok(None) };
-                let acts: Vec<(String, String, i64, String, i64)> = sqlx::query_as(
-                    "SELECT scope, skill, rev, reason, at FROM activations WHERE session_id = $1 ORDER BY id",
+                let acts: Vec<(String, String, i64, String, i64, Option<String>)> = sqlx::query_as(
+                    "SELECT scope, skill, rev, reason, at, arguments FROM activations WHERE session_id = $1 ORDER BY id",
                 )
                 .bind(&id)
                 .fetch_all(pool)
@@ -1085,7 +1088,7 @@ macro_rules! backend {
                     created_at,
                     activations: acts
                         .into_iter()
-                        .map(|a| ActivationRecord { scope: a.0, skill: a.1, rev: a.2, reason: a.3, at: a.4 })
+                        .map(|a| ActivationRecord { scope: a.0, skill: a.1, rev: a.2, reason: a.3, at: a.4, arguments: a.5 })
                         .collect(),
                 }))
             }
@@ -1101,13 +1104,14 @@ macro_rules! backend {
                 let mut tx = if run.is_some() { pool.begin_with($begin).await? } else { pool.begin().await? };
                 let mut last = None;
                 for a in acts {
-                    sqlx::query("INSERT INTO activations (session_id, scope, skill, rev, reason, at) VALUES ($1, $2, $3, $4, $5, $6)")
+                    sqlx::query("INSERT INTO activations (session_id, scope, skill, rev, reason, at, arguments) VALUES ($1, $2, $3, $4, $5, $6, $7)")
                         .bind(session)
                         .bind(&a.scope)
                         .bind(&a.skill)
                         .bind(a.rev)
                         .bind(&a.reason)
                         .bind(a.at)
+                        .bind(&a.arguments)
                         .execute(&mut *tx)
                         .await?;
                     last = Some(a.at);

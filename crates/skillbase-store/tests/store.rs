@@ -1055,6 +1055,8 @@ async fn activations_and_their_events_commit_together(db: TestDb) {
                 "companion:main".into()
             },
             at: 1_000 + i as i64,
+            // The load's arguments are kept with its activation (a companion has none).
+            arguments: (i == 0).then(|| r#"{"q":"the question"}"#.to_owned()),
         })
         .collect();
     let evs = vec![skillbase_store::NewEvent {
