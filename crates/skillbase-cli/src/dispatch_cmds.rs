@@ -124,6 +124,7 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
                 call_id,
                 message,
                 rule,
+                ..
             } => {
                 eprintln!(
                     "{call_id}: failed{}",

@@ -11,7 +11,7 @@ use crate::dispatch::{
     end_run_and_check_drift,
 };
 use crate::runtime::RuntimeError;
-use crate::tool::{Permission, ToolDecl, ToolError};
+use crate::tool::{Failure, Permission, ToolDecl, ToolError};
 use serde_json::{Value, json};
 use skillbase_format::{Bundle, BundleFile, BundlePath, Cost, Digest};
 use skillbase_store::{Agent, Author, PutRequest, Scope, Status, StoreError, WriteKind};
@@ -266,9 +266,10 @@ impl Builtin<'_> {
                 let name = str_arg(args, "name").unwrap_or_default();
                 let view = self.dispatcher.runtime.view(&self.agent.name)?;
                 let Some(s) = view.get(name) else {
-                    return Ok(Err(ToolError::new(format!(
-                        "no skill '{name}' visible to this agent"
-                    ))));
+                    return Ok(Err(ToolError::failed(
+                        Failure::NotFound,
+                        format!("no skill '{name}' visible to this agent"),
+                    )));
                 };
                 let store = &self.dispatcher.runtime.store;
                 let rev = args.get("rev").and_then(Value::as_i64);
@@ -334,9 +335,10 @@ impl Builtin<'_> {
         let agent = &self.agent.name;
         let name = str_arg(args, "name").unwrap_or_default().to_owned();
         if let Err(e) = skillbase_format::SkillName::parse(&name) {
-            return Ok(Err(ToolError::new(format!(
-                "invalid skill name '{name}': {e}"
-            ))));
+            return Ok(Err(ToolError::failed(
+                Failure::Invalid,
+                format!("invalid skill name '{name}': {e}"),
+            )));
         }
         let scope = Scope::Agent(agent.clone());
         // Start from what the agent sees now when modifying: its own record, or the shared one
@@ -348,14 +350,18 @@ impl Builtin<'_> {
             .filter(|e| e.scope == scope || self.agent.config.skills.contains(&name))
             .cloned();
         if create && current.is_some() {
-            return Ok(Err(ToolError::new(format!(
-                "a skill named '{name}' already exists for this agent; use skill_modify, or choose another name"
-            ))));
+            return Ok(Err(ToolError::failed(
+                Failure::Conflict,
+                format!(
+                    "a skill named '{name}' already exists for this agent; use skill_modify, or choose another name"
+                ),
+            )));
         }
         if !create && current.is_none() {
-            return Ok(Err(ToolError::new(format!(
-                "no skill '{name}' to modify; use skill_create"
-            ))));
+            return Ok(Err(ToolError::failed(
+                Failure::NotFound,
+                format!("no skill '{name}' to modify; use skill_create"),
+            )));
         }
         let base = current.as_ref().map(|e| &e.meta);
         let pick_str = |k: &str, old: Option<&str>| -> Option<String> {
@@ -464,7 +470,7 @@ impl Builtin<'_> {
         }
         let bundle = match Bundle::from_files(files, &store.limits) {
             Ok(b) => b,
-            Err(e) => return Ok(Err(ToolError::new(e.to_string()))),
+            Err(e) => return Ok(Err(ToolError::failed(Failure::Invalid, e.to_string()))),
         };
         let own = store.index().get(&scope, &name).map(|e| e.head_rev);
         let req = PutRequest {
@@ -515,5 +521,15 @@ fn json_str(s: &str) -> String {
 }
 
 fn store_error(e: StoreError) -> ToolError {
-    ToolError::new(e.to_string())
+    let kind = match &e {
+        StoreError::Conflict { .. } => Failure::Stale,
+        StoreError::Retired { .. } | StoreError::AgentExists(_) => Failure::Conflict,
+        StoreError::NotFound { .. } | StoreError::AgentNotFound(_) => Failure::NotFound,
+        StoreError::NoSuchRevision { .. } => Failure::NoRevision,
+        StoreError::InvalidSkill(_) | StoreError::Bundle(_) | StoreError::Invalid(_) => {
+            Failure::Invalid
+        }
+        _ => Failure::Internal,
+    };
+    ToolError::failed(kind, e.to_string())
 }

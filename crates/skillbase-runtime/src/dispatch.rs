@@ -110,6 +110,9 @@ pub enum CallOutcome {
         message: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         rule: Option<Rule>,
+        /// What kind of failure, when the tool says (`stale`, `conflict`, `not_found`, ...).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        failure: Option<crate::tool::Failure>,
     },
 }
 
@@ -850,6 +853,7 @@ impl Dispatcher {
                         call_id: call_id.to_owned(),
                         message: redactor.redact(&e.message).into_owned(),
                         rule: None,
+                        failure: e.kind,
                     },
                 },
             });
@@ -1298,11 +1302,13 @@ async fn run_tool(
                 tool.decl.cost
             ),
             rule: Some(Rule::Timeout),
+            failure: None,
         },
         Ok(Err(e)) => CallOutcome::Failed {
             call_id,
             message: redactor.redact(&e.message).into_owned(),
             rule: inner_rule,
+            failure: e.kind,
         },
         Ok(Ok(value)) => {
             let value = redactor.redact_json_owned(value);

@@ -66,6 +66,28 @@ pub struct ToolError {
     /// comes out as `refused` with this rule, recorded as a `call_refused` event.
     #[serde(skip)]
     pub rule: Option<crate::dispatch::Rule>,
+    /// What kind of failure it is, for callers that act on it without reading the message
+    /// (REST maps it to a status).
+    #[serde(skip)]
+    pub kind: Option<Failure>,
+}
+
+/// What kind of failure a tool reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// A write lost to a newer revision (the expected revision is stale).
+    Stale,
+    /// The name is taken, or the record is retired.
+    Conflict,
+    /// Nothing by that name (or nothing the caller may see).
+    NotFound,
+    /// The record exists but not the revision asked for.
+    NoRevision,
+    /// The input is not acceptable (an invalid skill, bad arguments).
+    Invalid,
+    /// The store failed.
+    Internal,
 }
 
 impl ToolError {
@@ -73,6 +95,7 @@ impl ToolError {
         ToolError {
             message: message.into(),
             rule: None,
+            kind: None,
         }
     }
 
@@ -81,6 +104,16 @@ impl ToolError {
         ToolError {
             message: message.into(),
             rule: Some(rule),
+            kind: None,
+        }
+    }
+
+    /// A failure of a known kind.
+    pub fn failed(kind: Failure, message: impl Into<String>) -> ToolError {
+        ToolError {
+            message: message.into(),
+            rule: None,
+            kind: Some(kind),
         }
     }
 }

@@ -1931,6 +1931,31 @@ async fn authoring_tools_do_not_reveal_shared_skills_outside_the_allowlist() {
         "{}",
         o.for_model()
     );
+    // The failures say what kind they are (REST maps the kind to a status, not the text).
+    assert!(
+        matches!(
+            o,
+            CallOutcome::Failed {
+                failure: Some(skillbase_runtime::tool::Failure::Conflict),
+                ..
+            }
+        ),
+        "{o:?}"
+    );
+    assert!(
+        matches!(
+            missing,
+            CallOutcome::Failed {
+                failure: Some(skillbase_runtime::tool::Failure::NotFound),
+                ..
+            }
+        ),
+        "{missing:?}"
+    );
+    assert_eq!(
+        serde_json::to_value(&missing).unwrap()["failure"],
+        json!("not_found")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

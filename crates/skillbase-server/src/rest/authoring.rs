@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
 use skillbase_format::{SkillMd, SkillMeta};
 use skillbase_runtime::dispatch::{AUTHORING_CLASS, CallMode, CallOutcome, Rule};
+use skillbase_runtime::tool::Failure;
 use skillbase_store::{AgentName, Scope};
 
 /// The header naming the session an agent's REST write belongs to (its calls are then gated by
@@ -80,7 +81,9 @@ impl<'a> Authoring<'a> {
         match outcome {
             CallOutcome::Done { result, .. } => Ok(result),
             CallOutcome::Refused { rule, message, .. } => Err(refusal(&self.agent, rule, message)),
-            CallOutcome::Failed { message, .. } => Err(self.failure(name, &message)),
+            CallOutcome::Failed {
+                message, failure, ..
+            } => Err(self.failure(name, failure, message)),
             CallOutcome::Started { call_id } => Err(ApiError::internal(format!(
                 "authoring tool {tool} was started apart ({call_id}); it should run at once"
             ))),
@@ -96,37 +99,17 @@ impl<'a> Authoring<'a> {
             .map_or(0, |e| e.head_rev)
     }
 
-    /// Map a tool's failure text to a status. The authoring tools report failures as text (the
-    /// store's error messages), so the kinds are told apart by their fixed openings.
-    fn failure(&self, name: &str, message: &str) -> ApiError {
-        let m = message;
-        if m.starts_with("conflict on skill") {
-            return stale(name, self.own_head(name));
+    /// The HTTP answer to an authoring tool's failure, by the kind the tool gave it.
+    fn failure(&self, name: &str, kind: Option<Failure>, message: String) -> ApiError {
+        match kind {
+            Some(Failure::Stale) => stale(name, self.own_head(name)),
+            // Missing and hidden answer alike: a token learns nothing about other agents.
+            Some(Failure::NotFound) => hidden(name),
+            Some(Failure::NoRevision) => ApiError::not_found(message),
+            Some(Failure::Conflict) => ApiError::conflict(message),
+            Some(Failure::Internal) => ApiError::internal(message),
+            Some(Failure::Invalid) | None => unprocessable("invalid-skill", message),
         }
-        if (m.starts_with("no skill '") && m.contains("' in scope "))
-            || (m.starts_with("no skill '") && m.ends_with("to modify; use skill_create"))
-        {
-            return hidden(name);
-        }
-        if m.starts_with("skill '") && m.contains("' has no revision ") {
-            return ApiError::not_found(m.to_owned());
-        }
-        if m.starts_with("a skill named '")
-            || (m.starts_with("skill '") && m.contains("is retired"))
-        {
-            return ApiError::conflict(m.to_owned());
-        }
-        if m.starts_with("the skill declares capabilities") {
-            return ApiError::new(
-                StatusCode::FORBIDDEN,
-                "capability-not-granted",
-                m.to_owned(),
-            );
-        }
-        if m.starts_with("database error") || m.starts_with("stored data is corrupt") {
-            return ApiError::internal(m.to_owned());
-        }
-        unprocessable("invalid-skill", m.to_owned())
     }
 }
 

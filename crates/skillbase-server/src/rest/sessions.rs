@@ -125,6 +125,9 @@ pub struct CallOutcomeDoc {
     rule: Option<String>,
     /// refused or failed: why.
     message: Option<String>,
+    /// failed, when the tool says what kind of failure: stale, conflict, not_found,
+    /// no_revision, invalid or internal.
+    failure: Option<String>,
 }
 
 /// A detached call still running.
