@@ -150,12 +150,17 @@ impl Runtime {
             return Ok(s.clone());
         }
         // Not cached, or cached for another agent: the store decides (and refuses the latter).
-        self.store.open_session(session, agent).await?;
-        let record = self
-            .store
-            .session(session)
-            .await?
-            .ok_or_else(|| RuntimeError::UnknownSession(session.to_owned()))?;
+        // A session that exists is read without a write; a new one is created first.
+        let record = match self.store.session(session).await? {
+            Some(r) if r.agent == agent.as_str() => r,
+            _ => {
+                self.store.open_session(session, agent).await?;
+                self.store
+                    .session(session)
+                    .await?
+                    .ok_or_else(|| RuntimeError::UnknownSession(session.to_owned()))?
+            }
+        };
         let open = Arc::new(OpenSession {
             agent: agent.clone(),
             activations: Mutex::new(record.activations),
