@@ -1077,8 +1077,7 @@ impl Dispatcher {
                 name,
                 args.as_ref(),
                 Some(driving),
-                args.as_ref()
-                    .map(|a| self.redactor().redact_json_owned(a.clone()).to_string()),
+                Some(&self.redactor()),
             )
             .await
         {

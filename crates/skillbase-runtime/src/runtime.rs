@@ -264,9 +264,9 @@ impl Runtime {
 
     /// [`Runtime::load_skill`] as the dispatcher makes it: with `run` (the session's driving
     /// skill as `(skill id, rev)`, or none), a first activation also opens a run of the loaded
-    /// skill in the activation's transaction unless that skill is the one driving; `stored` is
-    /// the arguments as they may be kept (vault values redacted), recorded with the activation
-    /// so that [`Runtime::pinned`] renders the skill as it was loaded. Returns the new run's id.
+    /// skill in the activation's transaction unless that skill is the one driving; with
+    /// `redactor`, a first activation keeps its arguments (vault values redacted) so that
+    /// [`Runtime::pinned`] renders the skill as it was loaded. Returns the new run's id.
     pub(crate) async fn load_skill_with_run(
         &self,
         agent: &AgentName,
@@ -274,7 +274,7 @@ impl Runtime {
         name: &str,
         arguments: Option<&serde_json::Value>,
         run: Option<Option<(i64, i64)>>,
-        stored: Option<String>,
+        redactor: Option<&crate::redact::Redactor>,
     ) -> Result<(LoadResult, Option<i64>)> {
         let view = self.view(agent)?;
         let Some(&i) = view.by_name.get(name) else {
@@ -385,7 +385,9 @@ impl Runtime {
             .unwrap_or(0);
         let mut events = Vec::new();
         let mut records = Vec::with_capacity(activated.len());
-        let mut stored = stored.filter(|_| args.as_object().is_some_and(|o| !o.is_empty()));
+        let mut stored = redactor
+            .filter(|_| args.as_object().is_some_and(|o| !o.is_empty()))
+            .map(|r| r.redact_json_owned(args.clone()).to_string());
         for (a, e) in activated.iter().zip(&loaded) {
             records.push(ActivationRecord {
                 scope: e.scope.to_string(),
