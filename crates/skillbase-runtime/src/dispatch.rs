@@ -1097,16 +1097,13 @@ impl Dispatcher {
                         .index()
                         .resolve(&agent.name, name)
                         .cloned()
+                    && driving != Some((e.id, e.active_rev))
                 {
-                    let open = self.driving_run(&agent.name, session).await?;
-                    let driving = open.is_some_and(|o| o.skill_id == e.id && o.rev == e.active_rev);
-                    if !driving {
-                        self.runtime
-                            .store
-                            .start_run(session, &agent.name, &e)
-                            .await?;
-                        self.refresh_run(session).await?;
-                    }
+                    self.runtime
+                        .store
+                        .start_run(session, &agent.name, &e)
+                        .await?;
+                    self.refresh_run(session).await?;
                 }
                 self.loaded(r, call_id)
             }

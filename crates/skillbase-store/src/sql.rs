@@ -1139,9 +1139,8 @@ macro_rules! backend {
                 record_activations(pool, session, std::slice::from_ref(a), &[]).await
             }
 
-            /// Append several events in one transaction.
-            /// Append events: one multi-row INSERT per 100 events (one round trip instead of
-            /// one per event), all in one transaction.
+            /// Append events (one multi-row INSERT per 100 events) and add calls to runs'
+            /// counters, all in one transaction.
             pub async fn append_events_and_count(pool: &Pool<Db>, evs: &[NewEvent], counts: &[(i64, u32)]) -> Result<()> {
                 if evs.is_empty() && counts.is_empty() {
                     return Ok(());

@@ -12,7 +12,6 @@ use arc_swap::ArcSwap;
 use skillbase_format::validate::{Profile, ValidateOptions, validate_text};
 use skillbase_format::{Bundle, BundleFile, BundleLimits, BundlePath, Digest, SkillMd, SkillMeta};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 
 macro_rules! on_db {
     ($self:expr, $f:ident ( $($arg:expr),* )) => {
@@ -55,9 +54,8 @@ pub struct Store {
     write_guard: ArcSwap<Option<WriteGuard>>,
     /// Serialises index swaps so a slower writer never overwrites a newer state.
     index_lock: tokio::sync::Mutex<()>,
-    /// The newest event this process has applied to its index.
-    events_seen: AtomicI64,
-    /// What `sync_changes` looks back over (late commits on PostgreSQL).
+    /// The events `sync_changes` has applied, and what it looks back over (late commits on
+    /// PostgreSQL).
     sync: std::sync::Mutex<SyncWindow>,
     /// Ticks after every index swap and agent refresh (servers notify clients from it).
     changed: tokio::sync::watch::Sender<u64>,
@@ -74,7 +72,6 @@ impl Store {
             agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
             write_guard: ArcSwap::from_pointee(None),
             index_lock: tokio::sync::Mutex::new(()),
-            events_seen: AtomicI64::new(0),
             sync: std::sync::Mutex::new(SyncWindow::default()),
             changed: tokio::sync::watch::Sender::new(0),
             limits: BundleLimits::default(),
@@ -118,7 +115,6 @@ impl Store {
         self.index
             .store(Arc::new(Index::from_entries(entries, generation)));
         self.changed.send_modify(|g| *g += 1);
-        self.events_seen.store(seen, Ordering::SeqCst);
         *self.sync.lock().unwrap_or_else(|p| p.into_inner()) = SyncWindow::from(seen);
         drop(_guard);
         self.refresh_agents().await
@@ -188,8 +184,6 @@ impl Store {
             w.applied.extend(events.iter().map(|(id, ..)| *id));
             w.mark(std::time::Instant::now(), newest);
         }
-        // Everything up to the newest event has been looked at (the rest were runtime kinds).
-        self.events_seen.fetch_max(newest, Ordering::SeqCst);
         Ok(touched.len())
     }
 
