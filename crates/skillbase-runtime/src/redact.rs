@@ -1,5 +1,14 @@
-//! Redaction: every vault value, and its base64, hex and URL-encoded forms, scrubbed from text in
-//! one pass however many secrets there are (one Aho-Corasick automaton over all forms).
+//! Redaction: every vault value, and its base64, hex, URL-encoded and JSON-escaped forms, scrubbed
+//! from text in one pass however many secrets there are (one Aho-Corasick automaton over all
+//! forms).
+//!
+//! **Redact, then cut.** Anything that cuts text to a cap (a body at `max_bytes`, a result at its
+//! token limit, a URL in a message) redacts the whole text first and then trims the cut end with
+//! [`Redactor::trim_partial`], so that no output ends in the first characters of a secret. Cutting
+//! first would let a caller choose the cut to recover all but the last character of a value.
+//!
+//! Not covered (and not promised): reversed, split-across-lines, case-changed or otherwise
+//! transformed reflections of a value, and partial values in the middle of a text.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use base64::Engine as _;
@@ -9,6 +18,8 @@ use std::sync::Arc;
 
 /// Shortest encoded form worth matching; shorter cores would hit innocent text.
 const MIN_FORM_LEN: usize = 6;
+/// Shortest prefix of a form that a cut text may not end in ([`Redactor::trim_partial`]).
+pub const MIN_PARTIAL_LEN: usize = 4;
 
 /// A compiled set of secrets to scrub.
 #[derive(Clone, Default)]
@@ -16,6 +27,8 @@ pub struct Redactor {
     ac: Option<AhoCorasick>,
     /// Per pattern: the vault entry it belongs to.
     owners: Vec<Arc<str>>,
+    /// Every form, for [`Redactor::trim_partial`].
+    forms: Vec<Vec<u8>>,
     count: usize,
 }
 
@@ -78,9 +91,58 @@ pub fn forms(value: &[u8]) -> Vec<Vec<u8>> {
     out.push(url.to_lowercase_hex());
     out.push(url.clone().into_bytes());
     out.push(url_plus.into_bytes());
+    if let Ok(text) = std::str::from_utf8(value) {
+        out.extend(json_forms(text));
+    }
     out.retain(|f| f.len() >= MIN_FORM_LEN || f.as_slice() == value);
     out.sort();
     out.dedup();
+    out
+}
+
+/// The value as it appears inside a JSON string: escaped as serde_json and JavaScript write it
+/// (`"`, `\` and control characters escaped, other characters as they are) and as Python's
+/// `json.dumps` writes it (every non-ASCII character as `\uXXXX`, in lower and upper case hex),
+/// each also with `/` written `\/` (PHP). Only the forms that differ from the value itself.
+fn json_forms(value: &str) -> Vec<Vec<u8>> {
+    fn escape(value: &str, ascii: bool, upper: bool, slash: bool) -> String {
+        let mut out = String::with_capacity(value.len() + 8);
+        for c in value.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '/' if slash => out.push_str("\\/"),
+                c if (c as u32) < 0x20 || (ascii && !c.is_ascii()) => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        if upper {
+                            out.push_str(&format!("\\u{u:04X}"));
+                        } else {
+                            out.push_str(&format!("\\u{u:04x}"));
+                        }
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out
+    }
+    let mut out = Vec::new();
+    for ascii in [false, true] {
+        for upper in [false, true] {
+            for slash in [false, true] {
+                let f = escape(value, ascii, upper, slash);
+                if f != value {
+                    out.push(f.into_bytes());
+                }
+            }
+        }
+    }
     out
 }
 
@@ -134,7 +196,65 @@ impl Redactor {
                 .build(&patterns)
                 .ok()
         };
-        Redactor { ac, owners, count }
+        let mut forms = patterns;
+        forms.retain(|f| f.len() > MIN_PARTIAL_LEN);
+        forms.sort();
+        forms.dedup();
+        Redactor {
+            ac,
+            owners,
+            forms,
+            count,
+        }
+    }
+
+    /// `text` without a trailing piece that begins a secret (in any of its forms) and is at least
+    /// [`MIN_PARTIAL_LEN`] bytes long: what a text cut at a cap must be trimmed to, after it was
+    /// redacted whole. Repeats until the end is clean (trimming may expose another beginning).
+    pub fn trim_partial<'t>(&self, text: &'t str) -> &'t str {
+        let mut end = text.len();
+        'again: loop {
+            let t = &text.as_bytes()[..end];
+            for f in &self.forms {
+                // The longest suffix of `t` that is a proper prefix of `f`.
+                let longest = (f.len() - 1).min(t.len());
+                let window = &t[t.len() - longest..];
+                let head = &f[..MIN_PARTIAL_LEN];
+                let mut i = 0;
+                while i + MIN_PARTIAL_LEN <= window.len() {
+                    if &window[i..i + MIN_PARTIAL_LEN] == head && f.starts_with(&window[i..]) {
+                        let mut cut = t.len() - (window.len() - i);
+                        while !text.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        end = cut;
+                        continue 'again;
+                    }
+                    i += 1;
+                }
+            }
+            return &text[..end];
+        }
+    }
+
+    /// `text` redacted whole, then cut to at most `max_bytes` (on a character boundary) and
+    /// trimmed of a trailing partial secret; and whether it was cut.
+    pub fn redact_and_cut(&self, text: &str, max_bytes: usize) -> (String, bool) {
+        let full = self.redact(text);
+        if full.len() <= max_bytes {
+            return (full.into_owned(), false);
+        }
+        let mut end = max_bytes;
+        while !full.is_char_boundary(end) {
+            end -= 1;
+        }
+        (self.trim_partial(&full[..end]).to_owned(), true)
+    }
+
+    /// The length of the longest form of any secret (0 without secrets): how far past a cap a
+    /// text must be read for redaction to see a value that straddles the cap.
+    pub fn longest_form(&self) -> usize {
+        self.forms.iter().map(Vec::len).max().unwrap_or(0)
     }
 
     /// Number of secrets.
@@ -151,6 +271,25 @@ impl Redactor {
         let ac = self.ac.as_ref()?;
         ac.find(bytes)
             .map(|m| &*self.owners[m.pattern().as_usize()])
+    }
+
+    /// `bytes` with every secret form replaced by `[REDACTED:<entry>]`, or `None` when it holds
+    /// none (for stored files, which need not be text).
+    pub fn redact_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let ac = self.ac.as_ref()?;
+        let mut it = ac.find_iter(bytes).peekable();
+        it.peek()?;
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut last = 0;
+        for m in it {
+            out.extend_from_slice(&bytes[last..m.start().max(last)]);
+            out.extend_from_slice(b"[REDACTED:");
+            out.extend_from_slice(self.owners[m.pattern().as_usize()].as_bytes());
+            out.push(b']');
+            last = m.end();
+        }
+        out.extend_from_slice(&bytes[last..]);
+        Some(out)
     }
 
     /// `text` with every secret form replaced by `[REDACTED:<entry>]`.
@@ -328,6 +467,63 @@ mod tests {
         let none = Redactor::empty();
         let v = serde_json::json!({"a": SECRET});
         assert_eq!(none.redact_json_owned(v.clone()), v);
+    }
+
+    #[test]
+    fn scrubs_json_escaped_values() {
+        // A value with a quote, a backslash, a slash and non-ASCII, reflected as serde_json,
+        // JavaScript, Python's json.dumps (ensure_ascii) and PHP write it.
+        let value = "pa\"ss\\wörd/€😀-42";
+        let r = Redactor::new([("V", value.as_bytes())]);
+        for reflected in [
+            serde_json::to_string(value).unwrap(),
+            r#""pa\"ss\\w\u00f6rd/\u20ac\ud83d\ude00-42""#.to_owned(),
+            r#""pa\"ss\\w\u00F6rd/\u20AC\uD83D\uDE00-42""#.to_owned(),
+            r#""pa\"ss\\w\u00f6rd\/\u20ac\ud83d\ude00-42""#.to_owned(),
+            serde_json::json!({"echo": {"nested": value}}).to_string(),
+        ] {
+            let out = r.redact(&reflected);
+            assert!(out.contains("[REDACTED:V]"), "{reflected} -> {out}");
+            assert!(!out.contains("ss\\\\w"), "{out}");
+        }
+        // The write guard's lookup sees the same forms.
+        assert_eq!(
+            r.find(br#"{"token": "pa\"ss\\w\u00f6rd/\u20ac\ud83d\ude00-42"}"#),
+            Some("V")
+        );
+    }
+
+    #[test]
+    fn a_cut_never_ends_in_the_start_of_a_secret() {
+        let secret = "Zq7vN2pLx9RtK4mW8sYb3cFh6jDg1aQe";
+        let r = Redactor::new([("KEY", secret.as_bytes())]);
+        let body = format!("token={secret}; more text after it");
+        // Every cut inside the value, in every form: nothing of 4 or more characters survives.
+        for form in forms(secret.as_bytes()) {
+            let form = String::from_utf8(form).unwrap();
+            let text = format!("token={form}; tail");
+            for cut in 0..text.len() {
+                let (out, _) = r.redact_and_cut(&text, cut);
+                assert!(out.len() <= cut);
+                for k in MIN_PARTIAL_LEN..form.len() {
+                    assert!(!out.ends_with(&form[..k]), "cut {cut}: {out}");
+                }
+            }
+        }
+        // Cut after the value: redacted whole, nothing trimmed beyond the cap.
+        let (out, cut) = r.redact_and_cut(&body, 30);
+        assert!(cut && out.starts_with("token=[REDACTED:KEY]"), "{out}");
+        // Text that merely starts like a secret is kept when under 4 characters.
+        assert_eq!(r.trim_partial("abc Zq7"), "abc Zq7");
+        assert_eq!(r.trim_partial("abc Zq7v"), "abc ");
+        // Trimming repeats when the trimmed end begins a secret again.
+        let r2 = Redactor::new([
+            ("A", b"abcdXYZW1234".as_slice()),
+            ("B", b"wxyzabcdQQQQ".as_slice()),
+        ]);
+        assert_eq!(r2.trim_partial("-- abcdwxyz"), "-- ");
+        assert_eq!(r2.trim_partial("plain text"), "plain text");
+        assert_eq!(Redactor::default().trim_partial("abcd"), "abcd");
     }
 
     #[test]

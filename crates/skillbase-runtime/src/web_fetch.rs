@@ -22,6 +22,7 @@
 //!   tool through [`CallContext::secret`] (the envelope check), marked sensitive, and never
 //!   echoed: the result carries only a few response headers, never the request's.
 
+use crate::redact::Redactor;
 use crate::tool::{
     CallContext, Permission, Registry, RegistryError, ToolDecl, ToolError, ToolFuture, ToolHandler,
 };
@@ -292,7 +293,7 @@ fn resolved_allowed(name: &str, ip: IpAddr) -> bool {
 
 /// Check one hop's URL against the call's patterns: scheme, host and port; an internal IP
 /// literal only when a pattern names it. Returns the refusal message.
-pub fn check_destination(url: &Url, allowed: &[String]) -> Result<(), String> {
+pub fn check_destination(url: &Url, allowed: &[String], r: &Redactor) -> Result<(), String> {
     let scheme = url.scheme();
     let default_port = match scheme {
         "http" => 80,
@@ -300,12 +301,12 @@ pub fn check_destination(url: &Url, allowed: &[String]) -> Result<(), String> {
         other => {
             return Err(format!(
                 "only http and https URLs can be fetched, not '{other}:' ({})",
-                short_url(url)
+                short_url(r, url)
             ));
         }
     };
     let Some(host_str) = url.host_str().filter(|h| !h.is_empty()) else {
-        return Err(format!("'{}' has no host", short_url(url)));
+        return Err(format!("'{}' has no host", short_url(r, url)));
     };
     let port = url.port_or_known_default().unwrap_or(default_port);
     let ip_literal = ip_literal(host_str);
@@ -333,16 +334,13 @@ fn ip_literal(host: &str) -> Option<IpAddr> {
     }
 }
 
-fn short_url(url: &Url) -> String {
-    let s = url.as_str();
-    if s.len() <= 200 {
-        return s.to_owned();
+/// A URL for a message: redacted whole, then cut to 200 bytes (never ending in the start of a
+/// secret).
+fn short_url(r: &Redactor, url: &Url) -> String {
+    match r.redact_and_cut(url.as_str(), 200) {
+        (s, false) => s,
+        (s, true) => format!("{s}..."),
     }
-    let mut end = 200;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &s[..end])
 }
 
 /// A name that resolved only to internal addresses.
@@ -452,8 +450,10 @@ fn credential_header(name: &HeaderName) -> bool {
 }
 
 fn header_name(name: &str) -> Result<HeaderName, ToolError> {
-    let n = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| ToolError::new(format!("'{name}' is not a valid header name")))?;
+    let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+        // Input is not quoted back (see `Rule::NotOffered`).
+        ToolError::new("a header name is not valid: use letters, digits and `-`")
+    })?;
     if reserved_header(&n) {
         return Err(ToolError::new(format!(
             "the '{n}' header is set by web_fetch itself and cannot be given"
@@ -493,7 +493,7 @@ fn find_blocked<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Bloc
     None
 }
 
-fn send_error(ctx: &CallContext, url: &Url, e: reqwest::Error) -> ToolError {
+fn send_error(ctx: &CallContext, r: &Redactor, url: &Url, e: reqwest::Error) -> ToolError {
     if let Some(b) = find_blocked(&e) {
         return refuse(ctx, b.to_string());
     }
@@ -517,7 +517,9 @@ fn send_error(ctx: &CallContext, url: &Url, e: reqwest::Error) -> ToolError {
     } else {
         causes.join(": ")
     };
-    ToolError::new(format!("request to {} {what}: {detail}", short_url(url)))
+    // The detail may quote the URL again: redacted here, before anything cuts it.
+    let detail = r.redact(&detail);
+    ToolError::new(format!("request to {} {what}: {detail}", short_url(r, url)))
 }
 
 async fn fetch(
@@ -532,10 +534,10 @@ async fn fetch(
         "GET" => Method::GET,
         "HEAD" => Method::HEAD,
         "POST" => Method::POST,
-        other => {
-            return Err(ToolError::new(format!(
-                "method '{other}' is not supported; use GET, HEAD or POST"
-            )));
+        _ => {
+            return Err(ToolError::new(
+                "the method is not supported; use GET, HEAD or POST",
+            ));
         }
     };
     let mut body = args.body;
@@ -558,16 +560,18 @@ async fn fetch(
         None => ctx.max_response_bytes,
     };
     let origin = Url::parse(&args.url)
-        .map_err(|e| ToolError::new(format!("'{}' is not a valid URL: {e}", args.url)))?;
+        .map_err(|e| ToolError::new(format!("`url` is not a valid URL: {e}")))?;
     let mut headers = HeaderMap::new();
     for (name, value) in &args.headers {
         let n = header_name(name)?;
         let v = HeaderValue::from_str(value)
-            .map_err(|_| ToolError::new(format!("the value of header '{n}' is not valid")))?;
+            .map_err(|_| ToolError::new("a header value is not valid (visible ASCII only)"))?;
         headers.insert(n, v);
     }
+    let r = ctx.redactor();
+    let r = &*r;
     // Check the first destination before touching the vault: a refused URL resolves nothing.
-    check_destination(&origin, &ctx.hosts_allowed).map_err(|m| refuse(&ctx, m))?;
+    check_destination(&origin, &ctx.hosts_allowed, r).map_err(|m| refuse(&ctx, m))?;
     let auth = match &args.auth {
         None => None,
         Some(a) => {
@@ -597,7 +601,21 @@ async fn fetch(
         let mut url = origin.clone();
         let mut hops = 0usize;
         loop {
-            check_destination(&url, &ctx.hosts_allowed).map_err(|m| refuse(&ctx, m))?;
+            check_destination(&url, &ctx.hosts_allowed, r).map_err(|m| {
+                if hops == 0 {
+                    refuse(&ctx, m)
+                } else {
+                    // Name both: what was asked for, and the hop that was refused.
+                    refuse(
+                        &ctx,
+                        format!(
+                            "{} redirected (hop {hops}) to {}, which was refused: {m}",
+                            short_url(r, &origin),
+                            short_url(r, &url)
+                        ),
+                    )
+                }
+            })?;
             let same_origin = url.origin() == origin.origin();
             let mut hop_headers = headers.clone();
             if !same_origin {
@@ -606,7 +624,7 @@ async fn fetch(
             if same_origin && let Some((n, v)) = &auth {
                 hop_headers.insert(n.clone(), v.clone());
             }
-            let shown = ctx.redactor().redact(&short_url(&url)).into_owned();
+            let shown = short_url(r, &url);
             tracing::debug!(call = %ctx.call_id, method = %method, url = %shown, hop = hops, "web_fetch");
             let mut req = client
                 .request(method.clone(), url.clone())
@@ -614,7 +632,7 @@ async fn fetch(
             if let Some(b) = &body {
                 req = req.body(b.clone());
             }
-            let resp = req.send().await.map_err(|e| send_error(&ctx, &url, e))?;
+            let resp = req.send().await.map_err(|e| send_error(&ctx, r, &url, e))?;
             let status = resp.status();
             let location = resp.headers().get(header::LOCATION).cloned();
             let redirect = matches!(
@@ -632,20 +650,21 @@ async fn fetch(
                     let loc = loc.to_str().map_err(|_| {
                         ToolError::new(format!(
                             "{} redirected to an unreadable location",
-                            short_url(&url)
+                            short_url(r, &url)
                         ))
                     })?;
                     let next = url.join(loc).map_err(|e| {
                         ToolError::new(format!(
-                            "{} redirected to an invalid location: {e}",
-                            short_url(&url)
+                            "{} redirected to an invalid location: {}",
+                            short_url(r, &url),
+                            r.redact(&e.to_string())
                         ))
                     })?;
                     if hops > max_redirects {
                         return Err(ToolError::new(format!(
                             "too many redirects: more than {max_redirects} hops (the last from {} to {})",
-                            short_url(&url),
-                            short_url(&next)
+                            short_url(r, &url),
+                            short_url(r, &next)
                         )));
                     }
                     if status == StatusCode::SEE_OTHER
@@ -659,7 +678,7 @@ async fn fetch(
                     }
                     url = next;
                 }
-                _ => return read_response(resp, method == Method::HEAD, cap).await,
+                _ => return read_response(resp, method == Method::HEAD, cap, r).await,
             }
         }
     };
@@ -667,7 +686,7 @@ async fn fetch(
         Ok(r) => r,
         Err(_) => Err(ToolError::new(format!(
             "web_fetch of {} timed out after {:.1} s",
-            short_url(&origin),
+            short_url(r, &origin),
             ctx.deadline.as_secs_f64()
         ))),
     }
@@ -684,13 +703,17 @@ fn strip_credentials(headers: &mut HeaderMap) {
     }
 }
 
+/// The response as the tool's result. The body is read a little past `cap` (by the longest form
+/// of a secret), redacted whole, and only then cut to `cap` bytes: a cut can never leave the
+/// first characters of a secret that the whole body would have redacted.
 async fn read_response(
     mut resp: reqwest::Response,
     head: bool,
     cap: usize,
+    r: &Redactor,
 ) -> Result<serde_json::Value, ToolError> {
     let status = resp.status().as_u16();
-    let final_url = resp.url().to_string();
+    let final_url = r.redact(resp.url().as_str()).into_owned();
     let mut headers = serde_json::Map::new();
     for name in [
         header::CONTENT_TYPE,
@@ -698,29 +721,30 @@ async fn read_response(
         header::LOCATION,
     ] {
         if let Some(v) = resp.headers().get(&name).and_then(|v| v.to_str().ok()) {
-            headers.insert(name.as_str().to_owned(), json!(v));
+            headers.insert(name.as_str().to_owned(), json!(r.redact(v)));
         }
     }
+    let read_to = cap.saturating_add(r.longest_form());
     let mut buf: Vec<u8> = Vec::new();
-    let mut truncated = false;
+    let mut more = false;
     if !head {
         while let Some(chunk) = resp.chunk().await.map_err(|e| {
             ToolError::new(format!(
                 "reading the body of {final_url} failed: {}",
-                error_chain(&e)
+                r.redact(&error_chain(&e))
             ))
         })? {
-            let room = cap - buf.len();
+            let room = read_to - buf.len();
             if chunk.len() > room {
                 buf.extend_from_slice(&chunk[..room]);
-                truncated = true;
+                more = true;
                 break;
             }
             buf.extend_from_slice(&chunk);
         }
     }
     drop(resp);
-    if truncated {
+    if more || buf.len() > cap {
         // Do not end on half a character.
         if let Err(e) = std::str::from_utf8(&buf)
             && e.error_len().is_none()
@@ -728,12 +752,16 @@ async fn read_response(
             buf.truncate(e.valid_up_to());
         }
     }
+    let text = String::from_utf8_lossy(&buf);
+    let (body, cut) = r.redact_and_cut(&text, cap);
+    let truncated = more || cut;
+    let bytes = body.len();
     let mut out = json!({
         "status": status,
         "url": final_url,
         "headers": headers,
-        "body": String::from_utf8_lossy(&buf),
-        "bytes": buf.len(),
+        "body": body,
+        "bytes": bytes,
         "truncated": truncated,
     });
     if truncated {
@@ -980,7 +1008,8 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let ok = |u: &str| check_destination(&Url::parse(u).unwrap(), &allowed);
+        let ok =
+            |u: &str| check_destination(&Url::parse(u).unwrap(), &allowed, &Redactor::default());
         assert!(ok("https://a.example.com/x").is_ok());
         assert!(
             ok("http://a.example.com/x").is_ok(),
@@ -1442,7 +1471,7 @@ mod tests {
             ),
             (
                 json!({"url": "http://127.0.0.1:1/", "headers": {"bad name": "x"}}),
-                "not a valid header name",
+                "header name is not valid",
             ),
             (json!({"url": "not a url"}), "not a valid URL"),
             (
