@@ -268,7 +268,8 @@ impl Builtin<'_> {
                 let Some(s) = view.get(name) else {
                     return Ok(Err(ToolError::failed(
                         Failure::NotFound,
-                        format!("no skill '{name}' visible to this agent"),
+                        "no skill of that name is visible to this agent; skill_list lists them"
+                            .to_owned(),
                     )));
                 };
                 let store = &self.dispatcher.runtime.store;
@@ -334,10 +335,11 @@ impl Builtin<'_> {
         let store = &self.dispatcher.runtime.store;
         let agent = &self.agent.name;
         let name = str_arg(args, "name").unwrap_or_default().to_owned();
-        if let Err(e) = skillbase_format::SkillName::parse(&name) {
+        if skillbase_format::SkillName::parse(&name).is_err() {
+            // Not quoted back (see `Rule::NotOffered`).
             return Ok(Err(ToolError::failed(
                 Failure::Invalid,
-                format!("invalid skill name '{name}': {e}"),
+                "invalid skill name: use 1-64 lowercase letters, digits and single hyphens, not starting or ending with a hyphen".to_owned(),
             )));
         }
         let scope = Scope::Agent(agent.clone());
@@ -360,7 +362,7 @@ impl Builtin<'_> {
         if !create && current.is_none() {
             return Ok(Err(ToolError::failed(
                 Failure::NotFound,
-                format!("no skill '{name}' to modify; use skill_create"),
+                "no skill of that name to modify; use skill_create".to_owned(),
             )));
         }
         let base = current.as_ref().map(|e| &e.meta);

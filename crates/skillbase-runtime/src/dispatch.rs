@@ -197,6 +197,31 @@ impl OfferedSet {
 struct SessionState {
     agent: AgentName,
     run: Mutex<Option<RunRecord>>,
+    /// The capabilities of the revision the open run activated, once read (by run id).
+    pinned: Mutex<Option<(i64, Arc<SkillMeta>)>>,
+}
+
+/// The skill driving a call: the run's skill at the revision the run activated.
+struct Driver {
+    name: String,
+    rev: i64,
+    revision: Revision,
+}
+
+/// Where the driving revision's frontmatter is: the index entry (the run's revision is still the
+/// active one), or read from the store (an older revision, pinned for the run).
+enum Revision {
+    Active(Arc<SkillEntry>),
+    Pinned(Arc<SkillMeta>),
+}
+
+impl Driver {
+    fn meta(&self) -> &SkillMeta {
+        match &self.revision {
+            Revision::Active(e) => &e.meta,
+            Revision::Pinned(m) => m,
+        }
+    }
 }
 
 /// Per agent, for one index generation and agent version: the offered set, and the vault
@@ -417,6 +442,7 @@ impl Dispatcher {
         let state = Arc::new(SessionState {
             agent: agent.clone(),
             run: Mutex::new(run),
+            pinned: Mutex::new(None),
         });
         {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
@@ -442,6 +468,72 @@ impl Dispatcher {
             *s.run.lock().unwrap_or_else(|p| p.into_inner()) = run;
         }
         Ok(())
+    }
+
+    /// The skill a run drives with, at the revision the run activated; `None` when the skill is
+    /// no longer active (fail closed). The active revision is the common case (read from the
+    /// index); an older one is read from the store once per run.
+    async fn driver(
+        &self,
+        agent: &AgentName,
+        state: &SessionState,
+        r: &RunRecord,
+    ) -> Result<Option<Driver>, RuntimeError> {
+        let index = self.runtime.store.index();
+        let Some(e) = index.resolve(agent, &r.skill) else {
+            return Ok(None);
+        };
+        if e.status != Status::Active || e.id != r.skill_id {
+            return Ok(None);
+        }
+        if e.active_rev == r.rev {
+            return Ok(Some(Driver {
+                name: e.name.clone(),
+                rev: r.rev,
+                revision: Revision::Active(e.clone()),
+            }));
+        }
+        let cached = state
+            .pinned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .filter(|(id, _)| *id == r.id)
+            .map(|(_, m)| m.clone());
+        let meta = match cached {
+            Some(m) => m,
+            None => {
+                let (_, bundle) = self
+                    .runtime
+                    .store
+                    .bundle(&e.scope, &e.name, Some(r.rev))
+                    .await?;
+                let text = std::str::from_utf8(&bundle.skill_md().bytes).map_err(|_| {
+                    RuntimeError::Invalid(format!(
+                        "revision {} of '{}' is not UTF-8",
+                        r.rev, e.name
+                    ))
+                })?;
+                let meta = skillbase_format::SkillMd::parse(text, &Default::default())
+                    .ok()
+                    .and_then(|md| SkillMeta::from_md(&md))
+                    .ok_or_else(|| {
+                        RuntimeError::Invalid(format!(
+                            "revision {} of '{}' cannot be read",
+                            r.rev, e.name
+                        ))
+                    })?;
+                let meta = Arc::new(meta);
+                *state.pinned.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((r.id, meta.clone()));
+                meta
+            }
+        };
+        Ok(Some(Driver {
+            name: e.name.clone(),
+            rev: r.rev,
+            revision: Revision::Pinned(meta),
+        }))
     }
 
     /// The run driving a session, if any.
@@ -704,27 +796,20 @@ impl Dispatcher {
         let (a, offer) = self.offered_for(agent)?;
         let offered = &offer.set;
         let Some(entry) = offered.get(wire_name) else {
-            let shown: String = wire_name.chars().take(64).collect();
+            // The name is not quoted back: a text that echoes (redacted) input would tell the
+            // caller whether its input held a secret.
             return refuse(
                 Rule::NotOffered,
-                format!(
-                    "'{shown}' is not a tool offered to this agent; use one of the offered names"
-                ),
+                "the requested name is not a tool offered to this agent; use one of the offered names"
+                    .to_owned(),
             );
         };
-        // The skill driving the session, read now (fail closed if it is no longer active).
+        // The skill driving the session, read now (fail closed if it is no longer active), with
+        // the capabilities of the revision its run activated (a newer revision written mid-run
+        // does not widen what the running skill may do).
         let run = state.run.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let driver: Option<Arc<SkillEntry>> = match &run {
-            Some(r) => {
-                let index = self.runtime.store.index();
-                match index.resolve(agent, &r.skill) {
-                    Some(e) if e.status == Status::Active && e.active_rev == r.rev => {
-                        Some(e.clone())
-                    }
-                    Some(e) if e.status == Status::Active => Some(e.clone()),
-                    _ => None,
-                }
-            }
+        let driver: Option<Driver> = match &run {
+            Some(r) => Box::pin(self.driver(agent, state, r)).await?,
             None => None,
         };
         let tool = match &entry.target {
@@ -745,14 +830,7 @@ impl Dispatcher {
             .validator
             .iter_errors(args)
             .take(10)
-            .map(|e| {
-                let p = e.instance_path().to_string();
-                if p.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("at {p}: {e}")
-                }
-            })
+            .map(|e| schema_problem(&e))
             .collect();
         if !problems.is_empty() {
             return refuse(
@@ -793,12 +871,12 @@ impl Dispatcher {
                                 ),
                             );
                         }
-                        if !s.meta.capabilities.tools.contains(&d.class) {
+                        if !s.meta().capabilities.tools.contains(&d.class) {
                             return refuse(
                                 Rule::ClassNotDeclared,
                                 format!(
                                     "skill '{}' (revision {}) does not declare tool class '{}'",
-                                    s.name, s.active_rev, d.class
+                                    s.name, s.rev, d.class
                                 ),
                             );
                         }
@@ -835,6 +913,7 @@ impl Dispatcher {
                     let (result, tokens, truncated) = cap_tokens(
                         redactor.redact_json_owned(v),
                         a.config.policies.max_result_tokens,
+                        &redactor,
                     );
                     CallOutcome::Done {
                         call_id: call_id.to_owned(),
@@ -914,8 +993,8 @@ impl Dispatcher {
         let (vault_allowed, hosts_allowed) = match &driver {
             None => (offer.vault.clone(), offer.hosts.clone()),
             Some(d) => (
-                Arc::new(allowed_vault(&a, Some(&d.meta))),
-                Arc::new(allowed_hosts(&a, Some(&d.meta))),
+                Arc::new(allowed_vault(&a, Some(d.meta()))),
+                Arc::new(allowed_hosts(&a, Some(d.meta()))),
             ),
         };
         let ctx = CallContext {
@@ -1148,9 +1227,11 @@ impl AfterCall<'_> {
         refusals: &Mutex<Vec<InnerRefusal>>,
     ) -> CallOutcome {
         // Refusals raised inside the tool are recorded, even when the tool went on without
-        // what it was refused and succeeded.
+        // what it was refused and succeeded. When one stopped the tool, the call's outcome is
+        // that refusal and its own `call_refused` event records it.
         let inner: Vec<InnerRefusal> = refusals.lock().map(|r| r.clone()).unwrap_or_default();
-        for r in &inner {
+        let skip = usize::from(matches!(outcome, CallOutcome::Refused { .. }));
+        for r in inner.iter().skip(skip) {
             self.sink
                 .record(NewEvent {
                     kind: "call_refused".into(),
@@ -1168,8 +1249,13 @@ impl AfterCall<'_> {
                 .await;
         }
         if let Some(run) = self.run_id {
-            // Boxed: the database futures stay out of the call's state.
-            let failed = matches!(outcome, CallOutcome::Failed { .. });
+            // Boxed: the database futures stay out of the call's state. A refusal raised inside
+            // the tool (the tool ran and was stopped by the envelope) counts as a failed call of
+            // the run, as a failure does: a skill that keeps reaching outside its envelope ends.
+            let failed = matches!(
+                outcome,
+                CallOutcome::Failed { .. } | CallOutcome::Refused { .. }
+            );
             Box::pin(self.count_in_run(run, failed)).await;
         }
         outcome
@@ -1300,15 +1386,24 @@ async fn run_tool(
             rule: Some(Rule::Timeout),
             failure: None,
         },
-        Ok(Err(e)) => CallOutcome::Failed {
-            call_id,
-            message: redactor.redact(&e.message).into_owned(),
-            rule: inner_rule,
-            failure: e.kind,
+        // A refusal raised inside the tool (a vault entry or destination outside the envelope)
+        // that stopped it is a refusal, as the gate's are: one outcome for one kind of event.
+        Ok(Err(e)) => match inner_rule {
+            Some(rule) => CallOutcome::Refused {
+                call_id,
+                rule,
+                message: redactor.redact(&e.message).into_owned(),
+            },
+            None => CallOutcome::Failed {
+                call_id,
+                message: redactor.redact(&e.message).into_owned(),
+                rule: None,
+                failure: e.kind,
+            },
         },
         Ok(Ok(value)) => {
             let value = redactor.redact_json_owned(value);
-            let (value, tokens, truncated) = cap_tokens(value, max_tokens);
+            let (value, tokens, truncated) = cap_tokens(value, max_tokens, &redactor);
             CallOutcome::Done {
                 call_id,
                 result: value,
@@ -1319,8 +1414,26 @@ async fn run_tool(
     }
 }
 
-/// Cut a result to `max` tokens (as text, with a marker) when it is larger.
-pub fn cap_tokens(value: serde_json::Value, max: u32) -> (serde_json::Value, u32, bool) {
+/// One argument problem for a message: where, and what the schema wants, with the value the
+/// caller sent masked (a message that quotes input, redacted or not, would tell the caller
+/// whether the input held a secret).
+pub(crate) fn schema_problem(e: &jsonschema::ValidationError<'_>) -> String {
+    let p = e.instance_path().to_string();
+    let text = e.masked_with("the value").to_string();
+    if p.is_empty() {
+        text
+    } else {
+        format!("at {p}: {text}")
+    }
+}
+
+/// Cut a (redacted) result to `max` tokens (as text, with a marker) when it is larger; the cut
+/// never ends in the first characters of a secret.
+pub fn cap_tokens(
+    value: serde_json::Value,
+    max: u32,
+    redactor: &Redactor,
+) -> (serde_json::Value, u32, bool) {
     let rendered;
     let text: &str = match &value {
         serde_json::Value::String(s) => s,
@@ -1334,6 +1447,7 @@ pub fn cap_tokens(value: serde_json::Value, max: u32) -> (serde_json::Value, u32
         return (value, n, false);
     }
     let cut = tokens::truncate(text, max);
+    let cut = redactor.trim_partial(&cut);
     let out =
         format!("{cut}\n[truncated: the result had {n} tokens, over this agent's limit of {max}]");
     let t = tokens::count(&out);
