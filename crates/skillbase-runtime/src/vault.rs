@@ -6,7 +6,8 @@ use crate::redact::Redactor;
 use arc_swap::ArcSwap;
 use chacha20poly1305::aead::{Aead, KeyInit};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use skillbase_store::{Author, Store, VaultRow};
+use skillbase_format::Bundle;
+use skillbase_store::{Author, ContentGuard, Store, VaultRow};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -134,6 +135,34 @@ pub struct VaultEntryInfo {
     pub updated_at: i64,
 }
 
+/// The store's [`ContentGuard`]: refuse content that holds a vault value, scrub stored content
+/// that came to hold one (a value set after the revision was written).
+struct Guard(Arc<ArcSwap<Redactor>>);
+
+impl ContentGuard for Guard {
+    fn check(&self, bundle: &Bundle, message: &str) -> Result<(), String> {
+        let r = self.0.load();
+        if let Some(entry) = r.find(message.as_bytes()) {
+            return Err(format!(
+                "the revision message contains the value of vault entry '{entry}'; describe the change without the secret"
+            ));
+        }
+        for f in bundle.files() {
+            if let Some(entry) = r.find(&f.bytes) {
+                return Err(format!(
+                    "{} contains the value of vault entry '{entry}'; reference the entry by name instead of pasting its value",
+                    f.path
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn scrub(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        self.0.load().redact_bytes(bytes)
+    }
+}
+
 /// The vault over a store.
 pub struct Vault {
     store: Arc<Store>,
@@ -163,30 +192,24 @@ impl Vault {
             info: ArcSwap::from_pointee(Vec::new()),
             redactor: Arc::new(ArcSwap::from_pointee(Redactor::default())),
         });
-        vault.reload().await?;
-        let redactor = vault.redactor.clone();
-        store.set_write_guard(Arc::new(move |bundle, message| {
-            let r = redactor.load();
-            if let Some(entry) = r.find(message.as_bytes()) {
-                return Err(format!(
-                    "the revision message contains the value of vault entry '{entry}'; describe the change without the secret"
-                ));
-            }
-            for f in bundle.files() {
-                if let Some(entry) = r.find(&f.bytes) {
-                    return Err(format!(
-                        "{} contains the value of vault entry '{entry}'; reference the entry by name instead of pasting its value",
-                        f.path
-                    ));
-                }
-            }
-            Ok(())
-        }));
+        vault.load_values().await?;
+        store.set_content_guard(Arc::new(Guard(vault.redactor.clone())));
+        // Content stored before this process knew a value is scrubbed from the index too.
+        if !vault.redactor().is_empty() {
+            store.reload().await?;
+        }
         Ok(vault)
     }
 
-    /// Re-read every entry from the store.
+    /// Re-read every entry from the store (after this or another process changed one), and
+    /// rebuild the store's index so that stored content is scrubbed of the current values.
     pub async fn reload(&self) -> Result<(), VaultError> {
+        self.load_values().await?;
+        self.store.reload().await?;
+        Ok(())
+    }
+
+    async fn load_values(&self) -> Result<(), VaultError> {
         let rows = self.store.vault_all().await?;
         let mut values = Vec::with_capacity(rows.len());
         let mut info = Vec::with_capacity(rows.len());
@@ -248,6 +271,7 @@ impl Vault {
                 actor,
             )
             .await?;
+        // Stored content that already held the value is served scrubbed from now on.
         self.reload().await
     }
 

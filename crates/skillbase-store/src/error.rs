@@ -23,6 +23,11 @@ pub enum StoreError {
     },
     #[error("skill '{name}' is retired; restore it first with `skillbase restore {name}`")]
     Retired { name: String },
+    /// A session id that cannot be used by this agent: taken by another agent, or in a namespace
+    /// reserved for ids Skillbase derives. One text for every reason, so that the answer says
+    /// nothing about other agents' sessions.
+    #[error("{}", SESSION_UNAVAILABLE)]
+    SessionUnavailable,
     #[error("invalid skill: {0}")]
     InvalidSkill(String),
     #[error("invalid bundle: {0}")]
@@ -47,6 +52,30 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// The text of [`StoreError::SessionUnavailable`].
+pub const SESSION_UNAVAILABLE: &str =
+    "this session id cannot be used by this agent; choose another, or omit it for a new random one";
+
+/// Prefixes of the session ids Skillbase derives for a caller (`mcp:<agent>:…` for MCP calls,
+/// `rest:<agent>` for REST writes); nobody may name such a session outside their own agent's
+/// namespace.
+pub const DERIVED_SESSION_PREFIXES: [&str; 2] = ["mcp:", "rest:"];
+
+/// Whether `agent` may name the session `id` itself: any id outside the derived namespaces, and
+/// within them only its own (`mcp:<agent>:…`, `rest:<agent>`).
+pub fn session_id_usable(id: &str, agent: &str) -> bool {
+    if id.starts_with("mcp:") {
+        return id
+            .strip_prefix("mcp:")
+            .and_then(|r| r.strip_prefix(agent))
+            .is_some_and(|r| r.starts_with(':'));
+    }
+    if let Some(rest) = id.strip_prefix("rest:") {
+        return rest == agent;
+    }
+    true
 }
 
 impl StoreError {

@@ -25,4 +25,4 @@ pub use sql::{
     ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, RunRecord, SessionRecord,
     TokenRecord, VaultRow, WriteKind, WriteOutcome,
 };
-pub use store::{ImportReport, PutRequest, Store, WriteGuard};
+pub use store::{ContentGuard, ImportReport, PutRequest, Store, WriteGuard};

@@ -82,11 +82,39 @@ pub fn read_source(src: &Path, limits: &PackLimits) -> Result<Vec<Bundle>> {
             limits.max_skills
         )));
     }
+    // A skill folder reached through a link must stay inside what was given: a link to a folder
+    // elsewhere would import files the operator never pointed at. Refused whole.
+    let root = if src.is_file() {
+        src.parent().unwrap_or(Path::new("."))
+    } else {
+        src
+    };
+    let root = root.canonicalize().map_err(|source| StoreError::Io {
+        path: root.display().to_string(),
+        source,
+    })?;
+    for d in &dirs {
+        let real = d.canonicalize().map_err(|source| StoreError::Io {
+            path: d.display().to_string(),
+            source,
+        })?;
+        if !real.starts_with(&root) {
+            return Err(StoreError::Invalid(format!(
+                "{} is a link to a folder outside {}; copy the skill in instead of linking it",
+                skillbase_format::text::escape_controls(&d.display().to_string()),
+                skillbase_format::text::escape_controls(&src.display().to_string()),
+            )));
+        }
+    }
     dirs.iter().map(|d| read_folder(d, &limits.skill)).collect()
 }
 
-/// One skill folder: validated (the folder name must match `name`), then loaded as a bundle.
+/// One skill folder: loaded as a bundle (links checked before anything is read through them),
+/// then validated (the folder name must match `name`).
 pub fn read_folder(dir: &Path, limits: &BundleLimits) -> Result<Bundle> {
+    let shown = || skillbase_format::text::escape_controls(&dir.display().to_string()).into_owned();
+    let bundle = Bundle::from_dir(dir, limits)
+        .map_err(|e| StoreError::InvalidSkill(format!("{}: {e}", shown())))?;
     let report = validate_dir(
         dir,
         &ValidateOptions {
@@ -98,23 +126,30 @@ pub fn read_folder(dir: &Path, limits: &BundleLimits) -> Result<Bundle> {
         let msgs: Vec<String> = report.errors().map(|d| d.message.clone()).collect();
         return Err(StoreError::InvalidSkill(format!(
             "{}: {}",
-            dir.display(),
+            shown(),
             msgs.join("; ")
         )));
     }
-    Bundle::from_dir(dir, limits)
-        .map_err(|e| StoreError::InvalidSkill(format!("{}: {e}", dir.display())))
+    Ok(bundle)
 }
 
 /// The skills in zip bytes: SKILL.md at the root (one skill), or one folder per skill, possibly
 /// under a single wrapping folder.
 pub fn read_zip_pack(bytes: &[u8], limits: &PackLimits) -> Result<Vec<Bundle>> {
+    // What one archive may unpack to: proportional to what was sent (at most
+    // `MAX_PACK_RATIO` times its size, and never less than one skill's limit), and never more
+    // than four times the largest archive accepted.
+    let unpacked = (bytes.len() as u64)
+        .saturating_mul(MAX_PACK_RATIO)
+        .max(limits.skill.max_total_bytes)
+        .min(limits.max_zip_bytes.saturating_mul(4));
     let pack_limits = BundleLimits {
         max_files: limits.skill.max_files.saturating_mul(limits.max_skills),
-        max_total_bytes: limits.max_zip_bytes.saturating_mul(4),
+        max_total_bytes: unpacked,
         max_depth: limits.skill.max_depth + 2,
         ..limits.skill
     };
+    check_declared(bytes, limits, &pack_limits)?;
     let entries = read_zip(std::io::Cursor::new(bytes), &pack_limits)?;
     if entries
         .iter()
@@ -194,6 +229,74 @@ pub fn read_zip_pack(bytes: &[u8], limits: &PackLimits) -> Result<Vec<Bundle>> {
         return Err(StoreError::Invalid("the archive holds no skill".into()));
     }
     Ok(out)
+}
+
+/// Largest ratio of unpacked bytes to archive bytes for a whole pack (each entry separately may
+/// reach the bundle limit's ratio). Text skills pack three to five times.
+pub const MAX_PACK_RATIO: u64 = 32;
+
+/// Before anything is decompressed: the sizes every entry declares (the reader refuses an entry
+/// larger than it declares) summed per skill folder (the folder of each `SKILL.md`) and over the
+/// archive, against the per-skill and whole-pack limits. A bomb is refused from its directory,
+/// without holding what it would unpack to.
+fn check_declared(bytes: &[u8], limits: &PackLimits, pack: &BundleLimits) -> Result<()> {
+    let bad = |e: String| StoreError::Invalid(format!("the archive: {e}"));
+    let mut archive =
+        zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| bad(e.to_string()))?;
+    if archive.len() > pack.max_files.saturating_mul(4).max(pack.max_files + 64) {
+        return Err(bad(format!("{} entries is too many", archive.len())));
+    }
+    let mut entries: Vec<(String, u64)> = Vec::with_capacity(archive.len());
+    for i in 0..archive.len() {
+        let f = archive.by_index_raw(i).map_err(|e| bad(e.to_string()))?;
+        if !f.is_dir() {
+            entries.push((String::from_utf8_lossy(f.name_raw()).into_owned(), f.size()));
+        }
+    }
+    let total: u64 = entries.iter().map(|(_, n)| *n).sum();
+    if total > pack.max_total_bytes {
+        return Err(StoreError::Invalid(format!(
+            "the archive would unpack to {total} bytes, over the {}-byte limit for an archive of {} bytes; split it into smaller imports",
+            pack.max_total_bytes,
+            bytes.len()
+        )));
+    }
+    let mut roots: Vec<&str> = entries
+        .iter()
+        .filter_map(|(n, _)| {
+            let (dir, file) = n.rsplit_once('/').unwrap_or(("", n.as_str()));
+            matches!(file, "SKILL.md" | "skill.md").then_some(dir)
+        })
+        .collect();
+    // Longest first, so an entry counts for the innermost skill folder holding it.
+    roots.sort_by_key(|r| std::cmp::Reverse(r.len()));
+    let mut per: BTreeMap<&str, (u64, usize)> = BTreeMap::new();
+    for (name, size) in &entries {
+        let Some(root) = roots
+            .iter()
+            .find(|r| r.is_empty() || name.starts_with(&format!("{r}/")))
+        else {
+            continue;
+        };
+        let e = per.entry(root).or_default();
+        e.0 += size;
+        e.1 += 1;
+        if e.0 > limits.skill.max_total_bytes {
+            return Err(StoreError::InvalidSkill(format!(
+                "{}/: over the {}-byte limit for one skill",
+                skillbase_format::text::escape_controls(root),
+                limits.skill.max_total_bytes
+            )));
+        }
+        if e.1 > limits.skill.max_files {
+            return Err(StoreError::InvalidSkill(format!(
+                "{}/: more than {} files in one skill",
+                skillbase_format::text::escape_controls(root),
+                limits.skill.max_files
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn file(

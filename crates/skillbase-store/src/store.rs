@@ -22,9 +22,21 @@ macro_rules! on_db {
     };
 }
 
-/// A check every revision must pass before it is written — its bundle and its message; the
-/// error says why it was refused.
-pub type WriteGuard = Arc<dyn Fn(&Bundle, &str) -> std::result::Result<(), String> + Send + Sync>;
+/// What the vault asks of the store, installed with [`Store::set_content_guard`]: refuse every
+/// revision whose files or message hold a secret, and scrub secrets from stored content before
+/// it is served (a value set *after* a revision already held it). Every read of stored content —
+/// the index (bodies, descriptions, frontmatter: turns, `load_skill`, listings), [`Store::bundle`]
+/// (show, export, diff, `resources/read`, the CLI), [`Store::history`] and [`Store::events`] —
+/// goes through [`ContentGuard::scrub`], so no surface can forget it.
+pub trait ContentGuard: Send + Sync {
+    /// Why `bundle` and `message` may not be written, if they may not.
+    fn check(&self, bundle: &Bundle, message: &str) -> std::result::Result<(), String>;
+    /// `bytes` with every secret replaced, or `None` when it holds none.
+    fn scrub(&self, bytes: &[u8]) -> Option<Vec<u8>>;
+}
+
+/// An installed [`ContentGuard`].
+pub type WriteGuard = Arc<dyn ContentGuard>;
 
 /// A write of one skill.
 #[derive(Debug, Clone)]
@@ -105,13 +117,16 @@ impl Store {
         let seen = on_db!(self, max_event_id())?;
         let raw = on_db!(self, load_all())?;
         let generation = self.index.load().generation + 1;
-        let entries = raw.into_iter().filter_map(|r| match to_entry(r) {
-            Ok(e) => Some(e),
-            Err(e) => {
-                tracing::warn!(error = %e, "skipping an unreadable skill record");
-                None
-            }
-        });
+        let guard = self.guard();
+        let entries = raw
+            .into_iter()
+            .filter_map(|r| match to_entry(r, guard.as_deref()) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    tracing::warn!(error = %e, "skipping an unreadable skill record");
+                    None
+                }
+            });
         self.index
             .store(Arc::new(Index::from_entries(entries, generation)));
         self.changed.send_modify(|g| *g += 1);
@@ -124,7 +139,8 @@ impl Store {
     async fn refresh(&self, scope: &Scope, name: &str) -> Result<()> {
         let _guard = self.index_lock.lock().await;
         let raw = on_db!(self, load_one(&scope.to_string(), name))?;
-        let entry = raw.map(to_entry).transpose()?;
+        let guard = self.guard();
+        let entry = raw.map(|r| to_entry(r, guard.as_deref())).transpose()?;
         let next = self.index.load().with(scope, name, entry);
         self.index.store(Arc::new(next));
         self.changed.send_modify(|g| *g += 1);
@@ -231,7 +247,8 @@ impl Store {
     ) -> Result<WriteReq> {
         let (name, _) = Self::check_bundle(&req.bundle)?;
         if let Some(guard) = self.write_guard.load().as_ref() {
-            guard(&req.bundle, &req.message)
+            guard
+                .check(&req.bundle, &req.message)
                 .map_err(|why| StoreError::InvalidSkill(format!("{name}: {why}")))?;
         }
         Ok(WriteReq {
@@ -455,7 +472,13 @@ impl Store {
 
     /// Every revision of a skill, oldest first.
     pub async fn history(&self, scope: &Scope, name: &str) -> Result<Vec<RevisionInfo>> {
-        on_db!(self, history(scope, name))
+        let mut h = on_db!(self, history(scope, name))?;
+        if let Some(g) = self.guard() {
+            for r in &mut h {
+                scrub_string(&*g, &mut r.message);
+            }
+        }
+        Ok(h)
     }
 
     /// The bundle of a revision (the active one when `rev` is `None`).
@@ -502,6 +525,29 @@ impl Store {
                 info.rev
             )));
         }
+        // Checked as stored, served scrubbed: a file holding a value set since it was written
+        // is served with the value replaced (and so with its own digest).
+        let Some(g) = self.guard() else {
+            return Ok((info, bundle));
+        };
+        if !bundle.files().iter().any(|f| g.scrub(&f.bytes).is_some()) {
+            return Ok((info, bundle));
+        }
+        let files = bundle
+            .files()
+            .iter()
+            .map(|f| match g.scrub(&f.bytes) {
+                Some(b) => BundleFile {
+                    path: f.path.clone(),
+                    digest: Digest::of(&b),
+                    bytes: b.into(),
+                    executable: f.executable,
+                },
+                None => f.clone(),
+            })
+            .collect();
+        let bundle = Bundle::from_files(files, &unlimited)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         Ok((info, bundle))
     }
 
@@ -557,11 +603,12 @@ impl Store {
                 "invalid session id '{id}': 1-128 characters, no slashes or control characters"
             )));
         }
+        if !crate::error::session_id_usable(id, agent.as_str()) {
+            return Err(StoreError::SessionUnavailable);
+        }
         let owner = on_db!(self, open_session(id, agent.as_str()))?;
         if owner != agent.as_str() {
-            return Err(StoreError::Invalid(format!(
-                "session '{id}' belongs to another agent"
-            )));
+            return Err(StoreError::SessionUnavailable);
         }
         Ok(())
     }
@@ -705,10 +752,15 @@ impl Store {
         on_db!(self, vault_all())
     }
 
-    /// Install a check run on every bundle before it is written (the runtime refuses bodies
-    /// that contain a vault value).
-    pub fn set_write_guard(&self, guard: WriteGuard) {
+    /// Install the vault's guard: every bundle is checked before it is written, and stored
+    /// content is scrubbed as it is read (see [`ContentGuard`]). Call [`Store::reload`] after the
+    /// guard's secrets change, so the index is scrubbed of new ones.
+    pub fn set_content_guard(&self, guard: WriteGuard) {
         self.write_guard.store(Arc::new(Some(guard)));
+    }
+
+    fn guard(&self) -> Option<WriteGuard> {
+        self.write_guard.load().as_ref().clone()
     }
 
     /// Open a run of a skill revision in a session (ending the session's previous open run as
@@ -768,7 +820,13 @@ impl Store {
 
     /// Read events.
     pub async fn events(&self, filter: &EventFilter) -> Result<Vec<EventRecord>> {
-        on_db!(self, events(filter))
+        let mut evs = on_db!(self, events(filter))?;
+        if let Some(g) = self.guard() {
+            for e in &mut evs {
+                scrub_json(&*g, &mut e.data);
+            }
+        }
+        Ok(evs)
     }
 
     pub(crate) async fn mark_diverged(
@@ -782,7 +840,75 @@ impl Store {
     }
 }
 
-fn to_entry(r: RawEntry) -> Result<SkillEntry> {
+/// A string scrubbed in place.
+fn scrub_string(g: &dyn ContentGuard, s: &mut String) {
+    if let Some(b) = g.scrub(s.as_bytes()) {
+        *s = String::from_utf8_lossy(&b).into_owned();
+    }
+}
+
+/// Every string of a JSON value (keys too) scrubbed in place.
+fn scrub_json(g: &dyn ContentGuard, v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => scrub_string(g, s),
+        Value::Array(a) => a.iter_mut().for_each(|x| scrub_json(g, x)),
+        Value::Object(o) => {
+            if o.keys().any(|k| g.scrub(k.as_bytes()).is_some()) {
+                let old = std::mem::take(o);
+                for (mut k, x) in old {
+                    scrub_string(g, &mut k);
+                    o.insert(k, x);
+                }
+            }
+            o.values_mut().for_each(|x| scrub_json(g, x));
+        }
+        _ => {}
+    }
+}
+
+/// The text fields of a parsed skill scrubbed (what turns, `load_skill`, listings and the MCP
+/// manifests serve from the index).
+fn scrub_entry(g: &dyn ContentGuard, e: &mut SkillEntry) {
+    scrub_string(g, &mut e.body);
+    scrub_string(g, &mut e.meta.description);
+    for t in &mut e.meta.triggers {
+        scrub_string(g, t);
+    }
+    for (_, v) in &mut e.meta.metadata {
+        scrub_string(g, v);
+    }
+    for s in [
+        &mut e.meta.license,
+        &mut e.meta.compatibility,
+        &mut e.meta.allowed_tools,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        scrub_string(g, s);
+    }
+    if let Some(i) = &mut e.meta.inputs {
+        scrub_json(g, i);
+    }
+    let mut fm = serde_json::Value::Object((*e.frontmatter).clone());
+    scrub_json(g, &mut fm);
+    if let serde_json::Value::Object(m) = fm {
+        e.frontmatter = Arc::new(m);
+    }
+}
+
+fn to_entry(r: RawEntry, guard: Option<&dyn ContentGuard>) -> Result<SkillEntry> {
+    // One pass over SKILL.md tells whether anything of it needs scrubbing.
+    let dirty = guard.filter(|g| g.scrub(&r.skill_md).is_some());
+    let mut e = to_entry_raw(r)?;
+    if let Some(g) = dirty {
+        scrub_entry(g, &mut e);
+    }
+    Ok(e)
+}
+
+fn to_entry_raw(r: RawEntry) -> Result<SkillEntry> {
     let corrupt = |m: String| StoreError::Corrupt(format!("skill '{}' ({}): {m}", r.name, r.scope));
     let text = std::str::from_utf8(&r.skill_md).map_err(|e| corrupt(e.to_string()))?;
     let md = SkillMd::parse(text, &Default::default()).map_err(|e| corrupt(e.to_string()))?;
