@@ -11,19 +11,28 @@ use std::path::Path;
 
 const MARKER: &str = ".skillbase-bundle";
 
-/// A folder name for a session id (ids with unusual characters are hashed).
+/// A folder name for a session id: the id itself when it is plain, else `s-` and 128 bits of its
+/// SHA-256. Plain ids never start with `s-`, so no id can name another's hashed folder: the map
+/// is one-to-one (up to a hash collision).
 pub fn session_dir_name(session: &str) -> String {
     let plain = !session.is_empty()
         && session != "."
         && session != ".."
+        && !session.starts_with("s-")
         && session
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
     if plain {
         session.to_owned()
     } else {
-        format!("s-{}", &hex(&Sha256::digest(session.as_bytes()))[..16])
+        format!("s-{}", &hex(&Sha256::digest(session.as_bytes()))[..32])
     }
+}
+
+/// The workspace folder of one agent's session: `<root>/<agent>/<session folder>`. Agent names
+/// are plain path segments, so two agents' sessions never share a folder, whatever their ids.
+pub fn session_root(root: &Path, agent: &str, session: &str) -> std::path::PathBuf {
+    root.join(agent).join(session_dir_name(session))
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -101,6 +110,13 @@ mod tests {
         assert_eq!(session_dir_name("abc-1"), "abc-1");
         assert!(session_dir_name("..").starts_with("s-"));
         assert!(session_dir_name("a b").starts_with("s-"));
+        // A session named like another's hashed folder gets a folder of its own.
+        let hashed = session_dir_name("a b");
+        assert_ne!(session_dir_name(&hashed), hashed);
+        assert!(session_dir_name("s-1").starts_with("s-") && session_dir_name("s-1") != "s-1");
+        // Per agent by construction.
+        let root = Path::new("/w");
+        assert_ne!(session_root(root, "a", "s1"), session_root(root, "b", "s1"));
     }
 
     #[test]

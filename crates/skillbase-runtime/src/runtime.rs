@@ -18,7 +18,11 @@ pub enum RuntimeError {
     UnknownAgent(String),
     #[error("no session '{0}'")]
     UnknownSession(String),
-    #[error("unknown skill '{name}': choose one of the names in load_skill's enum{hint}")]
+    /// The name is kept for the caller's code, never shown: a message that quoted it back would
+    /// tell a model whether the name it sent held a secret (it would come back redacted).
+    #[error(
+        "no skill of that name is available to this agent: choose one of the names load_skill lists{hint}"
+    )]
     UnknownSkill { name: String, hint: String },
     #[error("'{0}' is already in your context every turn (an eager skill); follow it as it is")]
     Eager(String),
@@ -233,7 +237,7 @@ impl Runtime {
             for a in &ctx.report.activated {
                 if let Some(s) = view.get(&a.name)
                     && s.entry.files.len() > 1
-                    && let Err(w) = self.materialize(session, &s.entry).await
+                    && let Err(w) = self.materialize(agent, session, &s.entry).await
                 {
                     ctx.report.warnings.push(turn::Omission {
                         name: a.name.as_str().into(),
@@ -300,14 +304,7 @@ impl Runtime {
             let problems: Vec<String> = validator
                 .iter_errors(&args)
                 .take(10)
-                .map(|e| {
-                    let path = e.instance_path().to_string();
-                    if path.is_empty() {
-                        e.to_string()
-                    } else {
-                        format!("at {path}: {e}")
-                    }
-                })
+                .map(|e| crate::dispatch::schema_problem(&e))
                 .collect();
             if !problems.is_empty() {
                 return Err(RuntimeError::InvalidArguments {
@@ -425,7 +422,7 @@ impl Runtime {
         let mut directory = None;
         if self.workspace_root.is_some() {
             for (k, e) in loaded.iter().enumerate() {
-                match self.materialize(session, e).await {
+                match self.materialize(agent, session, e).await {
                     Ok(dir) => {
                         if k == 0 {
                             directory = Some(dir);
@@ -475,6 +472,7 @@ impl Runtime {
     /// the session workspace).
     async fn materialize(
         &self,
+        agent: &AgentName,
         session: &str,
         entry: &skillbase_store::SkillEntry,
     ) -> Result<String, String> {
@@ -487,16 +485,11 @@ impl Runtime {
             .bundle(&entry.scope, &entry.name, Some(entry.active_rev))
             .await
             .map_err(|e| e.to_string())?;
-        let session = session.to_owned();
+        let session_root = files::session_root(&root, agent.as_str(), session);
         let scope = entry.scope.to_string();
         let name = entry.name.clone();
         tokio::task::spawn_blocking(move || {
-            files::materialize(
-                &root.join(files::session_dir_name(&session)),
-                &scope,
-                &name,
-                &bundle,
-            )
+            files::materialize(&session_root, &scope, &name, &bundle)
         })
         .await
         .map_err(|e| e.to_string())?

@@ -109,7 +109,9 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound { .. }
             | StoreError::NoSuchRevision { .. }
             | StoreError::AgentNotFound(_) => ApiError::not_found(detail),
-            StoreError::AgentExists(_) => ApiError::conflict(detail),
+            StoreError::AgentExists(_) | StoreError::SessionUnavailable => {
+                ApiError::conflict(detail)
+            }
             StoreError::Conflict { actual, .. } => {
                 ApiError::new(StatusCode::PRECONDITION_FAILED, "stale-revision", detail)
                     .with_extra(serde_json::json!({ "current_rev": actual }))

@@ -43,11 +43,21 @@ pub fn router(state: Arc<AppState>) -> Router {
             state.clone(),
             auth::middleware,
         ));
-    Router::new()
+    let mut app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .merge(authed)
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .merge(authed);
+    if state.options.dev {
+        let allowed: Vec<_> = mcp::allowed_host_names(&state)
+            .iter()
+            .filter_map(|h| mcp::direct::AllowedHost::parse(h))
+            .collect();
+        app = app.layer(middleware::from_fn_with_state(
+            Arc::new(allowed),
+            mcp::dev_host_guard,
+        ));
+    }
+    app.layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(DefaultBodyLimit::max(state.options.limits.body_bytes))
         .with_state(state)
 }

@@ -36,13 +36,13 @@ const EVENT_STREAM: &str = "text/event-stream";
 /// A host the MCP endpoint accepts, as rmcp compares them: lowercase, no brackets, and a port
 /// only when the allowed entry names one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct AllowedHost {
+pub(crate) struct AllowedHost {
     host: String,
     port: Option<u16>,
 }
 
 impl AllowedHost {
-    pub(super) fn parse(allowed: &str) -> Option<AllowedHost> {
+    pub(crate) fn parse(allowed: &str) -> Option<AllowedHost> {
         let allowed = allowed.trim();
         if allowed.is_empty() {
             return None;
@@ -76,8 +76,22 @@ fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     first.to_str().ok()
 }
 
+/// Whether an `Origin` (`scheme://host[:port]`) names an allowed host.
+pub(crate) fn origin_allowed(origin: &str, allowed: &[AllowedHost]) -> bool {
+    let Ok(uri) = origin.parse::<axum::http::Uri>() else {
+        return false;
+    };
+    let Some(authority) = uri.authority() else {
+        return false;
+    };
+    let (host, port) = (normalize(authority.host()), authority.port_u16());
+    allowed
+        .iter()
+        .any(|a| a.host == host && a.port.is_none_or(|p| port == Some(p)))
+}
+
 /// Whether the `Host` header names an allowed host (rmcp's DNS-rebinding rule).
-fn host_allowed(parts: &Parts, allowed: &[AllowedHost]) -> bool {
+pub(crate) fn host_allowed(parts: &Parts, allowed: &[AllowedHost]) -> bool {
     if parts.uri.authority().is_some() {
         return false;
     }

@@ -19,7 +19,7 @@
 //!   agent's visible skills (or offered tools) change: to stateful sessions and stdio, and to
 //!   `subscriptions/listen` streams on the 2026-07-28 wire.
 
-mod direct;
+pub(crate) mod direct;
 
 use crate::auth::Principal;
 use crate::skills_ext::{self, Child, Manifest, ManifestFile, Visible};
@@ -66,11 +66,7 @@ type Resolved = (Arc<SkillEntry>, Arc<Manifest>, String);
 /// The MCP endpoint as a service to nest at `/mcp`: rmcp's streamable HTTP transport (both
 /// wires) behind a guard that answers malformed JSON-RPC with a JSON-RPC error.
 pub fn service(state: Arc<AppState>) -> Router {
-    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
-        .into_iter()
-        .map(String::from)
-        .collect();
-    hosts.extend(state.options.allowed_hosts.iter().cloned());
+    let hosts = allowed_host_names(&state);
     let limit = state.options.limits.body_bytes;
     let guard = Guard {
         limit,
@@ -101,6 +97,48 @@ pub fn service(state: Arc<AppState>) -> Router {
             Arc::new(guard),
             jsonrpc_guard,
         ))
+}
+
+/// The names a `Host` header may give: loopback, and what `--allowed-host` adds.
+pub(crate) fn allowed_host_names(state: &AppState) -> Vec<String> {
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    hosts.extend(state.options.allowed_hosts.iter().cloned());
+    hosts
+}
+
+/// `--dev` turns tokens off, so a web page in the operator's browser could reach the server by
+/// DNS rebinding (a name it controls pointed at 127.0.0.1). In dev mode every route therefore
+/// answers only requests whose `Host` (and `Origin`, when sent) names loopback or an allowed
+/// host, as `/mcp` always does.
+pub(crate) async fn dev_host_guard(
+    axum::extract::State(allowed): axum::extract::State<Arc<Vec<direct::AllowedHost>>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (parts, body) = req.into_parts();
+    let host_ok = direct::host_allowed(&parts, &allowed);
+    let origin_ok = parts
+        .headers
+        .get_all(axum::http::header::ORIGIN)
+        .iter()
+        .all(|o| {
+            o.to_str()
+                .is_ok_and(|o| direct::origin_allowed(o, &allowed))
+        });
+    if !host_ok || !origin_ok {
+        return crate::error::ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "forbidden-host",
+            "in --dev mode only loopback hosts (or --allowed-host names) may be used in Host and Origin",
+        )
+        .into_response();
+    }
+    next.run(axum::extract::Request::from_parts(parts, body))
+        .await
 }
 
 /// What the guard in front of rmcp needs.
@@ -151,7 +189,7 @@ where
     };
     let handler = McpHandler::new(
         state.clone(),
-        Some((caller, format!("mcp-stdio-{session}"))),
+        Some((caller, format!("mcp:{agent}:stdio-{session}"))),
     );
     let running = handler
         .serve_with_ct((read, write), state.shutdown.child_token())
@@ -321,6 +359,10 @@ impl<'a> Identity<'a> {
 
 /// The Skillbase session an HTTP request's calls record into: the `Skillbase-Session` header,
 /// else one per MCP session (stateful wire), else one per token and agent (stateless wire).
+///
+/// Derived ids live in the agent's own namespace, `mcp:<agent>:…`, which no other agent can
+/// name (see `session_id_usable`); the stateless one is keyed by a hash of the token itself, so
+/// it cannot be predicted without the token.
 fn session_of(
     parts: Option<&axum::http::request::Parts>,
     caller: &Caller,
@@ -338,8 +380,15 @@ fn session_of(
                 None,
             ));
         }
+        if !skillbase_store::error::session_id_usable(s, caller.agent.as_str()) {
+            return Err(ErrorData::invalid_params(
+                skillbase_store::error::SESSION_UNAVAILABLE,
+                None,
+            ));
+        }
         return Ok(s.to_owned());
     }
+    let agent = &caller.agent;
     if let Some(p) = parts
         && let Some(id) = header_str(p, MCP_SESSION_HEADER)
     {
@@ -349,12 +398,16 @@ fn session_of(
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         return Ok(if clean {
-            format!("mcp-{id}")
+            format!("mcp:{agent}:{id}")
         } else {
-            format!("mcp-{}", crate::auth::hash_token(id))
+            format!("mcp:{agent}:{}", crate::auth::hash_token(id))
         });
     }
-    Ok(format!("mcp-{}-{}", caller.who, caller.agent))
+    let bearer = parts
+        .and_then(|p| header_str(p, "authorization"))
+        .unwrap_or(caller.who.as_str());
+    let key = crate::auth::hash_token(&format!("stateless-session\0{agent}\0{bearer}"));
+    Ok(format!("mcp:{agent}:t-{}", &key[..32]))
 }
 
 /// `tools/call`: through the dispatch pipeline; refusals and failures are results with

@@ -4,7 +4,6 @@
 //! A session belongs to one agent; an agent token reaches only its agent's sessions (any other
 //! id answers 404, the same as one that does not exist).
 
-use super::authoring::REST_SESSION_PREFIX;
 use super::extract::{Body, Caller, P, Q, agent_name, unprocessable};
 use super::skills::Run;
 use crate::auth::Principal;
@@ -20,6 +19,8 @@ use serde_json::Value;
 use skillbase_format::Cost;
 use skillbase_runtime::TurnOptions;
 use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_store::StoreError;
+use skillbase_store::error::DERIVED_SESSION_PREFIXES;
 use skillbase_store::{AgentName, EventFilter, EventRecord, SessionRecord};
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -217,7 +218,7 @@ fn new_session_id() -> String {
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = NewSession,
     responses((status = 201, description = "Opened", body = Session),
         (status = 404, description = "No such agent", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The id belongs to another agent's session", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The id cannot be used by this agent (held by another agent, or reserved)", body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
 pub async fn create(
     State(st): State<Arc<AppState>>,
@@ -242,18 +243,10 @@ pub async fn create(
         return Err(ApiError::not_found(format!("no agent '{agent}'")));
     }
     let id = b.id.unwrap_or_else(new_session_id);
-    if id.starts_with(REST_SESSION_PREFIX) {
-        return Err(unprocessable(
-            "invalid-request",
-            format!("session ids starting with '{REST_SESSION_PREFIX}' are reserved"),
-        ));
-    }
-    if let Some(existing) = st.store.session(&id).await?
-        && existing.agent != agent.as_str()
-    {
-        return Err(ApiError::conflict(
-            "this session id is taken; choose another (or omit it for a new random one)",
-        ));
+    // Ids in the derived namespaces (`mcp:`, `rest:`) cannot be named here, and an id another
+    // agent holds answers the same (409, one text): the answer tells nothing of other agents.
+    if DERIVED_SESSION_PREFIXES.iter().any(|p| id.starts_with(p)) {
+        return Err(StoreError::SessionUnavailable.into());
     }
     st.store.open_session(&id, &agent).await?;
     let rec = st
