@@ -234,7 +234,10 @@ fn run_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
 }
 
 fn print_error(e: &PropertiesError) {
-    eprintln!("Error: {e}");
+    eprintln!(
+        "Error: {}",
+        skillbase_format::text::escape_controls(&e.to_string())
+    );
 }
 
 pub fn read_properties(args: ReadPropertiesArgs) -> u8 {
@@ -283,7 +286,11 @@ pub fn new(args: NewArgs) -> u8 {
     let name = match SkillName::parse(&args.name) {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("Error: {e}: {}", e.hint());
+            eprintln!(
+                "Error: {}: {}",
+                skillbase_format::text::escape_controls(&e.to_string()),
+                e.hint()
+            );
             return EXIT_INVALID;
         }
     };

@@ -364,9 +364,15 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime")
 }
 
-/// An error and its causes on one line. A cause already quoted by the message before it is left
-/// out: the store's errors include their source in their own text (`{e:#}` printed it twice).
+/// An error and its causes on one line, with control characters escaped (a hostile file or entry
+/// name must not reach the terminal as escapes). A cause already quoted by the message before it
+/// is left out: the store's errors include their source in their own text (`{e:#}` printed it
+/// twice).
 pub fn error_text(e: &anyhow::Error) -> String {
+    skillbase_format::text::escape_controls(&error_chain_text(e)).into_owned()
+}
+
+fn error_chain_text(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
         let text = cause.to_string();

@@ -227,7 +227,7 @@ fn turn_json_end_to_end() {
         "internal indices are not printed"
     );
     // The triggered skill's files were written to the workspace.
-    let skills = ws.join("s1/skills");
+    let skills = ws.join("support/s1/skills");
     let written: Vec<String> = std::fs::read_dir(&skills)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -487,5 +487,5 @@ fn turn_bad_input() {
         "--workspace",
         ws_s,
     ]);
-    assert!(err.contains("belongs to another agent"), "{err}");
+    assert!(err.contains("cannot be used by this agent"), "{err}");
 }

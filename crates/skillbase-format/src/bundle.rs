@@ -51,6 +51,10 @@ pub enum BundleError {
     LinkEscapes { path: String },
     #[error("'{path}' is a link; links are not allowed in a zip bundle")]
     ZipLink { path: String },
+    #[error(
+        "the archive holds two entries with the same name; a reader and the store could see different files, so it is refused whole: rebuild the zip with each path once"
+    )]
+    DuplicateEntry,
     #[error("'{path}' is not a regular file or folder (device, socket or pipe)")]
     SpecialFile { path: String },
     #[error("'{a}' and '{b}' are the same path when case is ignored; rename one")]
@@ -99,7 +103,7 @@ impl BundlePath {
     /// Check a path written with `/` separators.
     pub fn parse(raw: &str) -> Result<BundlePath, BundleError> {
         let bad = |reason| BundleError::UnsafePath {
-            path: raw.to_owned(),
+            path: crate::text::escape_controls(raw).into_owned(),
             reason,
         };
         if raw.is_empty() {
@@ -558,6 +562,11 @@ pub fn read_zip<R: Read + Seek>(
     limits: &BundleLimits,
 ) -> Result<Vec<(BundlePath, Vec<u8>, bool)>, BundleError> {
     let mut archive = zip::ZipArchive::new(reader).map_err(|e| BundleError::Zip(e.to_string()))?;
+    // The archive's name index keeps the last of two entries with one name; unzip tools keep
+    // the first or ask. Refused whole, naming the path.
+    if archive.has_duplicate_names() {
+        return Err(BundleError::DuplicateEntry);
+    }
     // Directory entries are not files, but an archive with far more entries than allowed files
     // is refused before reading anything.
     if archive.len()
@@ -582,7 +591,9 @@ pub fn read_zip<R: Read + Seek>(
         let mut f = archive
             .by_index(i)
             .map_err(|e| BundleError::Zip(e.to_string()))?;
-        let raw_name = String::from_utf8_lossy(f.name_raw()).into_owned();
+        let raw = String::from_utf8_lossy(f.name_raw()).into_owned();
+        // Escaped for messages: a hostile name must not carry terminal escapes to an operator.
+        let raw_name = crate::text::escape_controls(&raw).into_owned();
         if f.encrypted() {
             return Err(BundleError::Encrypted { path: raw_name });
         }
@@ -590,7 +601,7 @@ pub fn read_zip<R: Read + Seek>(
             return Err(BundleError::ZipLink { path: raw_name });
         }
         if f.is_dir() {
-            let trimmed = raw_name.trim_end_matches('/');
+            let trimmed = raw.trim_end_matches('/');
             if !trimmed.is_empty() {
                 BundlePath::parse(trimmed)?;
             }
@@ -602,7 +613,7 @@ pub fn read_zip<R: Read + Seek>(
                 reason: "entry names must be valid UTF-8",
             });
         }
-        let path = BundlePath::parse(&raw_name)?;
+        let path = BundlePath::parse(&raw)?;
         if f.enclosed_name().is_none() {
             return Err(BundleError::UnsafePath {
                 path: raw_name,

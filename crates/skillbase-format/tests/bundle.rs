@@ -145,7 +145,28 @@ fn zip_dotdot_directory_entry_is_rejected() {
 #[test]
 fn zip_control_characters_in_names_are_rejected() {
     let e = zip_err(&zip_of(&[("SKILL.md", SKILL), ("a\u{1}b.md", b"x")]));
-    assert_contains(&e, &["control characters"]);
+    assert_contains(&e, &["control characters", "'a\\u{1}b.md'"]);
+    // A terminal escape in a hostile name comes out escaped.
+    let e = zip_err(&zip_of(&[("SKILL.md", SKILL), ("\u{1b}[2Jx.md", b"x")]));
+    assert!(!e.contains('\u{1b}'), "{e:?}");
+    assert_contains(&e, &["\\u{1b}[2Jx.md"]);
+}
+
+#[test]
+fn zip_with_two_entries_of_one_path_is_refused_whole() {
+    // zip's writer refuses a duplicate name, so the second entry is written under a name of the
+    // same length and renamed in the bytes.
+    let mut bytes = zip_of(&[("SKILL.md", SKILL), ("a.md", b"first"), ("b.md", b"second")]);
+    let mut i = 0;
+    while i + 4 <= bytes.len() {
+        if &bytes[i..i + 4] == b"b.md" {
+            bytes[i] = b'a';
+        }
+        i += 1;
+    }
+    let e = Bundle::from_zip(&bytes, &defaults()).unwrap_err();
+    assert!(matches!(e, BundleError::DuplicateEntry), "{e}");
+    assert_contains(&e.to_string(), &["same name", "refused whole"]);
 }
 
 #[test]
@@ -326,7 +347,10 @@ fn from_pairs_case_collision_and_bad_paths() {
         )
         .unwrap_err();
         assert!(matches!(e, BundleError::UnsafePath { .. }), "{bad:?}: {e}");
-        assert_contains(&e.to_string(), &[&format!("unsafe path '{bad}'")]);
+        // Named escaped: a control character never reaches a terminal through a message.
+        let shown = skillbase_format::text::escape_controls(bad);
+        assert_contains(&e.to_string(), &[&format!("unsafe path '{shown}'")]);
+        assert!(!e.to_string().contains('\0'));
     }
 }
 
