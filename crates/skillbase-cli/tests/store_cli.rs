@@ -1450,6 +1450,76 @@ on_both_backends!(
     kill_import,
 );
 
+/// The bundle attacks of the security review, through the CLI: each refused whole, nothing
+/// written, and hostile names printed escaped.
+#[cfg(unix)]
+#[test]
+fn hostile_imports_are_refused_whole_and_named_safely() {
+    use std::os::unix::fs::symlink;
+    let sb = Sb::sqlite();
+    // A skill outside the folder being imported, and a link to it inside.
+    let outside = sb.path("outside");
+    write_skill(&outside, "elsewhere", "Not meant to be imported.");
+    let pack = sb.path("pack");
+    write_skill(&pack, "fine", "A fine skill.");
+    symlink(outside.join("elsewhere"), pack.join("elsewhere")).unwrap();
+    let err = sb.fails(1, &["import", s(&pack)]);
+    assert!(err.contains("link to a folder outside"), "{err}");
+    assert!(sb.list(&[]).is_empty(), "nothing imported");
+
+    // A SKILL.md that is a link to a file outside the folder: named as a link, not read.
+    let linked = sb.path("linked/leaky");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::fs::write(sb.path("secret.md"), skill_text("leaky", "Outside text.")).unwrap();
+    symlink(sb.path("secret.md"), linked.join("SKILL.md")).unwrap();
+    let err = sb.fails(1, &["import", s(&linked)]);
+    assert!(
+        err.contains("link that leaves the skill folder") && !err.contains("frontmatter"),
+        "{err}"
+    );
+
+    // A zip with two entries of one path: refused whole.
+    let zip = sb.path("dup.zip");
+    {
+        let mut tree = Tree::new();
+        tree.insert(
+            "dupe/SKILL.md".into(),
+            (skill_text("dupe", "One.").into_bytes(), false),
+        );
+        tree.insert("dupe/a.md".into(), (b"first".to_vec(), false));
+        tree.insert("dupe/b.md".into(), (b"other".to_vec(), false));
+        write_zip(&zip, &tree);
+        let mut bytes = std::fs::read(&zip).unwrap();
+        // zip's writer refuses a duplicate name: the second is renamed in the bytes.
+        for i in 0..bytes.len().saturating_sub(5) {
+            if &bytes[i..i + 5] == b"/b.md" {
+                bytes[i + 1] = b'a';
+            }
+        }
+        std::fs::write(&zip, bytes).unwrap();
+    }
+    let err = sb.fails(1, &["import", s(&zip)]);
+    assert!(err.contains("same name"), "{err}");
+    assert!(sb.list(&[]).is_empty(), "nothing imported");
+
+    // A zip entry whose name holds a terminal escape and a NUL: refused, printed escaped.
+    let zip = sb.path("escape.zip");
+    let mut tree = Tree::new();
+    tree.insert(
+        "SKILL.md".into(),
+        (skill_text("esc", "One.").into_bytes(), false),
+    );
+    tree.insert("\u{1b}]0;owned\u{7}x\0.md".into(), (b"x".to_vec(), false));
+    write_zip(&zip, &tree);
+    let r = sb.run(&["import", s(&zip)]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(
+        !r.stderr.contains('\u{1b}') && !r.stderr.contains('\0') && !r.stderr.contains('\u{7}'),
+        "{r:?}"
+    );
+    assert!(r.stderr.contains("\\u{1b}"), "{r:?}");
+}
+
 #[test]
 fn json_outputs_parse() {
     let sb = Sb::sqlite();

@@ -2540,7 +2540,16 @@ async fn web_fetch_pages_and_redirects_cannot_leave_the_envelope_or_leak_the_vau
         json!({"url": a_url("/to-b"), "auth": {"vault": "LOGIN"}}),
     )
     .await;
-    assert_eq!(failed(&o).0, Some(Rule::DestinationNotAllowed));
+    assert_eq!(refused(&o), Rule::DestinationNotAllowed);
+    // The refusal names what was asked for and the hop that was refused.
+    let msg = failed(&o).1;
+    assert!(
+        msg.contains(&format!(
+            "{} redirected (hop 1) to http://127.0.0.1:{pb}/steal",
+            a_url("/to-b")
+        )) && msg.contains("which was refused"),
+        "{msg}"
+    );
     assert_eq!(
         b_hits.load(std::sync::atomic::Ordering::SeqCst),
         0,

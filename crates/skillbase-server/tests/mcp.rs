@@ -436,7 +436,17 @@ async fn tools_call_goes_through_dispatch_and_refusals_are_error_results() {
     }
     // The Skillbase sessions: one per MCP session (stateful), one per token and agent
     // (stateless), or the one named by Skillbase-Session.
-    let stateless = format!("mcp-token-{}-alpha", s.alpha_token_id);
+    s.state.dispatcher.flush().await;
+    let stateless = s
+        .store
+        .events(&skillbase_store::EventFilter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.session)
+        .find(|id| id.starts_with("mcp:alpha:t-"))
+        .expect("a stateless session in alpha's namespace, keyed by its token");
+    assert_eq!(stateless.len(), "mcp:alpha:t-".len() + 32, "{stateless}");
     let rec = s.store.session(&stateless).await.unwrap().expect("session");
     assert_eq!(rec.agent, "alpha");
     for wire in WIRES {
@@ -468,7 +478,7 @@ async fn stateful_sessions_get_their_own_skillbase_session() {
         )
         .await;
     assert_ne!(r["isError"], true, "{r}");
-    let id = format!("mcp-{}", c.session.as_deref().unwrap());
+    let id = format!("mcp:alpha:{}", c.session.as_deref().unwrap());
     let rec = s.store.session(&id).await.unwrap().expect("session");
     assert_eq!(rec.agent, "alpha");
     // Loading again in the same session is a no-op the runtime reports as such.
@@ -1194,6 +1204,72 @@ async fn list_changed_reaches_a_listen_stream_on_the_stateless_wire() {
 }
 
 #[tokio::test]
+async fn revoking_a_token_ends_its_listen_stream() {
+    let s = TestServer::start().await;
+    let c = Client::new(&s, Some(&s.alpha), Wire::Stateless);
+    let msg = c.message(
+        "subscriptions/listen",
+        json!({"notifications": {"resourcesListChanged": true}}),
+    );
+    let r = c.post(&msg).await;
+    assert_eq!(r.status(), 200);
+    let mut rx = stream_messages(r);
+    assert!(
+        next_with_method(
+            &mut rx,
+            "notifications/subscriptions/acknowledged",
+            Duration::from_secs(5)
+        )
+        .await
+        .is_some()
+    );
+    s.store
+        .token_revoke(s.alpha_token_id, &Author::Human("test".into()))
+        .await
+        .unwrap();
+    // The stream ends (its channel closes) within the token cache window and one check.
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while rx.recv().await.is_some() {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the listen stream outlived its token");
+    // And nothing more is answered for it.
+    let r = c.post(&c.message("server/discover", json!({}))).await;
+    assert_eq!(r.status(), 401);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn resources_read_scrubs_a_value_set_after_the_file_was_stored() {
+    let s = TestServer::start().await;
+    let value = "mcp-late-secret-77Qx";
+    put_skill(
+        &s.store,
+        Scope::Shared,
+        "shared-one",
+        &[("notes/login.txt", format!("password={value}\n").as_bytes())],
+    )
+    .await;
+    s.state
+        .vault
+        .set(
+            "LATE",
+            "set late",
+            value.as_bytes(),
+            &Author::Human("test".into()),
+        )
+        .await
+        .unwrap();
+    for wire in WIRES {
+        let (c, _) = Client::new(&s, Some(&s.alpha), wire).open().await;
+        let (bytes, _) = c.read_bytes("skill://shared-one/notes/login.txt").await;
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(text, "password=[REDACTED:LATE]\n");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn stdio_serves_the_agent_it_was_started_for() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let s = TestServer::start().await;
@@ -1705,7 +1781,14 @@ async fn the_direct_path_answers_stateless_calls_exactly_as_rmcp_does() {
                 .unwrap()
                 .into_iter()
                 .filter(|e| e.kind != "token_created")
-                .map(|e| (e.kind, e.session, e.agent))
+                // The stateless session is keyed by the token, which differs between the two.
+                .map(|e| {
+                    let session = e.session.map(|id| match id.find(":t-") {
+                        Some(i) => format!("{}:t-<token>", &id[..i]),
+                        None => id,
+                    });
+                    (e.kind, session, e.agent)
+                })
                 .collect::<Vec<_>>()
         }
     };

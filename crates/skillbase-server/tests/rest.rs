@@ -2,6 +2,7 @@
 //! authentication and isolation, bad input that must change nothing, preconditions under
 //! concurrency, the event stream, and the OpenAPI document against the mounted routes.
 
+mod attacks;
 mod common;
 use common::{TestServer, put_skill, skill_md};
 use futures_util::StreamExt;
@@ -1354,7 +1355,7 @@ async fn sessions_turns_calls_pinned_finish_and_runs() {
             .unwrap(),
     )
     .await;
-    assert_eq!(st, 422, "reserved ids");
+    assert_eq!(st, 409, "reserved ids answer as a taken one does");
     let (st, _) = problem(
         s.post("/v1/sessions/nope/turns", &s.alpha)
             .json(&json!({"message": "hi"}))

@@ -342,3 +342,79 @@ pub fn export(bundle: &Bundle, name: &str, out: &Path) -> Result<PathBuf> {
     bundle.write_to_dir(out)?;
     Ok(out.to_path_buf())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Stored entries (no compression), or deflated with `squeeze`.
+    fn zip_with(entries: &[(&str, usize)], squeeze: bool) -> Vec<u8> {
+        let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default().compression_method(if squeeze {
+            zip::CompressionMethod::Deflated
+        } else {
+            zip::CompressionMethod::Stored
+        });
+        for (name, size) in entries {
+            z.start_file(*name, opts).unwrap();
+            if name.ends_with("SKILL.md") {
+                let skill = name.trim_end_matches("/SKILL.md");
+                write!(
+                    z,
+                    "---\nname: {skill}\ndescription: A test skill\n---\n\nBody.\n"
+                )
+                .unwrap();
+            } else {
+                z.write_all(&vec![b'x'; *size]).unwrap();
+            }
+        }
+        z.finish().unwrap().into_inner()
+    }
+
+    fn zip_of(entries: &[(&str, usize)]) -> Vec<u8> {
+        zip_with(entries, false)
+    }
+
+    #[test]
+    fn declared_sizes_bound_each_skill_and_the_whole_archive() {
+        let limits = PackLimits {
+            skill: BundleLimits {
+                max_total_bytes: 100_000,
+                max_files: 3,
+                ..BundleLimits::default()
+            },
+            ..PackLimits::default()
+        };
+        // Within the limits.
+        let ok = zip_of(&[("a/SKILL.md", 0), ("a/x.bin", 5_000), ("b/SKILL.md", 0)]);
+        assert_eq!(read_zip_pack(&ok, &limits).unwrap().len(), 2);
+        // One skill folder declaring more than a skill may hold.
+        let big = zip_of(&[("a/SKILL.md", 0), ("a/x.bin", 60_000), ("a/y.bin", 60_000)]);
+        let e = read_zip_pack(&big, &limits).unwrap_err().to_string();
+        assert!(e.contains("a/: over the 100000-byte limit"), "{e}");
+        // Too many files in one folder, nested under a wrapping folder.
+        let many = zip_of(&[
+            ("w/a/SKILL.md", 0),
+            ("w/a/1", 1),
+            ("w/a/2", 1),
+            ("w/a/3", 1),
+        ]);
+        let e = read_zip_pack(&many, &limits).unwrap_err().to_string();
+        assert!(e.contains("w/a/: more than 3 files"), "{e}");
+        // The whole archive: at most MAX_PACK_RATIO times its size (at least one skill's limit).
+        let entries: Vec<(String, usize)> = (0..40)
+            .flat_map(|i| {
+                [
+                    (format!("s{i}/SKILL.md"), 0),
+                    (format!("s{i}/x.bin"), 90_000),
+                ]
+            })
+            .collect();
+        let refs: Vec<(&str, usize)> = entries.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+        // (Deflated: each entry's own ratio is never looked at, the whole is refused first.)
+        let bytes = zip_with(&refs, true);
+        let e = read_zip_pack(&bytes, &limits).unwrap_err().to_string();
+        assert!(e.contains("would unpack to"), "{e}");
+    }
+}

@@ -27,16 +27,28 @@ use utoipa::OpenApi;
 type Route = (Method, &'static str, MethodRouter<Arc<AppState>>);
 
 /// Every route under `/v1`: method, path (relative to `/v1`) and handler.
-fn table(upload_bytes: usize) -> Vec<Route> {
+/// The largest body a route may carry: `(one skill's files, a zip of many)`.
+#[derive(Clone, Copy)]
+struct BodyLimits {
+    skill: usize,
+    upload: usize,
+}
+
+fn table(limits: BodyLimits) -> Vec<Route> {
+    let BodyLimits {
+        skill: skill_bytes,
+        upload: upload_bytes,
+    } = limits;
     vec![
         (Method::GET, "/openapi.json", get(openapi_json)),
         (Method::GET, "/skills", get(skills::list)),
         (Method::GET, "/skills/{name}", get(skills::show)),
-        // A skill may hold up to 16 MiB of files (more as base64 in JSON): an upload.
+        // A skill may hold up to 16 MiB of files (a third more as base64 in JSON): no more is
+        // read for one, whatever the upload limit.
         (
             Method::PUT,
             "/skills/{name}",
-            put(skills::put).layer(DefaultBodyLimit::max(upload_bytes)),
+            put(skills::put).layer(DefaultBodyLimit::max(skill_bytes)),
         ),
         (Method::GET, "/skills/{name}/history", get(skills::history)),
         (Method::GET, "/skills/{name}/diff", get(skills::diff)),
@@ -97,16 +109,27 @@ fn table(upload_bytes: usize) -> Vec<Route> {
 
 /// Every mounted route as (method, full path), e.g. `(GET, "/v1/skills/{name}")`.
 pub fn routes() -> Vec<(Method, String)> {
-    table(0)
-        .into_iter()
-        .map(|(m, p, _)| (m, format!("/v1{p}")))
-        .collect()
+    table(BodyLimits {
+        skill: 0,
+        upload: 0,
+    })
+    .into_iter()
+    .map(|(m, p, _)| (m, format!("/v1{p}")))
+    .collect()
 }
 
 /// The `/v1` router (nested by [`crate::router`], behind authentication).
 pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
     let mut r = Router::new();
-    for (_, path, mr) in table(state.options.limits.upload_bytes) {
+    let upload = state.options.limits.upload_bytes;
+    // A skill's files as base64 in JSON, with room for the JSON around them.
+    let skill = usize::try_from(state.store.limits.max_total_bytes)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(4)
+        .div_ceil(3)
+        .saturating_add(1024 * 1024)
+        .min(upload);
+    for (_, path, mr) in table(BodyLimits { skill, upload }) {
         r = r.route(path, mr);
     }
     r.method_not_allowed_fallback(method_not_allowed)
