@@ -8,7 +8,7 @@ mod turn_cmds;
 mod vault_cmds;
 
 use clap::{Parser, Subcommand};
-use skillbase_store::Status;
+use skillbase_store::StatusChange;
 use std::process::ExitCode;
 
 /// mimalloc: the server allocates on every request from many threads, where glibc's malloc
@@ -116,16 +116,16 @@ fn main() -> ExitCode {
         Command::Put(a) => store_cmds::run(store_cmds::put(&cli.store, a)),
         Command::Revert(a) => store_cmds::run(store_cmds::revert(&cli.store, a)),
         Command::Retire(a) => {
-            store_cmds::run(store_cmds::set_status(&cli.store, a, Status::Retired))
+            store_cmds::run(store_cmds::set_status(&cli.store, a, StatusChange::Retire))
         }
         Command::Restore(a) => {
-            store_cmds::run(store_cmds::set_status(&cli.store, a, Status::Active))
+            store_cmds::run(store_cmds::set_status(&cli.store, a, StatusChange::Restore))
         }
         Command::Disable(a) => {
-            store_cmds::run(store_cmds::set_status(&cli.store, a, Status::Disabled))
+            store_cmds::run(store_cmds::set_status(&cli.store, a, StatusChange::Disable))
         }
         Command::Enable(a) => {
-            store_cmds::run(store_cmds::set_status(&cli.store, a, Status::Active))
+            store_cmds::run(store_cmds::set_status(&cli.store, a, StatusChange::Enable))
         }
         Command::Import(a) => store_cmds::run(store_cmds::import(&cli.store, a)),
         Command::Export(a) => store_cmds::run(store_cmds::export(&cli.store, a)),

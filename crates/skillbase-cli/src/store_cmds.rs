@@ -8,8 +8,8 @@ use skillbase_store::config::Config;
 use skillbase_store::pack::{self, PackLimits};
 use skillbase_store::seed::{self, SeedAction};
 use skillbase_store::{
-    AgentConfig, AgentName, Author, DbUrl, NameSet, PutRequest, Scope, SkillEntry, Status, Store,
-    StoreError, WriteKind, WriteOutcome,
+    AgentConfig, AgentName, Author, DbUrl, NameSet, PutRequest, Scope, SkillEntry, Status,
+    StatusChange, Store, StoreError, WriteKind, WriteOutcome,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -300,13 +300,8 @@ impl AgentEdit {
             c.grants.vault = split_list(s);
         }
         if let Some(s) = &self.hosts {
-            let hosts = split_list(s);
-            for h in &hosts {
-                if let Some(problem) = skillbase_format::validate::check_host(h) {
-                    return Err(anyhow!("--hosts: '{h}' {problem}"));
-                }
-            }
-            c.grants.hosts = hosts.into_iter().map(|h| h.to_ascii_lowercase()).collect();
+            // Checked (and lowercased) by the store, as every agent write is.
+            c.grants.hosts = split_list(s);
         }
         if let Some(b) = self.catalog_budget {
             c.catalog_budget = b;
@@ -315,9 +310,6 @@ impl AgentEdit {
             c.context_budget = b;
         }
         if let Some(n) = self.failure_threshold {
-            if n == 0 {
-                return Err(anyhow!("--failure-threshold must be at least 1"));
-            }
             c.policies.failure_threshold = n;
         }
         if let Some(v) = self.review_agent_revisions {
@@ -369,7 +361,29 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// is left out: the store's errors include their source in their own text (`{e:#}` printed it
 /// twice).
 pub fn error_text(e: &anyhow::Error) -> String {
-    skillbase_format::text::escape_controls(&error_chain_text(e)).into_owned()
+    let mut text = error_chain_text(e);
+    if let Some(hint) = e.downcast_ref::<StoreError>().and_then(cli_hint) {
+        text.push_str(" (");
+        text.push_str(&hint);
+        text.push(')');
+    }
+    skillbase_format::text::escape_controls(&text).into_owned()
+}
+
+/// The command that fixes a store error, for the CLI only: the store's own messages name no
+/// command or flag, since they also reach models and REST clients.
+fn cli_hint(e: &StoreError) -> Option<String> {
+    match e {
+        StoreError::Conflict { actual, .. } => Some(format!("pass --expect-rev {actual}")),
+        StoreError::AgentNotFound(name) => Some(format!("skillbase agent create {name}")),
+        StoreError::AgentExists(name) => Some(format!("skillbase agent set {name}")),
+        StoreError::Retired { name }
+        | StoreError::StatusRefused {
+            name,
+            why: skillbase_store::StatusRefusal::Retired,
+        } => Some(format!("skillbase restore {name}")),
+        _ => None,
+    }
 }
 
 fn error_chain_text(e: &anyhow::Error) -> String {
@@ -655,14 +669,14 @@ pub async fn revert(s: &StoreArgs, a: RevertArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-pub async fn set_status(s: &StoreArgs, a: StatusArgs, to: Status) -> Result<u8> {
+pub async fn set_status(s: &StoreArgs, a: StatusArgs, change: StatusChange) -> Result<u8> {
     let author = a.author.author()?;
     let store = s.open().await?;
     let o = store
         .set_status(
             &a.target.scope,
             &a.target.name,
-            to,
+            change,
             &author,
             serde_json::Value::Null,
         )

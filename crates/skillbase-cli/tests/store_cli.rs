@@ -778,7 +778,7 @@ fn status_cycle(sb: &Sb) {
     ] {
         let err = sb.fails(1, &args);
         assert!(
-            err.contains("is retired; restore it first"),
+            err.contains("is retired") && err.contains("skillbase restore alpha"),
             "{args:?}: {err}"
         );
     }
@@ -788,6 +788,9 @@ fn status_cycle(sb: &Sb) {
         "retire keeps every revision"
     );
     assert_eq!(sb.json(&["show", "alpha", "--json"])["status"], "retired");
+    // The transition table REST uses: enable does not bring a retired skill back.
+    let err = sb.fails(1, &["enable", "alpha"]);
+    assert!(err.contains("is retired: restore it first"), "{err}");
     let r = sb.ok(&["restore", "alpha"]);
     assert_eq!(
         r.stdout.trim(),
@@ -800,6 +803,10 @@ fn status_cycle(sb: &Sb) {
     );
     assert_eq!(sb.list(&[])["alpha@shared"]["status"], "disabled");
     assert!(sb.ok(&["list"]).stdout.contains("disabled"));
+    // ... and restore does not enable a disabled one.
+    let err = sb.fails(1, &["restore", "alpha"]);
+    assert!(err.contains("is disabled, not retired"), "{err}");
+    assert_eq!(sb.list(&[])["alpha@shared"]["status"], "disabled");
     // A disabled skill still takes revisions.
     let r = sb.ok(&["put", s(&alpha)]);
     assert!(r.stdout.contains("wrote revision 2"), "{r:?}");
@@ -915,8 +922,9 @@ fn agents(sb: &Sb) {
     let err = sb.fails(1, &["agent", "set", "support", "--skills", "Not A Name"]);
     assert!(err.contains("--skills"), "{err}");
     let err = sb.fails(1, &["agent", "set", "support", "--failure-threshold", "0"]);
+    // The store's one check of agent configurations (the same for REST and skillbase.toml).
     assert!(
-        err.contains("--failure-threshold must be at least 1"),
+        err.contains("policies.failure_threshold must be at least 1"),
         "{err}"
     );
     let err = sb.fails(
@@ -929,7 +937,10 @@ fn agents(sb: &Sb) {
             "http://x.example.com/",
         ],
     );
-    assert!(err.contains("--hosts"), "{err}");
+    assert!(
+        err.contains("grants.hosts") && err.contains("not a URL"),
+        "{err}"
+    );
     assert_eq!(
         sb.json(&["agent", "show", "support", "--json"])["version"],
         2,

@@ -690,7 +690,9 @@ fn validate_capabilities(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
     }
 }
 
-fn check_tool_class(s: &str) -> Option<&'static str> {
+/// A tool class (what grants and `capabilities.tools` name): 1-64 lowercase letters, digits, `_`
+/// and `-`. The one grammar: validation, grants, the registry and authoring all use it.
+pub fn check_tool_class(s: &str) -> Option<&'static str> {
     let ok = !s.is_empty()
         && s.len() <= 64
         && s.bytes()
@@ -698,7 +700,9 @@ fn check_tool_class(s: &str) -> Option<&'static str> {
     (!ok).then_some("is not a tool class (lowercase letters, digits, `_` and `-`)")
 }
 
-fn check_vault_name(s: &str) -> Option<&'static str> {
+/// A vault entry name: 1-128 letters, digits, `_`, `-` and `.`. The one grammar: validation,
+/// grants, the vault and authoring all use it.
+pub fn check_vault_name(s: &str) -> Option<&'static str> {
     let ok = !s.is_empty()
         && s.len() <= 128
         && s.bytes()
@@ -706,15 +710,32 @@ fn check_vault_name(s: &str) -> Option<&'static str> {
     (!ok).then_some("is not a vault entry name (letters, digits, `_`, `-` and `.`)")
 }
 
+/// A host pattern split into its host and its port text: `api.x.com:8443` → (`api.x.com`,
+/// `8443`), `[::1]:80` → (`[::1]`, `80`), `[::1]` and `api.x.com` → no port. A bare IPv6
+/// address without brackets has no port. The one reading, for validation, grants, authoring and
+/// calls.
+pub fn split_host_port(s: &str) -> (&str, Option<&str>) {
+    if s.starts_with('[') {
+        return match s.find(']') {
+            Some(end) => match s[end + 1..].strip_prefix(':') {
+                Some(port) => (&s[..=end], Some(port)),
+                None => (s, None),
+            },
+            None => (s, None),
+        };
+    }
+    match s.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => (h, Some(p)),
+        _ => (s, None),
+    }
+}
+
 /// A destination host: a DNS name or IP literal, optionally `:port`; `*.` allows subdomains.
 pub fn check_host(s: &str) -> Option<&'static str> {
     if s.contains("://") || s.contains('/') {
         return Some("must be a host, not a URL (drop the scheme and path)");
     }
-    let (host, port) = match s.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') || h.starts_with('[') => (h, Some(p)),
-        _ => (s, None),
-    };
+    let (host, port) = split_host_port(s);
     if let Some(p) = port
         && p.parse::<u16>().map_or(true, |p| p == 0)
     {

@@ -14,7 +14,7 @@ use crate::runtime::RuntimeError;
 use crate::tool::{Failure, Permission, ToolDecl, ToolError};
 use serde_json::{Value, json};
 use skillbase_format::{Bundle, BundleFile, BundlePath, Cost, Digest};
-use skillbase_store::{Agent, Author, PutRequest, Scope, Status, StoreError, WriteKind};
+use skillbase_store::{Agent, Author, PutRequest, Scope, StoreError, WriteKind};
 
 fn decl(name: &str, class: &str, description: &str, parameters: Value) -> ToolDecl {
     ToolDecl {
@@ -53,21 +53,23 @@ pub fn declarations() -> Vec<ToolDecl> {
             "additionalProperties": false
         },
         "cost": {"enum": ["immediate", "seconds", "tens_of_seconds"]},
-        "message": {"type": "string", "maxLength": 500}
+        "message": {"type": "string", "maxLength": skillbase_store::model::MAX_MESSAGE_CHARS}
     });
     let mut modify = skill_fields.clone();
     modify["expect_rev"] = json!({"type": "integer", "minimum": 0});
     vec![
         decl(
+            // The registry's schema validates the shape; the name is checked against the agent's
+            // view at activation. The offered definition (a closed enum) is the turn's.
             "load_skill",
             ACTIVATION_CLASS,
-            "Load a skill's full instructions (and its companions) before acting on a task it covers.",
+            crate::turn::LOAD_SKILL_DESCRIPTION,
             json!({"type": "object", "properties": {"name": name_schema(), "arguments": {"type": "object"}}, "required": ["name"], "additionalProperties": false}),
         ),
         decl(
             "search_skills",
             ACTIVATION_CLASS,
-            "Find skills by a few words describing the task; returns names and descriptions to pass to load_skill.",
+            crate::turn::SEARCH_SKILLS_DESCRIPTION,
             json!({"type": "object", "properties": {"query": {"type": "string", "minLength": 1, "maxLength": 1000}, "limit": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["query"], "additionalProperties": false}),
         ),
         decl(
@@ -243,7 +245,7 @@ impl Builtin<'_> {
                     .set_status(
                         &scope,
                         name,
-                        Status::Retired,
+                        skillbase_store::StatusChange::Retire,
                         &Author::AgentInline(self.agent.name.clone()),
                         json!({"by": "skill_remove"}),
                     )
@@ -402,25 +404,21 @@ impl Builtin<'_> {
         });
         let cost = pick_str("cost", base.map(|m| m.cost.as_str()));
         // Capabilities beyond the agent's grants: refused, or held for review when asked.
-        let grants = &self.agent.config.grants;
-        let beyond: Vec<String> = ["tools", "vault", "hosts"]
-            .iter()
-            .flat_map(|k| {
-                let granted: &Vec<String> = match *k {
-                    "tools" => &grants.tools,
-                    "vault" => &grants.vault,
-                    _ => &grants.hosts,
-                };
-                caps.get(*k)
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .filter(|v| !granted.iter().any(|g| g == v))
-                    .map(move |v| format!("{k}:{v}"))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        // (Hosts are covered as a call's destinations are: a wildcard grant covers a subdomain.)
+        let list = |k: &str| -> Vec<&str> {
+            caps.get(k)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect()
+        };
+        let beyond = crate::envelope::excess(
+            &self.agent.config.grants,
+            &list("tools"),
+            &list("vault"),
+            &list("hosts"),
+        );
         let policies = &self.agent.config.policies;
         if !beyond.is_empty() && !policies.review_envelope_expansion {
             return Ok(Err(ToolError::refused(

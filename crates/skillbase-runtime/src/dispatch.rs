@@ -14,6 +14,8 @@
 //! and declared; and no authoring tool runs at all. Grants are read at every call, so revoking
 //! one shrinks every skill at once.
 
+pub use crate::envelope::host_matches;
+use crate::envelope::{allowed_hosts, allowed_vault};
 use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::runtime::{Runtime, RuntimeError};
@@ -199,6 +201,10 @@ struct SessionState {
     run: Mutex<Option<RunRecord>>,
     /// The capabilities of the revision the open run activated, once read (by run id).
     pinned: Mutex<Option<(i64, Arc<SkillMeta>)>>,
+    /// Network calls made in the session, against `max_network_calls_per_session`. Kept with
+    /// the session's state, so it is bounded with it (it was a map that only grew); a session
+    /// evicted from the cache (after `MAX_CACHED_SESSIONS`) starts counting again.
+    network: Mutex<u32>,
 }
 
 /// The skill driving a call: the run's skill at the revision the run activated.
@@ -237,76 +243,6 @@ struct Offer {
 
 type OfferedCache = HashMap<AgentName, Offer>;
 
-/// Whether `host[:port]` matches a pattern: exact (`api.x.com`, `api.x.com:8443`) or a
-/// subdomain wildcard (`*.x.com`). A pattern without a port matches the scheme's default port.
-pub fn host_matches(pattern: &str, host: &str, port: u16, default_port: u16) -> bool {
-    let (p_host, p_port) = match pattern.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h, p.parse::<u16>().ok()),
-        _ => (pattern, None),
-    };
-    let port_ok = match p_port {
-        Some(p) => p == port,
-        None => port == default_port,
-    };
-    if !port_ok {
-        return false;
-    }
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    let p_host = p_host.to_ascii_lowercase();
-    match p_host.strip_prefix("*.") {
-        Some(suffix) => host.ends_with(&format!(".{suffix}")),
-        None => host == p_host,
-    }
-}
-
-/// The hosts a call may reach: the agent's grants, narrowed under a skill to the hosts it
-/// declares (each declared host must itself be covered by a grant).
-fn allowed_hosts(agent: &Agent, skill: Option<&SkillMeta>) -> Vec<String> {
-    let granted = &agent.config.grants.hosts;
-    match skill {
-        None => granted.clone(),
-        Some(meta) => meta
-            .capabilities
-            .hosts
-            .iter()
-            .filter(|declared| {
-                // A declared `host:port` is covered by a wildcard grant only if the grant names
-                // that port; a declared `host` (default port) by a grant for the default port.
-                let (host, port) = match declared.rsplit_once(':') {
-                    Some((h, p)) if !h.contains(':') || h.ends_with(']') => match p.parse() {
-                        Ok(p) => (h, Some(p)),
-                        Err(_) => return false,
-                    },
-                    _ => (declared.as_str(), None),
-                };
-                granted.iter().any(|g| {
-                    g == *declared
-                        || (g.starts_with("*.")
-                            && match port {
-                                Some(p) => host_matches(g, host, p, 0),
-                                None => host_matches(g, host, 443, 443),
-                            })
-                })
-            })
-            .cloned()
-            .collect(),
-    }
-}
-
-fn allowed_vault(agent: &Agent, skill: Option<&SkillMeta>) -> Vec<String> {
-    let granted = &agent.config.grants.vault;
-    match skill {
-        None => granted.clone(),
-        Some(meta) => meta
-            .capabilities
-            .vault
-            .iter()
-            .filter(|v| granted.contains(v))
-            .cloned()
-            .collect(),
-    }
-}
-
 /// Calls in flight, network budgets and slow-call results.
 pub struct Dispatcher {
     pub runtime: Arc<Runtime>,
@@ -314,7 +250,6 @@ pub struct Dispatcher {
     vault: Option<Arc<Vault>>,
     /// Per agent: the limit its semaphore was made for, and the semaphore.
     inflight: Mutex<HashMap<AgentName, (u32, Arc<Semaphore>)>>,
-    network_calls: Mutex<HashMap<String, u32>>,
     results: Mutex<HashMap<String, watch::Receiver<Option<CallOutcome>>>>,
     next_id: std::sync::atomic::AtomicU64,
     events: EventSink,
@@ -349,7 +284,6 @@ impl Dispatcher {
             registry: Arc::new(builtins(registry)),
             vault,
             inflight: Mutex::new(HashMap::new()),
-            network_calls: Mutex::new(HashMap::new()),
             results: Mutex::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(1),
         }
@@ -443,6 +377,7 @@ impl Dispatcher {
             agent: agent.clone(),
             run: Mutex::new(run),
             pinned: Mutex::new(None),
+            network: Mutex::new(0),
         });
         {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
@@ -623,13 +558,28 @@ impl Dispatcher {
                 set.withheld.push(d.name.clone());
                 continue;
             }
+            // The runtime's activation tools are offered as a turn offers them: `load_skill`
+            // with `name` a closed enum of the loadable skills, `search_skills` as the turn
+            // declares it (one definition for turns, MCP and REST).
+            let (description, parameters) = match d.name.as_str() {
+                "load_skill" => match &view.load_tool(None).tool {
+                    Some(t) => (t.description.clone(), (*t.parameters).clone()),
+                    // Every visible skill is eager: there is nothing to load.
+                    None => continue,
+                },
+                "search_skills" => {
+                    let t = crate::turn::search_skills_tool();
+                    (t.description, (*t.parameters).clone())
+                }
+                _ => (d.description.clone(), d.parameters.clone()),
+            };
             set.entries.push(OfferedEntry {
                 id: format!("tool:{}", d.name),
                 wire_name: d.name.clone(),
                 kind: EntryKind::Tool,
                 author: if builtin { "skillbase" } else { "operator" }.into(),
-                description: d.description.clone(),
-                parameters: d.parameters.clone(),
+                description,
+                parameters,
                 cost: d.cost,
                 target: Target::Tool(d.name.clone()),
             });
@@ -977,8 +927,7 @@ impl Dispatcher {
             );
         };
         if d.permissions.contains(&Permission::Network) {
-            let mut counts = self.network_calls.lock().unwrap_or_else(|p| p.into_inner());
-            let n = counts.entry(session.to_owned()).or_default();
+            let mut n = state.network.lock().unwrap_or_else(|p| p.into_inner());
             if *n >= a.config.policies.max_network_calls_per_session {
                 return refuse(
                     Rule::NetworkBudget,
@@ -1343,7 +1292,7 @@ pub async fn end_run_and_check_drift(
                 .set_status(
                     &scope,
                     &rec.skill,
-                    Status::Disabled,
+                    skillbase_store::StatusChange::Disable,
                     &Author::AgentInline(agent.clone()),
                     serde_json::json!({
                         "drift": format!("revision {} failed {streak} runs in a row (threshold {threshold})", rec.rev),

@@ -4,7 +4,8 @@
 //! queue and a background task appends them in batches (one transaction per batch). `flush`
 //! waits until everything queued so far is stored; a harness calls it before it exits, and tests
 //! before they read the events table. If the queue is full, the caller waits (back-pressure), so
-//! no event is dropped.
+//! no event is dropped for lack of room; a batch the database refuses is retried with backoff
+//! (see [`write_batch`]), and only an event the database refuses on its own is lost, logged.
 //!
 //! A run's call counter goes the same way ([`EventSink::count_call`]): the counts of a batch are
 //! summed per run and added in the batch's transaction, so a successful call costs no commit of
@@ -69,17 +70,7 @@ impl EventSink {
                     }
                 }
                 if !batch.events.is_empty() || !batch.counts.is_empty() {
-                    if let Err(e) = store
-                        .append_events_and_count(&batch.events, &batch.counts)
-                        .await
-                    {
-                        tracing::error!(
-                            error = %e,
-                            lost = batch.events.len(),
-                            runs = batch.counts.len(),
-                            "could not record events and run counts"
-                        );
-                    }
+                    write_batch(&store, &batch.events, &batch.counts).await;
                     batch.events.clear();
                     batch.counts.clear();
                 }
@@ -107,6 +98,41 @@ impl EventSink {
         if self.tx.send(Msg::Flush(tx)).await.is_ok() {
             self.flush_now.notify_one();
             let _ = rx.await;
+        }
+    }
+}
+
+/// Attempts of a whole batch before its events are tried one by one.
+const ATTEMPTS: u32 = 8;
+/// The first wait between attempts (doubled each time, at most [`MAX_BACKOFF`]).
+const BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
+const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Store one batch. A database that refuses it (locked, restarting, briefly unreachable) is
+/// retried with backoff while the queue holds the callers back; only after [`ATTEMPTS`] are the
+/// counts and then each event written alone, so that one event the database will never take
+/// cannot hold the others back. An event refused alone is the only one not stored, and it is
+/// logged by kind (its data may be large; it is redacted already, but logs stay small).
+async fn write_batch(store: &Store, events: &[NewEvent], counts: &[(i64, u32)]) {
+    let mut wait = BACKOFF;
+    for attempt in 1..=ATTEMPTS {
+        match store.append_events_and_count(events, counts).await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, attempt, events = events.len(), "recording events failed; retrying");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+    if !counts.is_empty()
+        && let Err(e) = store.append_events_and_count(&[], counts).await
+    {
+        tracing::error!(error = %e, runs = counts.len(), "could not record run counts");
+    }
+    for ev in events {
+        if let Err(e) = store.append_events(std::slice::from_ref(ev)).await {
+            tracing::error!(error = %e, kind = %ev.kind, "an event could not be recorded");
         }
     }
 }

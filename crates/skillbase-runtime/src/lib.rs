@@ -11,10 +11,13 @@
 //!   scrubbed (with their encoded forms) from everything else in one pass.
 //! - [`dispatch`], [`tool`], [`builtin`]: the offered set and the call pipeline with the
 //!   capability gate, bounds, runs and drift.
+//! - [`envelope`]: granted ∩ declared — tool classes, vault entries, host patterns — for calls
+//!   and for authoring alike.
 //! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
 
 pub mod builtin;
 pub mod dispatch;
+pub mod envelope;
 pub mod events;
 pub mod files;
 pub mod rank;

@@ -256,12 +256,7 @@ impl Registry {
         if !valid_tool_name(&decl.name) {
             return Err(RegistryError::BadName(decl.name));
         }
-        if decl.class.is_empty()
-            || !decl
-                .class
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-        {
+        if skillbase_format::validate::check_tool_class(&decl.class).is_some() {
             return Err(RegistryError::BadClass(decl.name));
         }
         if self.tools.contains_key(&decl.name) {

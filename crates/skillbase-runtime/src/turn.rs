@@ -805,12 +805,17 @@ impl Placer<'_> {
     }
 }
 
+/// What `load_skill` says it does (the one text: turns, MCP, REST and the registry).
+pub const LOAD_SKILL_DESCRIPTION: &str = "Load a skill's full instructions (and its companions) before acting on a task it covers. Pass `arguments` when the skill declares inputs.";
+/// What `search_skills` says it does.
+pub const SEARCH_SKILLS_DESCRIPTION: &str = "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill.";
+
 /// The `load_skill` tool: `name` is a closed enum of exactly the loadable skills.
 pub fn load_skill_tool(view: &AgentView, loadable: &[usize]) -> ToolDef {
     let names: Vec<&str> = loadable.iter().map(|&i| view.skills[i].name()).collect();
     ToolDef {
         name: "load_skill".into(),
-        description: "Load a skill's full instructions (and its companions) before acting on a task it covers. Pass `arguments` when the skill declares inputs.".into(),
+        description: LOAD_SKILL_DESCRIPTION.into(),
         parameters: Arc::new(serde_json::json!({
             "type": "object",
             "properties": {
@@ -832,7 +837,7 @@ pub fn search_skills_tool() -> ToolDef {
 fn build_search_skills_tool() -> ToolDef {
     ToolDef {
         name: "search_skills".into(),
-        description: "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill.".into(),
+        description: SEARCH_SKILLS_DESCRIPTION.into(),
         parameters: Arc::new(serde_json::json!({
             "type": "object",
             "properties": {

@@ -172,11 +172,9 @@ pub struct Vault {
     redactor: Arc<ArcSwap<Redactor>>,
 }
 
+/// The format crate's grammar for vault entry names (one for validation, grants and the vault).
 fn valid_name(n: &str) -> bool {
-    !n.is_empty()
-        && n.len() <= 128
-        && n.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    skillbase_format::validate::check_vault_name(n).is_none()
 }
 
 impl Vault {

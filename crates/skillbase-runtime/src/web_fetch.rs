@@ -313,7 +313,7 @@ pub fn check_destination(url: &Url, allowed: &[String], r: &Redactor) -> Result<
     let granted = allowed.iter().any(|p| {
         // A wildcard names a domain's subdomains, never an IP literal.
         !(ip_literal.is_some() && p.starts_with("*."))
-            && crate::dispatch::host_matches(p, host_str, port, default_port)
+            && crate::envelope::host_matches(p, host_str, port, default_port)
     });
     if !granted {
         return Err(format!(

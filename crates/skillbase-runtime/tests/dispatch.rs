@@ -20,7 +20,7 @@ use skillbase_runtime::tool::{
 use skillbase_runtime::vault::{Vault, VaultKey};
 use skillbase_store::{
     AgentConfig, AgentName, Author, DbUrl, EventFilter, EventRecord, NameSet, PutRequest, Scope,
-    Status, Store, StoreError,
+    Status, StatusChange, Store, StoreError,
 };
 use std::future::Future;
 use std::path::PathBuf;
@@ -1511,7 +1511,7 @@ async fn the_driving_skill_narrows_tools_until_it_finishes() {
         .set_status(
             &Scope::Shared,
             "driver",
-            Status::Disabled,
+            StatusChange::Disable,
             &human(),
             json!({"why": "test"}),
         )
@@ -2049,6 +2049,7 @@ async fn an_envelope_beyond_the_grants_is_refused_or_reviewed_and_never_granted(
         .agent("writer", |c| {
             c.grants.tools = strings(&["skills", "echo"]);
             c.grants.vault = strings(&["LOGIN"]);
+            c.grants.hosts = strings(&["*.example.org"]);
         })
         .await;
     let scope = Scope::Agent(a.clone());
@@ -2070,6 +2071,14 @@ async fn an_envelope_beyond_the_grants_is_refused_or_reviewed_and_never_granted(
     .await;
     assert_eq!(done(&o)["pending_review"], json!(false));
     assert_eq!(env.status(&scope, "inside"), Some(Status::Active));
+    // A host a wildcard grant covers is within the grants for authoring as for calls.
+    let o = create(
+        "e",
+        "covered",
+        json!({"tools": ["echo"], "hosts": ["api.example.org"]}),
+    )
+    .await;
+    assert_eq!(done(&o)["pending_review"], json!(false), "{o:?}");
     // Beyond, without review: refused by a typed rule (a call_refused event), nothing written.
     let o = create(
         "e",
@@ -2665,4 +2674,39 @@ async fn web_fetch_never_logs_a_vault_value_put_in_a_url() {
     }
     let logs = LOGS.lock().unwrap_or_else(|p| p.into_inner()).clone();
     assert!(!logs.contains(URL_SECRET), "a log line holds the value");
+}
+
+/// A batch of events the database refuses (here: the table is away for a moment) is retried
+/// until it is stored, not logged and dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_the_database_refuses_for_a_while_are_retried_not_dropped() {
+    let env = Env::new().await;
+    env.put(skill("seed", "", "So the agent has a view.")).await;
+    // The session exists before the table goes.
+    let first = env.call("retry", "echo", json!({"text": "first"})).await;
+    env.d.flush().await;
+    let url = format!("sqlite://{}", env.dir.path().join("skillbase.db").display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("ALTER TABLE events RENAME TO events_away")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let o = env.call("retry", "echo", json!({"text": "kept"})).await;
+    assert!(matches!(o, CallOutcome::Done { .. }), "{o:?}");
+    // Let the writer fail a few times.
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    sqlx::query("ALTER TABLE events_away RENAME TO events")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    env.d.flush().await;
+    assert_eq!(
+        env.called("retry", first.call_id()).await["arguments"]["text"],
+        "first"
+    );
+    assert_eq!(
+        env.called("retry", o.call_id()).await["arguments"]["text"],
+        "kept"
+    );
 }

@@ -6,8 +6,8 @@ use serde_json::json;
 use skillbase_format::{Bundle, BundleLimits, Cost};
 use skillbase_runtime::{Runtime, RuntimeError, TurnContext, TurnOptions, TurnReport};
 use skillbase_store::{
-    AgentConfig, AgentName, Author, DbUrl, EventFilter, NameSet, PutRequest, Scope, Status, Store,
-    StoreError,
+    AgentConfig, AgentName, Author, DbUrl, EventFilter, NameSet, PutRequest, Scope, StatusChange,
+    Store, StoreError,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -296,7 +296,7 @@ async fn view_is_allowlist_and_scope_active_only_and_follows_changes() {
         .set_status(
             &Scope::Shared,
             "gamma",
-            Status::Disabled,
+            StatusChange::Disable,
             &Author::Human("tester".into()),
             json!({}),
         )
@@ -312,7 +312,7 @@ async fn view_is_allowlist_and_scope_active_only_and_follows_changes() {
         .set_status(
             &Scope::Shared,
             "alpha",
-            Status::Retired,
+            StatusChange::Retire,
             &Author::Human("tester".into()),
             json!({}),
         )
@@ -331,7 +331,7 @@ async fn view_is_allowlist_and_scope_active_only_and_follows_changes() {
         .set_status(
             &Scope::Shared,
             "gamma",
-            Status::Active,
+            StatusChange::Enable,
             &Author::Human("tester".into()),
             json!({}),
         )

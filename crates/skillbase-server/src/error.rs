@@ -116,7 +116,12 @@ impl From<StoreError> for ApiError {
                 ApiError::new(StatusCode::PRECONDITION_FAILED, "stale-revision", detail)
                     .with_extra(serde_json::json!({ "current_rev": actual }))
             }
-            StoreError::Retired { .. } => ApiError::conflict(detail),
+            StoreError::Retired { .. } | StoreError::StatusRefused { .. } => {
+                ApiError::conflict(detail)
+            }
+            StoreError::InvalidAgent(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-agent", detail)
+            }
             StoreError::InvalidSkill(_) | StoreError::Bundle(_) | StoreError::Invalid(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-skill", detail)
             }

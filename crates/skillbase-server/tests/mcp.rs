@@ -362,6 +362,24 @@ async fn tools_list_is_the_agents_offered_set() {
                 .collect();
             assert_eq!(listed, offered, "{wire:?} {agent}");
             assert!(listed.contains("load_skill"), "{listed:?}");
+            // load_skill's name is the closed enum of the agent's loadable skills, as in a turn.
+            let load = r["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == "load_skill")
+                .unwrap();
+            let names: BTreeSet<&str> = load["inputSchema"]["properties"]["name"]["enum"]
+                .as_array()
+                .unwrap_or_else(|| panic!("no enum: {load}"))
+                .iter()
+                .map(|n| n.as_str().unwrap())
+                .collect();
+            let want: BTreeSet<&str> = match agent {
+                "alpha" => ["alpha-secret", "shared-one", "shared-two"].into(),
+                _ => ["beta-secret", "shared-one"].into(),
+            };
+            assert_eq!(names, want, "{wire:?} {agent}");
             seen.insert(agent, listed);
         }
         // alpha is granted the authoring class, beta is not: the sets differ.

@@ -37,10 +37,15 @@ pub struct Config {
 impl Config {
     /// Parse TOML text; errors name the line and the key.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
-        let config: Config =
+        let mut config: Config =
             toml::from_str(text).map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
-        for name in config.agents.keys() {
+        for (name, agent) in config.agents.iter_mut() {
             AgentName::parse(name).map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+            // The store's one check, here with the file and the table it came from.
+            *agent = agent
+                .clone()
+                .checked()
+                .map_err(|e| StoreError::InvalidAgent(format!("{origin}: [agents.{name}]: {e}")))?;
         }
         Ok(config)
     }
@@ -104,5 +109,34 @@ tools = ["web_fetch"]
         assert!(e.to_string().contains("skillbase.toml"), "{e}");
         assert!(e.to_string().contains("skils"), "{e}");
         assert!(Config::parse("[agents.Bad]\n", "f").is_err());
+        // Agents are checked as the CLI and REST check them, naming the file and the table.
+        for (toml, want) in [
+            (
+                "[agents.a.grants]\nhosts = [\"https://x.com/\"]\n",
+                "grants.hosts",
+            ),
+            (
+                "[agents.a.grants]\ntools = [\"Web Fetch\"]\n",
+                "grants.tools",
+            ),
+            (
+                "[agents.a.grants]\nvault = [\"bad name!\"]\n",
+                "grants.vault",
+            ),
+            (
+                "[agents.a.policies]\nfailure_threshold = 0\n",
+                "failure_threshold",
+            ),
+        ] {
+            let e = Config::parse(toml, "skillbase.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("skillbase.toml: [agents.a]") && e.contains(want),
+                "{e}"
+            );
+        }
+        let c = Config::parse("[agents.a.grants]\nhosts = [\"API.X.com\"]\n", "f").unwrap();
+        assert_eq!(c.agents["a"].grants.hosts, ["api.x.com"]);
     }
 }

@@ -8,12 +8,12 @@ pub enum StoreError {
     NotFound { scope: Scope, name: String },
     #[error("skill '{name}' has no revision {rev} (latest is {latest})")]
     NoSuchRevision { name: String, rev: i64, latest: i64 },
-    #[error("no agent '{0}'; create it with `skillbase agent create {0}`")]
+    #[error("no agent '{0}'; create the agent first")]
     AgentNotFound(String),
-    #[error("agent '{0}' already exists; use `skillbase agent set` to change it")]
+    #[error("agent '{0}' already exists; change it instead of creating it")]
     AgentExists(String),
     #[error(
-        "conflict on skill '{name}': you expected revision {expected}, but revision {actual} by {winner} got there first; re-read it and retry with --expect-rev {actual}"
+        "conflict on skill '{name}': you expected revision {expected}, but revision {actual} by {winner} got there first; re-read it and retry expecting revision {actual}"
     )]
     Conflict {
         name: String,
@@ -21,8 +21,14 @@ pub enum StoreError {
         actual: i64,
         winner: String,
     },
-    #[error("skill '{name}' is retired; restore it first with `skillbase restore {name}`")]
+    #[error("skill '{name}' is retired; restore it first")]
     Retired { name: String },
+    /// A status change the transition table refuses ([`crate::StatusChange::apply`]).
+    #[error("{}", why.message(name))]
+    StatusRefused {
+        name: String,
+        why: crate::model::StatusRefusal,
+    },
     /// A session id that cannot be used by this agent: taken by another agent, or in a namespace
     /// reserved for ids Skillbase derives. One text for every reason, so that the answer says
     /// nothing about other agents' sessions.
@@ -30,6 +36,9 @@ pub enum StoreError {
     SessionUnavailable,
     #[error("invalid skill: {0}")]
     InvalidSkill(String),
+    /// An agent configuration the store refuses ([`crate::AgentConfig::checked`]).
+    #[error("invalid agent configuration: {0}")]
+    InvalidAgent(String),
     #[error("invalid bundle: {0}")]
     Bundle(#[from] skillbase_format::BundleError),
     #[error("invalid input: {0}")]

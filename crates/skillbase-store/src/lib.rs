@@ -20,7 +20,10 @@ pub mod store;
 pub use db::{DbUrl, SCHEMA_VERSION, default_home};
 pub use error::{Result, StoreError};
 pub use index::{FileRef, Index, SkillEntry};
-pub use model::{Agent, AgentConfig, AgentName, Author, Grants, NameSet, Policies, Scope, Status};
+pub use model::{
+    Agent, AgentConfig, AgentName, Author, Grants, NameSet, Policies, Scope, Status, StatusChange,
+    StatusRefusal,
+};
 pub use sql::{
     ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, RunRecord, SessionRecord,
     TokenRecord, VaultRow, WriteKind, WriteOutcome,

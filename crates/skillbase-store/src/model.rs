@@ -184,6 +184,115 @@ impl Status {
     }
 }
 
+/// Longest revision message, in characters (every surface: CLI, REST, the authoring tools).
+pub const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// A revision message is at most [`MAX_MESSAGE_CHARS`] characters with no control character but
+/// newlines; the error says so.
+pub fn check_message(message: &str) -> Result<(), String> {
+    if message.chars().count() > MAX_MESSAGE_CHARS
+        || message.chars().any(|c| c.is_control() && c != '\n')
+    {
+        return Err(format!(
+            "a revision message is at most {MAX_MESSAGE_CHARS} characters, with no control characters but newlines"
+        ));
+    }
+    Ok(())
+}
+
+/// A change of a skill's status, as every surface asks for it (CLI, REST, tools, the drift
+/// guard). [`StatusChange::apply`] is the one transition table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusChange {
+    /// Take the skill out of use, keeping every revision.
+    Retire,
+    /// Bring a retired skill back.
+    Restore,
+    /// Stop offering the skill (drift, or an operator).
+    Disable,
+    /// Offer a disabled skill again.
+    Enable,
+}
+
+/// Why a status change cannot be made from the current status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusRefusal {
+    /// Only a retired skill can be restored.
+    NotRetired(Status),
+    /// A retired skill must be restored first.
+    Retired,
+    /// A skill waiting for review is approved, not enabled.
+    Pending,
+}
+
+impl StatusRefusal {
+    /// What to do instead, for any surface (no command names).
+    pub fn message(self, name: &str) -> String {
+        match self {
+            StatusRefusal::NotRetired(s) => format!(
+                "skill '{name}' is {s}, not retired: there is nothing to restore{}",
+                if s == Status::Disabled {
+                    " (enable it instead)"
+                } else {
+                    ""
+                }
+            ),
+            StatusRefusal::Retired => {
+                format!("skill '{name}' is retired: restore it first")
+            }
+            StatusRefusal::Pending => {
+                format!("skill '{name}' is waiting for review: approve its revision instead")
+            }
+        }
+    }
+}
+
+impl StatusChange {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusChange::Retire => "retire",
+            StatusChange::Restore => "restore",
+            StatusChange::Disable => "disable",
+            StatusChange::Enable => "enable",
+        }
+    }
+
+    /// The status after this change from `from`: `Ok(None)` when it is already there (nothing
+    /// to write), or why it cannot be made.
+    ///
+    /// | change | active | disabled | retired | pending |
+    /// | --- | --- | --- | --- | --- |
+    /// | retire | retired | retired | — | retired |
+    /// | restore | refused | refused | active | refused |
+    /// | disable | disabled | — | refused | disabled |
+    /// | enable | — | active | refused | refused |
+    pub fn apply(self, from: Status) -> Result<Option<Status>, StatusRefusal> {
+        use Status::*;
+        use StatusChange::*;
+        match (self, from) {
+            (Retire, Retired) | (Disable, Disabled) | (Enable, Active) => Ok(None),
+            (Retire, _) => Ok(Some(Retired)),
+            (Restore, Retired) => Ok(Some(Active)),
+            (Restore, s) => Err(StatusRefusal::NotRetired(s)),
+            (Disable | Enable, Retired) => Err(StatusRefusal::Retired),
+            (Disable, _) => Ok(Some(Disabled)),
+            (Enable, Disabled) => Ok(Some(Active)),
+            (Enable, Pending) => Err(StatusRefusal::Pending),
+        }
+    }
+
+    /// The kind of the event the change records.
+    pub fn event_kind(self) -> &'static str {
+        match self {
+            StatusChange::Retire => "retired",
+            StatusChange::Restore => "restored",
+            StatusChange::Disable => "disabled",
+            StatusChange::Enable => "enabled",
+        }
+    }
+}
+
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -355,6 +464,40 @@ pub struct AgentConfig {
     pub description: String,
 }
 
+impl AgentConfig {
+    /// The configuration checked and normalised — the one check, made by the store on every
+    /// write of an agent, so the CLI, REST and `skillbase.toml` accept exactly the same: tool
+    /// classes, vault entry names and host patterns in the format crate's grammars (hosts
+    /// lowercased), `failure_threshold` and `max_calls_in_flight` at least 1. The error names the
+    /// field and says what to fix.
+    pub fn checked(mut self) -> Result<AgentConfig, String> {
+        use skillbase_format::validate::{check_host, check_tool_class, check_vault_name};
+        for t in &self.grants.tools {
+            if let Some(problem) = check_tool_class(t) {
+                return Err(format!("grants.tools: '{t}' {problem}"));
+            }
+        }
+        for v in &self.grants.vault {
+            if let Some(problem) = check_vault_name(v) {
+                return Err(format!("grants.vault: '{v}' {problem}"));
+            }
+        }
+        for h in &mut self.grants.hosts {
+            if let Some(problem) = check_host(h) {
+                return Err(format!("grants.hosts: '{h}' {problem}"));
+            }
+            *h = h.to_ascii_lowercase();
+        }
+        if self.policies.failure_threshold == 0 {
+            return Err("policies.failure_threshold must be at least 1".into());
+        }
+        if self.policies.max_calls_in_flight == 0 {
+            return Err("policies.max_calls_in_flight must be at least 1".into());
+        }
+        Ok(self)
+    }
+}
+
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
@@ -437,5 +580,67 @@ mod tests {
                 _ => vec![],
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::{Status, StatusChange, StatusRefusal};
+
+    /// The whole table, row by row: every surface answers from it.
+    #[test]
+    fn one_transition_table() {
+        use Status::*;
+        use StatusChange::*;
+        type Row = [Result<Option<Status>, StatusRefusal>; 4];
+        let table: [(StatusChange, Row); 4] = [
+            (
+                Retire,
+                [
+                    Ok(Some(Retired)),
+                    Ok(Some(Retired)),
+                    Ok(None),
+                    Ok(Some(Retired)),
+                ],
+            ),
+            (
+                Restore,
+                [
+                    Err(StatusRefusal::NotRetired(Active)),
+                    Err(StatusRefusal::NotRetired(Disabled)),
+                    Ok(Some(Active)),
+                    Err(StatusRefusal::NotRetired(Pending)),
+                ],
+            ),
+            (
+                Disable,
+                [
+                    Ok(Some(Disabled)),
+                    Ok(None),
+                    Err(StatusRefusal::Retired),
+                    Ok(Some(Disabled)),
+                ],
+            ),
+            (
+                Enable,
+                [
+                    Ok(None),
+                    Ok(Some(Active)),
+                    Err(StatusRefusal::Retired),
+                    Err(StatusRefusal::Pending),
+                ],
+            ),
+        ];
+        for (change, row) in table {
+            for (from, want) in [Active, Disabled, Retired, Pending].into_iter().zip(row) {
+                assert_eq!(change.apply(from), want, "{change:?} from {from}");
+            }
+        }
+        assert!(
+            StatusRefusal::NotRetired(Disabled)
+                .message("x")
+                .contains("enable it instead")
+        );
+        assert!(!StatusRefusal::Retired.message("x").contains("skillbase"));
     }
 }

@@ -291,7 +291,7 @@ macro_rules! backend {
         pub(crate) mod $module {
             use super::*;
             use crate::error::{Result, StoreError};
-            use crate::model::{AgentConfig, AgentName, Status};
+            use crate::model::{AgentConfig, AgentName, Status, StatusChange};
             use sqlx::{Pool, Transaction};
 
             type Db = $db;
@@ -819,7 +819,7 @@ macro_rules! backend {
                 pool: &Pool<Db>,
                 scope: &Scope,
                 name: &str,
-                to: Status,
+                change: StatusChange,
                 actor: &str,
                 reason: &serde_json::Value,
                 expect_rev: Option<i64>,
@@ -836,12 +836,13 @@ macro_rules! backend {
                     return Err(StoreError::Conflict { name: name.to_owned(), expected, actual: head, winner });
                 }
                 let from: Status = from.parse().map_err(StoreError::Corrupt)?;
-                if from == to {
-                    return Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Unchanged, rev: active, status: to });
-                }
-                if from == Status::Retired && to == Status::Disabled {
-                    return Err(StoreError::Retired { name: name.to_owned() });
-                }
+                let to = match change.apply(from) {
+                    Ok(Some(to)) => to,
+                    Ok(None) => {
+                        return Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Unchanged, rev: active, status: from });
+                    }
+                    Err(why) => return Err(StoreError::StatusRefused { name: name.to_owned(), why }),
+                };
                 let now = now_ms();
                 sqlx::query("UPDATE skills SET status = $1, updated_at = $2 WHERE id = $3")
                     .bind(to.as_str())
@@ -849,12 +850,7 @@ macro_rules! backend {
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
-                let kind = match (from, to) {
-                    (_, Status::Retired) => "retired",
-                    (Status::Retired, _) => "restored",
-                    (_, Status::Disabled) => "disabled",
-                    _ => "enabled",
-                };
+                let kind = change.event_kind();
                 insert_event(
                     &mut tx,
                     &NewEvent {

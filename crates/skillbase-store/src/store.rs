@@ -3,7 +3,7 @@
 use crate::db::{Db, DbUrl};
 use crate::error::{Result, StoreError};
 use crate::index::{FileRef, Index, SkillEntry};
-use crate::model::{Agent, AgentConfig, AgentName, Author, Scope, Status};
+use crate::model::{Agent, AgentConfig, AgentName, Author, Scope, StatusChange};
 use crate::sql::{
     self, ActivationRecord, EventFilter, EventRecord, NewEvent, RawEntry, RevisionInfo, RunRecord,
     SessionRecord, TokenRecord, VaultRow, WriteOutcome, WriteReq,
@@ -246,6 +246,7 @@ impl Store {
         pending: bool,
     ) -> Result<WriteReq> {
         let (name, _) = Self::check_bundle(&req.bundle)?;
+        crate::model::check_message(&req.message).map_err(StoreError::Invalid)?;
         if let Some(guard) = self.write_guard.load().as_ref() {
             guard
                 .check(&req.bundle, &req.message)
@@ -443,11 +444,11 @@ impl Store {
         &self,
         scope: &Scope,
         name: &str,
-        to: Status,
+        change: StatusChange,
         actor: &Author,
         reason: serde_json::Value,
     ) -> Result<WriteOutcome> {
-        self.set_status_if(scope, name, to, actor, reason, None)
+        self.set_status_if(scope, name, change, actor, reason, None)
             .await
     }
 
@@ -457,14 +458,14 @@ impl Store {
         &self,
         scope: &Scope,
         name: &str,
-        to: Status,
+        change: StatusChange,
         actor: &Author,
         reason: serde_json::Value,
         expect_rev: Option<i64>,
     ) -> Result<WriteOutcome> {
         let o = on_db!(
             self,
-            set_status(scope, name, to, &actor.to_string(), &reason, expect_rev)
+            set_status(scope, name, change, &actor.to_string(), &reason, expect_rev)
         )?;
         self.refresh(scope, name).await?;
         Ok(o)
@@ -580,6 +581,10 @@ impl Store {
 
     /// Create an agent (fails if it exists).
     pub async fn create_agent(&self, name: &AgentName, config: &AgentConfig) -> Result<i64> {
+        let config = &config
+            .clone()
+            .checked()
+            .map_err(|e| StoreError::InvalidAgent(format!("agent '{name}': {e}")))?;
         let v = on_db!(self, upsert_agent(name, config, true))?;
         self.refresh_agents().await?;
         Ok(v)
@@ -587,6 +592,10 @@ impl Store {
 
     /// Create or replace an agent's configuration.
     pub async fn set_agent(&self, name: &AgentName, config: &AgentConfig) -> Result<i64> {
+        let config = &config
+            .clone()
+            .checked()
+            .map_err(|e| StoreError::InvalidAgent(format!("agent '{name}': {e}")))?;
         let v = on_db!(self, upsert_agent(name, config, false))?;
         self.refresh_agents().await?;
         Ok(v)

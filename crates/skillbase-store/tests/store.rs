@@ -6,8 +6,8 @@ mod common;
 use common::{TestDb, skill, skill_with};
 use skillbase_format::Bundle;
 use skillbase_store::{
-    AgentConfig, AgentName, Author, EventFilter, NameSet, PutRequest, Scope, Status, Store,
-    StoreError, WriteKind,
+    AgentConfig, AgentName, Author, EventFilter, NameSet, PutRequest, Scope, Status, StatusChange,
+    Store, StoreError, WriteKind,
 };
 use std::sync::Arc;
 
@@ -154,9 +154,9 @@ async fn statuses(db: TestDb) {
         .await
         .unwrap();
     for (to, expect) in [
-        (Status::Disabled, Status::Disabled),
-        (Status::Active, Status::Active),
-        (Status::Retired, Status::Retired),
+        (StatusChange::Disable, Status::Disabled),
+        (StatusChange::Enable, Status::Active),
+        (StatusChange::Retire, Status::Retired),
     ] {
         let o = store
             .set_status(
@@ -189,7 +189,7 @@ async fn statuses(db: TestDb) {
         .set_status(
             &Scope::Shared,
             "gamma",
-            Status::Active,
+            StatusChange::Restore,
             &human(),
             serde_json::Value::Null,
         )
@@ -225,7 +225,7 @@ async fn statuses(db: TestDb) {
             .set_status(
                 &Scope::Shared,
                 "nope",
-                Status::Retired,
+                StatusChange::Retire,
                 &human(),
                 serde_json::Value::Null
             )
@@ -528,6 +528,25 @@ async fn invalid_skills_are_refused(db: TestDb) {
     assert!(e.to_string().contains("triggers"), "{e}");
     let bad = Bundle::single(vec![0xff, 0xfe]).unwrap();
     assert!(store.put(put(Scope::Shared, bad, None)).await.is_err());
+    // One message rule for every surface, checked by the store itself.
+    let good = Bundle::single("---\nname: ok-name\ndescription: d\n---\nbody\n").unwrap();
+    for message in ["x".repeat(2001), "a\u{1b}[2Jb".to_owned()] {
+        let mut req = put(Scope::Shared, good.clone(), None);
+        req.message = message;
+        let e = store.put(req).await.unwrap_err();
+        assert!(e.to_string().contains("at most 2000 characters"), "{e}");
+    }
+    let e = store
+        .import(
+            &Scope::Shared,
+            vec![good],
+            &human(),
+            &"y".repeat(2001),
+            &|_| {},
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("revision message"), "{e}");
     assert!(store.index().is_empty());
     assert!(
         store
@@ -795,7 +814,7 @@ async fn bulk_import_is_the_same_as_single_writes(db: TestDb) {
         .set_status(
             &Scope::Shared,
             "b010",
-            Status::Retired,
+            StatusChange::Retire,
             &human(),
             serde_json::Value::Null,
         )
@@ -995,7 +1014,7 @@ async fn status_changes_honour_the_expected_revision(db: TestDb) {
         .set_status_if(
             &Scope::Shared,
             "delta",
-            Status::Disabled,
+            StatusChange::Disable,
             &human(),
             serde_json::Value::Null,
             Some(1),
@@ -1022,7 +1041,7 @@ async fn status_changes_honour_the_expected_revision(db: TestDb) {
         .set_status_if(
             &Scope::Shared,
             "delta",
-            Status::Disabled,
+            StatusChange::Disable,
             &human(),
             serde_json::Value::Null,
             Some(2),

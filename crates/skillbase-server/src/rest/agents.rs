@@ -101,29 +101,11 @@ fn config(v: Value) -> ApiResult<AgentConfig> {
     } else {
         v
     };
-    let mut c: AgentConfig = serde_json::from_value(v)
+    let c: AgentConfig = serde_json::from_value(v)
         .map_err(|e| unprocessable("invalid-agent", format!("agent configuration: {e}")))?;
-    for h in &c.grants.hosts {
-        if let Some(problem) = skillbase_format::validate::check_host(h) {
-            return Err(unprocessable(
-                "invalid-agent",
-                format!("grants.hosts: '{h}' {problem}"),
-            ));
-        }
-    }
-    c.grants.hosts = c
-        .grants
-        .hosts
-        .iter()
-        .map(|h| h.to_ascii_lowercase())
-        .collect();
-    if c.policies.failure_threshold == 0 || c.policies.max_calls_in_flight == 0 {
-        return Err(unprocessable(
-            "invalid-agent",
-            "policies.failure_threshold and policies.max_calls_in_flight must be at least 1",
-        ));
-    }
-    Ok(c)
+    // The store's one check (the same for the CLI and skillbase.toml).
+    c.checked()
+        .map_err(|e| unprocessable("invalid-agent", format!("agent configuration: {e}")))
 }
 
 fn agent_response(status: StatusCode, a: &Agent) -> Response {

@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillMd, SkillMeta};
 use skillbase_store::pack::{PackLimits, read_zip_pack};
 use skillbase_store::{
-    AgentName, Author, PutRequest, RevisionInfo, RunRecord, Scope, SkillEntry, Status, StoreError,
-    WriteKind, WriteOutcome,
+    AgentName, Author, PutRequest, RevisionInfo, RunRecord, Scope, SkillEntry, Status,
+    StatusChange, StoreError, WriteKind, WriteOutcome,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -546,13 +546,9 @@ fn put_files(headers: &HeaderMap, body: &[u8]) -> ApiResult<(Files, Option<Strin
 }
 
 fn check_message(m: Option<String>) -> ApiResult<Option<String>> {
-    if let Some(m) = &m
-        && (m.chars().count() > 2000 || m.chars().any(|c| c.is_control() && c != '\n'))
-    {
-        return Err(unprocessable(
-            "invalid-request",
-            "message: at most 2000 characters, no control characters but newlines",
-        ));
+    if let Some(m) = &m {
+        skillbase_store::model::check_message(m)
+            .map_err(|e| unprocessable("invalid-request", format!("message: {e}")))?;
     }
     Ok(m)
 }
@@ -858,16 +854,16 @@ async fn change_status(
     body: &[u8],
     change: Change,
 ) -> ApiResult<Response> {
-    let (to, restore) = match change {
-        Change::Retire => (Status::Retired, false),
-        Change::Restore => (Status::Active, true),
-        Change::Disable => (Status::Disabled, false),
-        Change::Enable => (Status::Active, false),
+    let change = match change {
+        Change::Retire => StatusChange::Retire,
+        Change::Restore => StatusChange::Restore,
+        Change::Disable => StatusChange::Disable,
+        Change::Enable => StatusChange::Enable,
     };
     let pre = precondition(headers)?;
     let b: StatusBody = optional_json(headers, body)?;
     if let Some(agent) = p.agent() {
-        if to != Status::Retired {
+        if change != StatusChange::Retire {
             p.require_admin()?;
         }
         own_scope(p, scope)?;
@@ -883,20 +879,7 @@ async fn change_status(
     let scope = parse_scope(scope)?.unwrap_or(Scope::Shared);
     let head = existing_head(st, &scope, name)?;
     check_precondition(name, pre, head)?;
-    let current = st.store.index().get(&scope, name).map(|e| e.status);
-    // Restore takes a retired skill back; enable does not (a retired skill stays retired).
-    if restore && current != Some(Status::Retired) {
-        return Err(ApiError::conflict(format!(
-            "skill '{name}' is not retired (it is {}); nothing to restore",
-            current.map(|s| s.as_str()).unwrap_or("unknown")
-        )));
-    }
-    if to == Status::Active && !restore && current == Some(Status::Retired) {
-        return Err(StoreError::Retired {
-            name: name.to_owned(),
-        }
-        .into());
-    }
+    // The store's transition table decides (one for every surface), inside the write.
     let reason = b.reason.map(Value::String).unwrap_or(Value::Null);
     // The check above answers at once; the store checks again inside the write, so two
     // writers with the same If-Match cannot both win.
@@ -909,7 +892,7 @@ async fn change_status(
         .set_status_if(
             &scope,
             name,
-            to,
+            change,
             &p.author(),
             json!({"reason": reason}),
             expect,
