@@ -1,6 +1,8 @@
 //! Skillbase's runtime: for an agent, a session and the user's message, what the model is shown
 //! this turn, and why.
 //!
+//! - [`engine`]: the façade a Rust harness embeds ([`Engine::builder`]); `examples/embed.rs`
+//!   shows a whole turn, a load, a harness tool behind the envelope and a finished run.
 //! - [`view`]: the skills an agent may see, cached until the index or the agent changes.
 //! - [`trigger`]: deterministic activation, one Aho-Corasick pass over folded text.
 //! - [`turn`]: eager prefix, triggered bodies, the budgeted level-1 catalog, the tools, and the
@@ -17,6 +19,7 @@
 
 pub mod builtin;
 pub mod dispatch;
+pub mod engine;
 pub mod envelope;
 pub mod events;
 pub mod files;
@@ -31,6 +34,7 @@ pub mod vault;
 pub mod view;
 pub mod web_fetch;
 
+pub use engine::{Engine, EngineBuilder, EngineError};
 pub use runtime::{LoadResult, Pinned, PinnedSet, Runtime, RuntimeError, SearchHit};
 pub use turn::{
     Activation, Omission, OmissionList, ToolDef, TurnContext, TurnOptions, TurnReport, resolve,

@@ -1,0 +1,299 @@
+//! The engine: one façade over the store, the runtime, the dispatcher and the vault, for a Rust
+//! harness that embeds Skillbase (see `examples/embed.rs`). Its operations are what a harness
+//! needs each turn and each call — [`Engine::turn`], [`Engine::call`], [`Engine::wait`],
+//! [`Engine::finish`], [`Engine::pinned`], [`Engine::offered`], [`Engine::search`] — and every
+//! one goes through the same pipeline the CLI and the server use (the offered set, the gate
+//! against current grants and the driving skill's revision, bounds, redaction, events).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), skillbase_runtime::engine::EngineError> {
+//! use skillbase_runtime::engine::Engine;
+//! let engine = Engine::builder()
+//!     .sqlite("skillbase.db")
+//!     .config_toml("[agents.support]\nskills = \"all\"\n")
+//!     .build()
+//!     .await?;
+//! let agent = "support".parse().unwrap();
+//! let turn = engine.turn(&agent, "s1", "a refund for order ord_1", &Default::default()).await?;
+//! println!("{}", turn.catalog);
+//! engine.close().await;
+//! # Ok(()) }
+//! ```
+
+use crate::dispatch::{CallMode, CallOutcome, Dispatcher, OfferedSet};
+use crate::runtime::{PinnedSet, Runtime, RuntimeError, SearchHit};
+use crate::tool::{Registry, RegistryError, ToolDecl, ToolHandler};
+use crate::turn::{TurnContext, TurnOptions};
+use crate::vault::{Vault, VaultError, VaultKey};
+use skillbase_store::config::Config;
+use skillbase_store::{AgentName, DbUrl, RunRecord, Store, StoreError};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why an engine could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The store could not be opened, or a configuration or seed could not be applied.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The vault key is missing or does not decrypt the stored entries.
+    #[error(transparent)]
+    Vault(#[from] VaultError),
+    /// A tool declaration is invalid or declared twice.
+    #[error(transparent)]
+    Tool(#[from] RegistryError),
+    /// A turn or call failed for a reason that is not an outcome (an unknown agent, the store).
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// Nothing to open: neither [`EngineBuilder::sqlite`], [`EngineBuilder::database`] nor
+    /// [`EngineBuilder::store`] was given.
+    #[error("no store: give the builder a database (sqlite, database) or an open store")]
+    NoStore,
+}
+
+/// Builds an [`Engine`]. Create it inside a tokio runtime (the engine starts its event writer).
+#[derive(Default)]
+pub struct EngineBuilder {
+    db: Option<DbUrl>,
+    store: Option<Arc<Store>>,
+    workspace: Option<PathBuf>,
+    vault_key: Option<VaultKey>,
+    tools: Vec<(ToolDecl, Option<Arc<dyn ToolHandler>>)>,
+    web_fetch: bool,
+    configs: Vec<(String, String)>,
+    seeds: Vec<PathBuf>,
+}
+
+impl EngineBuilder {
+    /// Open (creating and migrating) a SQLite database at `path`.
+    pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
+        self.db = Some(DbUrl::Sqlite(path.into()));
+        self
+    }
+
+    /// Open a database by URL (`sqlite://…` or `postgres://…`).
+    pub fn database(mut self, url: DbUrl) -> Self {
+        self.db = Some(url);
+        self
+    }
+
+    /// Use a store that is already open (shared with other parts of the program).
+    pub fn store(mut self, store: Arc<Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Where a session's skill files are written (level 3); without one, none are.
+    pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(dir.into());
+        self
+    }
+
+    /// The vault key: secrets are resolved inside tools and redacted from everything else.
+    /// Without one, no vault is opened (and no call can use a secret).
+    pub fn vault_key(mut self, key: VaultKey) -> Self {
+        self.vault_key = Some(key);
+        self
+    }
+
+    /// A tool the harness runs itself (its class must be granted for an agent to be offered it).
+    pub fn tool(mut self, decl: ToolDecl, handler: Arc<dyn ToolHandler>) -> Self {
+        self.tools.push((decl, Some(handler)));
+        self
+    }
+
+    /// Offer the built-in `web_fetch` (class `web_fetch`) to agents granted it.
+    pub fn web_fetch(mut self) -> Self {
+        self.web_fetch = true;
+        self
+    }
+
+    /// Agents (and `[[tools]]` declarations, which need [`EngineBuilder::tool`] handlers to
+    /// run) from `skillbase.toml` text.
+    pub fn config_toml(mut self, text: impl Into<String>) -> Self {
+        self.configs.push((text.into(), "skillbase.toml".into()));
+        self
+    }
+
+    /// Seed a folder of skills into the shared scope at start (the folder wins until the skill
+    /// is edited in the store).
+    pub fn seed(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.seeds.push(dir.into());
+        self
+    }
+
+    /// Open everything and apply the configuration and seeds.
+    pub async fn build(self) -> Result<Engine, EngineError> {
+        let store = match (self.store, self.db) {
+            (Some(s), _) => s,
+            (None, Some(url)) => Arc::new(Store::open(&url).await?),
+            (None, None) => return Err(EngineError::NoStore),
+        };
+        let vault = match self.vault_key {
+            Some(key) => Some(Vault::open(store.clone(), key).await?),
+            None => None,
+        };
+        let mut registry = Registry::new();
+        for (text, origin) in &self.configs {
+            let config = Config::parse(text, origin)?;
+            config.apply(&store).await?;
+            let decls = crate::dispatch::decls_from_tables(&config.tools)
+                .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+            for decl in decls {
+                if !self.tools.iter().any(|(d, _)| d.name == decl.name) {
+                    registry.register(decl, None)?;
+                }
+            }
+        }
+        for (decl, handler) in self.tools {
+            registry.register(decl, handler)?;
+        }
+        if self.web_fetch {
+            crate::web_fetch::register(&mut registry)?;
+        }
+        for dir in &self.seeds {
+            skillbase_store::seed::sync_dir(&store, dir).await?;
+        }
+        let runtime = Arc::new(Runtime::new(store.clone(), self.workspace));
+        let dispatcher = Dispatcher::new(runtime, registry, vault.clone());
+        Ok(Engine {
+            store,
+            vault,
+            dispatcher,
+        })
+    }
+}
+
+/// Skillbase embedded in a harness: see the module documentation.
+pub struct Engine {
+    store: Arc<Store>,
+    vault: Option<Arc<Vault>>,
+    dispatcher: Dispatcher,
+}
+
+impl Engine {
+    /// Start building an engine.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+
+    /// The store (for authoring, imports and the event log).
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The vault, when a key was given.
+    pub fn vault(&self) -> Option<&Arc<Vault>> {
+        self.vault.as_ref()
+    }
+
+    /// What the model is shown this turn: the eager prefix, the bodies triggered by `message`,
+    /// the budgeted catalog, the offered tools, and the report of every decision.
+    pub async fn turn(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        message: &str,
+        opts: &TurnOptions,
+    ) -> Result<TurnContext, EngineError> {
+        Ok(self.dispatcher.turn(agent, session, message, opts).await?)
+    }
+
+    /// One call the model made, by its wire name, through the whole pipeline. A refusal or a
+    /// failure is an outcome, not an error.
+    pub async fn call(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        tool: &str,
+        arguments: serde_json::Value,
+        mode: CallMode,
+    ) -> Result<CallOutcome, EngineError> {
+        Ok(self
+            .dispatcher
+            .call(agent, session, tool, arguments, mode)
+            .await?)
+    }
+
+    /// The outcome of a detached call, waiting up to `timeout`.
+    pub async fn wait(&self, call_id: &str, timeout: Duration) -> Option<CallOutcome> {
+        self.dispatcher.wait(call_id, timeout).await
+    }
+
+    /// End the session's driving skill on the harness's word (`success` or `failure`): the run
+    /// and whether its revision was disabled for drift.
+    pub async fn finish(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        outcome: &str,
+        note: &str,
+    ) -> Result<Option<(RunRecord, bool)>, EngineError> {
+        Ok(self
+            .dispatcher
+            .finish_run(agent, session, outcome, note)
+            .await?)
+    }
+
+    /// The skills active in a session, re-rendered within `budget` tokens, most recent first
+    /// (after the harness compacted its context).
+    pub async fn pinned(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        budget: u32,
+    ) -> Result<PinnedSet, EngineError> {
+        Ok(self
+            .dispatcher
+            .runtime
+            .pinned(agent, session, budget)
+            .await?)
+    }
+
+    /// What the agent is offered (tools and callable skills) and what is withheld.
+    pub fn offered(&self, agent: &AgentName) -> Result<Arc<OfferedSet>, EngineError> {
+        Ok(self.dispatcher.offered(agent)?)
+    }
+
+    /// The agent's skills ranked for a query, as `search_skills` answers.
+    pub fn search(
+        &self,
+        agent: &AgentName,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, EngineError> {
+        Ok(self.dispatcher.runtime.search_skills(agent, query, limit)?)
+    }
+
+    /// Store every event recorded so far and close the store.
+    pub async fn close(self) {
+        self.dispatcher.flush().await;
+        self.store.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_builder_without_a_store_says_what_is_missing() {
+        let e = Engine::builder().build().await.err().expect("no store");
+        assert!(matches!(e, EngineError::NoStore), "{e}");
+        assert!(e.to_string().contains("give the builder a database"));
+    }
+
+    #[tokio::test]
+    async fn a_bad_configuration_is_refused_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::builder()
+            .sqlite(dir.path().join("db.sqlite"))
+            .config_toml("[agents.a.grants]\nhosts = [\"https://x/\"]\n")
+            .build()
+            .await
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("grants.hosts"), "{e}");
+    }
+}
