@@ -15,7 +15,7 @@
 //!     .await?;
 //! let agent = "support".parse().unwrap();
 //! let turn = engine.turn(&agent, "s1", "a refund for order ord_1", &Default::default()).await?;
-//! println!("{}", turn.catalog);
+//! println!("{}", turn.catalog.unwrap_or_default());
 //! engine.close().await;
 //! # Ok(()) }
 //! ```

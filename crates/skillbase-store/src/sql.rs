@@ -7,16 +7,28 @@
 use crate::model::Scope;
 
 /// The runtime's own event kinds (calls, activations, turns, runs, tokens): none of them changes
-/// the index or the agents, so `sync_changes` skips them. Migration 0006's partial index has the
-/// same list.
-macro_rules! runtime_kinds {
-    () => {
-        "'tool_called', 'call_refused', 'call_started', 'call_finished', 'skill_activated', 'skill_evicted', 'turn', 'catalog_truncated', 'run_finished', 'token_created', 'token_revoked'"
-    };
-}
+/// the index or the agents, so `sync_changes` skips them. A new kind of the runtime's is added
+/// here, and needs no migration (the `changes_index` column records the answer per event).
+pub const RUNTIME_KINDS: &[&str] = &[
+    "tool_called",
+    "call_refused",
+    "call_started",
+    "call_finished",
+    "skill_activated",
+    "skill_evicted",
+    "turn",
+    "catalog_truncated",
+    "run_finished",
+    "token_created",
+    "token_revoked",
+];
 
-/// [`runtime_kinds!`] as a constant (for the migration check).
-pub const RUNTIME_KINDS: &str = runtime_kinds!();
+/// Whether an event of `kind` can change the index or the agents (what other servers must
+/// apply). Every kind but the runtime's own: an unknown kind counts as changing, so a new kind of
+/// write is never missed by `sync_changes` (at worst a server re-reads a record for nothing).
+pub fn changes_index(kind: &str) -> bool {
+    !RUNTIME_KINDS.contains(&kind)
+}
 
 /// A run to open: the skill revision that will drive a session.
 pub struct RunStart<'a> {
@@ -419,8 +431,8 @@ macro_rules! backend {
 
             pub async fn insert_event(tx: &mut Transaction<'static, Db>, ev: &NewEvent, at: i64) -> Result<()> {
                 sqlx::query(concat!(
-                    "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data) ",
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+                    "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data, changes_index) ",
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
                 ))
                 .bind(at)
                 .bind(&ev.kind)
@@ -431,6 +443,7 @@ macro_rules! backend {
                 .bind(&ev.session)
                 .bind(&ev.actor)
                 .bind(ev.data.to_string())
+                .bind(crate::sql::changes_index(&ev.kind))
                 .execute(&mut **tx)
                 .await?;
                 Ok(())
@@ -700,7 +713,7 @@ macro_rules! backend {
                         q.build().execute(&mut **tx).await?;
                     }
                     let mut q: QueryBuilder<Db> = QueryBuilder::new(
-                        "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data) ",
+                        "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data, changes_index) ",
                     );
                     q.push_values(chunk, |mut b, &(i, _, rev)| {
                         let data = serde_json::json!({"digest": reqs[i].bundle.digest().to_string(), "message": reqs[i].message, "created": rev == 1});
@@ -712,7 +725,8 @@ macro_rules! backend {
                             .push_bind(Option::<String>::None)
                             .push_bind(Option::<String>::None)
                             .push_bind(reqs[i].author.clone())
-                            .push_bind(data.to_string());
+                            .push_bind(data.to_string())
+                            .push_bind(true);
                     });
                     q.build().execute(&mut **tx).await?;
                     progress(chunk.last().map_or(0, |c| c.0 + 1));
@@ -987,17 +1001,16 @@ macro_rules! backend {
                 Ok(rows.into_iter().map(event_from_row).collect())
             }
 
-            /// Events after `after` that may change the index or the agents (everything but the
-            /// runtime's own kinds), as (id, kind, scope, skill); and the newest event id.
+            /// Events after `after` that may change the index or the agents (`changes_index`,
+            /// set from the kind when written), as (id, kind, scope, skill); and the newest id.
             pub async fn index_changes(pool: &Pool<Db>, after: i64, limit: i64) -> Result<(Vec<(i64, String, Option<String>, Option<String>)>, i64)> {
                 // The newest id first, and only rows up to it: an event committed between the two
                 // statements is left for the next call, never skipped.
                 let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM events").fetch_one(pool).await?;
                 let newest = newest.unwrap_or(0).max(after);
                 let rows: Vec<(i64, String, Option<String>, Option<String>)> = sqlx::query_as(concat!(
-                    "SELECT id, kind, scope, skill FROM events WHERE id > $1 AND id <= $2 AND kind NOT IN (",
-                    runtime_kinds!(),
-                    ") ORDER BY id LIMIT $3"
+                    "SELECT id, kind, scope, skill FROM events WHERE id > $1 AND id <= $2 AND changes_index ",
+                    "ORDER BY id LIMIT $3"
                 ))
                 .bind(after)
                 .bind(newest)
@@ -1152,7 +1165,7 @@ macro_rules! backend {
                 let now = now_ms();
                 for chunk in evs.chunks(100) {
                     let mut q = sqlx::QueryBuilder::<Db>::new(
-                        "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data) ",
+                        "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data, changes_index) ",
                     );
                     q.push_values(chunk, |mut b, ev| {
                         b.push_bind(now)
@@ -1163,7 +1176,8 @@ macro_rules! backend {
                             .push_bind(&ev.agent)
                             .push_bind(&ev.session)
                             .push_bind(&ev.actor)
-                            .push_bind(ev.data.to_string());
+                            .push_bind(ev.data.to_string())
+                            .push_bind(crate::sql::changes_index(&ev.kind));
                     });
                     q.build().execute(&mut *tx).await?;
                 }
@@ -1470,3 +1484,30 @@ macro_rules! backend {
 
 backend!(sqlite, sqlx::Sqlite, "BEGIN IMMEDIATE", "");
 backend!(postgres, sqlx::Postgres, "BEGIN", " FOR UPDATE");
+
+#[cfg(test)]
+mod kind_tests {
+    /// The one decision of which events other servers must apply.
+    #[test]
+    fn runtime_kinds_do_not_change_the_index_and_every_other_kind_does() {
+        for k in super::RUNTIME_KINDS {
+            assert!(!super::changes_index(k), "{k}");
+        }
+        for k in [
+            "revision_written",
+            "retired",
+            "restored",
+            "disabled",
+            "enabled",
+            "reverted",
+            "approved",
+            "agent_changed",
+            "vault_set",
+            "vault_removed",
+            "seed_diverged",
+            "a_kind_added_later",
+        ] {
+            assert!(super::changes_index(k), "{k}");
+        }
+    }
+}
