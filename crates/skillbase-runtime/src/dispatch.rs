@@ -1403,21 +1403,19 @@ pub fn cap_tokens(
     (serde_json::Value::String(out), t, true)
 }
 
+/// Whether `name` is one of the built-in tools: the names of [`crate::builtin::declarations`],
+/// the one list of them.
 pub(crate) fn is_builtin(name: &str) -> bool {
-    matches!(
-        name,
-        "load_skill"
-            | "search_skills"
-            | "skill_finish"
-            | "take_note"
-            | "revise_notes"
-            | "skill_create"
-            | "skill_modify"
-            | "skill_revert"
-            | "skill_remove"
-            | "skill_list"
-            | "skill_show"
-    )
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            crate::builtin::declarations()
+                .into_iter()
+                .map(|d| d.name)
+                .collect()
+        })
+        .iter()
+        .any(|n| n == name)
 }
 
 fn builtins(mut r: Registry) -> Registry {

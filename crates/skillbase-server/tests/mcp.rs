@@ -1184,10 +1184,9 @@ async fn list_changed_reaches_a_stateful_session_when_its_visible_set_changes() 
     s.stop().await;
 }
 
-#[tokio::test]
-async fn list_changed_reaches_a_listen_stream_on_the_stateless_wire() {
-    let s = TestServer::start().await;
-    let c = Client::new(&s, Some(&s.alpha), Wire::Stateless);
+/// Open a `subscriptions/listen` stream for list changes, acknowledged: the request and the
+/// stream's messages.
+async fn listen(c: &Client) -> (Value, tokio::sync::mpsc::UnboundedReceiver<Value>) {
     let msg = c.message(
         "subscriptions/listen",
         json!({"notifications": {"resourcesListChanged": true}}),
@@ -1204,6 +1203,14 @@ async fn list_changed_reaches_a_listen_stream_on_the_stateless_wire() {
         .await
         .is_some()
     );
+    (msg, rx)
+}
+
+#[tokio::test]
+async fn list_changed_reaches_a_listen_stream_on_the_stateless_wire() {
+    let s = TestServer::start().await;
+    let c = Client::new(&s, Some(&s.alpha), Wire::Stateless);
+    let (msg, mut rx) = listen(&c).await;
     put_skill(
         &s.store,
         Scope::Shared,
@@ -1225,22 +1232,7 @@ async fn list_changed_reaches_a_listen_stream_on_the_stateless_wire() {
 async fn revoking_a_token_ends_its_listen_stream() {
     let s = TestServer::start().await;
     let c = Client::new(&s, Some(&s.alpha), Wire::Stateless);
-    let msg = c.message(
-        "subscriptions/listen",
-        json!({"notifications": {"resourcesListChanged": true}}),
-    );
-    let r = c.post(&msg).await;
-    assert_eq!(r.status(), 200);
-    let mut rx = stream_messages(r);
-    assert!(
-        next_with_method(
-            &mut rx,
-            "notifications/subscriptions/acknowledged",
-            Duration::from_secs(5)
-        )
-        .await
-        .is_some()
-    );
+    let (_, mut rx) = listen(&c).await;
     s.store
         .token_revoke(s.alpha_token_id, &Author::Human("test".into()))
         .await

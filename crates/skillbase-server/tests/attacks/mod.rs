@@ -529,28 +529,39 @@ async fn refusals_inside_a_tool_are_refusals_and_name_the_hop() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn derived_session_ids_cannot_be_squatted_and_refusals_say_nothing() {
-    let s = TestServer::start().await;
-    // Beta's stateless MCP calls record into a session alpha cannot name.
-    let r = s
+/// A stateless MCP `tools/call` of `load_skill` for `shared-one`, optionally naming the
+/// Skillbase session; the body of the answer.
+async fn stateless_load(s: &TestServer, token: &str, session: Option<&str>) -> String {
+    let mut r = s
         .http
         .post(s.url("/mcp"))
-        .bearer_auth(&s.beta)
+        .bearer_auth(token)
         .header("accept", "application/json, text/event-stream")
         .header("content-type", "application/json")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
-        .header("mcp-name", "load_skill")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "load_skill", "arguments": {"name": "shared-one"},
-                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-                    "io.modelcontextprotocol/clientCapabilities": {}}}}))
+        .header("mcp-name", "load_skill");
+    if let Some(id) = session {
+        r = r.header("skillbase-session", id);
+    }
+    r.json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "load_skill", "arguments": {"name": "shared-one"},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}}}}))
         .send()
         .await
-        .unwrap();
-    let text = r.text().await.unwrap();
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn derived_session_ids_cannot_be_squatted_and_refusals_say_nothing() {
+    let s = TestServer::start().await;
+    // Beta's stateless MCP calls record into a session alpha cannot name.
+    let text = stateless_load(&s, &s.beta, None).await;
     assert!(text.contains("Body of shared-one"), "{text}");
     s.state.dispatcher.flush().await;
     let used: Vec<String> = s
@@ -598,23 +609,7 @@ async fn derived_session_ids_cannot_be_squatted_and_refusals_say_nothing() {
     assert_eq!(answers.len(), 1, "{answers:?}");
     assert_eq!(answers.first().unwrap().0, 409);
     // Nor through MCP's Skillbase-Session header.
-    let r = s
-        .http
-        .post(s.url("/mcp"))
-        .bearer_auth(&s.alpha)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("skillbase-session", victim.as_str())
-        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "load_skill", "arguments": {"name": "shared-one"},
-                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-                    "io.modelcontextprotocol/clientCapabilities": {}}}}))
-        .send()
-        .await
-        .unwrap();
-    let text = r.text().await.unwrap();
+    let text = stateless_load(&s, &s.alpha, Some(victim.as_str())).await;
     assert!(!text.contains("Body of shared-one"), "{text}");
     assert!(!text.contains("another agent"), "{text}");
     // The victim's session is still beta's.
