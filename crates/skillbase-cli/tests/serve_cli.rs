@@ -295,3 +295,98 @@ fn mcp_over_stdio_speaks_only_json_rpc_on_stdout() {
     };
     assert!(status.success());
 }
+
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_owned();
+    (status, body)
+}
+
+/// The CLI and REST agree on every admin status change from every status: the same changes
+/// succeed, the same are refused, and the skill ends in the same status (one transition table).
+/// Each case starts from a fresh skill of its own.
+#[test]
+fn status_changes_agree_between_the_cli_and_rest() {
+    let cli = tempfile::tempdir().unwrap();
+    let rest = tempfile::tempdir().unwrap();
+    let changes = ["retire", "restore", "disable", "enable"];
+    let starts: [(&str, &[&str]); 3] = [
+        ("active", &[]),
+        ("disabled", &["disable"]),
+        ("retired", &["retire"]),
+    ];
+    let skill = |dir: &Path, name: &str| {
+        let d = dir.join("src").join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("SKILL.md"),
+            format!(
+                "---\nname: {name}\ndescription: A skill for the contract test\n---\n\nBody.\n"
+            ),
+        )
+        .unwrap();
+        d
+    };
+    // Every case's skill, written before the server starts.
+    for home in [cli.path(), rest.path()] {
+        for (start, _) in &starts {
+            for change in &changes {
+                let name = format!("{start}-{change}");
+                let d = skill(home, &name);
+                let (code, _, err) = run(home, &["put", d.to_str().unwrap()]);
+                assert_eq!(code, 0, "{err}");
+            }
+        }
+    }
+    let server = serve(rest.path(), &["--dev"]);
+    for (start, prep) in &starts {
+        for change in &changes {
+            let name = format!("{start}-{change}");
+            // CLI.
+            for p in *prep {
+                assert_eq!(run(cli.path(), &[p, &name]).0, 0);
+            }
+            let (code, _, err) = run(cli.path(), &[change, &name]);
+            let (_, shown, _) = run(cli.path(), &["show", &name, "--json"]);
+            let cli_status = serde_json::from_str::<serde_json::Value>(&shown).unwrap()["status"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            // REST.
+            for p in *prep {
+                let (st, body) = http(&server.addr, "POST", &format!("/v1/skills/{name}/{p}"), "");
+                assert_eq!(st, 200, "{body}");
+            }
+            let (st, body) = http(
+                &server.addr,
+                "POST",
+                &format!("/v1/skills/{name}/{change}"),
+                "",
+            );
+            let (_, shown) = http_get(&server.addr, &format!("/v1/skills/{name}"), None);
+            let rest_status = serde_json::from_str::<serde_json::Value>(&shown).unwrap()["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert_eq!(
+                (code == 0, cli_status.as_str()),
+                (st == 200, rest_status.as_str()),
+                "{change} from {start}: CLI said {err:?}, REST {st} {body}"
+            );
+            if code != 0 {
+                assert_eq!(st, 409, "a refused change is a conflict on REST: {body}");
+            }
+        }
+    }
+    terminate(server);
+}

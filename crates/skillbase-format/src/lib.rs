@@ -12,6 +12,8 @@
 //!
 //! This crate is pure: no network, no database, no global state.
 
+#![forbid(unsafe_code)]
+
 pub mod bundle;
 pub mod digest;
 pub mod discover;

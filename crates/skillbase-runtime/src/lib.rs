@@ -17,6 +17,8 @@
 //!   and for authoring alike.
 //! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
 
+#![forbid(unsafe_code)]
+
 pub mod builtin;
 pub mod dispatch;
 pub mod engine;

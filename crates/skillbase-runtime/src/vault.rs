@@ -114,10 +114,8 @@ impl Secret {
 
 impl Drop for Secret {
     fn drop(&mut self) {
-        for b in self.0.iter_mut() {
-            // Volatile so the wipe is not optimised away.
-            unsafe { std::ptr::write_volatile(b, 0) };
-        }
+        // A wipe the compiler cannot optimise away.
+        zeroize::Zeroize::zeroize(&mut self.0);
     }
 }
 

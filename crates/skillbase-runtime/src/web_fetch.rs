@@ -584,7 +584,7 @@ async fn fetch(
             }
             raw.extend_from_slice(secret.expose());
             let value = HeaderValue::from_bytes(&raw);
-            raw.iter_mut().for_each(|b| *b = 0);
+            zeroize::Zeroize::zeroize(&mut raw);
             let mut value = value.map_err(|_| {
                 ToolError::new(format!(
                     "vault entry '{}' cannot be sent as a header value",

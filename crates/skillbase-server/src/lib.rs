@@ -8,6 +8,8 @@
 //! - [`auth`]: bearer tokens, admin or bound to one agent, stored as hashes.
 //! - [`metrics`], [`logging`]: Prometheus metrics and redacted structured logs.
 
+#![forbid(unsafe_code)]
+
 pub mod auth;
 pub mod error;
 pub mod logging;

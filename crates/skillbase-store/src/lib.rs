@@ -6,6 +6,8 @@
 //! - Readers use [`Index`], an in-memory snapshot swapped atomically after each write.
 //! - The same code runs on both backends ([`sql`] is compiled once per backend).
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod db;
 pub mod diff;
