@@ -193,18 +193,19 @@ impl OfferedSet {
     }
 }
 
-/// What the dispatcher keeps per session: its agent and the run that drives it. Sessions are
-/// served by one process at a time (sticky); their state is loaded once and kept current by the
-/// dispatcher's own writes.
-struct SessionState {
-    agent: AgentName,
-    run: Mutex<Option<RunRecord>>,
-    /// The capabilities of the revision the open run activated, once read (by run id).
-    pinned: Mutex<Option<(i64, Arc<SkillMeta>)>>,
-    /// Network calls made in the session, against `max_network_calls_per_session`. Kept with
-    /// the session's state, so it is bounded with it (it was a map that only grew); a session
-    /// evicted from the cache (after `MAX_CACHED_SESSIONS`) starts counting again.
-    network: Mutex<u32>,
+/// A session as the dispatcher uses it: the runtime's one session cache entry (its agent, its
+/// activations, the run that drives it, the pinned revision's capabilities, the network count).
+/// Sessions are served by one process at a time (sticky); their state is loaded once and kept
+/// current by this process's own writes.
+type SessionState = crate::runtime::OpenSession;
+
+/// The open run of a loaded session.
+fn run_of(s: &SessionState) -> Option<RunRecord> {
+    s.run
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .flatten()
 }
 
 /// The skill driving a call: the run's skill at the revision the run activated.
@@ -253,12 +254,9 @@ pub struct Dispatcher {
     results: Mutex<HashMap<String, watch::Receiver<Option<CallOutcome>>>>,
     next_id: std::sync::atomic::AtomicU64,
     events: EventSink,
-    sessions: Mutex<HashMap<String, Arc<SessionState>>>,
     offered_cache: Mutex<OfferedCache>,
 }
 
-/// Session states kept in memory before the cache starts over.
-const MAX_CACHED_SESSIONS: usize = 50_000;
 /// Detached results kept in memory; beyond this, finished ones nobody collected are dropped
 /// (they stay readable as `call_finished` events).
 const MAX_PENDING_RESULTS: usize = 1_024;
@@ -278,7 +276,6 @@ impl Dispatcher {
     pub fn new(runtime: Arc<Runtime>, registry: Registry, vault: Option<Arc<Vault>>) -> Dispatcher {
         Dispatcher {
             events: EventSink::start(runtime.store.clone()),
-            sessions: Mutex::new(HashMap::new()),
             offered_cache: Mutex::new(HashMap::new()),
             runtime,
             registry: Arc::new(builtins(registry)),
@@ -346,20 +343,18 @@ impl Dispatcher {
         self.events.flush().await;
     }
 
-    /// The session's state, loaded once (the session is created if new).
+    /// The session's state, loaded once (the session is created if new): the runtime's session
+    /// cache entry, with its driving run read on first use.
     async fn session(
         &self,
         agent: &AgentName,
         session: &str,
     ) -> Result<Arc<SessionState>, RuntimeError> {
-        if let Some(s) = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(session)
+        if let Some(s) = self.runtime.cached(session)
             && s.agent == *agent
+            && s.run.lock().unwrap_or_else(|p| p.into_inner()).is_some()
         {
-            return Ok(s.clone());
+            return Ok(s);
         }
         // Boxed: the database futures stay out of every caller's state.
         Box::pin(self.load_session(agent, session)).await
@@ -370,23 +365,19 @@ impl Dispatcher {
         agent: &AgentName,
         session: &str,
     ) -> Result<Arc<SessionState>, RuntimeError> {
-        // The runtime's session cache opens (or creates) it once for both.
-        self.runtime.open(agent, session).await?;
-        let run = self.runtime.store.open_run(session).await?;
-        let state = Arc::new(SessionState {
-            agent: agent.clone(),
-            run: Mutex::new(run),
-            pinned: Mutex::new(None),
-            network: Mutex::new(0),
-        });
-        {
-            let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-            // Session states are re-read from the store on next use (the open run is stored),
-            // so the cache may start over rather than grow without bound.
-            if sessions.len() >= MAX_CACHED_SESSIONS {
-                sessions.clear();
+        let state = self.runtime.open(agent, session).await?;
+        let loaded = state
+            .run
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        if !loaded {
+            let run = self.runtime.store.open_run(session).await?;
+            let mut slot = state.run.lock().unwrap_or_else(|p| p.into_inner());
+            // A concurrent first call may have read it meanwhile: the same row either way.
+            if slot.is_none() {
+                *slot = Some(run);
             }
-            sessions.insert(session.to_owned(), state.clone());
         }
         Ok(state)
     }
@@ -394,13 +385,8 @@ impl Dispatcher {
     /// Re-read the session's open run after it changed.
     pub(crate) async fn refresh_run(&self, session: &str) -> Result<(), RuntimeError> {
         let run = self.runtime.store.open_run(session).await?;
-        if let Some(s) = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(session)
-        {
-            *s.run.lock().unwrap_or_else(|p| p.into_inner()) = run;
+        if let Some(s) = self.runtime.cached(session) {
+            *s.run.lock().unwrap_or_else(|p| p.into_inner()) = Some(run);
         }
         Ok(())
     }
@@ -478,7 +464,7 @@ impl Dispatcher {
         session: &str,
     ) -> Result<Option<RunRecord>, RuntimeError> {
         let s = self.session(agent, session).await?;
-        Ok(s.run.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        Ok(run_of(&s))
     }
 
     /// End the session's driving run on the harness's word (`success` or `failure`); returns
@@ -757,7 +743,7 @@ impl Dispatcher {
         // The skill driving the session, read now (fail closed if it is no longer active), with
         // the capabilities of the revision its run activated (a newer revision written mid-run
         // does not widen what the running skill may do).
-        let run = state.run.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let run = run_of(state);
         let driver: Option<Driver> = match &run {
             Some(r) => Box::pin(self.driver(agent, state, r)).await?,
             None => None,
@@ -1234,7 +1220,7 @@ impl AfterCall<'_> {
                 self.failure_threshold,
             )
             .await;
-            *self.state.run.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            *self.state.run.lock().unwrap_or_else(|p| p.into_inner()) = Some(None);
         }
     }
 }

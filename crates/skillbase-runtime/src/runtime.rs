@@ -94,8 +94,16 @@ pub struct Runtime {
 
 /// A session as this process knows it.
 pub(crate) struct OpenSession {
-    agent: AgentName,
+    pub(crate) agent: AgentName,
     activations: Mutex<Vec<ActivationRecord>>,
+    /// The run driving the session, once the dispatcher has read it (`None` until then): kept
+    /// current by the dispatcher's own writes.
+    pub(crate) run: Mutex<Option<Option<skillbase_store::RunRecord>>>,
+    /// The capabilities of the revision the open run activated, once read (by run id).
+    pub(crate) pinned: Mutex<Option<(i64, Arc<skillbase_format::SkillMeta>)>>,
+    /// Network calls made in the session, against `max_network_calls_per_session`; bounded
+    /// with the session (a session evicted from the cache starts counting again).
+    pub(crate) network: Mutex<u32>,
 }
 
 /// Past this many cached sessions the cache starts over (each is re-read on next use).
@@ -143,6 +151,20 @@ impl Runtime {
     }
 
     /// Open (or find) a session of `agent`: created in the store on first use, then cached.
+    /// The agent of a session this process has open (no database read), if it has it.
+    pub fn session_agent(&self, session: &str) -> Option<AgentName> {
+        self.cached(session).map(|s| s.agent.clone())
+    }
+
+    /// The cached session, if this process has it open.
+    pub(crate) fn cached(&self, session: &str) -> Option<Arc<OpenSession>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+            .cloned()
+    }
+
     pub(crate) async fn open(&self, agent: &AgentName, session: &str) -> Result<Arc<OpenSession>> {
         if let Some(s) = self
             .sessions
@@ -168,6 +190,9 @@ impl Runtime {
         let open = Arc::new(OpenSession {
             agent: agent.clone(),
             activations: Mutex::new(record.activations),
+            run: Mutex::new(None),
+            pinned: Mutex::new(None),
+            network: Mutex::new(0),
         });
         let mut m = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         if m.len() >= MAX_CACHED_SESSIONS {

@@ -204,6 +204,20 @@ async fn owned(st: &AppState, p: &Principal, id: &str) -> ApiResult<(SessionReco
     Ok((rec, agent))
 }
 
+/// The agent of a session the caller may use: from the runtime's session cache when this server
+/// has the session open (no database read per request), else as [`owned`] finds it.
+async fn owner(st: &AppState, p: &Principal, id: &str) -> ApiResult<AgentName> {
+    if let Some(agent) = st.runtime.session_agent(id) {
+        if p.agent().is_some_and(|a| *a != agent) {
+            return Err(owned(st, p, id).await.err().unwrap_or_else(|| {
+                ApiError::internal("a session changed agents while it was cached")
+            }));
+        }
+        return Ok(agent);
+    }
+    Ok(owned(st, p, id).await?.1)
+}
+
 fn new_session_id() -> String {
     let mut b = [0u8; 9];
     getrandom::fill(&mut b).expect("the operating system's random source failed");
@@ -284,7 +298,7 @@ pub async fn turn(
     P(id): P<String>,
     Body(b): Body<TurnBody>,
 ) -> ApiResult<Json<TurnResult>> {
-    let (_, agent) = owned(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id).await?;
     let max_cost = b
         .max_cost
         .as_deref()
@@ -319,7 +333,7 @@ pub async fn call(
     P(id): P<String>,
     Body(b): Body<CallBody>,
 ) -> ApiResult<Response> {
-    let (_, agent) = owned(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id).await?;
     let mode = if b.detach {
         CallMode::Detach
     } else {
@@ -370,7 +384,7 @@ pub async fn call_result(
     P((id, call_id)): P<(String, String)>,
     Q(q): Q<WaitQuery>,
 ) -> ApiResult<Response> {
-    let (_, _) = owned(&st, &p, &id).await?;
+    let _ = owner(&st, &p, &id).await?;
     st.dispatcher.flush().await;
     let not_found = || {
         let shown: String = call_id.chars().take(64).collect();
@@ -435,7 +449,7 @@ pub async fn events(
     P(id): P<String>,
     Q(q): Q<EventsQuery>,
 ) -> ApiResult<Response> {
-    let _ = owned(&st, &p, &id).await?;
+    let _ = owner(&st, &p, &id).await?;
     let last = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -501,7 +515,7 @@ pub async fn pinned(
     P(id): P<String>,
     Q(q): Q<PinnedQuery>,
 ) -> ApiResult<Json<PinnedResult>> {
-    let (_, agent) = owned(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id).await?;
     let budget = match q.budget {
         Some(b) => b,
         None => st.runtime.view(&agent)?.agent.config.context_budget,
@@ -531,7 +545,7 @@ pub async fn finish(
     P(id): P<String>,
     Body(b): Body<FinishBody>,
 ) -> ApiResult<Json<FinishResult>> {
-    let (_, agent) = owned(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id).await?;
     if !matches!(b.outcome.as_str(), "success" | "failure") {
         return Err(unprocessable(
             "invalid-request",
