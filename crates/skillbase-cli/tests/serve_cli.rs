@@ -82,12 +82,18 @@ fn serve(home: &Path, args: &[&str]) -> Served {
 }
 
 fn http_get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    request(addr, "GET", path, token, "")
+}
+
+/// One HTTP/1.1 request over a plain socket: (status, body).
+fn request(addr: &str, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     )
     .unwrap();
     let mut out = String::new();
@@ -297,19 +303,7 @@ fn mcp_over_stdio_speaks_only_json_rpc_on_stdout() {
 }
 
 fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out[9..12].parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_owned();
-    (status, body)
+    request(addr, method, path, None, body)
 }
 
 /// The CLI and REST agree on every admin status change from every status: the same changes
