@@ -391,15 +391,15 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// The skill a run drives with, at the revision the run activated; `None` when the skill is
-    /// no longer active (fail closed). The active revision is the common case (read from the
-    /// index); an older one is read from the store once per run.
-    async fn driver(
+    /// The skill a run drives with, at the revision the run activated: `Ok(None)` when the
+    /// skill is no longer active (fail closed), `Ok(Some)` when the run's revision is the active
+    /// one (the common case, from the index, without waiting), and `Err(entry)` when an older
+    /// revision must be read ([`Dispatcher::pinned_driver`]).
+    fn active_driver(
         &self,
         agent: &AgentName,
-        state: &SessionState,
         r: &RunRecord,
-    ) -> Result<Option<Driver>, RuntimeError> {
+    ) -> Result<Option<Driver>, Arc<SkillEntry>> {
         let index = self.runtime.store.index();
         let Some(e) = index.resolve(agent, &r.skill) else {
             return Ok(None);
@@ -407,13 +407,23 @@ impl Dispatcher {
         if e.status != Status::Active || e.id != r.skill_id {
             return Ok(None);
         }
-        if e.active_rev == r.rev {
-            return Ok(Some(Driver {
-                name: e.name.clone(),
-                rev: r.rev,
-                revision: Revision::Active(e.clone()),
-            }));
+        if e.active_rev != r.rev {
+            return Err(e.clone());
         }
+        Ok(Some(Driver {
+            name: e.name.clone(),
+            rev: r.rev,
+            revision: Revision::Active(e.clone()),
+        }))
+    }
+
+    /// The driver at a revision older than the active one: read from the store once per run.
+    async fn pinned_driver(
+        &self,
+        state: &SessionState,
+        r: &RunRecord,
+        e: &SkillEntry,
+    ) -> Result<Driver, RuntimeError> {
         let cached = state
             .pinned
             .lock()
@@ -450,11 +460,11 @@ impl Dispatcher {
                 meta
             }
         };
-        Ok(Some(Driver {
+        Ok(Driver {
             name: e.name.clone(),
             rev: r.rev,
             revision: Revision::Pinned(meta),
-        }))
+        })
     }
 
     /// The run driving a session, if any.
@@ -745,7 +755,11 @@ impl Dispatcher {
         // does not widen what the running skill may do).
         let run = run_of(state);
         let driver: Option<Driver> = match &run {
-            Some(r) => Box::pin(self.driver(agent, state, r)).await?,
+            Some(r) => match self.active_driver(agent, r) {
+                Ok(d) => d,
+                // Boxed: the database future stays out of the call's state.
+                Err(e) => Some(Box::pin(self.pinned_driver(state, r, &e)).await?),
+            },
             None => None,
         };
         let tool = match &entry.target {

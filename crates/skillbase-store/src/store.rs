@@ -531,13 +531,17 @@ impl Store {
         let Some(g) = self.guard() else {
             return Ok((info, bundle));
         };
-        if !bundle.files().iter().any(|f| g.scrub(&f.bytes).is_some()) {
+        // Each file scrubbed once; the bundle is rebuilt only when one of them changed.
+        let scrubbed: Vec<Option<Vec<u8>>> =
+            bundle.files().iter().map(|f| g.scrub(&f.bytes)).collect();
+        if scrubbed.iter().all(Option::is_none) {
             return Ok((info, bundle));
         }
         let files = bundle
             .files()
             .iter()
-            .map(|f| match g.scrub(&f.bytes) {
+            .zip(scrubbed)
+            .map(|(f, s)| match s {
                 Some(b) => BundleFile {
                     path: f.path.clone(),
                     digest: Digest::of(&b),
