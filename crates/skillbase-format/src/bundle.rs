@@ -45,49 +45,115 @@ impl Default for BundleLimits {
 /// Why a bundle was rejected. Every variant names the offending path when there is one.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
+    /// A path that [`BundlePath`] refuses (absolute, drive letter, `..`, `.`, empty segment,
+    /// backslash, control character, not UTF-8, or longer than
+    /// [`BundleLimits::max_path_bytes`]); rename the file.
     #[error("unsafe path '{path}': {reason}")]
-    UnsafePath { path: String, reason: &'static str },
+    UnsafePath {
+        /// The path as given, with control characters escaped for display.
+        path: String,
+        /// Which rule it broke, as a short phrase.
+        reason: &'static str,
+    },
+    /// A symbolic link on disk whose target resolves outside the skill folder.
     #[error("'{path}' is a link that leaves the skill folder; copy the file in instead")]
-    LinkEscapes { path: String },
+    LinkEscapes {
+        /// The link's path relative to the skill folder.
+        path: String,
+    },
+    /// A zip entry that is a symbolic link; archives may hold only regular files and folders.
     #[error("'{path}' is a link; links are not allowed in a zip bundle")]
-    ZipLink { path: String },
+    ZipLink {
+        /// The entry's name, with control characters escaped.
+        path: String,
+    },
+    /// The archive names one path twice; refused because readers disagree on which entry wins.
     #[error(
         "the archive holds two entries with the same name; a reader and the store could see different files, so it is refused whole: rebuild the zip with each path once"
     )]
     DuplicateEntry,
+    /// A device, socket or FIFO found while walking a folder.
     #[error("'{path}' is not a regular file or folder (device, socket or pipe)")]
-    SpecialFile { path: String },
+    SpecialFile {
+        /// The entry's path relative to the skill folder.
+        path: String,
+    },
+    /// Two paths equal once lowercased (or a file and a folder of one name), which would clash
+    /// on a case-insensitive file system.
     #[error("'{a}' and '{b}' are the same path when case is ignored; rename one")]
-    CaseCollision { a: String, b: String },
+    CaseCollision {
+        /// The path seen first.
+        a: String,
+        /// The path that collides with it.
+        b: String,
+    },
+    /// More files than [`BundleLimits::max_files`].
     #[error("more than {limit} files (reached at '{path}'); a skill bundle holds at most {limit}")]
-    TooManyFiles { limit: usize, path: String },
+    TooManyFiles {
+        /// The file limit that was exceeded.
+        limit: usize,
+        /// The first path over the limit.
+        path: String,
+    },
+    /// More bytes in all files together than [`BundleLimits::max_total_bytes`].
     #[error("more than {limit} bytes in total (reached at '{path}')")]
-    TooLarge { limit: u64, path: String },
+    TooLarge {
+        /// The byte limit that was exceeded.
+        limit: u64,
+        /// The file whose size crossed the limit.
+        path: String,
+    },
+    /// A path with more segments than [`BundleLimits::max_depth`].
     #[error("'{path}' is {depth} levels deep; at most {limit}")]
     TooDeep {
+        /// The offending path.
         path: String,
+        /// Its number of segments, the file name included.
         depth: usize,
+        /// The configured maximum depth.
         limit: usize,
     },
+    /// A zip entry that decompresses to more bytes than its header declares: a corrupt or
+    /// hostile archive.
     #[error(
         "zip entry '{path}' holds more bytes than it declares ({declared}); the archive is corrupt or hostile"
     )]
-    SizeMismatch { path: String, declared: u64 },
+    SizeMismatch {
+        /// The entry's name, with control characters escaped.
+        path: String,
+        /// The uncompressed size, in bytes, that the entry declared.
+        declared: u64,
+    },
+    /// A zip entry whose declared size divided by its compressed size exceeds
+    /// [`BundleLimits::max_compression_ratio`] (a likely zip bomb).
     #[error("zip entry '{path}' expands {ratio}x (over {limit}x); refusing a possible zip bomb")]
     CompressionRatio {
+        /// The entry's name, with control characters escaped.
         path: String,
+        /// Declared size over compressed size, rounded down.
         ratio: u64,
+        /// The configured maximum ratio.
         limit: u64,
     },
+    /// An encrypted zip entry; encrypted archives are not supported.
     #[error("zip entry '{path}' is encrypted; encrypted archives are not supported")]
-    Encrypted { path: String },
+    Encrypted {
+        /// The entry's name, with control characters escaped.
+        path: String,
+    },
+    /// The zip reader or writer failed (not a zip, truncated, unsupported method); holds its
+    /// message.
     #[error("not a readable zip archive: {0}")]
     Zip(String),
+    /// Neither `SKILL.md` nor `skill.md` at the bundle's root.
     #[error("no SKILL.md at the root of the bundle; a skill folder must contain SKILL.md")]
     NoSkillMd,
+    /// Reading or writing a file or folder on disk failed.
     #[error("cannot read '{path}': {source}")]
     Io {
+        /// The file or folder, as displayed by the OS.
         path: String,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -132,11 +198,12 @@ impl BundlePath {
         Ok(BundlePath(raw.nfc().collect()))
     }
 
+    /// The path as a `/`-separated, NFC-normalised string.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
-    /// Number of segments.
+    /// Number of `/`-separated segments, the file name included (`a/b.md` is 2).
     pub fn depth(&self) -> usize {
         self.0.split('/').count()
     }
@@ -156,8 +223,11 @@ impl fmt::Display for BundlePath {
 /// One file of a bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BundleFile {
+    /// Where the file sits in the skill folder.
     pub path: BundlePath,
+    /// The file's content, shared rather than copied when bundles are cloned.
     pub bytes: Arc<[u8]>,
+    /// SHA-256 of `bytes`.
     pub digest: Digest,
     /// Whether the file was executable on disk (scripts keep their mode on export).
     pub executable: bool,
@@ -407,6 +477,7 @@ impl Bundle {
         self.digest
     }
 
+    /// Sum of every file's size in bytes (at most [`BundleLimits::max_total_bytes`] when loaded).
     pub fn total_bytes(&self) -> u64 {
         self.total_bytes
     }

@@ -9,12 +9,17 @@ use crate::yaml::{self, Mapping, Node, YamlError, YamlLimits};
 /// Why SKILL.md could not be split or parsed. Messages match the reference validator's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrontmatterError {
+    /// The file does not begin (after an optional BOM) with a `---` line.
     #[error("SKILL.md must start with YAML frontmatter (---)")]
     MissingFrontmatter,
+    /// No closing `---` line follows the opening one.
     #[error("SKILL.md frontmatter not properly closed with ---")]
     Unclosed,
+    /// The text between the delimiters is not YAML the reader accepts (syntax, a broken limit, an
+    /// anchor, alias or tag); the error carries the position.
     #[error("Invalid YAML in frontmatter: {0}")]
     Yaml(YamlError),
+    /// The YAML parsed but is not a mapping (a list, a scalar or nothing at all).
     #[error("SKILL.md frontmatter must be a YAML mapping")]
     NotAMapping,
 }
@@ -87,6 +92,7 @@ fn is_delimiter(line: &str) -> bool {
 /// A parsed SKILL.md: the frontmatter mapping and the body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SkillMd {
+    /// The top-level YAML mapping, every scalar kept as its source text.
     pub frontmatter: Mapping,
     /// The body as written after the closing delimiter, with CRLF and CR line ends read as LF
     /// (as Python's text mode reads them).

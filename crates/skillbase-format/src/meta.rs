@@ -37,15 +37,20 @@ pub const MAX_TRIGGERS: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cost {
+    /// Answers at once; the runtime bounds such a call to 5 seconds of wall clock. The default.
     #[default]
     Immediate,
+    /// Takes seconds; bounded to 30 seconds, and may be detached by the caller.
     Seconds,
+    /// Takes tens of seconds; bounded to 120 seconds, and may be detached by the caller.
     TensOfSeconds,
 }
 
 impl Cost {
+    /// Every class, fastest first.
     pub const ALL: [Cost; 3] = [Cost::Immediate, Cost::Seconds, Cost::TensOfSeconds];
 
+    /// The class as written in frontmatter: `immediate`, `seconds` or `tens_of_seconds`.
     pub fn as_str(self) -> &'static str {
         match self {
             Cost::Immediate => "immediate",
@@ -95,6 +100,7 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
+    /// Whether the skill declares no tools, vault entries or hosts at all.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty() && self.vault.is_empty() && self.hosts.is_empty()
     }
@@ -103,17 +109,30 @@ impl Capabilities {
 /// The frontmatter of a skill, typed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SkillMeta {
+    /// The `name` value, trimmed and NFKC-normalised but not validated (see [`SkillName`] for the
+    /// checked form).
     pub name: String,
+    /// The `description` value, trimmed; the validator caps it at [`MAX_DESCRIPTION_CHARS`]
+    /// characters.
     pub description: String,
+    /// The SPDX identifier or licence note from `license`, if it is a string.
     pub license: Option<String>,
+    /// The `compatibility` note (environment requirements), if it is a string.
     pub compatibility: Option<String>,
+    /// The spec's `allowed-tools` value, as one raw string (not split).
     pub allowed_tools: Option<String>,
+    /// The `metadata` mapping as `(key, value)` pairs in file order; non-string values are
+    /// rendered as Python's `str()` would (the reference's behaviour).
     pub metadata: Vec<(String, String)>,
+    /// Phrases that activate the skill when they appear in a message; blank entries dropped.
     pub triggers: Vec<String>,
+    /// Skills to load alongside this one; entries that are not valid names are dropped.
     pub companions: Vec<SkillName>,
     /// The JSON Schema of the skill's arguments, typed (numbers are numbers).
     pub inputs: Option<serde_json::Value>,
+    /// The tools, vault entries and hosts the skill asks for (a request, not a grant).
     pub capabilities: Capabilities,
+    /// The latency class from `cost`; [`Cost::Immediate`] when absent or unrecognised.
     pub cost: Cost,
 }
 

@@ -16,16 +16,24 @@ pub struct SkillName(String);
 /// One problem with a name. Messages match the reference validator's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
+    /// The name is missing, blank or not a string.
     #[error("Field 'name' must be a non-empty string")]
     Empty,
+    /// Longer than [`MAX_NAME_CHARS`] characters after NFKC: the normalised name and its length in
+    /// characters.
     #[error("Skill name '{0}' exceeds {MAX_NAME_CHARS} character limit ({1} chars)")]
     TooLong(String, usize),
+    /// Contains uppercase letters (holds the normalised name).
     #[error("Skill name '{0}' must be lowercase")]
     NotLowercase(String),
+    /// Starts or ends with `-`.
     #[error("Skill name cannot start or end with a hyphen")]
     EdgeHyphen,
+    /// Contains `--`.
     #[error("Skill name cannot contain consecutive hyphens")]
     ConsecutiveHyphens,
+    /// Contains something other than letters, digits and hyphens, such as spaces, dots or
+    /// underscores (holds the normalised name).
     #[error(
         "Skill name '{0}' contains invalid characters. Only letters, digits, and hyphens are allowed."
     )]
@@ -106,6 +114,7 @@ impl SkillName {
         }
     }
 
+    /// The checked name, NFKC-normalised and trimmed.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -10,12 +10,16 @@ use std::path::{Path, PathBuf};
 /// Why a skill's properties could not be read. Messages match the reference's.
 #[derive(Debug, thiserror::Error)]
 pub enum PropertiesError {
+    /// The folder has neither `SKILL.md` nor `skill.md`; holds the folder as displayed.
     #[error("SKILL.md not found in {0}")]
     NotFound(String),
+    /// SKILL.md exists but could not be read (too large, not UTF-8, I/O error).
     #[error(transparent)]
     Read(ReadError),
+    /// SKILL.md could not be split or its YAML parsed.
     #[error(transparent)]
     Parse(#[from] FrontmatterError),
+    /// A required field is missing or not a non-empty string; holds the reference's message.
     #[error("{0}")]
     Validation(String),
 }
@@ -23,11 +27,18 @@ pub enum PropertiesError {
 /// The frontmatter properties the reference's `read_properties` returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Properties {
+    /// The `name` value, trimmed (not checked against the name rules: the reference does not).
     pub name: String,
+    /// The `description` value, trimmed.
     pub description: String,
+    /// The `license` value as JSON with every scalar a string, if present.
     pub license: Option<Value>,
+    /// The `compatibility` value as JSON with every scalar a string, if present.
     pub compatibility: Option<Value>,
+    /// The `allowed-tools` value as JSON with every scalar a string, if present.
     pub allowed_tools: Option<Value>,
+    /// The `metadata` value: a mapping's values rendered as Python's `str()`, any other node as
+    /// raw JSON; dropped from [`Properties::to_json`] when empty.
     pub metadata: Option<Value>,
     /// The SKILL.md file actually read.
     pub location: PathBuf,
@@ -137,7 +148,9 @@ pub fn html_escape(s: &str, out: &mut String) {
 /// One entry of the `<available_skills>` block.
 #[derive(Debug, Clone, Copy)]
 pub struct PromptEntry<'a> {
+    /// The skill's name, HTML-escaped when rendered.
     pub name: &'a str,
+    /// The skill's description, HTML-escaped when rendered.
     pub description: &'a str,
     /// Written verbatim (not escaped), as the reference does.
     pub location: Option<&'a str>,

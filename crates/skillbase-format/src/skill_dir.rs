@@ -10,21 +10,42 @@ pub const DEFAULT_MAX_SKILL_MD_BYTES: u64 = 1024 * 1024;
 /// Why SKILL.md could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// The skill folder does not exist; holds the path as displayed.
     #[error("Path does not exist: {0}")]
     NotFound(String),
+    /// The path exists but is not a folder; holds the path as displayed.
     #[error("Not a directory: {0}")]
     NotADirectory(String),
+    /// The folder has neither `SKILL.md` nor `skill.md`.
     #[error("Missing required file: SKILL.md")]
     MissingSkillMd,
+    /// The file is larger than the caller's byte limit (by default
+    /// [`DEFAULT_MAX_SKILL_MD_BYTES`]); move detail into other files.
     #[error(
         "{file} is {size} bytes, over the {limit}-byte limit; move detail into references/ files"
     )]
-    TooLarge { file: String, size: u64, limit: u64 },
+    TooLarge {
+        /// The file's name.
+        file: String,
+        /// Its size in bytes (as reported, or as read when it grew while reading).
+        size: u64,
+        /// The limit in bytes that it exceeds.
+        limit: u64,
+    },
+    /// The file's bytes are not valid UTF-8.
     #[error("{file} is not valid UTF-8 (invalid byte at offset {offset}); save it as UTF-8 text")]
-    NotUtf8 { file: String, offset: usize },
+    NotUtf8 {
+        /// The file's name.
+        file: String,
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+    },
+    /// Opening, inspecting or reading the file or folder failed.
     #[error("cannot read {file}: {source}")]
     Io {
+        /// The file's name, or the folder as displayed.
         file: String,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },

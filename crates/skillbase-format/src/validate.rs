@@ -26,16 +26,20 @@ pub enum Profile {
     Skillbase,
 }
 
+/// How serious a [`Diagnostic`] is: errors make a skill invalid, warnings do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// The skill breaks a rule and must not be stored or loaded until fixed.
     Error,
+    /// Worth fixing (an unknown key, a type the reference would misread), but the skill is valid.
     Warning,
 }
 
 /// One finding: which file and field, what is wrong, and what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
+    /// Whether this finding makes the skill invalid.
     pub severity: Severity,
     /// The file, relative to the skill folder (`SKILL.md`), or empty for the folder itself.
     pub file: String,
@@ -55,8 +59,11 @@ pub struct Diagnostic {
 /// Options for [`validate_dir`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValidateOptions {
+    /// Which rule set to apply; [`Profile::Skillbase`] by default.
     pub profile: Profile,
+    /// Limits for the frontmatter's YAML (size, depth, node count).
     pub yaml: YamlLimits,
+    /// Largest SKILL.md to read, in bytes; [`skill_dir::DEFAULT_MAX_SKILL_MD_BYTES`] by default.
     pub max_skill_md_bytes: u64,
 }
 
@@ -75,10 +82,12 @@ impl Default for ValidateOptions {
 pub struct Report {
     /// The skill name (normalised), when one could be read.
     pub name: Option<String>,
+    /// Every finding, errors and warnings together, in the order the checks ran.
     pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Report {
+    /// Whether no diagnostic is an [`Severity::Error`] (warnings alone leave the skill valid).
     pub fn is_valid(&self) -> bool {
         !self
             .diagnostics
@@ -86,12 +95,14 @@ impl Report {
             .any(|d| d.severity == Severity::Error)
     }
 
+    /// The diagnostics of severity [`Severity::Error`], in order.
     pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics
             .iter()
             .filter(|d| d.severity == Severity::Error)
     }
 
+    /// The diagnostics of severity [`Severity::Warning`], in order.
     pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics
             .iter()

@@ -31,34 +31,51 @@ impl Default for YamlLimits {
 /// How a scalar was written in the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScalarStyle {
+    /// Unquoted text; the only style the typed view resolves to numbers, booleans or null.
     Plain,
+    /// `'...'`.
     SingleQuoted,
+    /// `"..."`, escapes already decoded in the node's text.
     DoubleQuoted,
+    /// A `|` block, line breaks kept.
     Literal,
+    /// A `>` block, lines folded into spaces.
     Folded,
 }
 
 /// A YAML node. Collections remember whether they were written in flow style (`[a, b]`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
+    /// A scalar, kept as its source text whatever it looks like (`1.0` stays `"1.0"`).
     Scalar {
+        /// The scalar's text after quoting, escapes and block folding are resolved.
         text: String,
+        /// How it was written.
         style: ScalarStyle,
+        /// The 1-based line, within the YAML text, where the scalar starts.
         line: usize,
     },
+    /// A sequence, block (`- a`) or flow (`[a, b]`).
     Seq {
+        /// The items in source order.
         items: Vec<Node>,
+        /// Whether written in flow style (`[a, b]`), which strict YAML refuses.
         flow: bool,
+        /// The 1-based line, within the YAML text, where the sequence starts.
         line: usize,
     },
+    /// A mapping with scalar keys.
     Map(Mapping),
 }
 
 /// A YAML mapping with string keys, in source order. Duplicate keys are refused at parse time.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Mapping {
+    /// Key/value pairs in source order; each key appears at most once.
     pub entries: Vec<(String, Node)>,
+    /// Whether written in flow style (`{a: 1}`), which strict YAML refuses.
     pub flow: bool,
+    /// The 1-based line, within the YAML text, where the mapping starts.
     pub line: usize,
 }
 
@@ -93,6 +110,7 @@ impl Node {
         }
     }
 
+    /// The mapping, if this is a mapping.
     pub fn as_map(&self) -> Option<&Mapping> {
         match self {
             Node::Map(m) => Some(m),
@@ -100,6 +118,7 @@ impl Node {
         }
     }
 
+    /// The items, if this is a sequence.
     pub fn as_seq(&self) -> Option<&[Node]> {
         match self {
             Node::Seq { items, .. } => Some(items),
@@ -107,6 +126,7 @@ impl Node {
         }
     }
 
+    /// The 1-based line, within the YAML text, where this node starts.
     pub fn line(&self) -> usize {
         match self {
             Node::Scalar { line, .. } | Node::Seq { line, .. } => *line,
@@ -123,6 +143,7 @@ impl Node {
         }
     }
 
+    /// True when this node or anything inside it uses flow style.
     pub fn uses_flow(&self) -> bool {
         match self {
             Node::Scalar { .. } => false,
@@ -279,30 +300,73 @@ fn resolve_plain(text: &str) -> serde_json::Value {
 /// Why a YAML document was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum YamlError {
+    /// The YAML text is longer than [`YamlLimits::max_bytes`].
     #[error(
         "frontmatter is {size} bytes, over the {limit}-byte limit; move long text into the body or a file"
     )]
-    TooLarge { size: usize, limit: usize },
+    TooLarge {
+        /// The YAML text's length in bytes.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// Collections nest deeper than [`YamlLimits::max_depth`].
     #[error("nesting deeper than {limit} levels at line {line}; flatten the structure")]
-    TooDeep { limit: usize, line: usize },
+    TooDeep {
+        /// The depth limit.
+        limit: usize,
+        /// The 1-based line where the limit was crossed.
+        line: usize,
+    },
+    /// The document holds more than [`YamlLimits::max_nodes`] scalars and collections.
     #[error("more than {limit} YAML nodes; frontmatter should be a short header")]
-    TooManyNodes { limit: usize },
+    TooManyNodes {
+        /// The node limit.
+        limit: usize,
+    },
+    /// An anchor (`&name`) or alias (`*name`); refused at the first one, so alias bombs never
+    /// expand.
     #[error(
         "anchors and aliases (`&name`, `*name`) are not allowed (line {line}); write the value out"
     )]
-    Anchor { line: usize },
+    Anchor {
+        /// The 1-based line of the anchor or alias.
+        line: usize,
+    },
+    /// A tag such as `!!str` or `!custom`.
     #[error("YAML tags (`!tag`) are not allowed (line {line}); remove the tag")]
-    Tag { line: usize },
+    Tag {
+        /// The 1-based line of the tagged node.
+        line: usize,
+    },
+    /// A mapping repeats a key.
     #[error("duplicate key '{key}' at line {line}; each key may appear once")]
-    DuplicateKey { key: String, line: usize },
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+        /// The 1-based line of its second occurrence.
+        line: usize,
+    },
+    /// A mapping key that is a list or a mapping rather than a scalar.
     #[error("mapping keys must be plain strings (line {line})")]
-    ComplexKey { line: usize },
+    ComplexKey {
+        /// The 1-based line of the key.
+        line: usize,
+    },
+    /// A second document (`---` or `...` followed by more YAML) inside the frontmatter.
     #[error("more than one YAML document in frontmatter (line {line})")]
-    MultipleDocuments { line: usize },
+    MultipleDocuments {
+        /// The 1-based line where the second document starts.
+        line: usize,
+    },
+    /// The parser rejected the text, or it ended early.
     #[error("{message} at line {line} column {col}")]
     Syntax {
+        /// The parser's description of the problem.
         message: String,
+        /// The 1-based line of the problem (0 when the text ended unexpectedly).
         line: usize,
+        /// The 1-based column of the problem (0 when the text ended unexpectedly).
         col: usize,
     },
 }

@@ -18,12 +18,21 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
     /// An admin token (or `--dev` mode, where `token` is `None`).
-    Admin { token: Option<i64> },
+    Admin {
+        /// The admin token's id in the store (`api_tokens`); `None` in `--dev` mode.
+        token: Option<i64>,
+    },
     /// A token bound to one agent: sees and calls only what that agent may.
-    Agent { agent: AgentName, token: i64 },
+    Agent {
+        /// The agent the token is bound to.
+        agent: AgentName,
+        /// The token's id in the store (`api_tokens`).
+        token: i64,
+    },
 }
 
 impl Principal {
+    /// Whether the caller holds an admin token (or the server runs in `--dev` mode).
     pub fn is_admin(&self) -> bool {
         matches!(self, Principal::Admin { .. })
     }
@@ -118,6 +127,7 @@ pub struct Auth {
 }
 
 impl Auth {
+    /// An empty cache; with `dev`, every request authenticates as the admin without a token.
     pub fn new(dev: bool) -> Auth {
         Auth {
             dev,

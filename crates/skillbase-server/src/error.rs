@@ -13,7 +13,9 @@ pub struct Problem {
     /// A URI naming the kind of problem (`urn:skillbase:problem:<kind>`).
     #[serde(rename = "type")]
     pub kind: String,
+    /// The HTTP status's reason phrase (`Not Found`, `Conflict`, ...).
     pub title: String,
+    /// The HTTP status code, repeated in the body.
     pub status: u16,
     /// What went wrong and what to change.
     pub detail: String,
@@ -22,17 +24,26 @@ pub struct Problem {
     pub extra: Option<serde_json::Value>,
 }
 
+/// An error a handler returns; answered as a [`Problem`] with `Content-Type:
+/// application/problem+json` (and `WWW-Authenticate: Bearer` on 401). 5xx errors are logged.
 #[derive(Debug)]
 pub struct ApiError {
+    /// The HTTP status to answer.
     pub status: StatusCode,
+    /// The problem kind, the last part of `urn:skillbase:problem:<kind>` (`not-found`,
+    /// `stale-revision`, ...); stable, so clients may branch on it.
     pub kind: &'static str,
+    /// What went wrong and what to change; shown to the client as is.
     pub detail: String,
+    /// Machine-readable extra fields, answered as the problem's `extra`.
     pub extra: Option<serde_json::Value>,
 }
 
+/// What handlers return: a value, or an [`ApiError`] answered as problem+json.
 pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
+    /// An error with any status and kind.
     pub fn new(status: StatusCode, kind: &'static str, detail: impl Into<String>) -> ApiError {
         ApiError {
             status,
@@ -41,29 +52,39 @@ impl ApiError {
             extra: None,
         }
     }
+    /// Attach machine-readable fields (such as `current_rev` on a stale write).
     pub fn with_extra(mut self, extra: serde_json::Value) -> ApiError {
         self.extra = Some(extra);
         self
     }
+    /// 400 `invalid-request`: the request is malformed; the client must change it.
     pub fn bad_request(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid-request", detail)
     }
+    /// 401 `unauthorized`: no token, or one that is unknown or revoked.
     pub fn unauthorized(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail)
     }
+    /// 403 `forbidden`: the token is valid but may not do this (for example an agent token on an
+    /// admin route).
     pub fn forbidden(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::FORBIDDEN, "forbidden", detail)
     }
+    /// 404 `not-found`: no such thing, or one the caller's token may not see (answered alike).
     pub fn not_found(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not-found", detail)
     }
+    /// 409 `conflict`: the request clashes with the current state (an existing name, a retired
+    /// skill, a refused status change).
     pub fn conflict(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::CONFLICT, "conflict", detail)
     }
+    /// 500 `internal`: the server or its database failed; the detail is logged.
     pub fn internal(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", detail)
     }
 
+    /// The body answered for this error.
     pub fn problem(&self) -> Problem {
         Problem {
             kind: format!("urn:skillbase:problem:{}", self.kind),

@@ -9,6 +9,7 @@
 //! - [`metrics`], [`logging`]: Prometheus metrics and redacted structured logs.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod auth;
 pub mod error;

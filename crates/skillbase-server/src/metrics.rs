@@ -13,16 +13,21 @@ use std::sync::Mutex;
 /// Label values: static for the common ones (no allocation per request).
 pub type Label = Cow<'static, str>;
 
+/// Labels of `skillbase_http_requests_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HttpLabels {
+    /// The request method (`GET`, `POST`, ...).
     pub method: Label,
     /// The route pattern (`/v1/skills/{name}`), never the raw path, so cardinality stays bounded.
     pub route: Label,
+    /// The response's HTTP status code.
     pub status: u16,
 }
 
+/// Labels of `skillbase_http_request_duration_seconds`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
+    /// The route pattern (`/v1/skills/{name}`, `/mcp`, or `unmatched`), never the raw path.
     pub route: Label,
 }
 
@@ -41,23 +46,34 @@ pub fn method_label(m: &axum::http::Method) -> Label {
     })
 }
 
+/// Labels of `skillbase_calls_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
+    /// The call's outcome: `done`, `started` (detached), `refused` or `failed`.
     pub outcome: String,
 }
 
+/// The server's metrics, all prefixed `skillbase_`, rendered at `/metrics` for admin tokens.
 pub struct Metrics {
     registry: Mutex<Registry>,
     /// The `calls` counters by outcome, fetched once (a call touches no label set).
     call_outcomes: [Counter; 4],
+    /// `skillbase_http_requests_total`: every request, counted by the `observe` middleware.
     pub http_requests: Family<HttpLabels, Counter>,
+    /// `skillbase_http_request_duration_seconds`: time to the start of the response, 0.1 ms to 10 s
+    /// buckets.
     pub http_seconds: Family<RouteLabels, Histogram>,
+    /// `skillbase_turns_total`: turns resolved over REST or MCP.
     pub turns: Counter,
+    /// `skillbase_calls_total`: tool calls dispatched, by outcome (see [`Metrics::call`]).
     pub calls: Family<OutcomeLabels, Counter>,
+    /// `skillbase_auth_failures_total`: requests answered 401 (missing, unknown or revoked token).
     pub auth_failures: Counter,
     /// Stateless MCP `tools/call` requests answered on the direct path (not through rmcp).
     pub mcp_direct_calls: Counter,
+    /// `skillbase_skills`: skill records in the index, set when `/metrics` is read.
     pub skills: Gauge,
+    /// `skillbase_agents`: configured agents, set when `/metrics` is read.
     pub agents: Gauge,
 }
 
@@ -68,6 +84,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// A fresh registry with every metric at zero.
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("skillbase");
         let http_requests = Family::<HttpLabels, Counter>::default();

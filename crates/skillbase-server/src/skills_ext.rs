@@ -35,9 +35,11 @@ pub struct ManifestFile {
     pub rel: String,
     /// The path in the bundle.
     pub path: String,
+    /// `skill://<name>/<rel>`, each segment percent-encoded.
     pub uri: String,
     /// `sha256:<64 lowercase hex>` of the exact bytes.
     pub digest: String,
+    /// The file's size in bytes, as recorded when the revision was written.
     pub size: u64,
     /// The MIME type known from the name; `None` when only the bytes can tell (see
     /// [`ManifestFile::served_as`]).
@@ -58,8 +60,11 @@ impl ManifestFile {
 /// A skill revision as the extension serves it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
+    /// The skill record's id in the store (stable across revisions).
     pub id: i64,
+    /// The revision this manifest describes (the active one when it was built).
     pub rev: i64,
+    /// The skill's name, as stored.
     pub name: String,
     /// `skill://<name>/SKILL.md`.
     pub uri: String,
@@ -67,8 +72,11 @@ pub struct Manifest {
     pub root: String,
     /// The whole frontmatter, YAML 1.2 core schema → JSON.
     pub frontmatter: serde_json::Map<String, serde_json::Value>,
-    /// The frontmatter's `name` and `description` as strings.
+    /// The frontmatter's `name` as a string (numbers and booleans written as text; the record's
+    /// name when absent).
     pub fm_name: String,
+    /// The frontmatter's `description` as a string (numbers and booleans written as text; the
+    /// parsed description when absent).
     pub fm_description: String,
     /// Every file, sorted by `rel`.
     pub files: Vec<ManifestFile>,
@@ -77,8 +85,15 @@ pub struct Manifest {
 /// A direct child of a directory in a skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Child<'a> {
+    /// A file directly in the directory.
     File(&'a ManifestFile),
-    Dir { name: String, uri: String },
+    /// A subdirectory (implied by the paths of the files under it).
+    Dir {
+        /// The subdirectory's own name (one segment).
+        name: String,
+        /// `skill://<skill>/<path>` of the subdirectory.
+        uri: String,
+    },
 }
 
 impl Child<'_> {
@@ -305,7 +320,9 @@ pub fn file_uri(name: &str, rel: &str) -> String {
 /// A `skill://` URI taken apart: the skill name and the path inside it (`""` for the root).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillUri {
+    /// The skill's name: the URI's first segment, percent-decoded.
     pub name: String,
+    /// The path inside the skill, percent-decoded (`""` for the root).
     pub path: String,
 }
 
@@ -374,11 +391,14 @@ impl BundleCache {
 pub struct Visible {
     /// Index generation and agent version this was built for.
     key: (u64, i64),
+    /// The visible records, sorted by name.
     pub entries: Vec<Arc<SkillEntry>>,
+    /// Each name's position in `entries`.
     pub by_name: HashMap<String, usize>,
 }
 
 impl Visible {
+    /// The visible record named `name`, if the agent may see it.
     pub fn get(&self, name: &str) -> Option<&Arc<SkillEntry>> {
         self.by_name.get(name).map(|&i| &self.entries[i])
     }
@@ -457,6 +477,7 @@ impl ManifestCache {
             .len()
     }
 
+    /// Whether no manifest is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

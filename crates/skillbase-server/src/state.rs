@@ -48,6 +48,7 @@ pub struct ServerOptions {
     pub default_agent: Option<AgentName>,
     /// Hostnames MCP accepts in the `Host` header besides loopback (DNS-rebinding protection).
     pub allowed_hosts: Vec<String>,
+    /// Body sizes, timeouts and page size.
     pub limits: Limits,
     /// Send every MCP request through rmcp, including the well-formed stateless `tools/call`
     /// requests the direct path answers with the same bytes (see `mcp::direct`). For
@@ -55,13 +56,22 @@ pub struct ServerOptions {
     pub rmcp_only: bool,
 }
 
+/// The state every handler receives (as `Arc<AppState>`): one store served to many agents.
 pub struct AppState {
+    /// The store: skills, revisions, agents, sessions, events and tokens.
     pub store: Arc<Store>,
+    /// The runtime over `store`: agents' views, turns, sessions and level-3 files.
     pub runtime: Arc<Runtime>,
+    /// The call pipeline over `runtime`: offered sets, the capability gate, bounds and redaction.
+    /// Every tool call, REST or MCP, goes through it.
     pub dispatcher: Arc<Dispatcher>,
+    /// The decrypted vault; its redactor also scrubs logs and tool results.
     pub vault: Arc<Vault>,
+    /// Bearer-token lookups (cached for `auth::TOKEN_CACHE_TTL`) and the dev-mode switch.
     pub auth: Auth,
+    /// The Prometheus registry and its counters, served at `/metrics`.
     pub metrics: Metrics,
+    /// How the server was started (`--dev`, default agent, allowed hosts, limits).
     pub options: ServerOptions,
     /// Skill manifests (files, digests, frontmatter as JSON) by revision, for MCP.
     pub skills: crate::skills_ext::ManifestCache,

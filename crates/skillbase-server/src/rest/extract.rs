@@ -82,6 +82,8 @@ impl<S: Send + Sync> FromRequest<S> for Raw {
     }
 }
 
+/// 413 `too-large`: the body is over the route's limit (the skill or upload limit of
+/// [`crate::state::Limits`]); the client must send less.
 pub fn too_large() -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,

@@ -26,7 +26,6 @@ use utoipa::OpenApi;
 
 type Route = (Method, &'static str, MethodRouter<Arc<AppState>>);
 
-/// Every route under `/v1`: method, path (relative to `/v1`) and handler.
 /// The largest body a route may carry: `(one skill's files, a zip of many)`.
 #[derive(Clone, Copy)]
 struct BodyLimits {
@@ -34,6 +33,7 @@ struct BodyLimits {
     upload: usize,
 }
 
+/// Every route under `/v1`: method, path (relative to `/v1`) and handler.
 fn table(limits: BodyLimits) -> Vec<Route> {
     let BodyLimits {
         skill: skill_bytes,

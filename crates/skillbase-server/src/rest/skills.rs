@@ -36,6 +36,7 @@ pub const MAX_PAGE: usize = 1000;
 /// One skill in a listing.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SkillSummary {
+    /// The skill's name (1–64 lowercase letters, digits and single hyphens).
     pub name: String,
     /// `shared` or `agent:<name>`.
     pub scope: String,
@@ -49,8 +50,11 @@ pub struct SkillSummary {
     pub digest: String,
     /// Author of the active revision.
     pub author: String,
+    /// The active revision's `description`.
     pub description: String,
+    /// The active revision's `triggers` (phrases that activate it in a turn).
     pub triggers: Vec<String>,
+    /// The active revision's latency class: immediate, seconds or tens_of_seconds.
     pub cost: String,
     /// Unix milliseconds.
     pub updated_at: i64,
@@ -59,6 +63,7 @@ pub struct SkillSummary {
 /// A page of skills.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SkillPage {
+    /// The skills of this page, sorted by name then scope.
     pub items: Vec<SkillSummary>,
     /// Pass as `cursor` for the next page; absent on the last page.
     pub next_cursor: Option<String>,
@@ -82,13 +87,20 @@ pub struct ListQuery {
 /// One revision's record.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Revision {
+    /// The revision number, from 1, gap-free per skill.
     pub rev: i64,
+    /// SHA-256 of the revision's bundle (hex).
     pub digest: String,
+    /// Who wrote it: `human:<id>`, `agent:<name>/inline`, `agent:<name>/dreaming`,
+    /// `import:<source>` or `seed:<path>`.
     pub author: String,
+    /// The revision message (at most 2000 characters).
     pub message: String,
     /// committed or pending.
     pub state: String,
+    /// When it was written, in Unix milliseconds.
     pub created_at: i64,
+    /// Whether this is the skill's active revision.
     pub active: bool,
 }
 
@@ -109,24 +121,34 @@ impl From<RevisionInfo> for Revision {
 /// A file of a revision.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct FileInfo {
+    /// The file's path in the skill folder (`/`-separated).
     pub path: String,
     /// SHA-256 of the file's bytes.
     pub digest: String,
+    /// The file's size in bytes.
     pub size: u64,
+    /// Whether the file is executable (scripts keep their mode on export).
     pub executable: bool,
 }
 
 /// A skill with one revision's files and SKILL.md.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SkillDetail {
+    /// The skill's name (1–64 lowercase letters, digits and single hyphens).
     pub name: String,
+    /// `shared` or `agent:<name>`.
     pub scope: String,
+    /// active, disabled, retired or pending.
     pub status: String,
+    /// The active revision.
     pub active_rev: i64,
+    /// The latest revision (the ETag; If-Match takes it).
     pub latest_rev: i64,
     /// The revision shown (the active one unless `rev` was given).
     pub revision: Revision,
+    /// SHA-256 of the shown revision's bundle.
     pub bundle_digest: String,
+    /// Every file of the shown revision, sorted by path.
     pub files: Vec<FileInfo>,
     /// The text of SKILL.md.
     pub skill_md: String,
@@ -136,6 +158,7 @@ pub struct SkillDetail {
     pub meta: Value,
 }
 
+/// Which record a name addresses.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ScopeQuery {
@@ -144,9 +167,11 @@ pub struct ScopeQuery {
     pub scope: Option<String>,
 }
 
+/// Which record and revision to show or export.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RevQuery {
+    /// The record's scope (admin tokens; default `shared`).
     pub scope: Option<String>,
     /// A past revision (default: the active one).
     pub rev: Option<i64>,
@@ -156,15 +181,21 @@ pub struct RevQuery {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum FileContent {
+    /// The file as UTF-8 text.
     Text(String),
+    /// The file as an object: `text` or `base64`, and `executable`.
     Object(FileObject),
 }
 
+/// A file given as an object: exactly one of `text` and `base64`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileObject {
+    /// The content as UTF-8 text.
     pub text: Option<String>,
+    /// The content as standard base64 (for binary files).
     pub base64: Option<String>,
+    /// Whether the file is executable (default false).
     #[serde(default)]
     pub executable: bool,
 }
@@ -179,6 +210,7 @@ pub struct PutSkill {
     pub message: Option<String>,
 }
 
+/// Where a skill write goes, and its message.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PutQuery {
@@ -192,24 +224,31 @@ pub struct PutQuery {
 /// What a write did.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct WriteResult {
+    /// The skill's name (1–64 lowercase letters, digits and single hyphens).
     pub name: String,
+    /// `shared` or `agent:<name>`.
     pub scope: String,
     /// created, modified, unchanged, pending, reverted or status.
     pub result: String,
     /// The revision written or activated.
     pub rev: i64,
+    /// The skill's status after the write: active, disabled, retired or pending.
     pub status: String,
+    /// The latest revision after the write (the new ETag).
     pub latest_rev: i64,
     /// The revision waits for approval before it is active.
     pub pending_review: bool,
 }
 
+/// The revision to re-activate.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevBody {
+    /// An existing revision number of the skill.
     pub rev: i64,
 }
 
+/// Why a status change was made.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusBody {
@@ -217,9 +256,11 @@ pub struct StatusBody {
     pub reason: Option<String>,
 }
 
+/// Which two revisions of a skill to compare.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DiffQuery {
+    /// The record's scope (admin tokens; default `shared`).
     pub scope: Option<String>,
     /// The older revision.
     pub from: i64,
@@ -227,17 +268,22 @@ pub struct DiffQuery {
     pub to: Option<i64>,
 }
 
+/// The diff between two revisions.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DiffResult {
+    /// The older revision compared.
     pub from: i64,
+    /// The newer revision compared.
     pub to: i64,
     /// A unified diff of every file that differs (empty when the revisions are identical).
     pub diff: String,
 }
 
+/// Which runs of a skill to list.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RunsQuery {
+    /// The record's scope (admin tokens; default `shared`).
     pub scope: Option<String>,
     /// Most runs returned, newest first (default 20, at most 500).
     pub limit: Option<i64>,
@@ -246,18 +292,29 @@ pub struct RunsQuery {
 /// A run: one activation of a skill revision in a session, with its outcome.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Run {
+    /// The run's id.
     pub id: i64,
+    /// The session the skill was activated in.
     pub session: String,
+    /// The agent that activated it.
     pub agent: String,
+    /// The scope of the skill record activated.
     pub scope: String,
+    /// The skill's name (1–64 lowercase letters, digits and single hyphens).
     pub skill: String,
+    /// The revision activated (calls are gated by its capabilities, even if a newer one exists).
     pub rev: i64,
+    /// When the run opened, in Unix milliseconds.
     pub started_at: i64,
+    /// When it ended, in Unix milliseconds; absent while it runs.
     pub ended_at: Option<i64>,
     /// success, failure or superseded; absent while it runs.
     pub outcome: Option<String>,
+    /// The free-text note recorded when the run ended; empty when none was given.
     pub note: String,
+    /// Tool calls made while the skill drove the session.
     pub calls: i64,
+    /// Of those, how many failed.
     pub failed_calls: i64,
 }
 
@@ -283,30 +340,43 @@ impl From<RunRecord> for Run {
 /// A revision waiting for approval.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PendingRevision {
+    /// `shared` or `agent:<name>`.
     pub scope: String,
+    /// The skill's name (1–64 lowercase letters, digits and single hyphens).
     pub name: String,
+    /// The pending revision's number.
     pub rev: i64,
+    /// Who wrote it (`agent:<name>/inline` for agent writes held by `review_agent_revisions`).
     pub author: String,
+    /// The revision message.
     pub message: String,
+    /// SHA-256 of the revision's bundle.
     pub digest: String,
+    /// When it was written, in Unix milliseconds.
     pub created_at: i64,
 }
 
+/// Where an import goes, and its message.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ImportQuery {
     /// Where to import (default `shared`). Into `agent:<name>`, that agent's allowlist becomes
     /// exactly the imported skills.
     pub scope: Option<String>,
+    /// The revision message recorded for every imported skill.
     pub message: Option<String>,
 }
 
 /// What an import did.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ImportResult {
+    /// Skills that did not exist and were created.
     pub created: Vec<String>,
+    /// Skills that existed and got a new revision.
     pub changed: Vec<String>,
+    /// Skills whose content was identical to their active revision (nothing written).
     pub unchanged: Vec<String>,
+    /// One write result per imported skill.
     pub outcomes: Vec<WriteResult>,
 }
 
