@@ -13,10 +13,12 @@
 //! This crate is pure: no network, no database, no global state.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod bundle;
 pub mod digest;
 pub mod discover;
+pub mod draft;
 pub mod frontmatter;
 pub mod meta;
 pub mod name;
@@ -28,6 +30,7 @@ pub mod yaml;
 
 pub use bundle::{Bundle, BundleError, BundleFile, BundleLimits, BundlePath};
 pub use digest::Digest;
+pub use draft::{DraftError, DraftField, SkillDraft};
 pub use frontmatter::{FrontmatterError, SkillMd};
 pub use meta::{Capabilities, Cost, SkillMeta};
 pub use name::{NameError, SkillName};

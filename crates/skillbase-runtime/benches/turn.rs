@@ -36,7 +36,7 @@
 
 use criterion::{BenchmarkId, Criterion};
 use skillbase_format::{Bundle, SkillName};
-use skillbase_runtime::turn::load_skill_tool;
+use skillbase_runtime::dispatch::load_skill_tool;
 use skillbase_runtime::{AgentView, Runtime, TurnOptions, resolve};
 use skillbase_store::{AgentConfig, AgentName, Author, DbUrl, NameSet, Scope, Store};
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -138,7 +138,7 @@ impl EngineBuilder {
         for (text, origin) in &self.configs {
             let config = Config::parse(text, origin)?;
             config.apply(&store).await?;
-            let decls = crate::dispatch::decls_from_tables(&config.tools)
+            let decls = crate::tool::decls_from_tables(&config.tools)
                 .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
             for decl in decls {
                 if !self.tools.iter().any(|(d, _)| d.name == decl.name) {

@@ -19,7 +19,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod builtin;
 pub mod dispatch;
 pub mod engine;
 pub mod envelope;

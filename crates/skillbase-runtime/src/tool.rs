@@ -6,6 +6,7 @@
 //! they get a [`CallContext`] whose vault and destination checks are already intersected with
 //! the agent's current grants and the driving skill's declarations.
 
+use crate::dispatch::{Builtin, Rule};
 use crate::redact::Redactor;
 use crate::vault::{Secret, Vault};
 use serde::{Deserialize, Serialize};
@@ -65,7 +66,7 @@ pub struct ToolError {
     /// Set when the tool refused by a rule of the envelope rather than failed: the call then
     /// comes out as `refused` with this rule, recorded as a `call_refused` event.
     #[serde(skip)]
-    pub rule: Option<crate::dispatch::Rule>,
+    pub rule: Option<Rule>,
     /// What kind of failure it is, for callers that act on it without reading the message
     /// (REST maps it to a status).
     #[serde(skip)]
@@ -100,7 +101,7 @@ impl ToolError {
     }
 
     /// A refusal by `rule` (for built-in tools that apply a rule themselves).
-    pub fn refused(rule: crate::dispatch::Rule, message: impl Into<String>) -> ToolError {
+    pub fn refused(rule: Rule, message: impl Into<String>) -> ToolError {
         ToolError {
             message: message.into(),
             rule: Some(rule),
@@ -143,7 +144,9 @@ where
 /// A refusal raised inside a call (a vault lookup or destination outside the envelope).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InnerRefusal {
-    pub rule: String,
+    /// The envelope rule that refused.
+    pub rule: Rule,
+    /// What was refused and why, for the model (redacted before anyone sees it).
     pub message: String,
 }
 
@@ -180,7 +183,7 @@ impl CallContext {
                     self.agent
                 ),
             };
-            self.refuse("vault_not_allowed", &message);
+            self.refuse(Rule::VaultNotAllowed, &message);
             return Err(ToolError::new(message));
         }
         self.vault
@@ -190,10 +193,10 @@ impl CallContext {
     }
 
     /// Record a refusal made inside the tool.
-    pub fn refuse(&self, rule: &str, message: &str) {
+    pub fn refuse(&self, rule: Rule, message: &str) {
         if let Ok(mut r) = self.refusals.lock() {
             r.push(InnerRefusal {
-                rule: rule.to_owned(),
+                rule,
                 message: message.to_owned(),
             });
         }
@@ -232,6 +235,8 @@ pub enum RegistryError {
     Duplicate(String),
     #[error("tool '{0}': class must be lowercase letters, digits, `_` and `-`")]
     BadClass(String),
+    #[error("tool '{0}': the name is one of Skillbase's built-in tools; choose another")]
+    Reserved(String),
 }
 
 fn valid_tool_name(n: &str) -> bool {
@@ -258,6 +263,9 @@ impl Registry {
         }
         if skillbase_format::validate::check_tool_class(&decl.class).is_some() {
             return Err(RegistryError::BadClass(decl.name));
+        }
+        if Builtin::from_name(&decl.name).is_some() {
+            return Err(RegistryError::Reserved(decl.name));
         }
         if self.tools.contains_key(&decl.name) {
             return Err(RegistryError::Duplicate(decl.name));
@@ -305,4 +313,28 @@ impl Registry {
         v.sort_by(|a, b| a.decl.name.cmp(&b.decl.name));
         v
     }
+}
+
+/// Tool declarations from the `[[tools]]` tables of `skillbase.toml`.
+pub fn decls_from_tables(tables: &[toml::Table]) -> Result<Vec<ToolDecl>, String> {
+    tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            <ToolDecl as Deserialize>::deserialize(toml::Value::Table(t.clone()))
+                .map_err(|e| format!("[[tools]] entry {}: {e}", i + 1))
+        })
+        .collect()
+}
+
+/// Parse a tool declaration list from TOML (`[[tools]]` tables).
+pub fn decls_from_toml(text: &str) -> Result<Vec<ToolDecl>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        #[serde(default)]
+        tools: Vec<ToolDecl>,
+    }
+    let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    Ok(f.tools)
 }

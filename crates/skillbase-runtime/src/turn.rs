@@ -646,7 +646,7 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
         tools.push(tool.clone());
         if report.catalog.ranked {
             tool_tokens += SEARCH_TOOL_TOKENS;
-            tools.push(search_skills_tool());
+            tools.push(crate::dispatch::search_skills_tool());
         }
     }
     report.tokens.tools = tool_tokens;
@@ -802,51 +802,6 @@ impl Placer<'_> {
                 tokens: *t,
             });
         }
-    }
-}
-
-/// What `load_skill` says it does (the one text: turns, MCP, REST and the registry).
-pub const LOAD_SKILL_DESCRIPTION: &str = "Load a skill's full instructions (and its companions) before acting on a task it covers. Pass `arguments` when the skill declares inputs.";
-/// What `search_skills` says it does.
-pub const SEARCH_SKILLS_DESCRIPTION: &str = "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill.";
-
-/// The `load_skill` tool: `name` is a closed enum of exactly the loadable skills.
-pub fn load_skill_tool(view: &AgentView, loadable: &[usize]) -> ToolDef {
-    let names: Vec<&str> = loadable.iter().map(|&i| view.skills[i].name()).collect();
-    ToolDef {
-        name: "load_skill".into(),
-        description: LOAD_SKILL_DESCRIPTION.into(),
-        parameters: Arc::new(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "enum": names, "description": "The skill to load."},
-                "arguments": {"type": "object", "description": "Arguments for skills that declare inputs."}
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })),
-    }
-}
-
-/// The `search_skills` tool, offered when the catalog could not list every skill.
-pub fn search_skills_tool() -> ToolDef {
-    static TOOL: std::sync::OnceLock<ToolDef> = std::sync::OnceLock::new();
-    TOOL.get_or_init(build_search_skills_tool).clone()
-}
-
-fn build_search_skills_tool() -> ToolDef {
-    ToolDef {
-        name: "search_skills".into(),
-        description: SEARCH_SKILLS_DESCRIPTION.into(),
-        parameters: Arc::new(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "maxLength": 1000},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        })),
     }
 }
 

@@ -240,7 +240,8 @@ impl AgentView {
                 .map(|&i| self.skills[i].name_tokens.saturating_sub(8) + 2)
                 .sum();
             LoadTool {
-                tool: (!loadable.is_empty()).then(|| crate::turn::load_skill_tool(self, &loadable)),
+                tool: (!loadable.is_empty())
+                    .then(|| crate::dispatch::load_skill_tool(self, &loadable)),
                 loadable,
                 name_tokens,
             }

@@ -46,7 +46,7 @@ pub const MAX_BODY_BYTES: usize = 256 * 1024;
 /// Redirect hops followed before the call fails.
 pub const MAX_REDIRECTS: usize = 5;
 /// The rule recorded when a destination is refused.
-const DESTINATION_RULE: &str = "destination_not_allowed";
+const DESTINATION_RULE: crate::dispatch::Rule = crate::dispatch::Rule::DestinationNotAllowed;
 
 /// The declaration of `web_fetch`.
 pub fn declaration() -> ToolDecl {
@@ -927,7 +927,7 @@ mod tests {
             .lock()
             .unwrap()
             .iter()
-            .map(|r| r.rule.clone())
+            .map(|r| r.rule.as_str().to_owned())
             .collect()
     }
 

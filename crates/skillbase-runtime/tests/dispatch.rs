@@ -272,7 +272,7 @@ fn registry() -> Registry {
                 .any(|p| host_matches(p, &host, port, 443));
             if !allowed {
                 let m = format!("host '{host}:{port}' is not allowed for this call");
-                ctx.refuse("destination_not_allowed", &m);
+                ctx.refuse(skillbase_runtime::dispatch::Rule::DestinationNotAllowed, &m);
                 return Err(ToolError::new(m));
             }
             Ok(json!({"host": host, "port": port, "hosts_allowed": *ctx.hosts_allowed}))

@@ -14,235 +14,44 @@
 //! and declared; and no authoring tool runs at all. Grants are read at every call, so revoking
 //! one shrinks every skill at once.
 
+//!
+//! The folder holds the pipeline's nouns: [`outcome`] (rules, outcomes, caps), [`offer`] (the
+//! offered set), [`runs`] (the driving run, activation, and the one way a run ends),
+//! [`builtins`] (the runtime's own tools, one typed table) and [`authoring`] (the built-ins that
+//! write skills, through one `SkillDraft`).
+
+mod authoring;
+pub mod builtins;
+mod offer;
+mod outcome;
+mod runs;
+
 pub use crate::envelope::host_matches;
-use crate::envelope::{allowed_hosts, allowed_vault};
+pub use builtins::{
+    ACTIVATION_CLASS, AUTHORING_CLASS, Builtin, MAX_NOTES_BYTES, NOTES_CLASS, load_skill_tool,
+    search_skills_tool,
+};
+pub use offer::{EntryKind, OfferedEntry, OfferedSet};
+pub use outcome::{CallMode, CallOutcome, Rule, cap_tokens};
+pub use runs::FAILED_CALLS_PER_RUN;
+
+use crate::envelope::allowed_hosts;
+use crate::envelope::allowed_vault;
 use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::runtime::{Runtime, RuntimeError};
 use crate::tokens;
-use crate::tool::{
-    CallContext, InnerRefusal, Permission, RegisteredTool, Registry, ToolDecl, timeout_for,
-};
+use crate::tool::{CallContext, Permission, RegisteredTool, Registry, timeout_for};
 use crate::vault::Vault;
-use serde::{Deserialize, Serialize};
-use skillbase_format::{Cost, SkillMeta};
-use skillbase_store::{Agent, AgentName, Author, NewEvent, RunRecord, Scope, SkillEntry, Status};
+use offer::{OfferedCache, Target};
+pub(crate) use outcome::schema_problem;
+use outcome::{call_id_text, from_tool_result};
+use runs::{AfterCall, Driver, SessionState, run_of};
+use skillbase_format::Cost;
+use skillbase_store::{AgentName, NewEvent};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Semaphore, watch};
-
-/// The class of the skills runtime's own tools (`load_skill`, `search_skills`, `skill_finish`):
-/// always offered, never a capability.
-pub const ACTIVATION_CLASS: &str = "activation";
-/// The class of the authoring tools; an agent needs this grant to write skills.
-pub const AUTHORING_CLASS: &str = "skills";
-/// The class of the note tools.
-pub const NOTES_CLASS: &str = "notes";
-/// Failed calls after which a skill's run ends as a failure.
-pub const FAILED_CALLS_PER_RUN: i64 = 2;
-/// Largest note block, in bytes.
-pub const MAX_NOTES_BYTES: usize = 16 * 1024;
-
-/// Why a call was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Rule {
-    NotOffered,
-    InvalidArguments,
-    ClassNotGranted,
-    ClassNotDeclared,
-    SkillCannotModify,
-    DrivingSkillInactive,
-    NoHandler,
-    TooManyInFlight,
-    NetworkBudget,
-    CannotDetach,
-    Timeout,
-    VaultNotAllowed,
-    DestinationNotAllowed,
-    /// An authoring tool was asked for a skill declaring capabilities the agent is not granted
-    /// (and the install does not hold such skills for review).
-    CapabilitiesNotGranted,
-}
-
-impl Rule {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rule::NotOffered => "not_offered",
-            Rule::InvalidArguments => "invalid_arguments",
-            Rule::ClassNotGranted => "class_not_granted",
-            Rule::ClassNotDeclared => "class_not_declared",
-            Rule::SkillCannotModify => "skill_cannot_modify",
-            Rule::DrivingSkillInactive => "driving_skill_inactive",
-            Rule::NoHandler => "no_handler",
-            Rule::TooManyInFlight => "too_many_in_flight",
-            Rule::NetworkBudget => "network_budget",
-            Rule::CannotDetach => "cannot_detach",
-            Rule::Timeout => "timeout",
-            Rule::VaultNotAllowed => "vault_not_allowed",
-            Rule::DestinationNotAllowed => "destination_not_allowed",
-            Rule::CapabilitiesNotGranted => "capabilities_not_granted",
-        }
-    }
-}
-
-/// What one call came to.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum CallOutcome {
-    /// The tool ran; `result` is capped and redacted.
-    Done {
-        call_id: String,
-        result: serde_json::Value,
-        tokens: u32,
-        truncated: bool,
-    },
-    /// A slow call runs apart; its result arrives as a `call_finished` event (see
-    /// [`Dispatcher::wait`]).
-    Started { call_id: String },
-    /// The call never ran.
-    Refused {
-        call_id: String,
-        rule: Rule,
-        message: String,
-    },
-    /// The tool ran and failed (or a refusal was raised inside it).
-    Failed {
-        call_id: String,
-        message: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        rule: Option<Rule>,
-        /// What kind of failure, when the tool says (`stale`, `conflict`, `not_found`, ...).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        failure: Option<crate::tool::Failure>,
-    },
-}
-
-impl CallOutcome {
-    pub fn call_id(&self) -> &str {
-        match self {
-            CallOutcome::Done { call_id, .. }
-            | CallOutcome::Started { call_id }
-            | CallOutcome::Refused { call_id, .. }
-            | CallOutcome::Failed { call_id, .. } => call_id,
-        }
-    }
-
-    /// The text to give the model.
-    pub fn for_model(&self) -> String {
-        match self {
-            CallOutcome::Done { result, .. } => match result {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            },
-            CallOutcome::Started { call_id } => {
-                format!("started as call {call_id}; the result will arrive as an event")
-            }
-            CallOutcome::Refused { rule, message, .. } => {
-                format!("refused ({}): {message}", rule.as_str())
-            }
-            CallOutcome::Failed { message, .. } => format!("failed: {message}"),
-        }
-    }
-}
-
-/// The kind of an offered entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EntryKind {
-    Tool,
-    Skill,
-}
-
-/// One entry of the offered set.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct OfferedEntry {
-    /// `tool:<name>` or `skill:<name>`.
-    pub id: String,
-    /// The name the model calls; unique within the set.
-    pub wire_name: String,
-    pub kind: EntryKind,
-    /// `operator` for configured tools, `skillbase` for built-ins, or the skill revision's author.
-    pub author: String,
-    pub description: String,
-    pub parameters: serde_json::Value,
-    pub cost: Cost,
-    #[serde(skip)]
-    target: Target,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Target {
-    Tool(String),
-    Skill(String),
-}
-
-/// What a turn offers, and what was withheld.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct OfferedSet {
-    pub entries: Vec<OfferedEntry>,
-    /// Tools not granted to the agent, never shown to the model.
-    pub withheld: Vec<String>,
-    #[serde(skip)]
-    by_wire: HashMap<String, usize>,
-}
-
-impl OfferedSet {
-    pub fn get(&self, wire_name: &str) -> Option<&OfferedEntry> {
-        self.by_wire.get(wire_name).map(|&i| &self.entries[i])
-    }
-}
-
-/// A session as the dispatcher uses it: the runtime's one session cache entry (its agent, its
-/// activations, the run that drives it, the pinned revision's capabilities, the network count).
-/// Sessions are served by one process at a time (sticky); their state is loaded once and kept
-/// current by this process's own writes.
-type SessionState = crate::runtime::OpenSession;
-
-/// The open run of a loaded session.
-fn run_of(s: &SessionState) -> Option<RunRecord> {
-    s.run
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone()
-        .flatten()
-}
-
-/// The skill driving a call: the run's skill at the revision the run activated.
-struct Driver {
-    name: String,
-    rev: i64,
-    revision: Revision,
-}
-
-/// Where the driving revision's frontmatter is: the index entry (the run's revision is still the
-/// active one), or read from the store (an older revision, pinned for the run).
-enum Revision {
-    Active(Arc<SkillEntry>),
-    Pinned(Arc<SkillMeta>),
-}
-
-impl Driver {
-    fn meta(&self) -> &SkillMeta {
-        match &self.revision {
-            Revision::Active(e) => &e.meta,
-            Revision::Pinned(m) => m,
-        }
-    }
-}
-
-/// Per agent, for one index generation and agent version: the offered set, and the vault
-/// entries and hosts a call may use when no skill drives (the agent's grants).
-#[derive(Clone)]
-struct Offer {
-    generation: u64,
-    version: i64,
-    set: Arc<OfferedSet>,
-    vault: Arc<Vec<String>>,
-    hosts: Arc<Vec<String>>,
-}
-
-type OfferedCache = HashMap<AgentName, Offer>;
 
 /// Calls in flight, network budgets and slow-call results.
 pub struct Dispatcher {
@@ -261,16 +70,6 @@ pub struct Dispatcher {
 /// (they stay readable as `call_finished` events).
 const MAX_PENDING_RESULTS: usize = 1_024;
 
-/// How to run a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CallMode {
-    /// Wait for the result.
-    #[default]
-    Wait,
-    /// For `seconds` and `tens_of_seconds` tools: answer at once with a call id.
-    Detach,
-}
-
 impl Dispatcher {
     /// A dispatcher over a runtime. Create it inside a tokio runtime: it starts the event writer.
     pub fn new(runtime: Arc<Runtime>, registry: Registry, vault: Option<Arc<Vault>>) -> Dispatcher {
@@ -278,7 +77,7 @@ impl Dispatcher {
             events: EventSink::start(runtime.store.clone()),
             offered_cache: Mutex::new(HashMap::new()),
             runtime,
-            registry: Arc::new(builtins(registry)),
+            registry: Arc::new(registry),
             vault,
             inflight: Mutex::new(HashMap::new()),
             results: Mutex::new(HashMap::new()),
@@ -286,6 +85,8 @@ impl Dispatcher {
         }
     }
 
+    /// The tools registered by the operator and the harness (the built-ins are
+    /// [`Builtin::ALL`]).
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
@@ -306,7 +107,10 @@ impl Dispatcher {
         let offered = self.offered(agent)?;
         for e in offered.entries.iter() {
             if ctx.tools.iter().any(|t| t.name == e.wire_name)
-                || matches!(e.wire_name.as_str(), "load_skill" | "search_skills")
+                || matches!(
+                    e.target,
+                    Target::Builtin(Builtin::LoadSkill | Builtin::SearchSkills)
+                )
             {
                 continue;
             }
@@ -343,290 +147,11 @@ impl Dispatcher {
         self.events.flush().await;
     }
 
-    /// The session's state, loaded once (the session is created if new): the runtime's session
-    /// cache entry, with its driving run read on first use.
-    async fn session(
-        &self,
-        agent: &AgentName,
-        session: &str,
-    ) -> Result<Arc<SessionState>, RuntimeError> {
-        if let Some(s) = self.runtime.cached(session)
-            && s.agent == *agent
-            && s.run.lock().unwrap_or_else(|p| p.into_inner()).is_some()
-        {
-            return Ok(s);
-        }
-        // Boxed: the database futures stay out of every caller's state.
-        Box::pin(self.load_session(agent, session)).await
-    }
-
-    async fn load_session(
-        &self,
-        agent: &AgentName,
-        session: &str,
-    ) -> Result<Arc<SessionState>, RuntimeError> {
-        let state = self.runtime.open(agent, session).await?;
-        let loaded = state
-            .run
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some();
-        if !loaded {
-            let run = self.runtime.store.open_run(session).await?;
-            let mut slot = state.run.lock().unwrap_or_else(|p| p.into_inner());
-            // A concurrent first call may have read it meanwhile: the same row either way.
-            if slot.is_none() {
-                *slot = Some(run);
-            }
-        }
-        Ok(state)
-    }
-
-    /// Re-read the session's open run after it changed.
-    pub(crate) async fn refresh_run(&self, session: &str) -> Result<(), RuntimeError> {
-        let run = self.runtime.store.open_run(session).await?;
-        if let Some(s) = self.runtime.cached(session) {
-            *s.run.lock().unwrap_or_else(|p| p.into_inner()) = Some(run);
-        }
-        Ok(())
-    }
-
-    /// The skill a run drives with, at the revision the run activated: `Ok(None)` when the
-    /// skill is no longer active (fail closed), `Ok(Some)` when the run's revision is the active
-    /// one (the common case, from the index, without waiting), and `Err(entry)` when an older
-    /// revision must be read ([`Dispatcher::pinned_driver`]).
-    fn active_driver(
-        &self,
-        agent: &AgentName,
-        r: &RunRecord,
-    ) -> Result<Option<Driver>, Arc<SkillEntry>> {
-        let index = self.runtime.store.index();
-        let Some(e) = index.resolve(agent, &r.skill) else {
-            return Ok(None);
-        };
-        if e.status != Status::Active || e.id != r.skill_id {
-            return Ok(None);
-        }
-        if e.active_rev != r.rev {
-            return Err(e.clone());
-        }
-        Ok(Some(Driver {
-            name: e.name.clone(),
-            rev: r.rev,
-            revision: Revision::Active(e.clone()),
-        }))
-    }
-
-    /// The driver at a revision older than the active one: read from the store once per run.
-    async fn pinned_driver(
-        &self,
-        state: &SessionState,
-        r: &RunRecord,
-        e: &SkillEntry,
-    ) -> Result<Driver, RuntimeError> {
-        let cached = state
-            .pinned
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .filter(|(id, _)| *id == r.id)
-            .map(|(_, m)| m.clone());
-        let meta = match cached {
-            Some(m) => m,
-            None => {
-                let (_, bundle) = self
-                    .runtime
-                    .store
-                    .bundle(&e.scope, &e.name, Some(r.rev))
-                    .await?;
-                let text = std::str::from_utf8(&bundle.skill_md().bytes).map_err(|_| {
-                    RuntimeError::Invalid(format!(
-                        "revision {} of '{}' is not UTF-8",
-                        r.rev, e.name
-                    ))
-                })?;
-                let meta = skillbase_format::SkillMd::parse(text, &Default::default())
-                    .ok()
-                    .and_then(|md| SkillMeta::from_md(&md))
-                    .ok_or_else(|| {
-                        RuntimeError::Invalid(format!(
-                            "revision {} of '{}' cannot be read",
-                            r.rev, e.name
-                        ))
-                    })?;
-                let meta = Arc::new(meta);
-                *state.pinned.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((r.id, meta.clone()));
-                meta
-            }
-        };
-        Ok(Driver {
-            name: e.name.clone(),
-            rev: r.rev,
-            revision: Revision::Pinned(meta),
-        })
-    }
-
-    /// The run driving a session, if any.
-    pub async fn driving_run(
-        &self,
-        agent: &AgentName,
-        session: &str,
-    ) -> Result<Option<RunRecord>, RuntimeError> {
-        let s = self.session(agent, session).await?;
-        Ok(run_of(&s))
-    }
-
-    /// End the session's driving run on the harness's word (`success` or `failure`); returns
-    /// the run and whether its revision was disabled for drift.
-    pub async fn finish_run(
-        &self,
-        agent: &AgentName,
-        session: &str,
-        outcome: &str,
-        note: &str,
-    ) -> Result<Option<(RunRecord, bool)>, RuntimeError> {
-        let a = self.agent(agent)?;
-        let Some(run) = self.driving_run(agent, session).await? else {
-            return Ok(None);
-        };
-        let note = self.redactor().redact(note).into_owned();
-        // The run's counters are complete before it ends.
-        self.flush().await;
-        let r = end_run_and_check_drift(
-            &self.runtime,
-            agent,
-            run.id,
-            outcome,
-            &note,
-            a.config.policies.failure_threshold,
-        )
-        .await?;
-        self.refresh_run(session).await?;
-        Ok(Some(r))
-    }
-
     pub(crate) fn redactor(&self) -> Arc<Redactor> {
         self.vault
             .as_ref()
             .map(|v| v.redactor())
             .unwrap_or_else(Redactor::empty)
-    }
-
-    fn agent(&self, name: &AgentName) -> Result<Arc<Agent>, RuntimeError> {
-        self.runtime
-            .store
-            .agent_cached(name)
-            .ok_or_else(|| RuntimeError::UnknownAgent(name.to_string()))
-    }
-
-    /// The offered set for an agent: granted tools, the runtime's own tools, and skills with
-    /// `inputs` as callable entries. Tools whose class is not granted are withheld.
-    pub fn offered(&self, agent: &AgentName) -> Result<Arc<OfferedSet>, RuntimeError> {
-        Ok(self.offered_for(agent)?.1.set)
-    }
-
-    /// The agent and its offered set. The set is cached per index generation and agent version
-    /// (what its view is cached by), so a call finds it without touching the view.
-    fn offered_for(&self, agent: &AgentName) -> Result<(Arc<Agent>, Offer), RuntimeError> {
-        let a = self.agent(agent)?;
-        let generation = self.runtime.store.index().generation;
-        if let Some(offer) = self
-            .offered_cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(agent)
-            && offer.generation == generation
-            && offer.version == a.version
-        {
-            return Ok((a, offer.clone()));
-        }
-        let view = self.runtime.view(agent)?;
-        let mut set = OfferedSet::default();
-        for t in self.registry.all() {
-            let d = &t.decl;
-            let builtin = is_builtin(&d.name);
-            let granted = d.class == ACTIVATION_CLASS || a.config.grants.tools.contains(&d.class);
-            if d.class == ACTIVATION_CLASS && view.skills.is_empty() {
-                continue;
-            }
-            if !granted {
-                set.withheld.push(d.name.clone());
-                continue;
-            }
-            // The runtime's activation tools are offered as a turn offers them: `load_skill`
-            // with `name` a closed enum of the loadable skills, `search_skills` as the turn
-            // declares it (one definition for turns, MCP and REST).
-            let (description, parameters) = match d.name.as_str() {
-                "load_skill" => match &view.load_tool(None).tool {
-                    Some(t) => (t.description.clone(), (*t.parameters).clone()),
-                    // Every visible skill is eager: there is nothing to load.
-                    None => continue,
-                },
-                "search_skills" => {
-                    let t = crate::turn::search_skills_tool();
-                    (t.description, (*t.parameters).clone())
-                }
-                _ => (d.description.clone(), d.parameters.clone()),
-            };
-            set.entries.push(OfferedEntry {
-                id: format!("tool:{}", d.name),
-                wire_name: d.name.clone(),
-                kind: EntryKind::Tool,
-                author: if builtin { "skillbase" } else { "operator" }.into(),
-                description,
-                parameters,
-                cost: d.cost,
-                target: Target::Tool(d.name.clone()),
-            });
-        }
-        for (i, s) in view.skills.iter().enumerate() {
-            let Some(inputs) = &s.entry.meta.inputs else {
-                continue;
-            };
-            if view.is_eager(i) {
-                continue;
-            }
-            let base = format!("skill_{}", s.name().replace('-', "_"));
-            let mut wire = base.clone();
-            let mut n = 2;
-            while set.entries.iter().any(|e| e.wire_name == wire) {
-                wire = format!("{base}_{n}");
-                n += 1;
-            }
-            set.entries.push(OfferedEntry {
-                id: format!("skill:{}", s.name()),
-                wire_name: wire,
-                kind: EntryKind::Skill,
-                author: s.entry.author.clone(),
-                description: format!(
-                    "Load the skill '{}' with arguments. {}",
-                    s.name(),
-                    s.entry.meta.description
-                ),
-                parameters: inputs.clone(),
-                cost: s.entry.meta.cost,
-                target: Target::Skill(s.name().to_owned()),
-            });
-        }
-        set.by_wire = set
-            .entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.wire_name.clone(), i))
-            .collect();
-        let offer = Offer {
-            generation: view.generation,
-            version: a.version,
-            set: Arc::new(set),
-            vault: Arc::new(allowed_vault(&a, None)),
-            hosts: Arc::new(allowed_hosts(&a, None)),
-        };
-        self.offered_cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(agent.clone(), offer.clone());
-        Ok((a, offer))
     }
 
     fn new_call_id(&self) -> String {
@@ -762,17 +287,26 @@ impl Dispatcher {
             },
             None => None,
         };
-        let tool = match &entry.target {
+        // A built-in's declaration is in the table; a registered tool's in the registry.
+        type Found<'r> = (
+            &'r RegisteredTool,
+            Option<Builtin>,
+            Option<&'r Arc<RegisteredTool>>,
+        );
+        let (tool, builtin, registered): Found<'_> = match &entry.target {
             Target::Skill(name) => {
                 // 2. Arguments against the skill's inputs happen inside load_skill.
                 return Box::pin(self.activate(&a, session, name, Some(args.clone()), call_id))
                     .await;
             }
-            Target::Tool(name) => self
-                .registry
-                .get(name)
-                .cloned()
-                .expect("offered tools are registered"),
+            Target::Builtin(b) => (b.tool(), Some(*b), None),
+            Target::Tool(name) => {
+                let t = self
+                    .registry
+                    .get(name)
+                    .expect("offered tools are registered");
+                (t, None, Some(t))
+            }
         };
         let d = &tool.decl;
         // 2. Arguments.
@@ -834,59 +368,17 @@ impl Dispatcher {
                 }
             }
         }
-        // Built-ins run in the runtime itself; load_skill keeps its typed refusals.
-        if d.name == "load_skill" {
-            let name = args
-                .get("name")
-                .and_then(|v| v.as_str())
-                .unwrap_or_default();
-            return Box::pin(self.activate(
-                &a,
-                session,
-                name,
-                args.get("arguments").cloned(),
-                call_id,
-            ))
-            .await;
-        }
-        if is_builtin(&d.name) {
-            let ctx = crate::builtin::Builtin {
+        // Built-ins run in the runtime itself.
+        if let Some(b) = builtin {
+            let call = builtins::BuiltinCall {
                 dispatcher: self,
                 agent: &a,
                 session,
                 call_id,
-                driving: run.is_some(),
             };
-            let redactor = self.redactor();
-            return Ok(match Box::pin(ctx.run(&d.name, args)).await? {
-                Ok(v) => {
-                    let (result, tokens, truncated) = cap_tokens(
-                        redactor.redact_json_owned(v),
-                        a.config.policies.max_result_tokens,
-                        &redactor,
-                    );
-                    CallOutcome::Done {
-                        call_id: call_id.to_owned(),
-                        result,
-                        tokens,
-                        truncated,
-                    }
-                }
-                Err(e) => match e.rule {
-                    Some(rule) => CallOutcome::Refused {
-                        call_id: call_id.to_owned(),
-                        rule,
-                        message: redactor.redact(&e.message).into_owned(),
-                    },
-                    None => CallOutcome::Failed {
-                        call_id: call_id.to_owned(),
-                        message: redactor.redact(&e.message).into_owned(),
-                        rule: None,
-                        failure: e.kind,
-                    },
-                },
-            });
+            return Box::pin(b.run(&call, args)).await;
         }
+        let tool = registered.expect("not a built-in: registered").clone();
         // 4. Handler lookup.
         let Some(handler) = tool.handler.clone() else {
             return refuse(
@@ -1068,242 +560,6 @@ impl Dispatcher {
         }
         got
     }
-
-    /// A loaded skill as the call's outcome (redacted, counted).
-    fn loaded(
-        &self,
-        r: crate::runtime::LoadResult,
-        call_id: &str,
-    ) -> Result<CallOutcome, RuntimeError> {
-        let text = self.redactor().redact(&r.content).into_owned();
-        Ok(CallOutcome::Done {
-            call_id: call_id.to_owned(),
-            tokens: tokens::count(&text),
-            result: serde_json::Value::String(text),
-            truncated: false,
-        })
-    }
-
-    /// `load_skill` as a dispatched call: activation opens a run (the skill now drives).
-    pub(crate) async fn activate(
-        &self,
-        agent: &Agent,
-        session: &str,
-        name: &str,
-        args: Option<serde_json::Value>,
-        call_id: &str,
-    ) -> Result<CallOutcome, RuntimeError> {
-        let driving = self
-            .driving_run(&agent.name, session)
-            .await?
-            .map(|o| (o.skill_id, o.rev));
-        match self
-            .runtime
-            .load_skill_with_run(
-                &agent.name,
-                session,
-                name,
-                args.as_ref(),
-                Some(driving),
-                Some(&self.redactor()),
-            )
-            .await
-        {
-            Ok((r, Some(_))) => {
-                // A first activation opened the skill's run with its activation.
-                self.refresh_run(session).await?;
-                self.loaded(r, call_id)
-            }
-            Ok((r, None)) => {
-                // The skill drives from now on, unless its run is the one already open (a
-                // skill loaded again after it finished, or after another took over, drives
-                // again).
-                if r.already_active
-                    && let Some(e) = self
-                        .runtime
-                        .store
-                        .index()
-                        .resolve(&agent.name, name)
-                        .cloned()
-                    && driving != Some((e.id, e.active_rev))
-                {
-                    self.runtime
-                        .store
-                        .start_run(session, &agent.name, &e)
-                        .await?;
-                    self.refresh_run(session).await?;
-                }
-                self.loaded(r, call_id)
-            }
-            Err(RuntimeError::InvalidArguments { name, problems }) => Ok(CallOutcome::Refused {
-                call_id: call_id.to_owned(),
-                rule: Rule::InvalidArguments,
-                message: format!(
-                    "arguments for skill '{name}' do not match its inputs: {problems}"
-                ),
-            }),
-            Err(e @ (RuntimeError::UnknownSkill { .. } | RuntimeError::Eager(_))) => {
-                Ok(CallOutcome::Refused {
-                    call_id: call_id.to_owned(),
-                    rule: Rule::NotOffered,
-                    message: e.to_string(),
-                })
-            }
-            Err(e) => Err(e),
-        }
-    }
-}
-
-/// What is left to do after a tool ran: record the refusals raised inside it, and count the
-/// call in the driving skill's run (ending the run after too many failed calls).
-struct AfterCall<'a> {
-    runtime: &'a Runtime,
-    sink: &'a EventSink,
-    redactor: &'a Redactor,
-    state: &'a SessionState,
-    agent: &'a AgentName,
-    session: &'a str,
-    call_id: &'a str,
-    tool: &'a str,
-    run_id: Option<i64>,
-    failure_threshold: u32,
-}
-
-impl AfterCall<'_> {
-    async fn finish(
-        self,
-        outcome: CallOutcome,
-        refusals: &Mutex<Vec<InnerRefusal>>,
-    ) -> CallOutcome {
-        // Refusals raised inside the tool are recorded, even when the tool went on without
-        // what it was refused and succeeded. When one stopped the tool, the call's outcome is
-        // that refusal and its own `call_refused` event records it.
-        let inner: Vec<InnerRefusal> = refusals.lock().map(|r| r.clone()).unwrap_or_default();
-        let skip = usize::from(matches!(outcome, CallOutcome::Refused { .. }));
-        for r in inner.iter().skip(skip) {
-            self.sink
-                .record(NewEvent {
-                    kind: "call_refused".into(),
-                    agent: Some(self.agent.to_string()),
-                    session: Some(self.session.to_owned()),
-                    data: self.redactor.redact_json_owned(serde_json::json!({
-                        "call_id": self.call_id,
-                        "tool": self.tool,
-                        "rule": r.rule,
-                        "message": r.message,
-                        "inner": true,
-                    })),
-                    ..NewEvent::default()
-                })
-                .await;
-        }
-        if let Some(run) = self.run_id {
-            // Boxed: the database futures stay out of the call's state. A refusal raised inside
-            // the tool (the tool ran and was stopped by the envelope) counts as a failed call of
-            // the run, as a failure does: a skill that keeps reaching outside its envelope ends.
-            let failed = matches!(
-                outcome,
-                CallOutcome::Failed { .. } | CallOutcome::Refused { .. }
-            );
-            Box::pin(self.count_in_run(run, failed)).await;
-        }
-        outcome
-    }
-
-    async fn count_in_run(&self, run: i64, failed: bool) {
-        if !failed {
-            // Written behind, in the event writer's next transaction.
-            self.sink.count_call(run).await;
-            return;
-        }
-        // A failure is counted now, with the calls still queued, so that the limit below reads
-        // the run's true counters.
-        self.sink.flush().await;
-        let store = &self.runtime.store;
-        let _ = store.count_call(run, true).await;
-        if let Ok(Some(r)) = store.open_run(self.session).await
-            && r.id == run
-            && r.failed_calls >= FAILED_CALLS_PER_RUN
-        {
-            let _ = end_run_and_check_drift(
-                self.runtime,
-                self.agent,
-                r.id,
-                "failure",
-                &format!("{} calls failed (last: {})", r.failed_calls, self.tool),
-                self.failure_threshold,
-            )
-            .await;
-            *self.state.run.lock().unwrap_or_else(|p| p.into_inner()) = Some(None);
-        }
-    }
-}
-
-/// `format!("call-{ms:x}-{n}")`, written by hand (it runs on every call).
-fn call_id_text(ms: u128, n: u64) -> String {
-    let mut id = String::with_capacity(48);
-    id.push_str("call-");
-    let mut digits = [0u8; 40];
-    let mut k = digits.len();
-    let mut v = ms;
-    loop {
-        k -= 1;
-        digits[k] = b"0123456789abcdef"[(v & 0xf) as usize];
-        v >>= 4;
-        if v == 0 {
-            break;
-        }
-    }
-    id.push_str(std::str::from_utf8(&digits[k..]).expect("hex digits"));
-    id.push('-');
-    let mut k = digits.len();
-    let mut v = n;
-    loop {
-        k -= 1;
-        digits[k] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    id.push_str(std::str::from_utf8(&digits[k..]).expect("decimal digits"));
-    id
-}
-
-/// End a run and disable the revision when it has failed `threshold` times in a row.
-pub async fn end_run_and_check_drift(
-    runtime: &Runtime,
-    agent: &AgentName,
-    run: i64,
-    outcome: &str,
-    note: &str,
-    threshold: u32,
-) -> Result<(RunRecord, bool), RuntimeError> {
-    let (rec, streak) = runtime.store.end_run(run, outcome, note).await?;
-    let mut disabled = false;
-    if outcome == "failure" && streak >= i64::from(threshold.max(1)) {
-        let scope: Scope = rec.scope.parse().map_err(RuntimeError::Invalid)?;
-        if let Some(e) = runtime.store.index().get(&scope, &rec.skill)
-            && e.active_rev == rec.rev
-            && e.status == Status::Active
-        {
-            runtime
-                .store
-                .set_status(
-                    &scope,
-                    &rec.skill,
-                    skillbase_store::StatusChange::Disable,
-                    &Author::AgentInline(agent.clone()),
-                    serde_json::json!({
-                        "drift": format!("revision {} failed {streak} runs in a row (threshold {threshold})", rec.rev),
-                        "last_note": note,
-                    }),
-                )
-                .await?;
-            disabled = true;
-        }
-    }
-    Ok((rec, disabled))
 }
 
 async fn run_tool(
@@ -1318,11 +574,9 @@ async fn run_tool(
     let refusals = ctx.refusals.clone();
     let deadline = ctx.deadline;
     let res = tokio::time::timeout(deadline, handler.call(ctx, args)).await;
-    let inner: Vec<InnerRefusal> = refusals.lock().map(|r| r.clone()).unwrap_or_default();
-    let inner_rule = inner.first().map(|r| match r.rule.as_str() {
-        "vault_not_allowed" => Rule::VaultNotAllowed,
-        _ => Rule::DestinationNotAllowed,
-    });
+    // A refusal raised inside the tool (a vault entry or destination outside the envelope)
+    // that stopped it is a refusal, as the gate's are: one outcome for one kind of event.
+    let inner_rule = refusals.lock().ok().and_then(|r| r.first().map(|r| r.rule));
     match res {
         Err(_) => CallOutcome::Failed {
             call_id,
@@ -1335,134 +589,10 @@ async fn run_tool(
             rule: Some(Rule::Timeout),
             failure: None,
         },
-        // A refusal raised inside the tool (a vault entry or destination outside the envelope)
-        // that stopped it is a refusal, as the gate's are: one outcome for one kind of event.
-        Ok(Err(e)) => match inner_rule {
-            Some(rule) => CallOutcome::Refused {
-                call_id,
-                rule,
-                message: redactor.redact(&e.message).into_owned(),
-            },
-            None => CallOutcome::Failed {
-                call_id,
-                message: redactor.redact(&e.message).into_owned(),
-                rule: None,
-                failure: e.kind,
-            },
-        },
-        Ok(Ok(value)) => {
-            let value = redactor.redact_json_owned(value);
-            let (value, tokens, truncated) = cap_tokens(value, max_tokens, &redactor);
-            CallOutcome::Done {
-                call_id,
-                result: value,
-                tokens,
-                truncated,
-            }
+        Ok(Err(mut e)) if e.rule.is_none() => {
+            e.rule = inner_rule;
+            from_tool_result(&call_id, Err(e), &redactor, max_tokens)
         }
-    }
-}
-
-/// One argument problem for a message: where, and what the schema wants, with the value the
-/// caller sent masked (a message that quotes input, redacted or not, would tell the caller
-/// whether the input held a secret).
-pub(crate) fn schema_problem(e: &jsonschema::ValidationError<'_>) -> String {
-    let p = e.instance_path().to_string();
-    let text = e.masked_with("the value").to_string();
-    if p.is_empty() {
-        text
-    } else {
-        format!("at {p}: {text}")
-    }
-}
-
-/// Cut a (redacted) result to `max` tokens (as text, with a marker) when it is larger; the cut
-/// never ends in the first characters of a secret.
-pub fn cap_tokens(
-    value: serde_json::Value,
-    max: u32,
-    redactor: &Redactor,
-) -> (serde_json::Value, u32, bool) {
-    let rendered;
-    let text: &str = match &value {
-        serde_json::Value::String(s) => s,
-        other => {
-            rendered = other.to_string();
-            &rendered
-        }
-    };
-    let n = tokens::count(text);
-    if n <= max {
-        return (value, n, false);
-    }
-    let cut = tokens::truncate(text, max);
-    let cut = redactor.trim_partial(&cut);
-    let out =
-        format!("{cut}\n[truncated: the result had {n} tokens, over this agent's limit of {max}]");
-    let t = tokens::count(&out);
-    (serde_json::Value::String(out), t, true)
-}
-
-/// Whether `name` is one of the built-in tools: the names of [`crate::builtin::declarations`],
-/// the one list of them.
-pub(crate) fn is_builtin(name: &str) -> bool {
-    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    NAMES
-        .get_or_init(|| {
-            crate::builtin::declarations()
-                .into_iter()
-                .map(|d| d.name)
-                .collect()
-        })
-        .iter()
-        .any(|n| n == name)
-}
-
-fn builtins(mut r: Registry) -> Registry {
-    for decl in crate::builtin::declarations() {
-        if r.get(&decl.name).is_none() {
-            let _ = r.register(decl, None);
-        }
-    }
-    r
-}
-
-/// Tool declarations from the `[[tools]]` tables of `skillbase.toml`.
-pub fn decls_from_tables(tables: &[toml::Table]) -> Result<Vec<ToolDecl>, String> {
-    tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            ToolDecl::deserialize(toml::Value::Table(t.clone()))
-                .map_err(|e| format!("[[tools]] entry {}: {e}", i + 1))
-        })
-        .collect()
-}
-
-/// Parse a tool declaration list from TOML (`[[tools]]` tables).
-pub fn decls_from_toml(text: &str) -> Result<Vec<ToolDecl>, String> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct File {
-        #[serde(default)]
-        tools: Vec<ToolDecl>,
-    }
-    let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
-    Ok(f.tools)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn call_ids_read_as_before() {
-        for (ms, n) in [
-            (0u128, 0u64),
-            (1, 1),
-            (0x19a_c0ff_ee12, 42),
-            (u128::MAX, u64::MAX),
-            (1_790_000_000_000, 1_000_000),
-        ] {
-            assert_eq!(super::call_id_text(ms, n), format!("call-{ms:x}-{n}"));
-        }
+        Ok(res) => from_tool_result(&call_id, res, &redactor, max_tokens),
     }
 }

@@ -1,0 +1,256 @@
+//! What a call comes to: the refusal rules, the outcome, how results are capped, and call ids.
+
+use crate::redact::Redactor;
+use crate::tokens;
+use crate::tool::ToolError;
+use serde::Serialize;
+
+/// Why a call was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// The name is not in the agent's offered set (or the skill is not loadable).
+    NotOffered,
+    /// The arguments do not match the tool's parameters (or the skill's inputs).
+    InvalidArguments,
+    /// The tool's class is not granted to the agent.
+    ClassNotGranted,
+    /// A skill drives the session and its revision does not declare the tool's class.
+    ClassNotDeclared,
+    /// An authoring tool was called while a skill drives the session.
+    SkillCannotModify,
+    /// The skill driving the session was retired or disabled since it was loaded.
+    DrivingSkillInactive,
+    /// The tool is declared but nothing in this process runs it.
+    NoHandler,
+    /// The agent already has `max_calls_in_flight` calls running.
+    TooManyInFlight,
+    /// The session used its `max_network_calls_per_session`.
+    NetworkBudget,
+    /// A detached call of an `immediate` tool.
+    CannotDetach,
+    /// The call ran past its cost class's limit and was cancelled.
+    Timeout,
+    /// A vault entry outside granted ∩ declared was asked for inside the tool.
+    VaultNotAllowed,
+    /// A destination outside granted ∩ declared was asked for inside the tool.
+    DestinationNotAllowed,
+    /// An authoring tool was asked for a skill declaring capabilities the agent is not granted
+    /// (and the install does not hold such skills for review).
+    CapabilitiesNotGranted,
+}
+
+impl Rule {
+    /// The rule's name, as events, problem documents and messages spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::NotOffered => "not_offered",
+            Rule::InvalidArguments => "invalid_arguments",
+            Rule::ClassNotGranted => "class_not_granted",
+            Rule::ClassNotDeclared => "class_not_declared",
+            Rule::SkillCannotModify => "skill_cannot_modify",
+            Rule::DrivingSkillInactive => "driving_skill_inactive",
+            Rule::NoHandler => "no_handler",
+            Rule::TooManyInFlight => "too_many_in_flight",
+            Rule::NetworkBudget => "network_budget",
+            Rule::CannotDetach => "cannot_detach",
+            Rule::Timeout => "timeout",
+            Rule::VaultNotAllowed => "vault_not_allowed",
+            Rule::DestinationNotAllowed => "destination_not_allowed",
+            Rule::CapabilitiesNotGranted => "capabilities_not_granted",
+        }
+    }
+}
+
+/// What one call came to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The tool ran; `result` is capped and redacted.
+    Done {
+        call_id: String,
+        result: serde_json::Value,
+        tokens: u32,
+        truncated: bool,
+    },
+    /// A slow call runs apart; its result arrives as a `call_finished` event (see
+    /// [`Dispatcher::wait`]).
+    Started { call_id: String },
+    /// The call never ran.
+    Refused {
+        call_id: String,
+        rule: Rule,
+        message: String,
+    },
+    /// The tool ran and failed (or a refusal was raised inside it).
+    Failed {
+        call_id: String,
+        message: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rule: Option<Rule>,
+        /// What kind of failure, when the tool says (`stale`, `conflict`, `not_found`, ...).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        failure: Option<crate::tool::Failure>,
+    },
+}
+
+impl CallOutcome {
+    /// The id of the call this outcome belongs to.
+    pub fn call_id(&self) -> &str {
+        match self {
+            CallOutcome::Done { call_id, .. }
+            | CallOutcome::Started { call_id }
+            | CallOutcome::Refused { call_id, .. }
+            | CallOutcome::Failed { call_id, .. } => call_id,
+        }
+    }
+
+    /// The text to give the model.
+    pub fn for_model(&self) -> String {
+        match self {
+            CallOutcome::Done { result, .. } => match result {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
+            CallOutcome::Started { call_id } => {
+                format!("started as call {call_id}; the result will arrive as an event")
+            }
+            CallOutcome::Refused { rule, message, .. } => {
+                format!("refused ({}): {message}", rule.as_str())
+            }
+            CallOutcome::Failed { message, .. } => format!("failed: {message}"),
+        }
+    }
+}
+
+/// How to run a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallMode {
+    /// Wait for the result.
+    #[default]
+    Wait,
+    /// For `seconds` and `tens_of_seconds` tools: answer at once with a call id.
+    Detach,
+}
+
+/// A tool's result as the call's outcome: a value is redacted and capped at `max_tokens`; an
+/// error is redacted, and is a refusal when the tool refused by a rule of the envelope.
+pub(crate) fn from_tool_result(
+    call_id: &str,
+    res: Result<serde_json::Value, ToolError>,
+    redactor: &Redactor,
+    max_tokens: u32,
+) -> CallOutcome {
+    match res {
+        Ok(value) => {
+            let (result, tokens, truncated) =
+                cap_tokens(redactor.redact_json_owned(value), max_tokens, redactor);
+            CallOutcome::Done {
+                call_id: call_id.to_owned(),
+                result,
+                tokens,
+                truncated,
+            }
+        }
+        Err(e) => match e.rule {
+            Some(rule) => CallOutcome::Refused {
+                call_id: call_id.to_owned(),
+                rule,
+                message: redactor.redact(&e.message).into_owned(),
+            },
+            None => CallOutcome::Failed {
+                call_id: call_id.to_owned(),
+                message: redactor.redact(&e.message).into_owned(),
+                rule: None,
+                failure: e.kind,
+            },
+        },
+    }
+}
+
+/// One argument problem for a message: where, and what the schema wants, with the value the
+/// caller sent masked (a message that quotes input, redacted or not, would tell the caller
+/// whether the input held a secret).
+pub(crate) fn schema_problem(e: &jsonschema::ValidationError<'_>) -> String {
+    let p = e.instance_path().to_string();
+    let text = e.masked_with("the value").to_string();
+    if p.is_empty() {
+        text
+    } else {
+        format!("at {p}: {text}")
+    }
+}
+
+/// Cut a (redacted) result to `max` tokens (as text, with a marker) when it is larger; the cut
+/// never ends in the first characters of a secret.
+pub fn cap_tokens(
+    value: serde_json::Value,
+    max: u32,
+    redactor: &Redactor,
+) -> (serde_json::Value, u32, bool) {
+    let rendered;
+    let text: &str = match &value {
+        serde_json::Value::String(s) => s,
+        other => {
+            rendered = other.to_string();
+            &rendered
+        }
+    };
+    let n = tokens::count(text);
+    if n <= max {
+        return (value, n, false);
+    }
+    let cut = tokens::truncate(text, max);
+    let cut = redactor.trim_partial(&cut);
+    let out =
+        format!("{cut}\n[truncated: the result had {n} tokens, over this agent's limit of {max}]");
+    let t = tokens::count(&out);
+    (serde_json::Value::String(out), t, true)
+}
+
+/// `format!("call-{ms:x}-{n}")`, written by hand (it runs on every call).
+pub(crate) fn call_id_text(ms: u128, n: u64) -> String {
+    let mut id = String::with_capacity(48);
+    id.push_str("call-");
+    let mut digits = [0u8; 40];
+    let mut k = digits.len();
+    let mut v = ms;
+    loop {
+        k -= 1;
+        digits[k] = b"0123456789abcdef"[(v & 0xf) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    id.push_str(std::str::from_utf8(&digits[k..]).expect("hex digits"));
+    id.push('-');
+    let mut k = digits.len();
+    let mut v = n;
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    id.push_str(std::str::from_utf8(&digits[k..]).expect("decimal digits"));
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn call_ids_read_as_before() {
+        for (ms, n) in [
+            (0u128, 0u64),
+            (1, 1),
+            (0x19a_c0ff_ee12, 42),
+            (u128::MAX, u64::MAX),
+            (1_790_000_000_000, 1_000_000),
+        ] {
+            assert_eq!(super::call_id_text(ms, n), format!("call-{ms:x}-{n}"));
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! Runs: a skill drives a session from its activation until it finishes, is superseded, or
+//! fails too often. Here are the session's cached run, the driving revision (active or pinned),
+//! activation as a call, what happens after each call, and [`RunEnd`], the one way a run ends.
+
+use super::Dispatcher;
+use super::outcome::{CallOutcome, Rule};
+use crate::events::EventSink;
+use crate::redact::Redactor;
+use crate::runtime::{Runtime, RuntimeError};
+use crate::tokens;
+use crate::tool::InnerRefusal;
+use skillbase_format::SkillMeta;
+use skillbase_store::{Agent, AgentName, Author, NewEvent, RunRecord, Scope, SkillEntry, Status};
+use std::sync::{Arc, Mutex};
+
+/// Failed calls after which a skill's run ends as a failure.
+pub const FAILED_CALLS_PER_RUN: i64 = 2;
+
+/// A session as the dispatcher uses it: the runtime's one session cache entry (its agent, its
+/// activations, the run that drives it, the pinned revision's capabilities, the network count).
+/// Sessions are served by one process at a time (sticky); their state is loaded once and kept
+/// current by this process's own writes.
+pub(super) type SessionState = crate::runtime::OpenSession;
+
+/// The open run of a loaded session.
+pub(super) fn run_of(s: &SessionState) -> Option<RunRecord> {
+    s.run
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .flatten()
+}
+
+/// The skill driving a call: the run's skill at the revision the run activated.
+pub(super) struct Driver {
+    pub(super) name: String,
+    pub(super) rev: i64,
+    revision: Revision,
+}
+
+/// Where the driving revision's frontmatter is: the index entry (the run's revision is still the
+/// active one), or read from the store (an older revision, pinned for the run).
+enum Revision {
+    Active(Arc<SkillEntry>),
+    Pinned(Arc<SkillMeta>),
+}
+
+impl Driver {
+    pub(super) fn meta(&self) -> &SkillMeta {
+        match &self.revision {
+            Revision::Active(e) => &e.meta,
+            Revision::Pinned(m) => m,
+        }
+    }
+}
+
+impl Dispatcher {
+    /// The session's state, loaded once (the session is created if new): the runtime's session
+    /// cache entry, with its driving run read on first use.
+    pub(super) async fn session(
+        &self,
+        agent: &AgentName,
+        session: &str,
+    ) -> Result<Arc<SessionState>, RuntimeError> {
+        if let Some(s) = self.runtime.cached(session)
+            && s.agent == *agent
+            && s.run.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        {
+            return Ok(s);
+        }
+        // Boxed: the database futures stay out of every caller's state.
+        Box::pin(self.load_session(agent, session)).await
+    }
+
+    async fn load_session(
+        &self,
+        agent: &AgentName,
+        session: &str,
+    ) -> Result<Arc<SessionState>, RuntimeError> {
+        let state = self.runtime.open(agent, session).await?;
+        let loaded = state
+            .run
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        if !loaded {
+            let run = self.runtime.store.open_run(session).await?;
+            let mut slot = state.run.lock().unwrap_or_else(|p| p.into_inner());
+            // A concurrent first call may have read it meanwhile: the same row either way.
+            if slot.is_none() {
+                *slot = Some(run);
+            }
+        }
+        Ok(state)
+    }
+
+    /// Re-read the session's open run after it changed.
+    pub(crate) async fn refresh_run(&self, session: &str) -> Result<(), RuntimeError> {
+        let run = self.runtime.store.open_run(session).await?;
+        if let Some(s) = self.runtime.cached(session) {
+            *s.run.lock().unwrap_or_else(|p| p.into_inner()) = Some(run);
+        }
+        Ok(())
+    }
+
+    /// The skill a run drives with, at the revision the run activated: `Ok(None)` when the
+    /// skill is no longer active (fail closed), `Ok(Some)` when the run's revision is the active
+    /// one (the common case, from the index, without waiting), and `Err(entry)` when an older
+    /// revision must be read ([`Dispatcher::pinned_driver`]).
+    pub(super) fn active_driver(
+        &self,
+        agent: &AgentName,
+        r: &RunRecord,
+    ) -> Result<Option<Driver>, Arc<SkillEntry>> {
+        let index = self.runtime.store.index();
+        let Some(e) = index.resolve(agent, &r.skill) else {
+            return Ok(None);
+        };
+        if e.status != Status::Active || e.id != r.skill_id {
+            return Ok(None);
+        }
+        if e.active_rev != r.rev {
+            return Err(e.clone());
+        }
+        Ok(Some(Driver {
+            name: e.name.clone(),
+            rev: r.rev,
+            revision: Revision::Active(e.clone()),
+        }))
+    }
+
+    /// The driver at a revision older than the active one: read from the store once per run.
+    pub(super) async fn pinned_driver(
+        &self,
+        state: &SessionState,
+        r: &RunRecord,
+        e: &SkillEntry,
+    ) -> Result<Driver, RuntimeError> {
+        let cached = state
+            .pinned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .filter(|(id, _)| *id == r.id)
+            .map(|(_, m)| m.clone());
+        let meta = match cached {
+            Some(m) => m,
+            None => {
+                let (_, bundle) = self
+                    .runtime
+                    .store
+                    .bundle(&e.scope, &e.name, Some(r.rev))
+                    .await?;
+                let text = std::str::from_utf8(&bundle.skill_md().bytes).map_err(|_| {
+                    RuntimeError::Invalid(format!(
+                        "revision {} of '{}' is not UTF-8",
+                        r.rev, e.name
+                    ))
+                })?;
+                let meta = skillbase_format::SkillMd::parse(text, &Default::default())
+                    .ok()
+                    .and_then(|md| SkillMeta::from_md(&md))
+                    .ok_or_else(|| {
+                        RuntimeError::Invalid(format!(
+                            "revision {} of '{}' cannot be read",
+                            r.rev, e.name
+                        ))
+                    })?;
+                let meta = Arc::new(meta);
+                *state.pinned.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((r.id, meta.clone()));
+                meta
+            }
+        };
+        Ok(Driver {
+            name: e.name.clone(),
+            rev: r.rev,
+            revision: Revision::Pinned(meta),
+        })
+    }
+
+    /// The run driving a session, if any.
+    pub async fn driving_run(
+        &self,
+        agent: &AgentName,
+        session: &str,
+    ) -> Result<Option<RunRecord>, RuntimeError> {
+        let s = self.session(agent, session).await?;
+        Ok(run_of(&s))
+    }
+
+    /// End the session's driving run on the harness's word (`success` or `failure`); returns
+    /// the run and whether its revision was disabled for drift.
+    pub async fn finish_run(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        outcome: &str,
+        note: &str,
+    ) -> Result<Option<(RunRecord, bool)>, RuntimeError> {
+        let a = self.agent(agent)?;
+        let state = self.session(agent, session).await?;
+        let Some(run) = run_of(&state) else {
+            return Ok(None);
+        };
+        let r = RunEnd {
+            runtime: &self.runtime,
+            sink: &self.events,
+            redactor: &self.redactor(),
+            state: &state,
+            agent,
+        }
+        .end(run.id, outcome, note, a.config.policies.failure_threshold)
+        .await?;
+        Ok(Some(r))
+    }
+
+    /// A loaded skill as the call's outcome (redacted, counted).
+    fn loaded(
+        &self,
+        r: crate::runtime::LoadResult,
+        call_id: &str,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let text = self.redactor().redact(&r.content).into_owned();
+        Ok(CallOutcome::Done {
+            call_id: call_id.to_owned(),
+            tokens: tokens::count(&text),
+            result: serde_json::Value::String(text),
+            truncated: false,
+        })
+    }
+
+    /// `load_skill` as a dispatched call: activation opens a run (the skill now drives).
+    pub(crate) async fn activate(
+        &self,
+        agent: &Agent,
+        session: &str,
+        name: &str,
+        args: Option<serde_json::Value>,
+        call_id: &str,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let driving = self
+            .driving_run(&agent.name, session)
+            .await?
+            .map(|o| (o.skill_id, o.rev));
+        match self
+            .runtime
+            .load_skill_with_run(
+                &agent.name,
+                session,
+                name,
+                args.as_ref(),
+                Some(driving),
+                Some(&self.redactor()),
+            )
+            .await
+        {
+            Ok((r, Some(_))) => {
+                // A first activation opened the skill's run with its activation.
+                self.refresh_run(session).await?;
+                self.loaded(r, call_id)
+            }
+            Ok((r, None)) => {
+                // The skill drives from now on, unless its run is the one already open (a
+                // skill loaded again after it finished, or after another took over, drives
+                // again).
+                if r.already_active
+                    && let Some(e) = self
+                        .runtime
+                        .store
+                        .index()
+                        .resolve(&agent.name, name)
+                        .cloned()
+                    && driving != Some((e.id, e.active_rev))
+                {
+                    self.runtime
+                        .store
+                        .start_run(session, &agent.name, &e)
+                        .await?;
+                    self.refresh_run(session).await?;
+                }
+                self.loaded(r, call_id)
+            }
+            Err(RuntimeError::InvalidArguments { name, problems }) => Ok(CallOutcome::Refused {
+                call_id: call_id.to_owned(),
+                rule: Rule::InvalidArguments,
+                message: format!(
+                    "arguments for skill '{name}' do not match its inputs: {problems}"
+                ),
+            }),
+            Err(e @ (RuntimeError::UnknownSkill { .. } | RuntimeError::Eager(_))) => {
+                Ok(CallOutcome::Refused {
+                    call_id: call_id.to_owned(),
+                    rule: Rule::NotOffered,
+                    message: e.to_string(),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What is left to do after a tool ran: record the refusals raised inside it, and count the
+/// call in the driving skill's run (ending the run after too many failed calls).
+pub(super) struct AfterCall<'a> {
+    pub(super) runtime: &'a Runtime,
+    pub(super) sink: &'a EventSink,
+    pub(super) redactor: &'a Redactor,
+    pub(super) state: &'a SessionState,
+    pub(super) agent: &'a AgentName,
+    pub(super) session: &'a str,
+    pub(super) call_id: &'a str,
+    pub(super) tool: &'a str,
+    pub(super) run_id: Option<i64>,
+    pub(super) failure_threshold: u32,
+}
+
+impl AfterCall<'_> {
+    pub(super) async fn finish(
+        self,
+        outcome: CallOutcome,
+        refusals: &Mutex<Vec<InnerRefusal>>,
+    ) -> CallOutcome {
+        // Refusals raised inside the tool are recorded, even when the tool went on without
+        // what it was refused and succeeded. When one stopped the tool, the call's outcome is
+        // that refusal and its own `call_refused` event records it.
+        let inner: Vec<InnerRefusal> = refusals.lock().map(|r| r.clone()).unwrap_or_default();
+        let skip = usize::from(matches!(outcome, CallOutcome::Refused { .. }));
+        for r in inner.iter().skip(skip) {
+            self.sink
+                .record(NewEvent {
+                    kind: "call_refused".into(),
+                    agent: Some(self.agent.to_string()),
+                    session: Some(self.session.to_owned()),
+                    data: self.redactor.redact_json_owned(serde_json::json!({
+                        "call_id": self.call_id,
+                        "tool": self.tool,
+                        "rule": r.rule,
+                        "message": r.message,
+                        "inner": true,
+                    })),
+                    ..NewEvent::default()
+                })
+                .await;
+        }
+        if let Some(run) = self.run_id {
+            // Boxed: the database futures stay out of the call's state. A refusal raised inside
+            // the tool (the tool ran and was stopped by the envelope) counts as a failed call of
+            // the run, as a failure does: a skill that keeps reaching outside its envelope ends.
+            let failed = matches!(
+                outcome,
+                CallOutcome::Failed { .. } | CallOutcome::Refused { .. }
+            );
+            Box::pin(self.count_in_run(run, failed)).await;
+        }
+        outcome
+    }
+
+    async fn count_in_run(&self, run: i64, failed: bool) {
+        if !failed {
+            // Written behind, in the event writer's next transaction.
+            self.sink.count_call(run).await;
+            return;
+        }
+        // A failure is counted now, with the calls still queued, so that the limit below reads
+        // the run's true counters.
+        self.sink.flush().await;
+        let store = &self.runtime.store;
+        let _ = store.count_call(run, true).await;
+        if let Ok(Some(r)) = store.open_run(self.session).await
+            && r.id == run
+            && r.failed_calls >= FAILED_CALLS_PER_RUN
+        {
+            // The run is over whatever the store says next; the failure is in its counters.
+            let _ = RunEnd {
+                runtime: self.runtime,
+                sink: self.sink,
+                redactor: self.redactor,
+                state: self.state,
+                agent: self.agent,
+            }
+            .end(
+                r.id,
+                "failure",
+                &format!("{} calls failed (last: {})", r.failed_calls, self.tool),
+                self.failure_threshold,
+            )
+            .await;
+        }
+    }
+}
+
+/// The one way a run ends — `skill_finish`, the harness's [`Dispatcher::finish_run`], and the
+/// failed-call limit all come here: the note is redacted (it is kept with the run and in
+/// events), the run's queued counters are written first, the run is closed with its outcome,
+/// the revision is disabled when it has failed `threshold` runs in a row (drift), and the
+/// session's cached run says no skill drives it any more.
+pub(super) struct RunEnd<'a> {
+    pub(super) runtime: &'a Runtime,
+    pub(super) sink: &'a EventSink,
+    pub(super) redactor: &'a Redactor,
+    pub(super) state: &'a SessionState,
+    pub(super) agent: &'a AgentName,
+}
+
+impl RunEnd<'_> {
+    /// End `run` as `outcome` (`success` or `failure`); returns the run and whether its
+    /// revision was disabled for drift.
+    pub(super) async fn end(
+        self,
+        run: i64,
+        outcome: &str,
+        note: &str,
+        threshold: u32,
+    ) -> Result<(RunRecord, bool), RuntimeError> {
+        let note = self.redactor.redact(note);
+        // The run's counters are complete before it ends.
+        self.sink.flush().await;
+        let store = &self.runtime.store;
+        let (rec, streak) = store.end_run(run, outcome, &note).await?;
+        {
+            let mut slot = self.state.run.lock().unwrap_or_else(|p| p.into_inner());
+            if slot
+                .as_ref()
+                .is_none_or(|r| r.as_ref().is_none_or(|r| r.id == run))
+            {
+                *slot = Some(None);
+            }
+        }
+        let mut disabled = false;
+        if outcome == "failure" && streak >= i64::from(threshold.max(1)) {
+            let scope: Scope = rec.scope.parse().map_err(RuntimeError::Invalid)?;
+            if let Some(e) = store.index().get(&scope, &rec.skill)
+                && e.active_rev == rec.rev
+                && e.status == Status::Active
+            {
+                store
+                    .set_status(
+                        &scope,
+                        &rec.skill,
+                        skillbase_store::StatusChange::Disable,
+                        &Author::AgentInline(self.agent.clone()),
+                        serde_json::json!({
+                            "drift": format!("revision {} failed {streak} runs in a row (threshold {threshold})", rec.rev),
+                            "last_note": note,
+                        }),
+                    )
+                    .await?;
+                disabled = true;
+            }
+        }
+        Ok((rec, disabled))
+    }
+}
