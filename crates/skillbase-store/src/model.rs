@@ -283,12 +283,13 @@ impl StatusChange {
     }
 
     /// The kind of the event the change records.
-    pub fn event_kind(self) -> &'static str {
+    pub fn event_kind(self) -> crate::events::EventKind {
+        use crate::events::EventKind;
         match self {
-            StatusChange::Retire => "retired",
-            StatusChange::Restore => "restored",
-            StatusChange::Disable => "disabled",
-            StatusChange::Enable => "enabled",
+            StatusChange::Retire => EventKind::Retired,
+            StatusChange::Restore => EventKind::Restored,
+            StatusChange::Disable => EventKind::Disabled,
+            StatusChange::Enable => EventKind::Enabled,
         }
     }
 }
