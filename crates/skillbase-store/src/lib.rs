@@ -10,6 +10,7 @@
 //! returns are in [`records`], the kinds of events in [`events`].
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod config;
 pub mod db;

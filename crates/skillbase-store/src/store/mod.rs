@@ -53,6 +53,7 @@ pub struct Store {
     sync: std::sync::Mutex<SyncWindow>,
     /// Ticks after every index swap and agent refresh (servers notify clients from it).
     changed: tokio::sync::watch::Sender<u64>,
+    /// The limits every written bundle must meet.
     pub limits: BundleLimits,
 }
 
@@ -74,10 +75,12 @@ impl Store {
         Ok(store)
     }
 
+    /// `sqlite` or `postgres`.
     pub fn backend(&self) -> &'static str {
         self.db.backend()
     }
 
+    /// Close the database pool.
     pub async fn close(&self) {
         self.db.close().await;
     }

@@ -12,9 +12,13 @@ use skillbase_format::{Bundle, BundleFile, BundleLimits, BundlePath, Digest, Ski
 /// A write of one skill.
 #[derive(Debug, Clone)]
 pub struct PutRequest {
+    /// Where the skill lives.
     pub scope: Scope,
+    /// Its files (SKILL.md names it).
     pub bundle: Bundle,
+    /// Who writes it.
     pub author: Author,
+    /// Why, in the author's words (`model::check_message`).
     pub message: String,
     /// Fail with a conflict unless the latest revision is this one (0: the skill must not exist).
     pub expect_rev: Option<i64>,
@@ -23,9 +27,13 @@ pub struct PutRequest {
 /// What an import did, per skill.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ImportReport {
+    /// The skills the import created.
     pub created: Vec<String>,
+    /// The skills it gave a new revision.
     pub changed: Vec<String>,
+    /// The skills it found as they were.
     pub unchanged: Vec<String>,
+    /// Every write's outcome, in the import's order.
     pub outcomes: Vec<WriteOutcome>,
 }
 
