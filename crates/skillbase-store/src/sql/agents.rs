@@ -9,7 +9,7 @@ use crate::records::NewEvent;
 
 /// The version an agent's configuration gets when written over `existing` (its current version,
 /// `None` if there is no such agent): refused when the write only creates.
-pub(crate) fn next_version(
+fn next_version(
     name: &AgentName,
     existing: Option<i64>,
     create_only: bool,

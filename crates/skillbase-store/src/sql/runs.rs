@@ -8,7 +8,7 @@ use crate::records::{NewEvent, RunRecord, RunStart};
 
 /// How many runs in a row failed, from the latest ended outcomes (newest first) of one
 /// revision.
-pub(crate) fn failures_in_a_row(outcomes: &[Option<String>]) -> i64 {
+fn failures_in_a_row(outcomes: &[Option<String>]) -> i64 {
     outcomes
         .iter()
         .take_while(|o| o.as_deref() == Some("failure"))
@@ -16,7 +16,7 @@ pub(crate) fn failures_in_a_row(outcomes: &[Option<String>]) -> i64 {
 }
 
 /// The answer to ending a run that is not open (ended already, or never opened).
-pub(crate) fn not_open(run: i64) -> StoreError {
+fn not_open(run: i64) -> StoreError {
     StoreError::Invalid(format!("run {run} is not open"))
 }
 

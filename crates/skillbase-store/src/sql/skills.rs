@@ -11,13 +11,13 @@ use crate::sql::events::skill_event;
 
 /// The expected revision, if a write expecting `expect_rev` to be the latest finds `head`
 /// instead (a stale write).
-pub(crate) fn stale(expect_rev: Option<i64>, head: i64) -> Option<i64> {
+fn stale(expect_rev: Option<i64>, head: i64) -> Option<i64> {
     expect_rev.filter(|&expected| expected != head)
 }
 
 /// The answer to a stale write: it names the revision that got there first and its author (the
 /// winner; empty when it was not read).
-pub(crate) fn conflict(name: &str, expected: i64, head: i64, winner: Option<String>) -> StoreError {
+fn conflict(name: &str, expected: i64, head: i64, winner: Option<String>) -> StoreError {
     StoreError::Conflict {
         name: name.to_owned(),
         expected,
@@ -28,11 +28,7 @@ pub(crate) fn conflict(name: &str, expected: i64, head: i64, winner: Option<Stri
 
 /// Whether a write may create a skill that does not exist: not when it expects a revision
 /// (`expect_rev` 0 means "must not exist").
-pub(crate) fn may_create(
-    scope: &Scope,
-    name: &str,
-    expect_rev: Option<i64>,
-) -> Result<(), StoreError> {
+fn may_create(scope: &Scope, name: &str, expect_rev: Option<i64>) -> Result<(), StoreError> {
     match expect_rev {
         Some(expected) if expected != 0 => Err(StoreError::NotFound {
             scope: scope.clone(),
@@ -45,7 +41,7 @@ pub(crate) fn may_create(
 /// What a (not stale) write to an existing skill in `status` does: refused while retired,
 /// nothing when the bundle is the active one (`None`), else a new revision, pending or
 /// activated.
-pub(crate) fn existing_write(
+fn existing_write(
     name: &str,
     status: Status,
     same_as_active: bool,
@@ -67,12 +63,12 @@ pub(crate) fn existing_write(
 }
 
 /// The state a new revision is stored in.
-pub(crate) fn revision_state(pending: bool) -> &'static str {
+fn revision_state(pending: bool) -> &'static str {
     if pending { "pending" } else { "committed" }
 }
 
 /// The status a skill created by a write starts in.
-pub(crate) fn created_status(pending: bool) -> Status {
+fn created_status(pending: bool) -> Status {
     if pending {
         Status::Pending
     } else {
@@ -81,7 +77,7 @@ pub(crate) fn created_status(pending: bool) -> Status {
 }
 
 /// The kind of the event a write of a revision records.
-pub(crate) fn write_event_kind(kind: &WriteKind) -> EventKind {
+fn write_event_kind(kind: &WriteKind) -> EventKind {
     if *kind == WriteKind::Pending {
         EventKind::RevisionPending
     } else {
@@ -91,14 +87,14 @@ pub(crate) fn write_event_kind(kind: &WriteKind) -> EventKind {
 
 /// The data of a written revision's event. A pending creation says `created: false` (its kind
 /// is `Pending`), as it always has.
-pub(crate) fn write_event_data(digest: &str, message: &str, kind: &WriteKind) -> serde_json::Value {
+fn write_event_data(digest: &str, message: &str, kind: &WriteKind) -> serde_json::Value {
     serde_json::json!({"digest": digest, "message": message, "created": *kind == WriteKind::Created})
 }
 
 /// Whether a batch of writes takes the bulk path: many plain writes to one scope (the bulk path
 /// reads no winner for a conflict and never writes pending or seed-following revisions, except
 /// a seed folder's new skills).
-pub(crate) fn takes_bulk_path(reqs: &[WriteReq]) -> bool {
+fn takes_bulk_path(reqs: &[WriteReq]) -> bool {
     reqs.len() >= 32
         && reqs.iter().all(|r| {
             r.scope == reqs[0].scope
@@ -109,12 +105,7 @@ pub(crate) fn takes_bulk_path(reqs: &[WriteReq]) -> bool {
 }
 
 /// Whether revision `rev` of a skill whose latest is `head`, in `status`, can be re-activated.
-pub(crate) fn check_revert(
-    name: &str,
-    rev: i64,
-    head: i64,
-    status: Status,
-) -> Result<(), StoreError> {
+fn check_revert(name: &str, rev: i64, head: i64, status: Status) -> Result<(), StoreError> {
     if rev < 1 || rev > head {
         return Err(StoreError::NoSuchRevision {
             name: name.to_owned(),
@@ -131,12 +122,7 @@ pub(crate) fn check_revert(
 }
 
 /// Whether revision `rev` (stored in `state`, `None` if there is none) can be approved.
-pub(crate) fn check_approve(
-    name: &str,
-    rev: i64,
-    head: i64,
-    state: Option<&str>,
-) -> Result<(), StoreError> {
+fn check_approve(name: &str, rev: i64, head: i64, state: Option<&str>) -> Result<(), StoreError> {
     match state {
         None => Err(StoreError::NoSuchRevision {
             name: name.to_owned(),
@@ -152,7 +138,7 @@ pub(crate) fn check_approve(
 
 /// Which statuses activating a revision brings back to `active`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Revive {
+enum Revive {
     /// Approval: a skill waiting for review.
     Pending,
     /// Revert: also a skill disabled (for drift, say).
@@ -161,7 +147,7 @@ pub(crate) enum Revive {
 
 impl Revive {
     /// The status of a skill in `from` once a revision of it is activated this way.
-    pub(crate) fn status_after(self, from: Status) -> Status {
+    fn status_after(self, from: Status) -> Status {
         match (self, from) {
             (_, Status::Pending) | (Revive::DisabledOrPending, Status::Disabled) => Status::Active,
             (_, s) => s,

@@ -10,7 +10,7 @@ use crate::sql::events::skill_event;
 
 /// Whether a seed folder now at `seed_digest` diverges anew: not when its divergence was already
 /// recorded at that content (`previous`), so a changed folder is recorded once per content.
-pub(crate) fn diverged_anew(previous: Option<&str>, seed_digest: &str) -> bool {
+fn diverged_anew(previous: Option<&str>, seed_digest: &str) -> bool {
     previous != Some(seed_digest)
 }
 
