@@ -28,6 +28,7 @@ use std::path::Path;
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default)]
+    /// Agent configurations (`[agents.<name>]`), checked as the store checks them.
     pub agents: BTreeMap<String, AgentConfig>,
     /// Tool declarations (`[[tools]]`), read by the runtime.
     #[serde(default)]
@@ -50,6 +51,7 @@ impl Config {
         Ok(config)
     }
 
+    /// Read and parse the file at `path`.
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path).map_err(|source| StoreError::Io {
             path: path.display().to_string(),

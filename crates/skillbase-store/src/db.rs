@@ -18,11 +18,14 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// Where the database is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DbUrl {
+    /// A SQLite database file (created if missing).
     Sqlite(PathBuf),
     /// A `postgres://` URL, and optionally a schema to use (created if missing) instead of
     /// `public` — tests use one schema per run.
     Postgres {
+        /// The server URL.
         url: String,
+        /// The schema to use instead of `public`.
         schema: Option<String>,
     },
 }
@@ -90,7 +93,9 @@ pub fn default_home() -> PathBuf {
 /// An open pool.
 #[derive(Debug, Clone)]
 pub enum Db {
+    /// A SQLite pool.
     Sqlite(SqlitePool),
+    /// A PostgreSQL pool.
     Postgres(PgPool),
 }
 
@@ -235,6 +240,7 @@ impl Db {
         }
     }
 
+    /// `sqlite` or `postgres`.
     pub fn backend(&self) -> &'static str {
         match self {
             Db::Sqlite(_) => "sqlite",
@@ -242,6 +248,7 @@ impl Db {
         }
     }
 
+    /// Close the pool, waiting for its connections to be released.
     pub async fn close(&self) {
         match self {
             Db::Sqlite(p) => p.close().await,

@@ -3,30 +3,58 @@
 use crate::model::Scope;
 
 #[derive(Debug, thiserror::Error)]
+/// What a store operation can fail with; each message says what to do.
 pub enum StoreError {
     #[error("no skill '{name}' in scope {scope}")]
-    NotFound { scope: Scope, name: String },
+    /// No skill of that name in that scope.
+    NotFound {
+        /// The scope looked in.
+        scope: Scope,
+        /// The skill's name.
+        name: String,
+    },
     #[error("skill '{name}' has no revision {rev} (latest is {latest})")]
-    NoSuchRevision { name: String, rev: i64, latest: i64 },
+    /// The skill has no such revision.
+    NoSuchRevision {
+        /// The skill's name.
+        name: String,
+        /// The revision asked for.
+        rev: i64,
+        /// Its latest revision.
+        latest: i64,
+    },
     #[error("no agent '{0}'; create the agent first")]
+    /// No agent of that name.
     AgentNotFound(String),
     #[error("agent '{0}' already exists; change it instead of creating it")]
+    /// Creating an agent that exists.
     AgentExists(String),
     #[error(
         "conflict on skill '{name}': you expected revision {expected}, but revision {actual} by {winner} got there first; re-read it and retry expecting revision {actual}"
     )]
+    /// A stale write: the latest revision is not the one the write expected. Nothing changed.
     Conflict {
+        /// The skill's name.
         name: String,
+        /// The revision the write expected to be the latest.
         expected: i64,
+        /// The latest revision.
         actual: i64,
+        /// Who wrote the latest revision (empty when it was not read: a bulk import).
         winner: String,
     },
     #[error("skill '{name}' is retired; restore it first")]
-    Retired { name: String },
+    /// Writing to a retired skill.
+    Retired {
+        /// The skill's name.
+        name: String,
+    },
     /// A status change the transition table refuses ([`crate::StatusChange::apply`]).
     #[error("{}", why.message(name))]
     StatusRefused {
+        /// The skill's name.
         name: String,
+        /// Why the table refuses it.
         why: crate::model::StatusRefusal,
     },
     /// A session id that cannot be used by this agent: taken by another agent, or in a namespace
@@ -35,29 +63,50 @@ pub enum StoreError {
     #[error("{}", SESSION_UNAVAILABLE)]
     SessionUnavailable,
     #[error("invalid skill: {0}")]
+    /// A bundle that is not a valid skill (or that the content guard refuses).
     InvalidSkill(String),
     /// An agent configuration the store refuses ([`crate::AgentConfig::checked`]).
     #[error("invalid agent configuration: {0}")]
     InvalidAgent(String),
     #[error("invalid bundle: {0}")]
+    /// A bundle over the limits, or with an unsafe path.
     Bundle(#[from] skillbase_format::BundleError),
     #[error("invalid input: {0}")]
+    /// An input the store refuses (message, session id, label...).
     Invalid(String),
     #[error(
         "this database was written by a newer Skillbase (schema version {found}; this build knows up to {known}); upgrade skillbase, nothing was changed"
     )]
-    SchemaTooNew { found: i64, known: i64 },
+    /// The database was migrated by a newer build; nothing was written.
+    SchemaTooNew {
+        /// The database's schema version.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
     #[error("database schema error: {0}")]
+    /// A migration failed.
     Migrate(String),
     #[error("cannot open the database at {url}: {message}")]
-    Open { url: String, message: String },
+    /// The database could not be opened.
+    Open {
+        /// The database's location (no password).
+        url: String,
+        /// Why it could not be opened.
+        message: String,
+    },
     #[error("database error: {0}")]
+    /// The database answered with an error.
     Db(#[from] sqlx::Error),
     #[error("stored data is corrupt: {0}")]
+    /// Stored data that cannot be read back.
     Corrupt(String),
     #[error("I/O error on {path}: {source}")]
+    /// A file could not be read or written.
     Io {
+        /// The file.
         path: String,
+        /// The error.
         #[source]
         source: std::io::Error,
     },
@@ -97,4 +146,5 @@ impl StoreError {
     }
 }
 
+/// The store's result.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

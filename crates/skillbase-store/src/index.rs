@@ -11,25 +11,36 @@ use std::sync::Arc;
 /// One file of a skill's active revision.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FileRef {
+    /// Its path in the bundle.
     pub path: String,
+    /// SHA-256 of its bytes.
     pub digest: Digest,
+    /// Its size in bytes.
     pub size: u64,
+    /// Whether it is executable.
     pub executable: bool,
 }
 
 /// A skill record with its active revision, parsed.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SkillEntry {
+    /// The record's id.
     pub id: i64,
+    /// Where the record lives.
     pub scope: Scope,
+    /// The skill's name.
     pub name: String,
+    /// Its status.
     pub status: Status,
+    /// The revision in use.
     pub active_rev: i64,
+    /// The latest revision (above `active_rev` after a revert or while one is pending).
     pub head_rev: i64,
     /// Digest of the active revision's bundle.
     pub digest: Digest,
     /// Author of the active revision.
     pub author: String,
+    /// The active revision's frontmatter, parsed.
     pub meta: SkillMeta,
     /// The body of SKILL.md (after the frontmatter, trimmed).
     pub body: String,
@@ -37,9 +48,11 @@ pub struct SkillEntry {
     /// a host re-parsing SKILL.md gets); served by MCP's Skills extension without reading files.
     #[serde(skip)]
     pub frontmatter: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// The active revision's files, by path.
     pub files: Vec<FileRef>,
     /// The seed folder the skill follows, while it follows one.
     pub seed_path: Option<String>,
+    /// When the record last changed (Unix milliseconds).
     pub updated_at: i64,
 }
 
@@ -148,10 +161,12 @@ impl Index {
             .chain(self.agents.values().flat_map(|m| m.values()))
     }
 
+    /// How many records, every scope together.
     pub fn len(&self) -> usize {
         self.shared.len() + self.agents.values().map(|m| m.len()).sum::<usize>()
     }
 
+    /// Whether there is no record at all.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -4,29 +4,36 @@
 //! - Every change appends an immutable revision with its author; revert re-activates an old one
 //!   and is itself recorded. Nothing is ever deleted: retire is a status.
 //! - Readers use [`Index`], an in-memory snapshot swapped atomically after each write.
-//! - The same code runs on both backends ([`sql`] is compiled once per backend).
+//! - The same code runs on both backends (the `sql` module is compiled once per backend).
+//!
+//! [`Store`] is the API, its operations grouped by noun (`store/`); the records it takes and
+//! returns are in [`records`], the kinds of events in [`events`].
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod config;
 pub mod db;
 pub mod diff;
 pub mod error;
+pub mod events;
 pub mod index;
 pub mod model;
 pub mod pack;
+pub mod records;
 pub mod seed;
-pub mod sql;
+mod sql;
 pub mod store;
 
 pub use db::{DbUrl, SCHEMA_VERSION, default_home};
 pub use error::{Result, StoreError};
+pub use events::EventKind;
 pub use index::{FileRef, Index, SkillEntry};
 pub use model::{
     Agent, AgentConfig, AgentName, Author, Grants, NameSet, Policies, Scope, Status, StatusChange,
     StatusRefusal,
 };
-pub use sql::{
+pub use records::{
     ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, RunRecord, SessionRecord,
     TokenRecord, VaultRow, WriteKind, WriteOutcome,
 };

@@ -11,6 +11,7 @@ use std::str::FromStr;
 pub struct AgentName(String);
 
 impl AgentName {
+    /// Check `raw` as an agent name; the error says what is allowed.
     pub fn parse(raw: &str) -> Result<AgentName, String> {
         let ok = !raw.is_empty()
             && raw.len() <= 64
@@ -27,6 +28,7 @@ impl AgentName {
         }
     }
 
+    /// The name.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -55,7 +57,9 @@ impl<'de> Deserialize<'de> for AgentName {
 /// Where a skill record lives. The frontmatter never decides this; the write does.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Scope {
+    /// Every agent's (`shared`).
     Shared,
+    /// One agent's own (`agent:<name>`), seen before the shared record of the same name.
     Agent(AgentName),
 }
 
@@ -99,10 +103,15 @@ impl<'de> Deserialize<'de> for Scope {
 /// Who wrote a revision.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Author {
+    /// A person (`human:<id>`).
     Human(String),
+    /// An agent, while working (`agent:<id>/inline`).
     AgentInline(AgentName),
+    /// An agent, between sessions (`agent:<id>/dreaming`).
     AgentDreaming(AgentName),
+    /// An import (`import:<source>`).
     Import(String),
+    /// A seed folder (`seed:<path>`).
     Seed(String),
 }
 
@@ -166,14 +175,18 @@ impl Serialize for Author {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
+    /// Offered to the agents that may see it.
     Active,
+    /// Kept but not offered (drift, or an operator).
     Disabled,
+    /// Out of use, every revision kept; refuses writes until restored.
     Retired,
     /// Created by an agent under the approval policy: waits for `approve`, not offered.
     Pending,
 }
 
 impl Status {
+    /// As stored and shown (`active`, `disabled`, `retired`, `pending`).
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Active => "active",
@@ -249,6 +262,7 @@ impl StatusRefusal {
 }
 
 impl StatusChange {
+    /// As asked for (`retire`, `restore`, `disable`, `enable`).
     pub fn as_str(self) -> &'static str {
         match self {
             StatusChange::Retire => "retire",
@@ -283,12 +297,13 @@ impl StatusChange {
     }
 
     /// The kind of the event the change records.
-    pub fn event_kind(self) -> &'static str {
+    pub fn event_kind(self) -> crate::events::EventKind {
+        use crate::events::EventKind;
         match self {
-            StatusChange::Retire => "retired",
-            StatusChange::Restore => "restored",
-            StatusChange::Disable => "disabled",
-            StatusChange::Enable => "enabled",
+            StatusChange::Retire => EventKind::Retired,
+            StatusChange::Restore => EventKind::Restored,
+            StatusChange::Disable => EventKind::Disabled,
+            StatusChange::Enable => EventKind::Enabled,
         }
     }
 }
@@ -315,13 +330,17 @@ impl FromStr for Status {
 /// A set of skill names: every one, none, or a list.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum NameSet {
+    /// Every skill.
     All,
     #[default]
+    /// No skill.
     None,
+    /// These skills.
     Names(Vec<SkillName>),
 }
 
 impl NameSet {
+    /// Whether `name` is in the set.
     pub fn contains(&self, name: &str) -> bool {
         match self {
             NameSet::All => true,
@@ -391,8 +410,11 @@ impl FromStr for NameSet {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Grants {
+    /// Tool classes it may call.
     pub tools: Vec<String>,
+    /// Vault entries its calls may use.
     pub vault: Vec<String>,
+    /// Hosts (or host patterns) its calls may reach.
     pub hosts: Vec<String>,
 }
 
@@ -451,6 +473,7 @@ pub struct AgentConfig {
     #[serde(default)]
     pub eager: NameSet,
     #[serde(default)]
+    /// What it may use.
     pub grants: Grants,
     /// Tokens the level-1 catalog may use.
     #[serde(default = "default_budget")]
@@ -459,8 +482,10 @@ pub struct AgentConfig {
     #[serde(default = "default_context_budget")]
     pub context_budget: u32,
     #[serde(default)]
+    /// How its own writes are treated.
     pub policies: Policies,
     #[serde(default)]
+    /// What the agent is for, in the operator's words.
     pub description: String,
 }
 
@@ -515,8 +540,10 @@ impl Default for AgentConfig {
 /// A stored agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Agent {
+    /// Its name.
     pub name: AgentName,
     #[serde(flatten)]
+    /// Its configuration.
     pub config: AgentConfig,
     /// Bumped on every change (caches key on it).
     pub version: i64,

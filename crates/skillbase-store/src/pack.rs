@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 /// Limits for a whole pack (each skill in it still gets the per-skill limits).
 #[derive(Debug, Clone, Copy)]
 pub struct PackLimits {
+    /// The limits for each skill in the pack.
     pub skill: BundleLimits,
     /// Largest zip file read.
     pub max_zip_bytes: u64,

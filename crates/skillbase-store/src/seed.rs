@@ -20,24 +20,35 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "action")]
 pub enum SeedAction {
+    /// A new skill was created from the folder.
     Created {
+        /// The skill's name.
         name: String,
+        /// Its first revision.
         rev: i64,
     },
+    /// The folder changed: a new revision.
     Updated {
+        /// The skill's name.
         name: String,
+        /// The new revision.
         rev: i64,
     },
+    /// The folder matches the active revision.
     Unchanged {
+        /// The skill's name.
         name: String,
     },
     /// The store was edited; the folder differs and is not applied.
     Diverged {
+        /// The skill's name.
         name: String,
     },
     /// The folder could not be synced (invalid skill, retired record, ...).
     Skipped {
+        /// The folder.
         path: String,
+        /// Why it was skipped.
         reason: String,
     },
 }

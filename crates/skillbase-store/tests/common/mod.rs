@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use skillbase_format::Bundle;
-use skillbase_store::{DbUrl, Store};
+use skillbase_store::{AgentName, Author, DbUrl, PutRequest, Scope, Store};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub struct TestDb {
@@ -78,4 +78,24 @@ pub fn skill_with(name: &str, extra_frontmatter: &str, body: &str) -> Bundle {
         "---\nname: {name}\ndescription: Does {name} things. Use when asked about {name}.\n{extra_frontmatter}---\n{body}\n"
     ))
     .unwrap()
+}
+
+/// The human author of the suite's writes.
+pub fn human() -> Author {
+    Author::Human("ana".into())
+}
+
+/// A write of `bundle` into `scope` by [`human`], expecting revision `expect`.
+pub fn put(scope: Scope, bundle: Bundle, expect: Option<i64>) -> PutRequest {
+    PutRequest {
+        scope,
+        bundle,
+        author: human(),
+        message: "edit".into(),
+        expect_rev: expect,
+    }
+}
+
+pub fn agent(n: &str) -> AgentName {
+    AgentName::parse(n).unwrap()
 }

@@ -1,0 +1,395 @@
+//! The kinds of events: what the events table records, and which kinds other servers must apply.
+//!
+//! The kind is stored as its plain string (`kind` column, JSON `"kind"`); [`EventKind`] is the
+//! one list of the kinds Skillbase writes, with [`EventKind::Other`] for a kind this build does
+//! not know (written by a newer build, or by a test).
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// The kind of an event.
+///
+/// Equality, ordering and hashing are those of [`EventKind::as_str`], so `Other("turn")` (built
+/// by hand) equals [`EventKind::Turn`]; the conversions from strings always give the named
+/// variant.
+#[derive(Clone)]
+pub enum EventKind {
+    // Writes of the store: they change the index or the agents.
+    /// A revision was written and activated (`created` in its data says whether it made the
+    /// skill).
+    RevisionWritten,
+    /// A revision was written to wait for approval.
+    RevisionPending,
+    /// An old revision was re-activated.
+    Reverted,
+    /// A pending revision was approved and activated.
+    Approved,
+    /// A skill was retired.
+    Retired,
+    /// A retired skill was restored.
+    Restored,
+    /// A skill was disabled.
+    Disabled,
+    /// A disabled skill was enabled.
+    Enabled,
+    /// An agent was created or its configuration replaced.
+    AgentChanged,
+    /// A vault entry was set.
+    VaultSet,
+    /// A vault entry was removed.
+    VaultRemoved,
+    /// A seed folder changed after its skill was edited in the store.
+    SeedDiverged,
+
+    // The runtime's own (and the server's tokens): none of them changes the index or the agents.
+    /// A tool call finished (successfully or not) within the call.
+    ToolCalled,
+    /// A call was refused before it ran.
+    CallRefused,
+    /// A long call was started (its result is waited for).
+    CallStarted,
+    /// A started call finished.
+    CallFinished,
+    /// A skill was activated in a session.
+    SkillActivated,
+    /// A skill was evicted from a turn (over the context budget).
+    SkillEvicted,
+    /// A turn was resolved.
+    Turn,
+    /// A turn's catalog did not fit its budget in full.
+    CatalogTruncated,
+    /// A run of a skill revision ended.
+    RunFinished,
+    /// An API token was created.
+    TokenCreated,
+    /// An API token was revoked.
+    TokenRevoked,
+
+    /// A kind this build does not name (a newer build's, say), kept as read. The default kind
+    /// is the empty one (what `NewEvent::default()` carries until its kind is set).
+    Other(String),
+}
+
+impl Default for EventKind {
+    fn default() -> EventKind {
+        EventKind::Other(String::new())
+    }
+}
+
+impl EventKind {
+    /// Every kind this build names, in the order above.
+    pub const KNOWN: [EventKind; 23] = [
+        EventKind::RevisionWritten,
+        EventKind::RevisionPending,
+        EventKind::Reverted,
+        EventKind::Approved,
+        EventKind::Retired,
+        EventKind::Restored,
+        EventKind::Disabled,
+        EventKind::Enabled,
+        EventKind::AgentChanged,
+        EventKind::VaultSet,
+        EventKind::VaultRemoved,
+        EventKind::SeedDiverged,
+        EventKind::ToolCalled,
+        EventKind::CallRefused,
+        EventKind::CallStarted,
+        EventKind::CallFinished,
+        EventKind::SkillActivated,
+        EventKind::SkillEvicted,
+        EventKind::Turn,
+        EventKind::CatalogTruncated,
+        EventKind::RunFinished,
+        EventKind::TokenCreated,
+        EventKind::TokenRevoked,
+    ];
+
+    /// The kind as stored.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventKind::RevisionWritten => "revision_written",
+            EventKind::RevisionPending => "revision_pending",
+            EventKind::Reverted => "reverted",
+            EventKind::Approved => "approved",
+            EventKind::Retired => "retired",
+            EventKind::Restored => "restored",
+            EventKind::Disabled => "disabled",
+            EventKind::Enabled => "enabled",
+            EventKind::AgentChanged => "agent_changed",
+            EventKind::VaultSet => "vault_set",
+            EventKind::VaultRemoved => "vault_removed",
+            EventKind::SeedDiverged => "seed_diverged",
+            EventKind::ToolCalled => "tool_called",
+            EventKind::CallRefused => "call_refused",
+            EventKind::CallStarted => "call_started",
+            EventKind::CallFinished => "call_finished",
+            EventKind::SkillActivated => "skill_activated",
+            EventKind::SkillEvicted => "skill_evicted",
+            EventKind::Turn => "turn",
+            EventKind::CatalogTruncated => "catalog_truncated",
+            EventKind::RunFinished => "run_finished",
+            EventKind::TokenCreated => "token_created",
+            EventKind::TokenRevoked => "token_revoked",
+            EventKind::Other(s) => s,
+        }
+    }
+
+    /// Whether an event of this kind can change the index or the agents (what other servers
+    /// must apply, `sync_changes`). Every kind but the runtime's own (calls, activations, turns,
+    /// runs, tokens): an unknown kind counts as changing, so a new kind of write is never missed
+    /// (at worst a server re-reads a record for nothing). A new kind of the runtime's is named
+    /// here, and needs no migration: the `changes_index` column records the answer per event.
+    pub fn changes_index(&self) -> bool {
+        !matches!(
+            self,
+            EventKind::ToolCalled
+                | EventKind::CallRefused
+                | EventKind::CallStarted
+                | EventKind::CallFinished
+                | EventKind::SkillActivated
+                | EventKind::SkillEvicted
+                | EventKind::Turn
+                | EventKind::CatalogTruncated
+                | EventKind::RunFinished
+                | EventKind::TokenCreated
+                | EventKind::TokenRevoked
+        )
+    }
+
+    /// The named variant for `s`, if this build names it.
+    fn known(s: &str) -> Option<EventKind> {
+        Some(match s {
+            "revision_written" => EventKind::RevisionWritten,
+            "revision_pending" => EventKind::RevisionPending,
+            "reverted" => EventKind::Reverted,
+            "approved" => EventKind::Approved,
+            "retired" => EventKind::Retired,
+            "restored" => EventKind::Restored,
+            "disabled" => EventKind::Disabled,
+            "enabled" => EventKind::Enabled,
+            "agent_changed" => EventKind::AgentChanged,
+            "vault_set" => EventKind::VaultSet,
+            "vault_removed" => EventKind::VaultRemoved,
+            "seed_diverged" => EventKind::SeedDiverged,
+            "tool_called" => EventKind::ToolCalled,
+            "call_refused" => EventKind::CallRefused,
+            "call_started" => EventKind::CallStarted,
+            "call_finished" => EventKind::CallFinished,
+            "skill_activated" => EventKind::SkillActivated,
+            "skill_evicted" => EventKind::SkillEvicted,
+            "turn" => EventKind::Turn,
+            "catalog_truncated" => EventKind::CatalogTruncated,
+            "run_finished" => EventKind::RunFinished,
+            "token_created" => EventKind::TokenCreated,
+            "token_revoked" => EventKind::TokenRevoked,
+            _ => return None,
+        })
+    }
+}
+
+impl From<&str> for EventKind {
+    fn from(s: &str) -> EventKind {
+        EventKind::known(s).unwrap_or_else(|| EventKind::Other(s.to_owned()))
+    }
+}
+
+impl From<String> for EventKind {
+    fn from(s: String) -> EventKind {
+        EventKind::known(&s).unwrap_or(EventKind::Other(s))
+    }
+}
+
+impl From<Cow<'_, str>> for EventKind {
+    fn from(s: Cow<'_, str>) -> EventKind {
+        match s {
+            Cow::Borrowed(s) => s.into(),
+            Cow::Owned(s) => s.into(),
+        }
+    }
+}
+
+impl From<EventKind> for String {
+    fn from(k: EventKind) -> String {
+        match k {
+            EventKind::Other(s) => s,
+            k => k.as_str().to_owned(),
+        }
+    }
+}
+
+impl std::str::FromStr for EventKind {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<EventKind, Self::Err> {
+        Ok(s.into())
+    }
+}
+
+impl AsRef<str> for EventKind {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// As the string's (`"turn"`, quoted), so debug output of events is unchanged.
+impl fmt::Debug for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for EventKind {
+    fn eq(&self, other: &EventKind) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for EventKind {}
+
+impl Hash for EventKind {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialOrd for EventKind {
+    fn partial_cmp(&self, other: &EventKind) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for EventKind {
+    fn cmp(&self, other: &EventKind) -> Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialEq<str> for EventKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for EventKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for EventKind {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<EventKind> for str {
+    fn eq(&self, other: &EventKind) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<EventKind> for &str {
+    fn eq(&self, other: &EventKind) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl PartialEq<EventKind> for String {
+    fn eq(&self, other: &EventKind) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl serde::Serialize for EventKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EventKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<EventKind, D::Error> {
+        Ok(String::deserialize(d)?.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventKind;
+
+    /// The one decision of which events other servers must apply.
+    #[test]
+    fn runtime_kinds_do_not_change_the_index_and_every_other_kind_does() {
+        for k in [
+            "tool_called",
+            "call_refused",
+            "call_started",
+            "call_finished",
+            "skill_activated",
+            "skill_evicted",
+            "turn",
+            "catalog_truncated",
+            "run_finished",
+            "token_created",
+            "token_revoked",
+        ] {
+            assert!(!EventKind::from(k).changes_index(), "{k}");
+        }
+        for k in [
+            "revision_written",
+            "revision_pending",
+            "retired",
+            "restored",
+            "disabled",
+            "enabled",
+            "reverted",
+            "approved",
+            "agent_changed",
+            "vault_set",
+            "vault_removed",
+            "seed_diverged",
+            "a_kind_added_later",
+            "",
+        ] {
+            assert!(EventKind::from(k).changes_index(), "{k}");
+        }
+    }
+
+    /// Stored, serialised, printed and compared as the plain string; every named kind reads back
+    /// as itself, an unknown one as `Other` with its text.
+    #[test]
+    fn kinds_are_their_strings() {
+        for k in EventKind::KNOWN {
+            let s = k.as_str().to_owned();
+            assert_eq!(EventKind::from(s.as_str()), k);
+            assert!(
+                !matches!(EventKind::from(s.clone()), EventKind::Other(_)),
+                "{s}"
+            );
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{s}\""));
+            assert_eq!(format!("{k:?}"), format!("{s:?}"));
+            assert_eq!(k.to_string(), s);
+            assert!(k == s.as_str() && k == s && s.as_str() == k);
+        }
+        let later: EventKind = serde_json::from_str("\"a_kind_added_later\"").unwrap();
+        assert_eq!(later, EventKind::Other("a_kind_added_later".into()));
+        assert_eq!(
+            serde_json::to_string(&later).unwrap(),
+            "\"a_kind_added_later\""
+        );
+        assert_eq!(EventKind::Other("turn".into()), EventKind::Turn);
+        assert_eq!(EventKind::default().as_str(), "");
+        assert_eq!(String::from(EventKind::CallRefused), "call_refused");
+        let mut names: Vec<&str> = EventKind::KNOWN.iter().map(EventKind::as_str).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), EventKind::KNOWN.len(), "kinds named twice");
+    }
+}

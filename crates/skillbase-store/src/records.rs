@@ -1,0 +1,292 @@
+//! The records the store reads and writes, by noun: what crosses its API (and, crate-private,
+//! what crosses from [`crate::store`] to the SQL). The statements that read and write them are in
+//! the crate's `sql` module; the rules about them are beside those statements.
+
+use crate::events::EventKind;
+use crate::model::{Scope, Status};
+
+// ---- Skills ----
+
+/// One skill record joined with its active revision, as loaded from the database.
+#[derive(Debug, Clone)]
+pub(crate) struct RawEntry {
+    pub id: i64,
+    pub scope: String,
+    pub name: String,
+    pub status: String,
+    pub active_rev: i64,
+    pub head_rev: i64,
+    pub seed_path: Option<String>,
+    pub updated_at: i64,
+    pub digest: String,
+    pub author: String,
+    pub skill_md: Vec<u8>,
+    /// (path, digest, executable, size), sorted by path.
+    pub files: Vec<(String, String, bool, i64)>,
+}
+
+/// A revision to write.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteReq {
+    pub scope: Scope,
+    pub name: String,
+    pub bundle: skillbase_format::Bundle,
+    pub author: String,
+    pub message: String,
+    pub expect_rev: Option<i64>,
+    /// Seed folder to follow (`Some` for seed writes); other writes stop following.
+    pub seed_path: Option<String>,
+    /// Write as pending (awaiting approval) instead of activating.
+    pub pending: bool,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteKind {
+    /// The skill did not exist: revision 1 was written.
+    Created,
+    /// A new revision was written and activated (or a pending one approved).
+    Modified,
+    /// The bundle equals the active one, or the status already was the asked one: nothing was
+    /// written.
+    Unchanged,
+    /// A revision was written to wait for approval.
+    Pending,
+    /// An old revision was re-activated.
+    Reverted,
+    /// The status changed.
+    Status,
+}
+
+/// The result of a write: which record, and the revision now active.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WriteOutcome {
+    /// The skill's scope.
+    pub scope: Scope,
+    /// The skill's name.
+    pub name: String,
+    /// What the write did.
+    pub kind: WriteKind,
+    /// The revision this write produced or activated (or the active one, when unchanged).
+    pub rev: i64,
+    /// The skill's status after the write.
+    pub status: Status,
+}
+
+/// A revision's record.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RevisionInfo {
+    /// Its number, from 1, without gaps.
+    pub rev: i64,
+    /// The bundle digest (lowercase hex SHA-256).
+    pub digest: String,
+    /// Who wrote it.
+    pub author: String,
+    /// Why, in the author's words.
+    pub message: String,
+    /// `committed`, or `pending` (waiting for approval).
+    pub state: String,
+    /// When it was written (Unix milliseconds).
+    pub created_at: i64,
+    /// Whether it is the skill's active revision.
+    pub active: bool,
+}
+
+// ---- Events ----
+
+/// An event to append.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct NewEvent {
+    /// What happened (it also decides whether other servers must apply the event).
+    pub kind: EventKind,
+    /// The skill's scope, for an event about a skill.
+    pub scope: Option<String>,
+    /// The skill's name, for an event about a skill.
+    pub skill: Option<String>,
+    /// The skill's revision, for an event about a skill.
+    pub rev: Option<i64>,
+    /// The agent it concerns.
+    pub agent: Option<String>,
+    /// The session it happened in.
+    pub session: Option<String>,
+    /// Who did it.
+    pub actor: Option<String>,
+    /// The kind's own details (stored as JSON text).
+    pub data: serde_json::Value,
+}
+
+/// A stored event.
+///
+/// `kind` is the stored string (not an [`EventKind`]: callers collect and compare it as a
+/// `String`); [`EventRecord::event_kind`] reads it as a kind.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EventRecord {
+    /// Its id: increasing, though on PostgreSQL not in commit order.
+    pub id: i64,
+    /// When it was written (Unix milliseconds).
+    pub at: i64,
+    /// What happened, as stored.
+    pub kind: String,
+    /// The skill's scope, for an event about a skill.
+    pub scope: Option<String>,
+    /// The skill's name, for an event about a skill.
+    pub skill: Option<String>,
+    /// The skill's revision, for an event about a skill.
+    pub rev: Option<i64>,
+    /// The agent it concerns.
+    pub agent: Option<String>,
+    /// The session it happened in.
+    pub session: Option<String>,
+    /// Who did it.
+    pub actor: Option<String>,
+    /// The kind's own details (`null` if the stored text is not JSON).
+    pub data: serde_json::Value,
+}
+
+impl EventRecord {
+    /// The event's kind.
+    pub fn event_kind(&self) -> EventKind {
+        self.kind.as_str().into()
+    }
+}
+
+/// Which events to read.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Only events with a greater id.
+    pub after_id: Option<i64>,
+    /// Only events about skills of this scope.
+    pub scope: Option<String>,
+    /// Only events about skills of this name.
+    pub skill: Option<String>,
+    /// Only events of this session.
+    pub session: Option<String>,
+    /// Only events concerning this agent.
+    pub agent: Option<String>,
+    /// Only events of this kind (as stored).
+    pub kind: Option<String>,
+    /// At most this many (oldest first).
+    pub limit: Option<i64>,
+}
+
+// ---- Sessions ----
+
+/// A stored session: which agent it belongs to and what it activated, in order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SessionRecord {
+    /// The session id, chosen by the harness.
+    pub id: String,
+    /// The agent that owns it.
+    pub agent: String,
+    /// When it was opened (Unix milliseconds).
+    pub created_at: i64,
+    /// What it activated, oldest first.
+    pub activations: Vec<ActivationRecord>,
+}
+
+/// One activation in a session.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ActivationRecord {
+    /// The skill's scope.
+    pub scope: String,
+    /// The skill's name.
+    pub skill: String,
+    /// The revision activated.
+    pub rev: i64,
+    /// Why it was activated, as the runtime names it.
+    pub reason: String,
+    /// When (Unix milliseconds).
+    pub at: i64,
+    /// The arguments it was loaded with, as JSON (vault values already redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
+}
+
+// ---- Runs ----
+
+/// A run to open: the skill revision that will drive a session.
+pub(crate) struct RunStart<'a> {
+    pub agent: &'a str,
+    pub skill_id: i64,
+    pub scope: &'a str,
+    pub skill: &'a str,
+    pub rev: i64,
+}
+
+/// One run of a skill revision in a session.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RunRecord {
+    /// Its id.
+    pub id: i64,
+    /// The session it drives.
+    pub session: String,
+    /// The session's agent.
+    pub agent: String,
+    /// The skill record's id.
+    pub skill_id: i64,
+    /// The skill's scope.
+    pub scope: String,
+    /// The skill's name.
+    pub skill: String,
+    /// The revision that runs.
+    pub rev: i64,
+    /// When it started (Unix milliseconds).
+    pub started_at: i64,
+    /// When it ended; `None` while open.
+    pub ended_at: Option<i64>,
+    /// `success`, `failure`, or `superseded` (another skill took over); `None` while open.
+    pub outcome: Option<String>,
+    /// The note it ended with.
+    pub note: String,
+    /// Calls made under it.
+    pub calls: i64,
+    /// Of those, the ones that failed.
+    pub failed_calls: i64,
+}
+
+// ---- Tokens ----
+
+/// An API token as stored: only the SHA-256 of its secret.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TokenRecord {
+    /// Its id.
+    pub id: i64,
+    /// What it is for, in the operator's words.
+    pub label: String,
+    /// Lowercase hex SHA-256 of the secret; never the secret itself.
+    #[serde(skip)]
+    pub hash: String,
+    /// The agent the token is bound to; `None` for an admin token.
+    pub agent: Option<String>,
+    /// When it was created (Unix milliseconds).
+    pub created_at: i64,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<i64>,
+}
+
+// ---- Vault ----
+
+/// A vault entry as stored: the value only in encrypted form.
+#[derive(Clone, PartialEq, Eq)]
+pub struct VaultRow {
+    /// The entry's name.
+    pub name: String,
+    /// What it holds, in the operator's words (never the value).
+    pub description: String,
+    /// The nonce the value was encrypted with.
+    pub nonce: Vec<u8>,
+    /// The encrypted value.
+    pub ciphertext: Vec<u8>,
+    /// When it was last set (Unix milliseconds).
+    pub updated_at: i64,
+}
+
+impl std::fmt::Debug for VaultRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VaultRow")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,942 @@
+//! Skills: loading records with their active revision, writing revisions (one by one, or in
+//! bulk for imports), reverting, approving, status changes, history and a revision's files.
+
+use crate::error::StoreError;
+use crate::events::EventKind;
+use crate::model::{Scope, Status};
+use crate::records::{RawEntry, RevisionInfo, WriteKind, WriteOutcome, WriteReq};
+use crate::sql::events::skill_event;
+
+// ---- Decisions ----
+
+/// The expected revision, if a write expecting `expect_rev` to be the latest finds `head`
+/// instead (a stale write).
+fn stale(expect_rev: Option<i64>, head: i64) -> Option<i64> {
+    expect_rev.filter(|&expected| expected != head)
+}
+
+/// The answer to a stale write: it names the revision that got there first and its author (the
+/// winner; empty when it was not read).
+fn conflict(name: &str, expected: i64, head: i64, winner: Option<String>) -> StoreError {
+    StoreError::Conflict {
+        name: name.to_owned(),
+        expected,
+        actual: head,
+        winner: winner.unwrap_or_default(),
+    }
+}
+
+/// Whether a write may create a skill that does not exist: not when it expects a revision
+/// (`expect_rev` 0 means "must not exist").
+fn may_create(scope: &Scope, name: &str, expect_rev: Option<i64>) -> Result<(), StoreError> {
+    match expect_rev {
+        Some(expected) if expected != 0 => Err(StoreError::NotFound {
+            scope: scope.clone(),
+            name: name.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// What a (not stale) write to an existing skill in `status` does: refused while retired,
+/// nothing when the bundle is the active one (`None`), else a new revision, pending or
+/// activated.
+fn existing_write(
+    name: &str,
+    status: Status,
+    same_as_active: bool,
+    pending: bool,
+) -> Result<Option<WriteKind>, StoreError> {
+    if status == Status::Retired {
+        return Err(StoreError::Retired {
+            name: name.to_owned(),
+        });
+    }
+    if same_as_active {
+        return Ok(None);
+    }
+    Ok(Some(if pending {
+        WriteKind::Pending
+    } else {
+        WriteKind::Modified
+    }))
+}
+
+/// The state a new revision is stored in.
+fn revision_state(pending: bool) -> &'static str {
+    if pending { "pending" } else { "committed" }
+}
+
+/// The status a skill created by a write starts in.
+fn created_status(pending: bool) -> Status {
+    if pending {
+        Status::Pending
+    } else {
+        Status::Active
+    }
+}
+
+/// The kind of the event a write of a revision records.
+fn write_event_kind(kind: &WriteKind) -> EventKind {
+    if *kind == WriteKind::Pending {
+        EventKind::RevisionPending
+    } else {
+        EventKind::RevisionWritten
+    }
+}
+
+/// The data of a written revision's event. A pending creation says `created: false` (its kind
+/// is `Pending`), as it always has.
+fn write_event_data(digest: &str, message: &str, kind: &WriteKind) -> serde_json::Value {
+    serde_json::json!({"digest": digest, "message": message, "created": *kind == WriteKind::Created})
+}
+
+/// Whether a batch of writes takes the bulk path: many plain writes to one scope (the bulk path
+/// reads no winner for a conflict and never writes pending or seed-following revisions, except
+/// a seed folder's new skills).
+fn takes_bulk_path(reqs: &[WriteReq]) -> bool {
+    reqs.len() >= 32
+        && reqs.iter().all(|r| {
+            r.scope == reqs[0].scope
+                && !r.pending
+                // Plain writes, or creations (a seed folder's new skills).
+                && ((r.expect_rev.is_none() && r.seed_path.is_none()) || r.expect_rev == Some(0))
+        })
+}
+
+/// Whether revision `rev` of a skill whose latest is `head`, in `status`, can be re-activated.
+fn check_revert(name: &str, rev: i64, head: i64, status: Status) -> Result<(), StoreError> {
+    if rev < 1 || rev > head {
+        return Err(StoreError::NoSuchRevision {
+            name: name.to_owned(),
+            rev,
+            latest: head,
+        });
+    }
+    if status == Status::Retired {
+        return Err(StoreError::Retired {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether revision `rev` (stored in `state`, `None` if there is none) can be approved.
+fn check_approve(name: &str, rev: i64, head: i64, state: Option<&str>) -> Result<(), StoreError> {
+    match state {
+        None => Err(StoreError::NoSuchRevision {
+            name: name.to_owned(),
+            rev,
+            latest: head,
+        }),
+        Some("pending") => Ok(()),
+        Some(_) => Err(StoreError::Invalid(format!(
+            "revision {rev} of '{name}' is not pending approval"
+        ))),
+    }
+}
+
+/// Which statuses activating a revision brings back to `active`.
+#[derive(Debug, Clone, Copy)]
+enum Revive {
+    /// Approval: a skill waiting for review.
+    Pending,
+    /// Revert: also a skill disabled (for drift, say).
+    DisabledOrPending,
+}
+
+impl Revive {
+    /// The status of a skill in `from` once a revision of it is activated this way.
+    fn status_after(self, from: Status) -> Status {
+        match (self, from) {
+            (_, Status::Pending) | (Revive::DisabledOrPending, Status::Disabled) => Status::Active,
+            (_, s) => s,
+        }
+    }
+}
+
+/// Keep a file's bytes (read only for SKILL.md and skill.md) as the record's SKILL.md: SKILL.md
+/// wins over skill.md.
+fn take_skill_md(e: &mut RawEntry, path: &str, bytes: Option<Vec<u8>>) {
+    if let Some(b) = bytes
+        && (e.skill_md.is_empty() || path == "SKILL.md")
+    {
+        e.skill_md = b;
+    }
+}
+
+type EntryRow = (
+    i64,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    Option<String>,
+    i64,
+    String,
+    String,
+);
+
+fn entry(r: EntryRow) -> RawEntry {
+    RawEntry {
+        id: r.0,
+        scope: r.1,
+        name: r.2,
+        status: r.3,
+        active_rev: r.4,
+        head_rev: r.5,
+        seed_path: r.6,
+        updated_at: r.7,
+        digest: r.8,
+        author: r.9,
+        skill_md: Vec::new(),
+        files: Vec::new(),
+    }
+}
+
+fn parse_status(s: &str) -> Result<Status, StoreError> {
+    s.parse().map_err(StoreError::Corrupt)
+}
+
+// ---- Statements ----
+
+macro_rules! statements {
+    ($backend:ident, $db:ty, $begin:literal, $lock:literal) => {
+        use super::*;
+        use crate::error::Result;
+        use crate::model::{AgentConfig, AgentName, StatusChange};
+        use crate::sql::events::$backend::insert_event;
+        use crate::sql::now_ms;
+        use sqlx::{Pool, Transaction};
+
+        type Db = $db;
+
+        /// Every skill record with its active revision's files and SKILL.md.
+        pub async fn load_all(pool: &Pool<Db>) -> Result<Vec<RawEntry>> {
+            let rows: Vec<EntryRow> = sqlx::query_as(concat!(
+                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author ",
+                "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ORDER BY s.id"
+            ))
+            .fetch_all(pool)
+            .await?;
+            let mut entries: Vec<RawEntry> = rows.into_iter().map(entry).collect();
+            let pos: std::collections::HashMap<i64, usize> =
+                entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
+            // One pass over the active files, SKILL.md bytes included: each blob row is
+            // visited once, and no ORDER BY (the files are sorted below).
+            let files: Vec<(i64, String, String, bool, i64, Option<Vec<u8>>)> = sqlx::query_as(concat!(
+                "SELECT f.skill_id, f.path, f.digest, f.executable, b.size, ",
+                "CASE WHEN f.path IN ('SKILL.md', 'skill.md') THEN b.bytes ELSE NULL END ",
+                "FROM revision_files f JOIN skills s ON s.id = f.skill_id AND s.active_rev = f.rev ",
+                "JOIN blobs b ON b.digest = f.digest"
+            ))
+            .fetch_all(pool)
+            .await?;
+            for (id, path, digest, exec, size, bytes) in files {
+                if let Some(&i) = pos.get(&id) {
+                    let e = &mut entries[i];
+                    take_skill_md(e, &path, bytes);
+                    e.files.push((path, digest, exec, size));
+                }
+            }
+            for e in &mut entries {
+                e.files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            }
+            Ok(entries)
+        }
+
+        /// One record with its active revision.
+        pub async fn load_one(pool: &Pool<Db>, scope: &str, name: &str) -> Result<Option<RawEntry>> {
+            let row: Option<EntryRow> = sqlx::query_as(concat!(
+                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author ",
+                "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ",
+                "WHERE s.scope = $1 AND s.name = $2"
+            ))
+            .bind(scope)
+            .bind(name)
+            .fetch_optional(pool)
+            .await?;
+            let Some(row) = row else { return Ok(None) };
+            let mut e = entry(row);
+            let files: Vec<(String, String, bool, i64, Option<Vec<u8>>)> = sqlx::query_as(concat!(
+                "SELECT f.path, f.digest, f.executable, b.size, ",
+                "CASE WHEN f.path IN ('SKILL.md', 'skill.md') THEN b.bytes ELSE NULL END ",
+                "FROM revision_files f JOIN blobs b ON b.digest = f.digest ",
+                "WHERE f.skill_id = $1 AND f.rev = $2 ORDER BY f.path"
+            ))
+            .bind(e.id)
+            .bind(e.active_rev)
+            .fetch_all(pool)
+            .await?;
+            for (path, digest, exec, size, bytes) in files {
+                take_skill_md(&mut e, &path, bytes);
+                e.files.push((path, digest, exec, size));
+            }
+            Ok(Some(e))
+        }
+
+        type SkillRow = (i64, i64, i64, String, Option<String>);
+
+        async fn lock_skill(
+            tx: &mut Transaction<'static, Db>,
+            scope: &str,
+            name: &str,
+        ) -> Result<Option<SkillRow>> {
+            Ok(sqlx::query_as(concat!(
+                "SELECT id, head_rev, active_rev, status, seed_path FROM skills WHERE scope = $1 AND name = $2",
+                $lock
+            ))
+            .bind(scope)
+            .bind(name)
+            .fetch_optional(&mut **tx)
+            .await?)
+        }
+
+        async fn rev_digest(tx: &mut Transaction<'static, Db>, id: i64, rev: i64) -> Result<Option<(String, String)>> {
+            Ok(sqlx::query_as("SELECT bundle_digest, author FROM revisions WHERE skill_id = $1 AND rev = $2")
+                .bind(id)
+                .bind(rev)
+                .fetch_optional(&mut **tx)
+                .await?)
+        }
+
+        /// The author of revision `head` (who won a conflict).
+        async fn winner(tx: &mut Transaction<'static, Db>, id: i64, head: i64) -> Result<Option<String>> {
+            Ok(rev_digest(tx, id, head).await?.map(|(_, a)| a))
+        }
+
+        async fn write_in(tx: &mut Transaction<'static, Db>, req: &WriteReq, now: i64) -> Result<WriteOutcome> {
+            let scope = req.scope.to_string();
+            let digest = req.bundle.digest().to_string();
+            let existing = lock_skill(tx, &scope, &req.name).await?;
+            let (id, rev, kind) = match existing {
+                Some((id, head, active, status, _seed)) => {
+                    let status = parse_status(&status)?;
+                    if let Some(expected) = stale(req.expect_rev, head) {
+                        let winner = winner(tx, id, head).await?;
+                        return Err(conflict(&req.name, expected, head, winner));
+                    }
+                    let active_digest = rev_digest(tx, id, active).await?.map(|(d, _)| d);
+                    let same = active_digest.as_deref() == Some(digest.as_str());
+                    match existing_write(&req.name, status, same, req.pending)? {
+                        None => {
+                            return Ok(WriteOutcome {
+                                scope: req.scope.clone(),
+                                name: req.name.clone(),
+                                kind: WriteKind::Unchanged,
+                                rev: active,
+                                status,
+                            });
+                        }
+                        Some(kind) => (id, head + 1, kind),
+                    }
+                }
+                None => {
+                    may_create(&req.scope, &req.name, req.expect_rev)?;
+                    let id: i64 = sqlx::query_scalar(concat!(
+                        "INSERT INTO skills (scope, name, status, active_rev, head_rev, seed_path, created_at, updated_at) ",
+                        "VALUES ($1, $2, $5, 1, 0, $3, $4, $4) RETURNING id"
+                    ))
+                    .bind(&scope)
+                    .bind(&req.name)
+                    .bind(&req.seed_path)
+                    .bind(now)
+                    .bind(created_status(req.pending).as_str())
+                    .fetch_one(&mut **tx)
+                    .await?;
+                    (id, 1, WriteKind::Created)
+                }
+            };
+            for f in req.bundle.files() {
+                sqlx::query("INSERT INTO blobs (digest, size, bytes) VALUES ($1, $2, $3) ON CONFLICT (digest) DO NOTHING")
+                    .bind(f.digest.to_string())
+                    .bind(f.bytes.len() as i64)
+                    .bind(&f.bytes[..])
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            sqlx::query(concat!(
+                "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at) ",
+                "VALUES ($1, $2, $3, $4, $5, $6, $7)"
+            ))
+            .bind(id)
+            .bind(rev)
+            .bind(&digest)
+            .bind(&req.author)
+            .bind(&req.message)
+            .bind(revision_state(req.pending))
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
+            for f in req.bundle.files() {
+                sqlx::query("INSERT INTO revision_files (skill_id, rev, path, digest, executable) VALUES ($1, $2, $3, $4, $5)")
+                    .bind(id)
+                    .bind(rev)
+                    .bind(f.path.as_str())
+                    .bind(f.digest.to_string())
+                    .bind(f.executable)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            let kind = if req.pending && kind == WriteKind::Created {
+                sqlx::query("UPDATE skills SET head_rev = 1, active_rev = 1 WHERE id = $1")
+                    .bind(id)
+                    .execute(&mut **tx)
+                    .await?;
+                WriteKind::Pending
+            } else {
+                kind
+            };
+            let status = if kind == WriteKind::Pending {
+                sqlx::query("UPDATE skills SET head_rev = $1, updated_at = $2 WHERE id = $3")
+                    .bind(rev)
+                    .bind(now)
+                    .bind(id)
+                    .execute(&mut **tx)
+                    .await?;
+                let s: String = sqlx::query_scalar("SELECT status FROM skills WHERE id = $1").bind(id).fetch_one(&mut **tx).await?;
+                parse_status(&s)?
+            } else {
+                sqlx::query("UPDATE skills SET head_rev = $1, active_rev = $1, seed_path = $2, updated_at = $3 WHERE id = $4")
+                    .bind(rev)
+                    .bind(&req.seed_path)
+                    .bind(now)
+                    .bind(id)
+                    .execute(&mut **tx)
+                    .await?;
+                let s: String = sqlx::query_scalar("SELECT status FROM skills WHERE id = $1").bind(id).fetch_one(&mut **tx).await?;
+                parse_status(&s)?
+            };
+            insert_event(
+                tx,
+                &skill_event(write_event_kind(&kind), &scope, &req.name, rev, &req.author, write_event_data(&digest, &req.message, &kind)),
+                now,
+            )
+            .await?;
+            Ok(WriteOutcome { scope: req.scope.clone(), name: req.name.clone(), kind, rev, status })
+        }
+
+        /// Rows per multi-row INSERT (well under SQLite's 32,766 bound parameters).
+        const CHUNK: usize = 400;
+
+        /// The import path: the same writes as `write_in` for many skills of one scope, with
+        /// one lookup of the scope and multi-row inserts, so 10,000 skills take a few hundred
+        /// statements instead of a hundred thousand.
+        async fn write_bulk(
+            tx: &mut Transaction<'static, Db>,
+            scope: &Scope,
+            reqs: &[WriteReq],
+            now: i64,
+            progress: &(dyn Fn(usize) + Sync),
+        ) -> Result<Vec<WriteOutcome>> {
+            use sqlx::QueryBuilder;
+            let scope_s = scope.to_string();
+            let rows: Vec<(i64, String, i64, i64, String, String)> = sqlx::query_as(concat!(
+                "SELECT s.id, s.name, s.head_rev, s.active_rev, s.status, r.bundle_digest FROM skills s ",
+                "JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev WHERE s.scope = $1",
+                $lock
+            ))
+            .bind(&scope_s)
+            .fetch_all(&mut **tx)
+            .await?;
+            let existing: std::collections::HashMap<String, (i64, i64, i64, String, String)> = rows
+                .into_iter()
+                .map(|(id, name, head, active, status, digest)| (name, (id, head, active, status, digest)))
+                .collect();
+            // Classify every request (the bulk path's requests may always create, see
+            // `takes_bulk_path`).
+            let mut out: Vec<Option<WriteOutcome>> = vec![None; reqs.len()];
+            let mut new_idx: Vec<usize> = Vec::new();
+            let mut changed: Vec<(usize, i64, i64)> = Vec::new(); // (req, skill id, rev)
+            for (i, r) in reqs.iter().enumerate() {
+                let digest = r.bundle.digest().to_string();
+                let Some((id, head, active, status, active_digest)) = existing.get(&r.name) else {
+                    new_idx.push(i);
+                    continue;
+                };
+                if let Some(expected) = stale(r.expect_rev, *head) {
+                    return Err(conflict(&r.name, expected, *head, None));
+                }
+                let status = parse_status(status)?;
+                match existing_write(&r.name, status, *active_digest == digest, false)? {
+                    None => {
+                        out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind: WriteKind::Unchanged, rev: *active, status });
+                    }
+                    Some(kind) => {
+                        changed.push((i, *id, head + 1));
+                        out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind, rev: head + 1, status });
+                    }
+                }
+            }
+            // New records, with their ids.
+            let mut ids: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+            for chunk in new_idx.chunks(CHUNK) {
+                let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                    "INSERT INTO skills (scope, name, status, active_rev, head_rev, seed_path, created_at, updated_at) ",
+                );
+                q.push_values(chunk, |mut b, &i| {
+                    b.push_bind(scope_s.clone())
+                        .push_bind(reqs[i].name.clone())
+                        .push_bind(created_status(false).as_str())
+                        .push_bind(1i64)
+                        .push_bind(1i64)
+                        .push_bind(reqs[i].seed_path.clone())
+                        .push_bind(now)
+                        .push_bind(now);
+                });
+                q.push(" RETURNING id, name");
+                let got: Vec<(i64, String)> = q.build_query_as().fetch_all(&mut **tx).await?;
+                ids.extend(got.into_iter().map(|(id, name)| (name, id)));
+            }
+            let mut writes: Vec<(usize, i64, i64)> = changed.clone();
+            for &i in &new_idx {
+                let id = *ids.get(&reqs[i].name).ok_or_else(|| StoreError::Corrupt(format!("no id returned for '{}'", reqs[i].name)))?;
+                writes.push((i, id, 1));
+                out[i] = Some(WriteOutcome { scope: scope.clone(), name: reqs[i].name.clone(), kind: WriteKind::Created, rev: 1, status: created_status(false) });
+            }
+            writes.sort_unstable();
+            // Blobs, stored once.
+            let mut seen = std::collections::HashSet::new();
+            let blobs: Vec<&skillbase_format::BundleFile> = writes
+                .iter()
+                .flat_map(|(i, _, _)| reqs[*i].bundle.files())
+                .filter(|f| seen.insert(f.digest))
+                .collect();
+            for chunk in blobs.chunks(CHUNK) {
+                let mut q: QueryBuilder<Db> = QueryBuilder::new("INSERT INTO blobs (digest, size, bytes) ");
+                q.push_values(chunk, |mut b, f| {
+                    b.push_bind(f.digest.to_string())
+                        .push_bind(f.bytes.len() as i64)
+                        .push_bind(f.bytes.to_vec());
+                });
+                q.push(" ON CONFLICT (digest) DO NOTHING");
+                q.build().execute(&mut **tx).await?;
+            }
+            for chunk in writes.chunks(CHUNK) {
+                let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                    "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at) ",
+                );
+                q.push_values(chunk, |mut b, &(i, id, rev)| {
+                    b.push_bind(id)
+                        .push_bind(rev)
+                        .push_bind(reqs[i].bundle.digest().to_string())
+                        .push_bind(reqs[i].author.clone())
+                        .push_bind(reqs[i].message.clone())
+                        .push_bind(revision_state(false))
+                        .push_bind(now);
+                });
+                q.build().execute(&mut **tx).await?;
+                let files: Vec<(i64, i64, &skillbase_format::BundleFile)> = chunk
+                    .iter()
+                    .flat_map(|&(i, id, rev)| reqs[i].bundle.files().iter().map(move |f| (id, rev, f)))
+                    .collect();
+                for fchunk in files.chunks(CHUNK) {
+                    let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                        "INSERT INTO revision_files (skill_id, rev, path, digest, executable) ",
+                    );
+                    q.push_values(fchunk, |mut b, &(id, rev, f)| {
+                        b.push_bind(id)
+                            .push_bind(rev)
+                            .push_bind(f.path.as_str().to_owned())
+                            .push_bind(f.digest.to_string())
+                            .push_bind(f.executable);
+                    });
+                    q.build().execute(&mut **tx).await?;
+                }
+                let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                    "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data, changes_index) ",
+                );
+                q.push_values(chunk, |mut b, &(i, _, rev)| {
+                    let kind = out[i].as_ref().map_or(WriteKind::Modified, |o| o.kind.clone());
+                    let event = write_event_kind(&kind);
+                    let data = write_event_data(&reqs[i].bundle.digest().to_string(), &reqs[i].message, &kind);
+                    b.push_bind(now)
+                        .push_bind(event.as_str().to_owned())
+                        .push_bind(scope_s.clone())
+                        .push_bind(reqs[i].name.clone())
+                        .push_bind(rev)
+                        .push_bind(Option::<String>::None)
+                        .push_bind(Option::<String>::None)
+                        .push_bind(reqs[i].author.clone())
+                        .push_bind(data.to_string())
+                        .push_bind(event.changes_index());
+                });
+                q.build().execute(&mut **tx).await?;
+                progress(chunk.last().map_or(0, |c| c.0 + 1));
+            }
+            for &(_, id, rev) in &changed {
+                sqlx::query("UPDATE skills SET head_rev = $1, active_rev = $1, seed_path = NULL, updated_at = $2 WHERE id = $3")
+                    .bind(rev)
+                    .bind(now)
+                    .bind(id)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            progress(reqs.len());
+            Ok(out.into_iter().map(|o| o.expect("every request classified")).collect())
+        }
+
+        /// Write revisions in one transaction (all or nothing); optionally set an agent's
+        /// record in the same transaction.
+        pub async fn write_many(
+            pool: &Pool<Db>,
+            reqs: &[WriteReq],
+            agent: Option<(&AgentName, &AgentConfig)>,
+            progress: &(dyn Fn(usize) + Sync),
+        ) -> Result<Vec<WriteOutcome>> {
+            let mut tx = pool.begin_with($begin).await?;
+            let now = now_ms();
+            let out = if takes_bulk_path(reqs) {
+                write_bulk(&mut tx, &reqs[0].scope, reqs, now, progress).await?
+            } else {
+                let mut out = Vec::with_capacity(reqs.len());
+                for (i, r) in reqs.iter().enumerate() {
+                    out.push(write_in(&mut tx, r, now).await?);
+                    progress(i + 1);
+                }
+                out
+            };
+            if let Some((name, config)) = agent {
+                crate::sql::agents::$backend::upsert_agent_in(&mut tx, name, config, now, false).await?;
+            }
+            tx.commit().await?;
+            Ok(out)
+        }
+
+        /// Make `rev` the active revision of skill `id`: the revision becomes committed (a
+        /// human chose it), the skill stops following its seed, and takes `status` (the row
+        /// is locked, so it is the one `Revive::status_after` computed from).
+        async fn activate_in(tx: &mut Transaction<'static, Db>, id: i64, rev: i64, now: i64, status: Status) -> Result<()> {
+            sqlx::query("UPDATE revisions SET state = 'committed' WHERE skill_id = $1 AND rev = $2")
+                .bind(id)
+                .bind(rev)
+                .execute(&mut **tx)
+                .await?;
+            sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2, status = $3 WHERE id = $4")
+                .bind(rev)
+                .bind(now)
+                .bind(status.as_str())
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
+            Ok(())
+        }
+
+        pub async fn revert(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64, actor: &str) -> Result<WriteOutcome> {
+            let mut tx = pool.begin_with($begin).await?;
+            let s = scope.to_string();
+            let (id, head, active, status, _) = lock_skill(&mut tx, &s, name)
+                .await?
+                .ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+            let status = parse_status(&status)?;
+            check_revert(name, rev, head, status)?;
+            let now = now_ms();
+            // Reverting is choosing this revision now: a skill disabled for drift comes back.
+            let status = Revive::DisabledOrPending.status_after(status);
+            activate_in(&mut tx, id, rev, now, status).await?;
+            insert_event(
+                &mut tx,
+                &skill_event(EventKind::Reverted, &s, name, rev, actor, serde_json::json!({"from_rev": active, "to_rev": rev})),
+                now,
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Reverted, rev, status })
+        }
+
+        /// Approve a pending revision: it becomes committed and active.
+        pub async fn approve(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64, actor: &str) -> Result<WriteOutcome> {
+            let mut tx = pool.begin_with($begin).await?;
+            let s = scope.to_string();
+            let (id, head, _active, status, _) = lock_skill(&mut tx, &s, name)
+                .await?
+                .ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+            let state: Option<String> = sqlx::query_scalar("SELECT state FROM revisions WHERE skill_id = $1 AND rev = $2")
+                .bind(id)
+                .bind(rev)
+                .fetch_optional(&mut *tx)
+                .await?;
+            check_approve(name, rev, head, state.as_deref())?;
+            let status = Revive::Pending.status_after(parse_status(&status)?);
+            let now = now_ms();
+            activate_in(&mut tx, id, rev, now, status).await?;
+            insert_event(&mut tx, &skill_event(EventKind::Approved, &s, name, rev, actor, serde_json::json!({})), now).await?;
+            tx.commit().await?;
+            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Modified, rev, status })
+        }
+
+        pub async fn set_status(
+            pool: &Pool<Db>,
+            scope: &Scope,
+            name: &str,
+            change: StatusChange,
+            actor: &str,
+            reason: &serde_json::Value,
+            expect_rev: Option<i64>,
+        ) -> Result<WriteOutcome> {
+            let mut tx = pool.begin_with($begin).await?;
+            let s = scope.to_string();
+            let (id, head, active, from, _) = lock_skill(&mut tx, &s, name)
+                .await?
+                .ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+            if let Some(expected) = stale(expect_rev, head) {
+                let winner = winner(&mut tx, id, head).await?;
+                return Err(conflict(name, expected, head, winner));
+            }
+            let from = parse_status(&from)?;
+            let Some(to) = change.apply(from).map_err(|why| StoreError::StatusRefused { name: name.to_owned(), why })? else {
+                return Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Unchanged, rev: active, status: from });
+            };
+            let now = now_ms();
+            sqlx::query("UPDATE skills SET status = $1, updated_at = $2 WHERE id = $3")
+                .bind(to.as_str())
+                .bind(now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            insert_event(
+                &mut tx,
+                &skill_event(change.event_kind(), &s, name, active, actor, serde_json::json!({"from": from, "to": to, "reason": reason})),
+                now,
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Status, rev: active, status: to })
+        }
+
+        pub async fn history(pool: &Pool<Db>, scope: &Scope, name: &str) -> Result<Vec<RevisionInfo>> {
+            let row: Option<(i64, i64)> = sqlx::query_as("SELECT id, active_rev FROM skills WHERE scope = $1 AND name = $2")
+                .bind(scope.to_string())
+                .bind(name)
+                .fetch_optional(pool)
+                .await?;
+            let (id, active) = row.ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+            let rows: Vec<(i64, String, String, String, String, i64)> = sqlx::query_as(
+                "SELECT rev, bundle_digest, author, message, state, created_at FROM revisions WHERE skill_id = $1 ORDER BY rev",
+            )
+            .bind(id)
+            .fetch_all(pool)
+            .await?;
+            Ok(rows
+                .into_iter()
+                .map(|r| RevisionInfo { rev: r.0, digest: r.1, author: r.2, message: r.3, state: r.4, created_at: r.5, active: r.0 == active })
+                .collect())
+        }
+
+        /// The files of one revision, with bytes.
+        pub async fn revision_files(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64) -> Result<Vec<(String, bool, Vec<u8>)>> {
+            Ok(sqlx::query_as(concat!(
+                "SELECT f.path, f.executable, b.bytes FROM revision_files f ",
+                "JOIN skills s ON s.id = f.skill_id JOIN blobs b ON b.digest = f.digest ",
+                "WHERE s.scope = $1 AND s.name = $2 AND f.rev = $3 ORDER BY f.path"
+            ))
+            .bind(scope.to_string())
+            .bind(name)
+            .bind(rev)
+            .fetch_all(pool)
+            .await?)
+        }
+    };
+}
+
+crate::sql::for_each_backend!(statements);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write expecting another revision than the latest is stale; the conflict names the
+    /// revision that won and its author.
+    #[test]
+    fn a_stale_write_is_a_conflict_naming_the_winner() {
+        assert_eq!(stale(None, 3), None);
+        assert_eq!(stale(Some(3), 3), None);
+        assert_eq!(stale(Some(2), 3), Some(2));
+        assert_eq!(stale(Some(0), 1), Some(0));
+        match conflict("x", 2, 3, Some("human:bo".into())) {
+            StoreError::Conflict {
+                name,
+                expected: 2,
+                actual: 3,
+                winner,
+            } => assert_eq!((name.as_str(), winner.as_str()), ("x", "human:bo")),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            matches!(conflict("x", 0, 3, None), StoreError::Conflict { winner, .. } if winner.is_empty())
+        );
+    }
+
+    /// Creating is refused only to a write expecting an existing revision.
+    #[test]
+    fn only_writes_expecting_a_revision_cannot_create() {
+        let s = Scope::Shared;
+        assert!(may_create(&s, "x", None).is_ok());
+        assert!(may_create(&s, "x", Some(0)).is_ok());
+        assert!(matches!(
+            may_create(&s, "x", Some(2)),
+            Err(StoreError::NotFound { .. })
+        ));
+    }
+
+    /// A retired skill takes no revision; the active bundle again is nothing; otherwise a
+    /// revision, pending or activated, with the event kind that says which.
+    #[test]
+    fn what_a_write_to_an_existing_skill_does() {
+        assert!(matches!(
+            existing_write("x", Status::Retired, true, false),
+            Err(StoreError::Retired { .. })
+        ));
+        assert_eq!(
+            existing_write("x", Status::Active, true, true).unwrap(),
+            None
+        );
+        assert_eq!(
+            existing_write("x", Status::Disabled, false, false).unwrap(),
+            Some(WriteKind::Modified)
+        );
+        assert_eq!(
+            existing_write("x", Status::Active, false, true).unwrap(),
+            Some(WriteKind::Pending)
+        );
+        assert_eq!(
+            write_event_kind(&WriteKind::Pending),
+            EventKind::RevisionPending
+        );
+        for k in [WriteKind::Created, WriteKind::Modified] {
+            assert_eq!(write_event_kind(&k), EventKind::RevisionWritten);
+        }
+        assert_eq!(
+            write_event_data("d", "m", &WriteKind::Created)["created"],
+            true
+        );
+        assert_eq!(
+            write_event_data("d", "m", &WriteKind::Pending)["created"],
+            false
+        );
+        assert_eq!(
+            (revision_state(true), revision_state(false)),
+            ("pending", "committed")
+        );
+        assert_eq!(
+            (created_status(true), created_status(false)),
+            (Status::Pending, Status::Active)
+        );
+    }
+
+    /// Many plain writes to one scope take the bulk path; a pending write, a seed-following
+    /// modification, an expected revision or a second scope do not.
+    #[test]
+    fn which_batches_take_the_bulk_path() {
+        let req = |scope: Scope, expect_rev, seed_path: Option<&str>, pending| WriteReq {
+            scope,
+            name: "x".into(),
+            bundle: skillbase_format::Bundle::single("---\nname: x\ndescription: X.\n---\nx\n")
+                .unwrap(),
+            author: "human:ana".into(),
+            message: String::new(),
+            expect_rev,
+            seed_path: seed_path.map(str::to_owned),
+            pending,
+        };
+        let many = |r: WriteReq, n: usize| vec![r; n];
+        assert!(takes_bulk_path(&many(
+            req(Scope::Shared, None, None, false),
+            32
+        )));
+        assert!(!takes_bulk_path(&many(
+            req(Scope::Shared, None, None, false),
+            31
+        )));
+        assert!(takes_bulk_path(&many(
+            req(Scope::Shared, Some(0), Some("s"), false),
+            32
+        )));
+        assert!(!takes_bulk_path(&many(
+            req(Scope::Shared, None, Some("s"), false),
+            32
+        )));
+        assert!(!takes_bulk_path(&many(
+            req(Scope::Shared, Some(1), None, false),
+            32
+        )));
+        assert!(!takes_bulk_path(&many(
+            req(Scope::Shared, None, None, true),
+            32
+        )));
+        let mut mixed = many(req(Scope::Shared, None, None, false), 32);
+        mixed[5].scope = Scope::Agent(crate::model::AgentName::parse("ana").unwrap());
+        assert!(!takes_bulk_path(&mixed));
+    }
+
+    /// Revert needs an existing revision of a skill that is not retired; approve, a pending one.
+    #[test]
+    fn revert_and_approve_preconditions() {
+        assert!(check_revert("x", 1, 3, Status::Disabled).is_ok());
+        for rev in [0, 4] {
+            assert!(matches!(
+                check_revert("x", rev, 3, Status::Active),
+                Err(StoreError::NoSuchRevision { latest: 3, .. })
+            ));
+        }
+        assert!(matches!(
+            check_revert("x", 2, 3, Status::Retired),
+            Err(StoreError::Retired { .. })
+        ));
+        assert!(check_approve("x", 2, 3, Some("pending")).is_ok());
+        assert!(matches!(
+            check_approve("x", 9, 3, None),
+            Err(StoreError::NoSuchRevision { rev: 9, .. })
+        ));
+        assert!(matches!(
+            check_approve("x", 2, 3, Some("committed")),
+            Err(StoreError::Invalid(_))
+        ));
+    }
+
+    /// Approval brings back a pending skill; revert also a disabled one; neither a retired one.
+    #[test]
+    fn which_statuses_activation_revives() {
+        use Status::*;
+        for (from, approve, revert) in [
+            (Active, Active, Active),
+            (Pending, Active, Active),
+            (Disabled, Disabled, Active),
+            (Retired, Retired, Retired),
+        ] {
+            assert_eq!(
+                Revive::Pending.status_after(from),
+                approve,
+                "approve from {from}"
+            );
+            assert_eq!(
+                Revive::DisabledOrPending.status_after(from),
+                revert,
+                "revert from {from}"
+            );
+        }
+    }
+
+    /// SKILL.md wins over skill.md, whichever comes first.
+    #[test]
+    fn skill_md_wins_over_lowercase() {
+        let mut e = entry((
+            1,
+            "shared".into(),
+            "x".into(),
+            "active".into(),
+            1,
+            1,
+            None,
+            0,
+            "d".into(),
+            "a".into(),
+        ));
+        take_skill_md(&mut e, "skill.md", Some(b"lower".to_vec()));
+        take_skill_md(&mut e, "SKILL.md", Some(b"upper".to_vec()));
+        take_skill_md(&mut e, "skill.md", Some(b"lower".to_vec()));
+        take_skill_md(&mut e, "other.md", None);
+        assert_eq!(e.skill_md, b"upper");
+    }
+}

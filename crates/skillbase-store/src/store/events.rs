@@ -1,0 +1,42 @@
+//! Events: appending them (one, or the dispatcher's batches) and reading them, scrubbed.
+
+use super::Store;
+use super::guard::scrub_json;
+use crate::error::Result;
+use crate::records::{EventFilter, EventRecord, NewEvent};
+
+impl Store {
+    /// Append several events in one transaction.
+    pub async fn append_events(&self, evs: &[NewEvent]) -> Result<()> {
+        self.append_events_and_count(evs, &[]).await
+    }
+
+    /// Append several events and add calls to runs' `calls` counters (`(run, calls)`), in one
+    /// transaction (the dispatcher's write-behind batch).
+    pub async fn append_events_and_count(
+        &self,
+        evs: &[NewEvent],
+        counts: &[(i64, u32)],
+    ) -> Result<()> {
+        if evs.is_empty() && counts.is_empty() {
+            return Ok(());
+        }
+        on_db!(self, events::append_events_and_count(evs, counts))
+    }
+
+    /// Append an event.
+    pub async fn append_event(&self, ev: &NewEvent) -> Result<()> {
+        on_db!(self, events::append_event(ev))
+    }
+
+    /// Read events.
+    pub async fn events(&self, filter: &EventFilter) -> Result<Vec<EventRecord>> {
+        let mut evs = on_db!(self, events::events(filter))?;
+        if let Some(g) = self.guard() {
+            for e in &mut evs {
+                scrub_json(&*g, &mut e.data);
+            }
+        }
+        Ok(evs)
+    }
+}

@@ -1,0 +1,190 @@
+//! The store: one API over both backends, with the in-memory index kept current.
+//!
+//! [`Store`] is one type; its operations are grouped by noun, one `impl Store` block per file:
+//! `skills` (writes, statuses, history, bundles, imports), `agents`, `sessions` (activations and
+//! notes), `runs`, `events`, `tokens`, `vault`, `sync` (other servers' writes, seed divergence)
+//! and `guard` (the vault's [`ContentGuard`]). This file holds the type, opening and the index.
+
+use crate::db::{Db, DbUrl};
+use crate::error::{Result, StoreError};
+use crate::index::{FileRef, Index, SkillEntry};
+use crate::model::{Agent, AgentName, Scope};
+use crate::records::RawEntry;
+use arc_swap::ArcSwap;
+use skillbase_format::{BundleLimits, SkillMd, SkillMeta};
+use std::sync::Arc;
+
+/// Call a noun's statement on the store's backend: `on_db!(self, skills::load_all())`.
+macro_rules! on_db {
+    ($self:expr, $noun:ident :: $f:ident ( $($arg:expr),* )) => {
+        match &$self.db {
+            crate::db::Db::Sqlite(p) => crate::sql::$noun::sqlite::$f(p, $($arg),*).await,
+            crate::db::Db::Postgres(p) => crate::sql::$noun::postgres::$f(p, $($arg),*).await,
+        }
+    };
+}
+
+mod agents;
+mod events;
+mod guard;
+mod runs;
+mod sessions;
+mod skills;
+mod sync;
+mod tokens;
+mod vault;
+
+use guard::scrub_entry;
+pub use guard::{ContentGuard, WriteGuard};
+pub use skills::{ImportReport, PutRequest};
+pub use sync::SYNC_LOOKBACK;
+use sync::SyncWindow;
+
+/// The skills store.
+pub struct Store {
+    db: Db,
+    index: ArcSwap<Index>,
+    agent_cache: ArcSwap<std::collections::HashMap<AgentName, Arc<Agent>>>,
+    write_guard: ArcSwap<Option<WriteGuard>>,
+    /// Serialises index swaps so a slower writer never overwrites a newer state.
+    index_lock: tokio::sync::Mutex<()>,
+    /// The events `sync_changes` has applied, and what it looks back over (late commits on
+    /// PostgreSQL).
+    sync: std::sync::Mutex<SyncWindow>,
+    /// Ticks after every index swap and agent refresh (servers notify clients from it).
+    changed: tokio::sync::watch::Sender<u64>,
+    /// The limits every written bundle must meet.
+    pub limits: BundleLimits,
+}
+
+impl Store {
+    /// Open the database (creating and migrating it) and load the index.
+    pub async fn open(url: &DbUrl) -> Result<Store> {
+        let db = Db::open(url).await?;
+        let store = Store {
+            db,
+            index: ArcSwap::from_pointee(Index::default()),
+            agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
+            write_guard: ArcSwap::from_pointee(None),
+            index_lock: tokio::sync::Mutex::new(()),
+            sync: std::sync::Mutex::new(SyncWindow::default()),
+            changed: tokio::sync::watch::Sender::new(0),
+            limits: BundleLimits::default(),
+        };
+        store.reload().await?;
+        Ok(store)
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn backend(&self) -> &'static str {
+        self.db.backend()
+    }
+
+    /// Close the database pool.
+    pub async fn close(&self) {
+        self.db.close().await;
+    }
+
+    /// A receiver that changes whenever the index or the agents change: wait on it to learn
+    /// that what some agent may see might have changed.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// A consistent snapshot of every skill record. Never blocks.
+    pub fn index(&self) -> Arc<Index> {
+        self.index.load_full()
+    }
+
+    /// Rebuild the whole index from the database and swap it in.
+    pub async fn reload(&self) -> Result<()> {
+        let _guard = self.index_lock.lock().await;
+        let seen = on_db!(self, sync::max_event_id())?;
+        let raw = on_db!(self, skills::load_all())?;
+        let generation = self.index.load().generation + 1;
+        let guard = self.guard();
+        let entries = raw
+            .into_iter()
+            .filter_map(|r| match to_entry(r, guard.as_deref()) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    tracing::warn!(error = %e, "skipping an unreadable skill record");
+                    None
+                }
+            });
+        self.index
+            .store(Arc::new(Index::from_entries(entries, generation)));
+        self.changed.send_modify(|g| *g += 1);
+        *self.sync.lock().unwrap_or_else(|p| p.into_inner()) = SyncWindow::from(seen);
+        drop(_guard);
+        self.refresh_agents().await
+    }
+
+    /// Re-read one record into the index.
+    async fn refresh(&self, scope: &Scope, name: &str) -> Result<()> {
+        let _guard = self.index_lock.lock().await;
+        let raw = on_db!(self, skills::load_one(&scope.to_string(), name))?;
+        let guard = self.guard();
+        let entry = raw.map(|r| to_entry(r, guard.as_deref())).transpose()?;
+        let next = self.index.load().with(scope, name, entry);
+        self.index.store(Arc::new(next));
+        self.changed.send_modify(|g| *g += 1);
+        Ok(())
+    }
+}
+
+fn to_entry(r: RawEntry, guard: Option<&dyn ContentGuard>) -> Result<SkillEntry> {
+    // One pass over SKILL.md tells whether anything of it needs scrubbing.
+    let dirty = guard.filter(|g| g.scrub(&r.skill_md).is_some());
+    let mut e = to_entry_raw(r)?;
+    if let Some(g) = dirty {
+        scrub_entry(g, &mut e);
+    }
+    Ok(e)
+}
+
+fn to_entry_raw(r: RawEntry) -> Result<SkillEntry> {
+    let corrupt = |m: String| StoreError::Corrupt(format!("skill '{}' ({}): {m}", r.name, r.scope));
+    let text = std::str::from_utf8(&r.skill_md).map_err(|e| corrupt(e.to_string()))?;
+    let md = SkillMd::parse(text, &Default::default()).map_err(|e| corrupt(e.to_string()))?;
+    let meta =
+        SkillMeta::from_md(&md).ok_or_else(|| corrupt("missing name or description".into()))?;
+    let files = r
+        .files
+        .iter()
+        .map(|(path, digest, exec, size)| {
+            Ok(FileRef {
+                path: path.clone(),
+                digest: digest
+                    .parse()
+                    .map_err(|_| corrupt(format!("bad digest for {path}")))?,
+                size: *size as u64,
+                executable: *exec,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(SkillEntry {
+        id: r.id,
+        scope: r.scope.parse().map_err(corrupt)?,
+        status: r.status.parse().map_err(corrupt)?,
+        active_rev: r.active_rev,
+        head_rev: r.head_rev,
+        digest: r
+            .digest
+            .parse()
+            .map_err(|_| corrupt("bad bundle digest".into()))?,
+        author: r.author.clone(),
+        body: md.body().to_owned(),
+        frontmatter: Arc::new(
+            match skillbase_format::yaml::Node::Map(md.frontmatter.clone()).to_typed_json() {
+                serde_json::Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            },
+        ),
+        meta,
+        files,
+        seed_path: r.seed_path.clone(),
+        updated_at: r.updated_at,
+        name: r.name,
+    })
+}

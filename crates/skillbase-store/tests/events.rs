@@ -1,0 +1,43 @@
+//! Events: appended in batches, in order.
+
+use crate::common::*;
+
+async fn many_events_append_in_order(db: TestDb) {
+    let store = db.open().await;
+    let evs: Vec<skillbase_store::NewEvent> = (0..250)
+        .map(|i| skillbase_store::NewEvent {
+            kind: "test".into(),
+            session: Some(format!("s{}", i % 3)),
+            rev: (i % 2 == 0).then_some(i),
+            data: serde_json::json!({"i": i, "text": "it's \"quoted\""}),
+            ..Default::default()
+        })
+        .collect();
+    store.append_events(&evs).await.unwrap();
+    store.append_events(&[]).await.unwrap();
+    let back = store
+        .events(&skillbase_store::EventFilter {
+            kind: Some("test".into()),
+            limit: Some(1000),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(back.len(), 250);
+    let mut ids: Vec<i64> = back.iter().map(|e| e.id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 250);
+    let mut by_id = back.clone();
+    by_id.sort_by_key(|e| e.id);
+    for (i, e) in by_id.iter().enumerate() {
+        assert_eq!(e.data["i"], i as i64);
+        assert_eq!(e.data["text"], "it's \"quoted\"");
+        assert_eq!(e.session.as_deref(), Some(format!("s{}", i % 3).as_str()));
+        assert_eq!(e.rev, (i % 2 == 0).then_some(i as i64));
+    }
+    store.close().await;
+    db.cleanup().await;
+}
+
+suite!(many_events_append_in_order,);
