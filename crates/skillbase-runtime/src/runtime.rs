@@ -14,26 +14,53 @@ use std::sync::{Arc, Mutex};
 /// Errors the runtime reports to a harness (and, for tool calls, to the model).
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
+    /// No agent of this name is configured in the store (the name as the caller gave it);
+    /// create the agent or fix the name.
     #[error("no agent '{0}'")]
     UnknownAgent(String),
+    /// No session of this id (as given) for this agent: it does not exist, or another agent
+    /// holds it and it answers exactly as a missing one. Sessions are created by a turn or a
+    /// load, never by [`Runtime::pinned`].
     #[error("no session '{0}'")]
     UnknownSession(String),
+    /// No skill of that name is in the agent's view (not allowed, not active, or not there).
     /// The name is kept for the caller's code, never shown: a message that quoted it back would
     /// tell a model whether the name it sent held a secret (it would come back redacted).
     #[error(
         "no skill of that name is available to this agent: choose one of the names load_skill lists{hint}"
     )]
-    UnknownSkill { name: String, hint: String },
+    UnknownSkill {
+        /// The name asked for, cut to its first 100 characters; never part of the message.
+        name: String,
+        /// Text appended to the message as written (the runtime leaves it empty); it must not
+        /// quote the name either.
+        hint: String,
+    },
+    /// The skill (named here) is eager: its body is already in every turn's prefix, so loading
+    /// it is refused rather than repeated.
     #[error("'{0}' is already in your context every turn (an eager skill); follow it as it is")]
     Eager(String),
+    /// `load_skill`'s arguments were refused: not a JSON object, not valid against the skill's
+    /// `inputs`, or given to a skill that declares none. Nothing was activated.
     #[error("arguments for skill '{name}' do not match its inputs: {problems}")]
-    InvalidArguments { name: String, problems: String },
+    InvalidArguments {
+        /// The skill that was asked for.
+        name: String,
+        /// What is wrong, for the model: up to 10 schema problems joined by `; ` (each with
+        /// its location inside the arguments, the value sent masked), or the one shape problem.
+        problems: String,
+    },
+    /// Stored content the runtime cannot use (a skill's `inputs` schema that does not compile,
+    /// a driving run's revision that cannot be read); the message names the skill. Fixing it
+    /// takes a new revision, not a retry.
     #[error("invalid input: {0}")]
     Invalid(String),
+    /// The store failed or refused (see [`StoreError`]); passed through unchanged.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
+/// The runtime's result type: [`RuntimeError`] unless another error is named.
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
 /// What `load_skill` returns.
@@ -42,7 +69,11 @@ pub struct LoadResult {
     /// The text for the model: the wrapped body and the companions' bodies, or the "already
     /// active" note.
     pub content: String,
+    /// True when this revision of the skill was already active in the session: nothing was
+    /// activated or recorded, and `content` is only the note to follow what was loaded earlier.
     pub already_active: bool,
+    /// What this load activated, the skill first and then each companion not already active
+    /// (eager companions are skipped); each with its token count. Empty when `already_active`.
     pub activated: Vec<Activation>,
     /// The skill's files (other than SKILL.md).
     pub files: Vec<String>,
@@ -55,8 +86,12 @@ pub struct LoadResult {
 /// A skill to re-attach after the harness compacts its context.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Pinned {
+    /// The skill's name in the agent's view.
     pub name: String,
+    /// The text to re-attach: the wrapped body of the active revision, rendered with the
+    /// arguments it was loaded with (as stored, vault values redacted) when it had any.
     pub content: String,
+    /// Tokens of `content` (o200k_base), counted against [`Runtime::pinned`]'s budget.
     pub tokens: u32,
 }
 
@@ -72,8 +107,12 @@ pub struct PinnedSet {
 /// One search hit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchHit {
+    /// The skill's name, as `load_skill` takes it.
     pub name: String,
+    /// The skill's frontmatter description.
     pub description: String,
+    /// Its BM25 relevance to the query (always above 0; higher is more relevant, and scores
+    /// compare only within one search).
     pub score: f32,
 }
 
@@ -81,6 +120,7 @@ type ValidatorCache = HashMap<(i64, i64), Arc<jsonschema::Validator>>;
 
 /// The runtime over a store.
 pub struct Runtime {
+    /// The store every view, session and activation is read from and written to.
     pub store: Arc<Store>,
     views: Mutex<HashMap<AgentName, Arc<AgentView>>>,
     /// Sessions this process has opened, with their activations, kept in step with the store
@@ -88,7 +128,8 @@ pub struct Runtime {
     /// needs no database round trip. Sessions are sticky to a process (see ARCHITECTURE.md).
     sessions: Mutex<HashMap<String, Arc<OpenSession>>>,
     validators: Mutex<ValidatorCache>,
-    /// Root of session workspaces; a session's files go under `<root>/<session>/skills/`.
+    /// Root of session workspaces (`None`: no files are written); a session's files go under
+    /// `<root>/<agent>/<session folder>/skills/` (see [`files::session_root`]).
     pub workspace_root: Option<PathBuf>,
 }
 
@@ -110,6 +151,8 @@ pub(crate) struct OpenSession {
 const MAX_CACHED_SESSIONS: usize = 50_000;
 
 impl Runtime {
+    /// A runtime over `store`, writing skills' files under `workspace_root` when it is set.
+    /// Views and sessions start empty and are filled on first use.
     pub fn new(store: Arc<Store>, workspace_root: Option<PathBuf>) -> Runtime {
         Runtime {
             store,
@@ -150,7 +193,6 @@ impl Runtime {
         Ok(turn::resolve(&view, message, opts))
     }
 
-    /// Open (or find) a session of `agent`: created in the store on first use, then cached.
     /// The agent of a session this process has open (no database read), if it has it.
     pub fn session_agent(&self, session: &str) -> Option<AgentName> {
         self.cached(session).map(|s| s.agent.clone())
@@ -165,6 +207,7 @@ impl Runtime {
             .cloned()
     }
 
+    /// Open (or find) a session of `agent`: created in the store on first use, then cached.
     pub(crate) async fn open(&self, agent: &AgentName, session: &str) -> Result<Arc<OpenSession>> {
         if let Some(s) = self
             .sessions
@@ -520,7 +563,8 @@ impl Runtime {
         .map_err(|e| e.to_string())?
     }
 
-    /// Find allowed skills by relevance to a query (for the `search_skills` tool).
+    /// Find allowed skills by relevance to a query (for the `search_skills` tool): at most
+    /// `limit` hits (clamped to 1..=20), best first, skills scoring 0 left out.
     pub fn search_skills(
         &self,
         agent: &AgentName,

@@ -21,8 +21,12 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Permission {
+    /// Reaches other hosts: each call counts against the session's
+    /// `max_network_calls_per_session` before it runs.
     Network,
+    /// Reads or writes files; declared for operators, the dispatcher sets no bound on it.
     Filesystem,
+    /// Touches nothing outside the runtime (notes, skills, computation).
     None,
 }
 
@@ -30,7 +34,10 @@ pub enum Permission {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDecl {
+    /// The registry key and the wire name the model calls: 1-64 ASCII letters, digits, `_`
+    /// and `-`, not a built-in's name.
     pub name: String,
+    /// What the tool does and when to call it, shown to the model in the tool definition.
     pub description: String,
     /// JSON Schema of the arguments.
     #[serde(default = "empty_object_schema")]
@@ -40,8 +47,12 @@ pub struct ToolDecl {
     pub returns: Option<serde_json::Value>,
     /// The class a grant names (`web_fetch`, `notes`, `skills`, ...).
     pub class: String,
+    /// What the tool touches (empty by default); [`Permission::Network`] puts every call under
+    /// the session's network-call budget.
     #[serde(default)]
     pub permissions: Vec<Permission>,
+    /// The latency class (default `immediate`): sets the call's timeout ([`timeout_for`]),
+    /// whether it may be detached, and which turn cadences offer it.
     #[serde(default)]
     pub cost: Cost,
 }
@@ -62,6 +73,7 @@ pub fn timeout_for(cost: Cost) -> Duration {
 /// A failure inside a tool, in words the model can act on. Redacted before anyone sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolError {
+    /// What went wrong, for the model: the outcome's message after redaction.
     pub message: String,
     /// Set when the tool refused by a rule of the envelope rather than failed: the call then
     /// comes out as `refused` with this rule, recorded as a `call_refused` event.
@@ -92,6 +104,8 @@ pub enum Failure {
 }
 
 impl ToolError {
+    /// A plain failure (the outcome is `failed`, no kind), unless the tool recorded a refusal
+    /// with [`CallContext::refuse`] during the call: then it is `refused` with that rule.
     pub fn new(message: impl Into<String>) -> ToolError {
         ToolError {
             message: message.into(),
@@ -125,10 +139,14 @@ impl std::fmt::Display for ToolError {
     }
 }
 
+/// What a handler returns: the result as JSON (redacted and capped in tokens by the dispatcher)
+/// or a [`ToolError`]. Dropped, and so cancelled, when the call passes its deadline.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<serde_json::Value, ToolError>> + Send>>;
 
 /// Runs a tool. Registered by name; a Rust embedder implements it for its own tools.
 pub trait ToolHandler: Send + Sync {
+    /// Run one call. `args` already passed the tool's parameters schema and the call passed
+    /// the capability gate; vault values and destinations go through `ctx`'s checks.
     fn call(&self, ctx: CallContext, args: serde_json::Value) -> ToolFuture;
 }
 
@@ -153,8 +171,11 @@ pub struct InnerRefusal {
 /// What a handler may use: the session, gated vault access and the destination policy.
 #[derive(Clone)]
 pub struct CallContext {
+    /// The agent making the call, whose grants the allow-lists below were read from.
     pub agent: String,
+    /// The session the call belongs to.
     pub session: String,
+    /// The call's id (`call-<ms hex>-<n>`), as its outcome and events carry it.
     pub call_id: String,
     /// The skill driving the turn, if any.
     pub skill: Option<String>,
@@ -165,7 +186,11 @@ pub struct CallContext {
     pub hosts_allowed: Arc<Vec<String>>,
     pub(crate) vault: Option<Arc<Vault>>,
     pub(crate) refusals: Arc<Mutex<Vec<InnerRefusal>>>,
+    /// How long the call may run: its cost class's [`timeout_for`]; past it the dispatcher
+    /// drops the call's future.
     pub deadline: Duration,
+    /// Most bytes the tool should read from outside (2 MiB from the dispatcher); `web_fetch`
+    /// cuts bodies here. The result's token cap is applied after, separately.
     pub max_response_bytes: usize,
 }
 
@@ -213,8 +238,12 @@ impl CallContext {
 
 /// A registered tool: its declaration, compiled parameter schema, and handler.
 pub struct RegisteredTool {
+    /// The declaration as registered.
     pub decl: ToolDecl,
+    /// `decl.parameters` compiled at registration; every call's arguments are checked with it.
     pub validator: jsonschema::Validator,
+    /// What runs the tool; `None` for a declared-only tool, whose calls are refused with
+    /// `no_handler`.
     pub handler: Option<Arc<dyn ToolHandler>>,
 }
 
@@ -227,14 +256,26 @@ pub struct Registry {
 /// Why a tool could not be registered.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
+    /// The tool's name (as given) is not 1-64 ASCII letters, digits, `_` and `-`.
     #[error("tool '{0}': the name must be 1-64 characters of letters, digits, `_` and `-`")]
     BadName(String),
+    /// The declared `parameters` do not compile as JSON Schema.
     #[error("tool '{name}': invalid parameters schema: {message}")]
-    BadSchema { name: String, message: String },
+    BadSchema {
+        /// The tool whose declaration was refused.
+        name: String,
+        /// The schema compiler's error.
+        message: String,
+    },
+    /// A tool of this name is already registered (use [`Registry::set_handler`] to replace a
+    /// handler).
     #[error("tool '{0}' is registered twice")]
     Duplicate(String),
+    /// The declared class (of the tool named here) fails the format crate's class grammar,
+    /// so no grant could name it.
     #[error("tool '{0}': class must be lowercase letters, digits, `_` and `-`")]
     BadClass(String),
+    /// The name is a built-in tool's ([`Builtin`]); built-ins are not in the registry.
     #[error("tool '{0}': the name is one of Skillbase's built-in tools; choose another")]
     Reserved(String),
 }
@@ -247,6 +288,7 @@ fn valid_tool_name(n: &str) -> bool {
 }
 
 impl Registry {
+    /// An empty registry (the built-ins are never in it; they are offered beside it).
     pub fn new() -> Registry {
         Registry::default()
     }
@@ -303,6 +345,7 @@ impl Registry {
         }
     }
 
+    /// The tool registered under its declared `name` (not its wire name), if any.
     pub fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
         self.tools.get(name)
     }

@@ -12,14 +12,17 @@ use std::sync::{Arc, OnceLock};
 /// One skill in a view.
 #[derive(Debug)]
 pub struct ViewSkill {
+    /// The index entry of the skill's active revision (meta, body, file list) at build time.
     pub entry: Arc<SkillEntry>,
     /// The name, shared by every report that mentions the skill.
     pub name_ref: crate::turn::Name,
     /// The full catalog entry (`<skill>…</skill>`).
     pub catalog_entry: String,
+    /// Tokens of `catalog_entry` (o200k_base).
     pub catalog_tokens: u32,
     /// The name-only catalog entry.
     pub name_entry: String,
+    /// Tokens of `name_entry` (o200k_base).
     pub name_tokens: u32,
     /// Companions the agent may see, as indices into [`AgentView::skills`].
     pub companions: Vec<usize>,
@@ -27,6 +30,7 @@ pub struct ViewSkill {
 }
 
 impl ViewSkill {
+    /// The skill's name, as the agent loads it.
     pub fn name(&self) -> &str {
         &self.entry.name
     }
@@ -78,11 +82,14 @@ pub fn wrap_body(entry: &SkillEntry, body: &str, companion_of: Option<&str>) -> 
 /// What one agent may see.
 #[derive(Debug)]
 pub struct AgentView {
+    /// The agent as it was when the view was built; its `version` and [`Self::generation`]
+    /// decide when [`crate::Runtime::view`] rebuilds.
     pub agent: Arc<Agent>,
     /// The index generation this view was built from.
     pub generation: u64,
     /// Allowed, active skills, sorted by name.
     pub skills: Vec<ViewSkill>,
+    /// Each skill's name to its index in [`Self::skills`].
     pub by_name: HashMap<String, usize>,
     /// The agent's eager skills that it may see, in order.
     pub eager: Vec<usize>,
@@ -90,11 +97,15 @@ pub struct AgentView {
     pub eager_not_allowed: Vec<String>,
     /// Declared companions outside the allowlist: (skill, companion).
     pub companions_not_allowed: Vec<(String, String)>,
+    /// Every skill's trigger phrases, compiled once; hits point into [`Self::skills`].
     pub triggers: TriggerMatcher,
+    /// BM25 over each skill's name, description and triggers; document `i` is `skills[i]`.
     pub bm25: Bm25,
     /// Per skill, contiguous (the ranked catalog walks them in relevance order): tokens of the
-    /// full catalog entry and of the name-only entry.
+    /// full catalog entry ([`ViewSkill::catalog_tokens`]).
     pub full_tokens: Vec<u32>,
+    /// Per skill, contiguous like `full_tokens`: tokens of the name-only entry
+    /// ([`ViewSkill::name_tokens`]).
     pub name_only_tokens: Vec<u32>,
     /// Every skill's name, in view order, shared whole by the reports of its turns.
     pub names: Arc<[crate::turn::Name]>,
@@ -135,6 +146,9 @@ pub fn visible(agent: &Agent, index: &Index) -> Vec<Arc<SkillEntry>> {
 }
 
 impl AgentView {
+    /// Build `agent`'s view from an index snapshot: every catalog entry rendered and counted,
+    /// the trigger automaton and the BM25 index. Costly (the tokenizer runs per skill); use
+    /// [`crate::Runtime::view`], which caches it.
     pub fn build(agent: Arc<Agent>, index: &Index) -> AgentView {
         let allowed = visible(&agent, index);
         let by_name: HashMap<String, usize> = allowed
@@ -248,10 +262,13 @@ impl AgentView {
         })
     }
 
+    /// The skill of that name, if the agent may see it.
     pub fn get(&self, name: &str) -> Option<&ViewSkill> {
         self.by_name.get(name).map(|&i| &self.skills[i])
     }
 
+    /// Whether `skills[i]` is one of the agent's eager skills (its body is in every turn's
+    /// prefix, so it is never loaded, offered or listed in the catalog).
     pub fn is_eager(&self, i: usize) -> bool {
         self.eager.contains(&i)
     }

@@ -68,24 +68,40 @@ impl Rule {
 pub enum CallOutcome {
     /// The tool ran; `result` is capped and redacted.
     Done {
+        /// The call's id.
         call_id: String,
+        /// The tool's value, redacted; when it was over the agent's `max_result_tokens`, a
+        /// string instead: its text cut to the limit plus a `[truncated: ...]` marker.
         result: serde_json::Value,
+        /// Tokens of `result` as text (o200k_base); with the marker, a cut result can come
+        /// out a few tokens over the limit.
         tokens: u32,
+        /// Whether `result` was cut to `max_result_tokens`.
         truncated: bool,
     },
     /// A slow call runs apart; its result arrives as a `call_finished` event (see
-    /// [`Dispatcher::wait`]).
-    Started { call_id: String },
-    /// The call never ran.
-    Refused {
+    /// [`Dispatcher::wait`](super::Dispatcher::wait)).
+    Started {
+        /// The id to pass to [`Dispatcher::wait`](super::Dispatcher::wait) and to find the `call_finished` event by.
         call_id: String,
+    },
+    /// The call was refused: by a stage before the tool ran, or inside the tool (a vault entry
+    /// or destination outside the envelope) when that refusal stopped it.
+    Refused {
+        /// The call's id.
+        call_id: String,
+        /// The rule that refused; callers branch on it, not on the message.
         rule: Rule,
+        /// Why, for the model (redacted).
         message: String,
     },
-    /// The tool ran and failed (or a refusal was raised inside it).
+    /// The tool ran and failed, or was cancelled at its cost class's time limit.
     Failed {
+        /// The call's id.
         call_id: String,
+        /// What went wrong, for the model (redacted).
         message: String,
+        /// [`Rule::Timeout`] when the call was cancelled at its limit; otherwise none.
         #[serde(skip_serializing_if = "Option::is_none")]
         rule: Option<Rule>,
         /// What kind of failure, when the tool says (`stale`, `conflict`, `not_found`, ...).

@@ -1,0 +1,128 @@
+//! Turn resolution: given an agent's view and the user's message, what the model is shown this
+//! turn, and why. Pure and deterministic: no I/O, same input, same output.
+//!
+//! Order of the prompt: the eager prefix (fixed position, cacheable), then bodies injected for
+//! this turn (triggers and their companions), then the level-1 catalog. Bodies are cut by the
+//! agent's context budget and the catalog by its catalog budget; every skill that did not make it
+//! is reported with its reason, and the report is computed after the cut.
+
+//!
+//! A turn runs in phases, each in its module: [`place`] the bodies (eager, then triggered, with
+//! companions, under the context budget), plan the [`catalog`] (candidates, then full / by name /
+//! left out under the catalog budget, ranked by relevance when it overflows) and render it, then
+//! the tools (`load_skill` over the loadable names, `search_skills` when the catalog was ranked).
+//! The [`report`] records every decision.
+
+mod catalog;
+mod place;
+pub mod report;
+
+pub use report::{
+    Activation, CatalogReport, Name, Omission, OmissionList, TokenCounts, TurnReport,
+};
+
+use crate::view::AgentView;
+use serde::Serialize;
+use skillbase_format::Cost;
+use std::sync::Arc;
+
+/// Per-turn options.
+#[derive(Debug, Clone, Default)]
+pub struct TurnOptions {
+    /// Leave out of the catalog and tools every skill slower than this.
+    pub max_cost: Option<Cost>,
+    /// Override the agent's catalog budget (tokens).
+    pub catalog_budget: Option<u32>,
+    /// Override the agent's context budget (tokens) for injected bodies.
+    pub context_budget: Option<u32>,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments (shared: the `load_skill` schema of a view is built once).
+    pub parameters: Arc<serde_json::Value>,
+}
+
+/// Everything the harness gives the model this turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TurnContext {
+    /// Eager bodies: the same every turn while nothing changes (a cacheable prefix).
+    pub prefix: Option<String>,
+    /// Bodies injected for this turn only (triggers and their companions).
+    pub injected: Option<String>,
+    /// The level-1 `<available_skills>` catalog.
+    pub catalog: Option<String>,
+    pub tools: Vec<ToolDef>,
+    pub report: TurnReport,
+    /// Skill indices (in the view) loadable this turn.
+    #[serde(skip)]
+    pub loadable: Vec<usize>,
+}
+
+/// Resolve one turn.
+pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnContext {
+    let mut report = TurnReport {
+        agent: view.agent.name.to_string(),
+        eager_not_allowed: view.eager_not_allowed.clone(),
+        ..TurnReport::default()
+    };
+    // Folded once for the triggers and the ranking.
+    let folded = crate::trigger::fold_fast(message);
+    let context_budget = opts
+        .context_budget
+        .unwrap_or(view.agent.config.context_budget);
+    let placed = place::bodies(view, &folded, context_budget, &mut report);
+
+    let cands = catalog::candidates(view, &placed.present, &placed.evicted, opts, &mut report);
+    let catalog_budget = opts
+        .catalog_budget
+        .unwrap_or(view.agent.config.catalog_budget);
+    let plan = catalog::plan(view, &cands, &folded, catalog_budget, &mut report);
+    let catalog = catalog::render(view, &plan, !cands.skills.is_empty(), report.catalog.ranked);
+    report.catalog.full = plan
+        .full
+        .iter()
+        .map(|&i| view.skills[i].name().to_owned())
+        .collect();
+    report.catalog.tokens = plan.tokens;
+    report.tokens.catalog = plan.tokens;
+
+    let (tools, loadable) = tools(view, opts, &mut report);
+    report.tokens.total =
+        report.tokens.eager + report.tokens.injected + report.tokens.catalog + report.tokens.tools;
+    TurnContext {
+        prefix: (!placed.prefix.is_empty()).then_some(placed.prefix),
+        injected: (!placed.injected.is_empty()).then_some(placed.injected),
+        catalog,
+        tools,
+        report,
+        loadable,
+    }
+}
+
+/// Phase 4: `load_skill` over exactly the loadable names — every allowed skill that is not
+/// eager, within the cadence (a skill injected this turn stays loadable, so the model can keep
+/// it for the rest of the session) — and `search_skills` when the catalog was ranked. The schema
+/// depends only on the view and the cadence, so it is built once per view.
+fn tools(
+    view: &AgentView,
+    opts: &TurnOptions,
+    report: &mut TurnReport,
+) -> (Vec<ToolDef>, Vec<usize>) {
+    let cached = view.load_tool(opts.max_cost);
+    let mut tools = Vec::new();
+    let mut tool_tokens = 0;
+    if let Some(tool) = &cached.tool {
+        tool_tokens += catalog::LOAD_TOOL_BASE_TOKENS + cached.name_tokens;
+        tools.push(tool.clone());
+        if report.catalog.ranked {
+            tool_tokens += catalog::SEARCH_TOOL_TOKENS;
+            tools.push(crate::dispatch::search_skills_tool());
+        }
+    }
+    report.tokens.tools = tool_tokens;
+    (tools, cached.loadable.clone())
+}

@@ -1,0 +1,353 @@
+//! The activation report: what reached the prompt, what did not, and why; the shapes events,
+//! the CLI and the API read.
+
+use serde::Serialize;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// Why a skill reached the prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Activation {
+    pub name: String,
+    /// `eager`, `trigger:<phrase>`, `load`, or `companion:<of>`.
+    pub reason: String,
+    pub rev: i64,
+    pub tokens: u32,
+}
+
+/// A skill name shared with the view: report lines cost no allocation per skill.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Name(pub Arc<str>);
+
+impl Name {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Name {
+        Name(Arc::from(s))
+    }
+}
+
+impl From<String> for Name {
+    fn from(s: String) -> Name {
+        Name(Arc::from(s))
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+/// A skill that did not reach the prompt (or the catalog) in full, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Omission {
+    pub name: Name,
+    pub reason: Cow<'static, str>,
+    /// Relevance rank among the catalog's candidates (1 = most relevant), when it was ranked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<usize>,
+}
+
+/// The omissions of one part of a turn's report, kept compact.
+///
+/// A ranked catalog leaves out most of a large library, and a turn records each of those as two
+/// integers — the skill's index in the view's name table and its relevance rank — with one
+/// shared reason, instead of an [`Omission`] value (a shared name and a reason) per skill: at
+/// 1,000 skills that is about 950 entries a turn, and making and dropping 950 values was a third
+/// of the turn. Entries added as values (a skill too slow for the turn, say) come first. Reading
+/// the list yields [`Omission`] values made on the way ([`OmissionList::iter`]); serializing
+/// writes exactly the JSON of the `Vec<Omission>` it stands for. It is not a `Vec` and does not
+/// pretend to be one: there is no indexing and no mutation but [`OmissionList::push`].
+#[derive(Default, Clone)]
+pub struct OmissionList {
+    /// Entries added as values, in order, before the ranked ones.
+    head: Vec<Omission>,
+    /// The view's names, once ranked entries were started.
+    table: Option<Arc<[Name]>>,
+    /// The reason every ranked entry gives.
+    reason: &'static str,
+    /// Ranked entries: (index into `table`, 1-based rank).
+    ranked: Vec<(u32, u32)>,
+    /// Entries added as values after the ranked ones started.
+    tail: Vec<Omission>,
+}
+
+impl OmissionList {
+    /// An empty list.
+    pub fn new() -> OmissionList {
+        OmissionList::default()
+    }
+
+    /// Entries in the list.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.ranked.len() + self.tail.len()
+    }
+
+    /// Whether nothing was left out.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Add an entry at the end.
+    pub fn push(&mut self, o: Omission) {
+        if self.ranked.is_empty() {
+            self.head.push(o);
+        } else {
+            self.tail.push(o);
+        }
+    }
+
+    /// Every entry, in order, as values.
+    pub fn iter(&self) -> impl Iterator<Item = Omission> + '_ {
+        self.head
+            .iter()
+            .cloned()
+            .chain(self.ranked.iter().map(|&e| self.ranked_entry(e)))
+            .chain(self.tail.iter().cloned())
+    }
+
+    /// Every entry, in order, collected.
+    pub fn to_vec(&self) -> Vec<Omission> {
+        self.iter().collect()
+    }
+
+    /// Make room for `n` ranked entries, all giving `reason`, their names from `table`.
+    pub(super) fn start_ranked(&mut self, table: &Arc<[Name]>, reason: &'static str, n: usize) {
+        debug_assert!(self.ranked.is_empty() && self.tail.is_empty());
+        self.table = Some(table.clone());
+        self.reason = reason;
+        self.ranked.reserve(n);
+    }
+
+    /// Add the skill at `index` of the table given to `start_ranked`, with its rank.
+    pub(super) fn push_ranked(&mut self, index: usize, rank: usize) {
+        self.ranked.push((index as u32, rank as u32));
+    }
+
+    fn ranked_entry(&self, (index, rank): (u32, u32)) -> Omission {
+        let table = self
+            .table
+            .as_ref()
+            .expect("ranked entries have a name table");
+        Omission {
+            name: table[index as usize].clone(),
+            reason: Cow::Borrowed(self.reason),
+            rank: Some(rank as usize),
+        }
+    }
+}
+
+impl std::fmt::Debug for OmissionList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for OmissionList {
+    fn eq(&self, other: &OmissionList) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for OmissionList {}
+
+impl PartialEq<[Omission]> for OmissionList {
+    fn eq(&self, other: &[Omission]) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter().cloned())
+    }
+}
+
+impl PartialEq<Vec<Omission>> for OmissionList {
+    fn eq(&self, other: &Vec<Omission>) -> bool {
+        self == other.as_slice()
+    }
+}
+
+impl From<Vec<Omission>> for OmissionList {
+    fn from(v: Vec<Omission>) -> OmissionList {
+        OmissionList {
+            head: v,
+            ..OmissionList::default()
+        }
+    }
+}
+
+impl FromIterator<Omission> for OmissionList {
+    fn from_iter<I: IntoIterator<Item = Omission>>(iter: I) -> OmissionList {
+        OmissionList::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl<'a> IntoIterator for &'a OmissionList {
+    type Item = Omission;
+    type IntoIter = Box<dyn Iterator<Item = Omission> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl Serialize for OmissionList {
+    /// Exactly what `Vec<Omission>` serializes to, without making the values.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        /// `Omission`'s serialized shape, borrowing.
+        #[derive(Serialize)]
+        #[serde(rename = "Omission")]
+        struct Entry<'a> {
+            name: &'a Name,
+            reason: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            rank: Option<usize>,
+        }
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for o in &self.head {
+            seq.serialize_element(o)?;
+        }
+        if let Some(table) = &self.table {
+            for &(index, rank) in &self.ranked {
+                seq.serialize_element(&Entry {
+                    name: &table[index as usize],
+                    reason: self.reason,
+                    rank: Some(rank as usize),
+                })?;
+            }
+        }
+        for o in &self.tail {
+            seq.serialize_element(o)?;
+        }
+        seq.end()
+    }
+}
+
+/// What the catalog showed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CatalogReport {
+    pub budget: u32,
+    pub tokens: u32,
+    /// Whether the catalog overflowed and entries were ranked by relevance.
+    pub ranked: bool,
+    pub full: Vec<String>,
+    /// Listed by name only, with the reason.
+    pub name_only: OmissionList,
+    /// Not listed at all, with the reason (still loadable unless the reason says otherwise).
+    pub omitted: OmissionList,
+}
+
+/// Token counts per part of what the model is shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TokenCounts {
+    pub eager: u32,
+    pub injected: u32,
+    pub catalog: u32,
+    pub tools: u32,
+    pub total: u32,
+}
+
+/// The activation report of one turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TurnReport {
+    pub agent: String,
+    pub activated: Vec<Activation>,
+    /// Bodies that matched (eager, trigger, companion) but did not fit the context budget.
+    pub evicted: Vec<Omission>,
+    pub catalog: CatalogReport,
+    pub tokens: TokenCounts,
+    /// Eager names the agent does not allow (ignored).
+    pub eager_not_allowed: Vec<String>,
+    /// Tools withheld from the model, with the reason (counted by the dispatcher's policy).
+    pub withheld_tools: Vec<Omission>,
+    /// Problems that did not change what the model sees (a skill's files not written, say).
+    pub warnings: Vec<Omission>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compact list reads and serializes like the `Vec<Omission>` it stands for.
+    #[test]
+    fn omission_list_reads_like_the_list_it_stands_for() {
+        let table: Arc<[Name]> = ["a", "b", "c"].into_iter().map(Name::from).collect();
+        let cost = Omission {
+            name: "z".into(),
+            reason: "cost: slow".into(),
+            rank: None,
+        };
+        let late = Omission {
+            name: "y".into(),
+            reason: "late".into(),
+            rank: None,
+        };
+        let mut l = OmissionList::new();
+        l.push(cost.clone());
+        l.start_ranked(&table, "not listed", 2);
+        l.push_ranked(2, 5);
+        l.push_ranked(0, 7);
+        l.push(late.clone());
+        let want = vec![
+            cost.clone(),
+            Omission {
+                name: "c".into(),
+                reason: Cow::Borrowed("not listed"),
+                rank: Some(5),
+            },
+            Omission {
+                name: "a".into(),
+                reason: Cow::Borrowed("not listed"),
+                rank: Some(7),
+            },
+            late,
+        ];
+        assert_eq!(l.len(), 4);
+        assert_eq!(
+            serde_json::to_string(&l).unwrap(),
+            serde_json::to_string(&want).unwrap()
+        );
+        assert_eq!(l, want);
+        assert_eq!(l.to_vec(), want);
+        assert_eq!((&l).into_iter().count(), 4);
+        assert_eq!(l.clone(), l);
+        assert_eq!(format!("{l:?}"), format!("{want:?}"));
+        assert_eq!(OmissionList::from(want.clone()), l);
+        assert_ne!(OmissionList::from(want[..3].to_vec()), l);
+        let empty = OmissionList::default();
+        assert!(empty.is_empty());
+        assert_eq!(serde_json::to_string(&empty).unwrap(), "[]");
+    }
+}
