@@ -82,7 +82,8 @@ impl EventSink {
         EventSink { tx, flush_now }
     }
 
-    /// Queue an event.
+    /// Queue an event for the background writer, which stores it in its next batch; waits only
+    /// while the queue is full. Use [`EventSink::flush`] to know it is stored.
     pub async fn record(&self, event: NewEvent) {
         let _ = self.tx.send(Msg::Event(Box::new(event))).await;
     }

@@ -5,19 +5,21 @@
 //!   shows a whole turn, a load, a harness tool behind the envelope and a finished run.
 //! - [`view`]: the skills an agent may see, cached until the index or the agent changes.
 //! - [`trigger`]: deterministic activation, one Aho-Corasick pass over folded text.
-//! - [`turn`]: eager prefix, triggered bodies, the budgeted level-1 catalog, the tools, and the
-//!   activation report.
+//! - [`turn`] (a folder: place, catalog, report): eager prefix, triggered bodies, the budgeted
+//!   level-1 catalog, the tools, and the activation report, in phases.
 //! - [`runtime`]: sessions, `load_skill` (level 2), `search_skills`, `pinned` after compaction,
 //!   and the events that record each turn.
 //! - [`vault`] and [`redact`]: secrets encrypted at rest, resolved only inside tools, and
 //!   scrubbed (with their encoded forms) from everything else in one pass.
-//! - [`dispatch`], [`tool`], [`builtin`]: the offered set and the call pipeline with the
-//!   capability gate, bounds, runs and drift.
+//! - [`dispatch`] (a folder: outcome, offer, runs, built-ins, authoring) and [`tool`]: the
+//!   offered set and the call pipeline with the capability gate, bounds, runs and drift; the
+//!   runtime's own tools are one typed table, [`dispatch::Builtin`].
 //! - [`envelope`]: granted ∩ declared — tool classes, vault entries, host patterns — for calls
 //!   and for authoring alike.
 //! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod dispatch;
 pub mod engine;

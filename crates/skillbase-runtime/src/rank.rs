@@ -142,10 +142,12 @@ impl Bm25 {
         }
     }
 
+    /// Number of documents indexed (document ids run `0..len`, in the order given to `new`).
     pub fn len(&self) -> usize {
         self.doc_len.len()
     }
 
+    /// Whether no document is indexed (every query then scores nothing).
     pub fn is_empty(&self) -> bool {
         self.doc_len.is_empty()
     }

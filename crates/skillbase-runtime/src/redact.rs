@@ -257,11 +257,12 @@ impl Redactor {
         self.forms.iter().map(Vec::len).max().unwrap_or(0)
     }
 
-    /// Number of secrets.
+    /// Number of secrets (vault entries with a non-empty value), not of the forms matched.
     pub fn len(&self) -> usize {
         self.count
     }
 
+    /// Whether there is no secret: redaction then returns every text unchanged.
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }

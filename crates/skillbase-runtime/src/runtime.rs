@@ -98,7 +98,7 @@ pub struct Pinned {
 /// What [`Runtime::pinned`] returns.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PinnedSet {
-    /// Most recent first.
+    /// The skills re-attached, most recent activation first, together within the budget.
     pub skills: Vec<Pinned>,
     /// Active skills that did not fit the budget, most recent first.
     pub left_out: Vec<String>,
@@ -182,7 +182,8 @@ impl Runtime {
         Ok(v)
     }
 
-    /// Resolve a turn without recording anything.
+    /// Resolve a turn from the agent's view alone: no session is opened, nothing is recorded
+    /// and no files are written (what [`Runtime::turn`] would show, as a preview).
     pub fn resolve(
         &self,
         agent: &AgentName,

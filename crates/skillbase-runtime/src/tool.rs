@@ -247,7 +247,8 @@ pub struct RegisteredTool {
     pub handler: Option<Arc<dyn ToolHandler>>,
 }
 
-/// The tools an install offers.
+/// The tools an install declares (the operator's `[[tools]]` and an embedder's own), by name;
+/// an agent is offered one only while its class is granted.
 #[derive(Default)]
 pub struct Registry {
     tools: HashMap<String, Arc<RegisteredTool>>,
@@ -350,7 +351,7 @@ impl Registry {
         self.tools.get(name)
     }
 
-    /// Every tool, by name.
+    /// Every tool, sorted by name.
     pub fn all(&self) -> Vec<&Arc<RegisteredTool>> {
         let mut v: Vec<_> = self.tools.values().collect();
         v.sort_by(|a, b| a.decl.name.cmp(&b.decl.name));

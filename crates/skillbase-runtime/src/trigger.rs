@@ -238,6 +238,8 @@ pub struct TriggerMatcher {
 /// One trigger that fired.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TriggerHit {
+    /// The skill index given with the phrase to [`TriggerMatcher::new`] (in a view, an index
+    /// into [`crate::view::AgentView::skills`]).
     pub skill: usize,
     /// The phrase as authored (so the author can find the line to edit).
     pub phrase: String,
@@ -271,6 +273,7 @@ impl TriggerMatcher {
         TriggerMatcher { ac, patterns }
     }
 
+    /// Whether no phrase was kept (none given, or all fold to nothing): nothing can fire.
     pub fn is_empty(&self) -> bool {
         self.patterns.is_empty()
     }

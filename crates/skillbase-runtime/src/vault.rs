@@ -13,23 +13,34 @@ use std::sync::Arc;
 
 /// Shortest value accepted: shorter ones would redact innocent text everywhere.
 pub const MIN_VALUE_CHARS: usize = 6;
-/// Largest value accepted.
+/// Largest value accepted, in bytes (64 KiB); the minimum above is in characters.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 
+/// Why a vault operation failed. Messages name entries, never values.
 #[derive(Debug, thiserror::Error)]
 pub enum VaultError {
+    /// The key could not be read, parsed or created (the text says where: the variable or
+    /// the key file), or encryption itself failed; nothing was changed.
     #[error("vault key: {0}")]
     Key(String),
+    /// The key does not decrypt the stored entry named here: the vault cannot open with this
+    /// key. Restore the key the entries were written with.
     #[error(
         "the vault key does not decrypt entry '{0}'; SKILLBASE_VAULT_KEY or the key file changed since it was written"
     )]
     WrongKey(String),
+    /// The entry name (as given, cut to 130 characters) fails the format crate's vault-name
+    /// grammar, the one grants and skills' `capabilities.vault` use.
     #[error("invalid vault entry name '{0}': use letters, digits, `_`, `-` and `.` (at most 128)")]
     BadName(String),
+    /// The value for the entry named here is not UTF-8, has fewer than [`MIN_VALUE_CHARS`]
+    /// characters, or is over [`MAX_VALUE_BYTES`] bytes; nothing was stored.
     #[error("the value of '{0}' must be {MIN_VALUE_CHARS} to {MAX_VALUE_BYTES} bytes of text")]
     BadValue(String),
+    /// No entry of this name to remove.
     #[error("no vault entry '{0}'")]
     NotFound(String),
+    /// The store failed reading or writing vault rows, or rebuilding its index afterwards.
     #[error(transparent)]
     Store(#[from] skillbase_store::StoreError),
 }
@@ -128,8 +139,11 @@ impl std::fmt::Debug for Secret {
 /// What anyone may see of an entry.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct VaultEntryInfo {
+    /// The entry's name, as grants and skills' `capabilities.vault` name it.
     pub name: String,
+    /// What the secret is for, as set with it (free text, shown to anyone who lists).
     pub description: String,
+    /// When the value was last set, in Unix milliseconds (the store's clock).
     pub updated_at: i64,
 }
 
@@ -271,7 +285,8 @@ impl Vault {
         self.reload().await
     }
 
-    /// Remove an entry.
+    /// Remove an entry (recorded as `actor`'s), then reload: from then on its value is neither
+    /// resolvable nor redacted. [`VaultError::NotFound`] when no entry has that name.
     pub async fn remove(&self, name: &str, actor: &Author) -> Result<(), VaultError> {
         if !self.store.vault_remove(name, actor).await? {
             return Err(VaultError::NotFound(name.to_owned()));

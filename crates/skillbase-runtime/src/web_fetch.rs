@@ -126,9 +126,13 @@ pub fn register(registry: &mut Registry) -> Result<(), RegistryError> {
 /// How the client behaves (not what it may reach: that is the call's context).
 #[derive(Debug, Clone)]
 pub struct WebFetchConfig {
-    /// Redirect hops followed (at most [`MAX_REDIRECTS`] by default).
+    /// Redirect hops followed, each checked like the first, before the call fails with "too
+    /// many redirects" (default [`MAX_REDIRECTS`]).
     pub max_redirects: usize,
+    /// The `User-Agent` header of every request (default `skillbase-web-fetch/<version>`).
     pub user_agent: String,
+    /// Longest wait to open a connection to a host (default 10 s); the whole call is still
+    /// bounded by the context's deadline.
     pub connect_timeout: Duration,
 }
 
@@ -166,10 +170,13 @@ impl Default for WebFetch {
 }
 
 impl WebFetch {
+    /// A handler with [`WebFetchConfig::default`]; the client is built at the first call.
     pub fn new() -> WebFetch {
         WebFetch::with_config(WebFetchConfig::default())
     }
 
+    /// A handler with its own client settings (the destination policy still comes from each
+    /// call's context).
     pub fn with_config(config: WebFetchConfig) -> WebFetch {
         WebFetch {
             client: OnceLock::new(),

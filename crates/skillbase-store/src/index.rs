@@ -56,6 +56,39 @@ pub struct SkillEntry {
     pub updated_at: i64,
 }
 
+impl SkillEntry {
+    /// The entry of a skill's first active revision, made from its SKILL.md text without a
+    /// database (id 0, no files but SKILL.md's own digest, not following a seed). Fails with
+    /// what to fix when the text has no parseable frontmatter or lacks `name` or `description`.
+    pub fn from_skill_md(scope: Scope, text: &str, author: &str) -> Result<SkillEntry, String> {
+        let md = skillbase_format::SkillMd::parse(text, &Default::default())
+            .map_err(|e| format!("{e}: {}", e.hint()))?;
+        let meta = SkillMeta::from_md(&md)
+            .ok_or("SKILL.md needs `name` and `description` in its frontmatter")?;
+        let frontmatter =
+            match skillbase_format::yaml::Node::Map(md.frontmatter.clone()).to_typed_json() {
+                serde_json::Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            };
+        Ok(SkillEntry {
+            id: 0,
+            scope,
+            name: meta.name.clone(),
+            status: Status::Active,
+            active_rev: 1,
+            head_rev: 1,
+            digest: Digest::of(text.as_bytes()),
+            author: author.to_owned(),
+            body: md.body().to_owned(),
+            frontmatter: Arc::new(frontmatter),
+            meta,
+            files: Vec::new(),
+            seed_path: None,
+            updated_at: 0,
+        })
+    }
+}
+
 type ScopeMap = HashMap<Arc<str>, Arc<SkillEntry>>;
 
 /// All skill records by scope and name.
@@ -68,10 +101,10 @@ pub struct Index {
 }
 
 impl Index {
-    pub(crate) fn from_entries(
-        entries: impl IntoIterator<Item = SkillEntry>,
-        generation: u64,
-    ) -> Index {
+    /// An index of these entries (the last of two with the same scope and name wins). The store
+    /// builds its index this way; an embedder or a test can resolve turns over an index it made
+    /// without a database.
+    pub fn from_entries(entries: impl IntoIterator<Item = SkillEntry>, generation: u64) -> Index {
         let mut shared = ScopeMap::new();
         let mut agents: HashMap<AgentName, ScopeMap> = HashMap::new();
         for e in entries {

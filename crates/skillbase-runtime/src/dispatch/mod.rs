@@ -53,8 +53,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Semaphore, watch};
 
-/// Calls in flight, network budgets and slow-call results.
+/// The call pipeline (the stages above) for every agent of one runtime: it owns the calls in
+/// flight, detached calls' results, the offered-set cache and the event writer.
 pub struct Dispatcher {
+    /// The runtime whose views and session cache every turn, load and call goes through.
     pub runtime: Arc<Runtime>,
     registry: Arc<Registry>,
     vault: Option<Arc<Vault>>,

@@ -196,10 +196,17 @@ pub(super) fn plan(
             _ => {}
         }
     }
+    // When not even one name fits, the catalog is the notice that search_skills finds the
+    // skills: its tokens are counted as they are, though they exceed the budget.
+    let tokens = if full.is_empty() && name_only.is_empty() {
+        more
+    } else {
+        budget.saturating_sub(left)
+    };
     Plan {
         full,
         name_only,
-        tokens: budget.saturating_sub(left),
+        tokens,
     }
 }
 

@@ -40,7 +40,9 @@ pub struct TurnOptions {
 /// A tool offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolDef {
+    /// The name the model calls.
     pub name: String,
+    /// What the model is told the tool does.
     pub description: String,
     /// JSON Schema of the arguments (shared: the `load_skill` schema of a view is built once).
     pub parameters: Arc<serde_json::Value>,
@@ -55,7 +57,9 @@ pub struct TurnContext {
     pub injected: Option<String>,
     /// The level-1 `<available_skills>` catalog.
     pub catalog: Option<String>,
+    /// The tools offered this turn: `load_skill` (and `search_skills`), then the dispatcher's offered set.
     pub tools: Vec<ToolDef>,
+    /// Why each skill is or is not in front of the model, computed after the cuts.
     pub report: TurnReport,
     /// Skill indices (in the view) loadable this turn.
     #[serde(skip)]

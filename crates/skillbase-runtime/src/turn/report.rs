@@ -8,10 +8,13 @@ use std::sync::Arc;
 /// Why a skill reached the prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Activation {
+    /// The skill's name.
     pub name: String,
     /// `eager`, `trigger:<phrase>`, `load`, or `companion:<of>`.
     pub reason: String,
+    /// The revision whose body reached the prompt.
     pub rev: i64,
+    /// Tokens of the body as placed (wrapped in its `<skill_content>` tag).
     pub tokens: u32,
 }
 
@@ -20,6 +23,7 @@ pub struct Activation {
 pub struct Name(pub Arc<str>);
 
 impl Name {
+    /// The name as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -77,7 +81,9 @@ impl Serialize for Name {
 /// A skill that did not reach the prompt (or the catalog) in full, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Omission {
+    /// The skill's name.
     pub name: Name,
+    /// Why: `budget: …`, `cost: …`, and what the model can still do about it.
     pub reason: Cow<'static, str>,
     /// Relevance rank among the catalog's candidates (1 = most relevant), when it was ranked.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -258,10 +264,13 @@ impl Serialize for OmissionList {
 /// What the catalog showed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CatalogReport {
+    /// The catalog budget this turn, in tokens.
     pub budget: u32,
+    /// Tokens the catalog takes (its notice alone when not even one name fits).
     pub tokens: u32,
     /// Whether the catalog overflowed and entries were ranked by relevance.
     pub ranked: bool,
+    /// Listed in full (name and description), in name order.
     pub full: Vec<String>,
     /// Listed by name only, with the reason.
     pub name_only: OmissionList,
@@ -272,21 +281,30 @@ pub struct CatalogReport {
 /// Token counts per part of what the model is shown.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct TokenCounts {
+    /// Eager bodies (the prefix).
     pub eager: u32,
+    /// Bodies injected this turn (triggers and companions).
     pub injected: u32,
+    /// The `<available_skills>` catalog.
     pub catalog: u32,
+    /// Tool definitions offered to the model.
     pub tools: u32,
+    /// All of the above.
     pub total: u32,
 }
 
 /// The activation report of one turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TurnReport {
+    /// The agent the turn was resolved for.
     pub agent: String,
+    /// Skills whose bodies reached the prompt, with the reason each did.
     pub activated: Vec<Activation>,
     /// Bodies that matched (eager, trigger, companion) but did not fit the context budget.
     pub evicted: Vec<Omission>,
+    /// What the catalog listed, by name only, or left out.
     pub catalog: CatalogReport,
+    /// Tokens per part of the prompt.
     pub tokens: TokenCounts,
     /// Eager names the agent does not allow (ignored).
     pub eager_not_allowed: Vec<String>,
