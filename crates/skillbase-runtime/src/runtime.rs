@@ -669,13 +669,46 @@ pub fn substitute(body: &str, args: &serde_json::Value) -> String {
     if map.is_empty() || !body.contains("{{") {
         return body.to_owned();
     }
-    let mut out = body.to_owned();
-    for (k, v) in map {
-        let value = match v {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        out = out.replace(&format!("{{{{{k}}}}}"), &value);
+    // One pass, left to right: a value that itself contains `{{other}}` stays as written (a
+    // key replaced at a time would fill it in too, letting one argument rewrite another).
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find("}}") {
+            Some(end) if map.contains_key(&after[..end]) => {
+                match &map[&after[..end]] {
+                    serde_json::Value::String(s) => out.push_str(s),
+                    other => out.push_str(&other.to_string()),
+                }
+                rest = &after[end + 2..];
+            }
+            _ => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
     }
+    out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::substitute;
+    use serde_json::json;
+
+    #[test]
+    fn substitution_is_one_pass_and_leaves_unknown_placeholders() {
+        let args = json!({"a": "{{b}}", "b": "B", "n": 3});
+        assert_eq!(
+            substitute("x {{a}} y {{b}} z {{n}} {{missing}} {{ {{b}}", &args),
+            "x {{b}} y B z 3 {{missing}} {{ B"
+        );
+        assert_eq!(substitute("no placeholders", &args), "no placeholders");
+        assert_eq!(substitute("{{a}", &args), "{{a}");
+        assert_eq!(substitute("{{", &args), "{{");
+        assert_eq!(substitute("é{{b}}é", &args), "éBé");
+    }
 }

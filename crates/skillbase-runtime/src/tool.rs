@@ -199,12 +199,14 @@ impl CallContext {
     pub fn secret(&self, name: &str) -> Result<Arc<Secret>, ToolError> {
         if !self.vault_allowed.iter().any(|v| v == name) {
             let message = match &self.skill {
+                // The entry's name is not quoted back: it comes from the call's arguments, and a
+                // text that echoes (redacted) input would tell the caller whether it held a secret.
                 Some(s) => format!(
-                    "vault entry '{name}' is not both granted to agent '{}' and declared by skill '{s}'",
+                    "the vault entry asked for is not both granted to agent '{}' and declared by skill '{s}'",
                     self.agent
                 ),
                 None => format!(
-                    "vault entry '{name}' is not granted to agent '{}'",
+                    "the vault entry asked for is not granted to agent '{}'",
                     self.agent
                 ),
             };
