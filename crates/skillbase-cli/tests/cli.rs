@@ -1,18 +1,10 @@
 //! The `skillbase` binary, run for real: exit codes, help, output formats and the scaffold.
 
+use crate::common::{BIN, EXAMPLES, Run, s};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_skillbase");
-const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/skills");
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 fn run_in(cwd: Option<&Path>, args: &[&str]) -> Run {
     let mut cmd = Command::new(BIN);
@@ -34,10 +26,6 @@ fn run_in(cwd: Option<&Path>, args: &[&str]) -> Run {
 
 fn run(args: &[&str]) -> Run {
     run_in(None, args)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// A folder `name` under `root` holding a SKILL.md with `text`.

@@ -1,24 +1,14 @@
 //! `skillbase serve`, `skillbase token` end to end: the real binary, a real port, real signals.
 
+use crate::common::skillbase;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_skillbase");
-
 fn cmd(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--db")
-        .arg(home.join("skillbase.db"))
-        .current_dir(home)
-        .env_remove("SKILLBASE_DB")
-        .env_remove("SKILLBASE_CONFIG")
-        .env_remove("SKILLBASE_VAULT_KEY")
-        .env("SKILLBASE_HOME", home.join("home"))
-        .env("USER", "tester");
-    c
+    skillbase(home.join("skillbase.db"), home)
 }
 
 fn run(home: &Path, args: &[&str]) -> (i32, String, String) {

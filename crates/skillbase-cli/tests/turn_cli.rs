@@ -1,30 +1,13 @@
 //! `skillbase turn` end to end: the real binary against a SQLite file in a temporary folder,
 //! with `--json` and with the text report.
 
+use crate::common::{Run, pairs, skill_md, skillbase};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_skillbase");
+use std::process::Stdio;
 
 struct Sb {
     dir: tempfile::TempDir,
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
 }
 
 impl Sb {
@@ -43,16 +26,8 @@ impl Sb {
     }
 
     fn run(&self, args: &[&str]) -> Run {
-        let out = Command::new(BIN)
-            .arg("--db")
-            .arg(self.db())
+        let out = skillbase(self.db(), self.dir.path())
             .args(args)
-            .current_dir(self.dir.path())
-            .env_remove("SKILLBASE_DB")
-            .env_remove("SKILLBASE_CONFIG")
-            .env("SKILLBASE_HOME", self.path("home"))
-            .env("USER", "tester")
-            .env("RUST_BACKTRACE", "0")
             .stdin(Stdio::null())
             .output()
             .unwrap();
@@ -118,13 +93,7 @@ impl Sb {
 fn write_skill(parent: &Path, name: &str, fm: &str, body: &str, files: &[(&str, &str)]) {
     let dir = parent.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("SKILL.md"),
-        format!(
-            "---\nname: {name}\ndescription: Does {name} things. Use when asked about {name}.\n{fm}---\n{body}\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(dir.join("SKILL.md"), skill_md(name, fm, body)).unwrap();
     for (p, c) in files {
         let f = dir.join(p);
         std::fs::create_dir_all(f.parent().unwrap()).unwrap();
@@ -151,12 +120,6 @@ fn strs(v: &Value) -> Vec<String> {
         .unwrap()
         .iter()
         .map(|x| x.as_str().unwrap().to_owned())
-        .collect()
-}
-
-fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter()
-        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
         .collect()
 }
 

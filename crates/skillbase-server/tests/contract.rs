@@ -5,8 +5,7 @@
 //! REST route. The resulting records must match: revisions (number, author, message, state,
 //! digest, which is active), status, files and SKILL.md; reads must return the same skills.
 
-mod common;
-use common::TestServer;
+use crate::common::TestServer;
 use serde_json::{Value, json};
 use skillbase_runtime::dispatch::{CallMode, CallOutcome};
 use skillbase_store::{AgentName, Scope};

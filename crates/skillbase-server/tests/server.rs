@@ -1,7 +1,6 @@
 //! The server's lifecycle and authentication: probes, metrics, tokens, `--dev`, shutdown.
 
-mod common;
-use common::{TestServer, problem};
+use crate::common::{self, TestServer, problem};
 use skillbase_server::{ServerOptions, check_dev_bind};
 use skillbase_store::Author;
 

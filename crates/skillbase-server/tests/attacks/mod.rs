@@ -2,8 +2,7 @@
 //! the secret must come back in no answer, event, log or database file, and one agent's token must
 //! learn nothing of another agent.
 
-use super::ok_json;
-use crate::common::{TestServer, problem, put_skill, skill_md};
+use crate::common::{TestServer, ok_json, problem, put_skill, skill_md};
 use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -2,13 +2,14 @@
 //!
 //! Agents: `alpha` (sees `shared-one`, `shared-two` and its private `alpha-secret`) and `beta`
 //! (sees `shared-one` and its private `beta-secret`). Tokens: one admin, one per agent.
-#![allow(dead_code)]
 
+use reqwest::Method;
+use serde_json::Value;
 use skillbase_format::Bundle;
 use skillbase_runtime::vault::{Vault, VaultKey};
 use skillbase_server::{AppState, ServerOptions, generate_token, hash_token};
 use skillbase_store::config::Config;
-use skillbase_store::{AgentName, Author, DbUrl, PutRequest, Scope, Store};
+use skillbase_store::{AgentName, Author, DbUrl, EventFilter, PutRequest, Scope, Store};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -170,4 +171,41 @@ pub async fn problem(r: reqwest::Response) -> (u16, serde_json::Value) {
     let body = r.text().await.unwrap();
     assert_eq!(ct, "application/problem+json", "status {status}: {body}");
     (status, serde_json::from_str(&body).unwrap())
+}
+
+/// A JSON answer with the expected status.
+pub async fn ok_json(r: reqwest::Response, want: u16) -> Value {
+    let status = r.status().as_u16();
+    let body = r.text().await.unwrap();
+    assert_eq!(status, want, "{body}");
+    serde_json::from_str(&body).unwrap_or(Value::Null)
+}
+
+/// REST requests with a bearer token, and the number of events stored.
+impl TestServer {
+    pub fn req(&self, m: Method, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.request(m, self.url(path)).bearer_auth(token)
+    }
+    pub fn get(&self, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.req(Method::GET, path, token)
+    }
+    pub fn post(&self, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.req(Method::POST, path, token)
+    }
+    pub fn put(&self, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.req(Method::PUT, path, token)
+    }
+    pub fn markdown(&self, path: &str, token: &str, text: String) -> reqwest::RequestBuilder {
+        self.put(path, token)
+            .header("content-type", "text/markdown")
+            .body(text)
+    }
+    pub async fn event_count(&self) -> usize {
+        self.state.dispatcher.flush().await;
+        self.store
+            .events(&EventFilter::default())
+            .await
+            .unwrap()
+            .len()
+    }
 }

@@ -1,0 +1,220 @@
+//! Initialization and discovery, the offered tools, calls through dispatch, and a Skillbase
+//! session per stateful MCP session.
+
+use super::*;
+
+#[tokio::test]
+async fn initialize_and_discover_declare_the_skills_extension() {
+    let s = TestServer::start().await;
+    for wire in WIRES {
+        let (_, info) = Client::new(&s, Some(&s.alpha), wire).open().await;
+        let caps = &info["capabilities"];
+        assert_eq!(
+            caps["extensions"][EXT],
+            json!({"directoryRead": true}),
+            "{wire:?}: {info}"
+        );
+        assert!(caps["resources"].is_object(), "{wire:?}");
+        assert_eq!(caps["resources"]["listChanged"], true, "{wire:?}");
+        assert!(caps["tools"].is_object(), "{wire:?}");
+        match wire {
+            Wire::Stateful => {
+                assert_eq!(info["protocolVersion"], STATEFUL);
+                assert_eq!(info["serverInfo"]["name"], "skillbase");
+            }
+            Wire::Stateless => {
+                assert_eq!(info["resultType"], "complete");
+                assert!(
+                    info["supportedVersions"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&json!(STATELESS))
+                );
+                assert_eq!(
+                    info["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+                    "skillbase"
+                );
+            }
+        }
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn tools_list_is_the_agents_offered_set() {
+    let s = TestServer::start().await;
+    for wire in WIRES {
+        let mut seen = BTreeMap::new();
+        for (agent, token) in [("alpha", &s.alpha), ("beta", &s.beta)] {
+            let (c, _) = Client::new(&s, Some(token), wire).open().await;
+            let r = c.ok("tools/list", json!({})).await;
+            let listed: BTreeSet<String> = r["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+                    t["name"].as_str().unwrap().to_owned()
+                })
+                .collect();
+            let offered: BTreeSet<String> = s
+                .state
+                .dispatcher
+                .offered(&AgentName::parse(agent).unwrap())
+                .unwrap()
+                .entries
+                .iter()
+                .map(|e| e.wire_name.clone())
+                .collect();
+            assert_eq!(listed, offered, "{wire:?} {agent}");
+            assert!(listed.contains("load_skill"), "{listed:?}");
+            // load_skill's name is the closed enum of the agent's loadable skills, as in a turn.
+            let load = r["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == "load_skill")
+                .unwrap();
+            let names: BTreeSet<&str> = load["inputSchema"]["properties"]["name"]["enum"]
+                .as_array()
+                .unwrap_or_else(|| panic!("no enum: {load}"))
+                .iter()
+                .map(|n| n.as_str().unwrap())
+                .collect();
+            let want: BTreeSet<&str> = match agent {
+                "alpha" => ["alpha-secret", "shared-one", "shared-two"].into(),
+                _ => ["beta-secret", "shared-one"].into(),
+            };
+            assert_eq!(names, want, "{wire:?} {agent}");
+            seen.insert(agent, listed);
+        }
+        // alpha is granted the authoring class, beta is not: the sets differ.
+        let extra: Vec<_> = seen["alpha"].difference(&seen["beta"]).collect();
+        assert!(!extra.is_empty(), "{seen:?}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn tools_call_goes_through_dispatch_and_refusals_are_error_results() {
+    let s = TestServer::start().await;
+    for wire in WIRES {
+        let (alpha, _) = Client::new(&s, Some(&s.alpha), wire).open().await;
+        let r = alpha
+            .ok(
+                "tools/call",
+                json!({"name": "load_skill", "arguments": {"name": "alpha-secret"}}),
+            )
+            .await;
+        assert_ne!(r["isError"], true, "{r}");
+        let text = r["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("Body of alpha-secret"), "{text}");
+
+        let (beta, _) = Client::new(&s, Some(&s.beta), wire).open().await;
+        // Another agent's private skill: refused as a result, nothing of it shown.
+        let r = beta
+            .ok(
+                "tools/call",
+                json!({"name": "load_skill", "arguments": {"name": "alpha-secret"}}),
+            )
+            .await;
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(!r.to_string().contains("Body of alpha-secret"), "{r}");
+        // A tool alpha has and beta is not offered: a refusal the model can read.
+        let alpha_only = s
+            .state
+            .dispatcher
+            .offered(&AgentName::parse("alpha").unwrap())
+            .unwrap()
+            .entries
+            .iter()
+            .map(|e| e.wire_name.clone())
+            .find(|w| {
+                s.state
+                    .dispatcher
+                    .offered(&AgentName::parse("beta").unwrap())
+                    .unwrap()
+                    .get(w)
+                    .is_none()
+            })
+            .unwrap();
+        let r = beta
+            .ok("tools/call", json!({"name": alpha_only, "arguments": {}}))
+            .await;
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(
+            r["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("not_offered"),
+            "{r}"
+        );
+        // Bad arguments are a result too.
+        let r = alpha
+            .ok(
+                "tools/call",
+                json!({"name": "load_skill", "arguments": {"nope": 1}}),
+            )
+            .await;
+        assert_eq!(r["isError"], true, "{r}");
+    }
+    // The Skillbase sessions: one per MCP session (stateful), one per token and agent
+    // (stateless), or the one named by Skillbase-Session.
+    s.state.dispatcher.flush().await;
+    let stateless = s
+        .store
+        .events(&skillbase_store::EventFilter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.session)
+        .find(|id| id.starts_with("mcp:alpha:t-"))
+        .expect("a stateless session in alpha's namespace, keyed by its token");
+    assert_eq!(stateless.len(), "mcp:alpha:t-".len() + 32, "{stateless}");
+    let rec = s.store.session(&stateless).await.unwrap().expect("session");
+    assert_eq!(rec.agent, "alpha");
+    for wire in WIRES {
+        let name = format!("harness-{wire:?}");
+        let (c, _) = Client::new(&s, Some(&s.alpha), wire)
+            .header("skillbase-session", &name)
+            .open()
+            .await;
+        let r = c
+            .ok(
+                "tools/call",
+                json!({"name": "load_skill", "arguments": {"name": "shared-one"}}),
+            )
+            .await;
+        assert_ne!(r["isError"], true, "{r}");
+        assert!(s.store.session(&name).await.unwrap().is_some(), "{name}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn stateful_sessions_get_their_own_skillbase_session() {
+    let s = TestServer::start().await;
+    let (c, _) = Client::new(&s, Some(&s.alpha), Wire::Stateful).open().await;
+    let r = c
+        .ok(
+            "tools/call",
+            json!({"name": "load_skill", "arguments": {"name": "shared-one"}}),
+        )
+        .await;
+    assert_ne!(r["isError"], true, "{r}");
+    let id = format!("mcp:alpha:{}", c.session.as_deref().unwrap());
+    let rec = s.store.session(&id).await.unwrap().expect("session");
+    assert_eq!(rec.agent, "alpha");
+    // Loading again in the same session is a no-op the runtime reports as such.
+    let again = c
+        .ok(
+            "tools/call",
+            json!({"name": "load_skill", "arguments": {"name": "shared-one"}}),
+        )
+        .await;
+    assert_ne!(
+        again, r,
+        "the second load should say the skill is already active"
+    );
+    s.stop().await;
+}

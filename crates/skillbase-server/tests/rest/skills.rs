@@ -1,0 +1,376 @@
+//! Skills as an admin: the happy path, listing pages, and concurrent writers with the same
+//! `If-Match`.
+
+use super::*;
+
+#[tokio::test]
+async fn skills_happy_path_as_admin() {
+    let s = TestServer::start().await;
+    let body = json!({
+        "files": {
+            "SKILL.md": skill_md("refunds", "Refund procedure for orders", "Step one.\nStep two."),
+            "scripts/check.sh": {"text": "#!/bin/sh\necho ok\n", "executable": true},
+            "data.bin": {"base64": "AAEC/w=="},
+        },
+        "message": "first cut",
+    });
+    let r = s
+        .put("/v1/skills/refunds", &s.admin)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["etag"], "\"1\"");
+    assert_eq!(r.headers()["location"], "/v1/skills/refunds?scope=shared");
+    let w = ok_json(r, 201).await;
+    assert_eq!(
+        (w["result"].as_str(), w["rev"].as_i64(), w["scope"].as_str()),
+        (Some("created"), Some(1), Some("shared"))
+    );
+
+    let r = s.get("/v1/skills/refunds", &s.admin).send().await.unwrap();
+    assert_eq!(r.headers()["etag"], "\"1\"");
+    let d = ok_json(r, 200).await;
+    assert_eq!(d["status"], "active");
+    assert_eq!(d["revision"]["author"], format!("human:token-{}", 1));
+    assert_eq!(d["revision"]["message"], "first cut");
+    assert!(d["skill_md"].as_str().unwrap().contains("Step two."));
+    assert_eq!(d["meta"]["description"], "Refund procedure for orders");
+    let files = d["files"].as_array().unwrap();
+    let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["SKILL.md", "data.bin", "scripts/check.sh"]);
+    assert_eq!(files[1]["size"], 4);
+    assert_eq!(files[2]["executable"], true);
+    assert!(files[1]["digest"].as_str().unwrap().starts_with("sha256:"));
+
+    // Modify with a bare SKILL.md and If-Match.
+    let r = s
+        .markdown(
+            "/v1/skills/refunds?message=clearer",
+            &s.admin,
+            skill_md(
+                "refunds",
+                "Refund procedure for orders",
+                "Step one, carefully.",
+            ),
+        )
+        .header("if-match", "\"1\"")
+        .send()
+        .await
+        .unwrap();
+    let w = ok_json(r, 200).await;
+    assert_eq!(
+        (w["result"].as_str(), w["rev"].as_i64()),
+        (Some("modified"), Some(2))
+    );
+    let h = ok_json(
+        s.get("/v1/skills/refunds/history", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(h.as_array().unwrap().len(), 2);
+    assert_eq!(h[1]["message"], "clearer");
+    assert_eq!(h[1]["active"], true);
+    let d = ok_json(
+        s.get("/v1/skills/refunds/diff?from=1&to=2", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    let diff = d["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-Step two.") && diff.contains("+Step one, carefully."),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("data.bin"),
+        "files dropped by a PUT show in the diff: {diff}"
+    );
+    let old = ok_json(
+        s.get("/v1/skills/refunds?rev=1", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(old["revision"]["rev"], 1);
+    assert_eq!(old["files"].as_array().unwrap().len(), 3);
+
+    // Revert, disable, enable, retire, restore.
+    let w = ok_json(
+        s.post("/v1/skills/refunds/revert", &s.admin)
+            .json(&json!({"rev": 1}))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(
+        (
+            w["rev"].as_i64(),
+            w["latest_rev"].as_i64(),
+            w["result"].as_str()
+        ),
+        (Some(1), Some(2), Some("reverted"))
+    );
+    let w = ok_json(
+        s.post("/v1/skills/refunds/disable", &s.admin)
+            .json(&json!({"reason": "checking"}))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(w["status"], "disabled");
+    let w = ok_json(
+        s.post("/v1/skills/refunds/enable", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(w["status"], "active");
+    let w = ok_json(
+        s.post("/v1/skills/refunds/retire", &s.admin)
+            .header("if-match", "\"2\"")
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(w["status"], "retired");
+    let page = ok_json(s.get("/v1/skills", &s.admin).send().await.unwrap(), 200).await;
+    assert!(
+        !page.to_string().contains("refunds"),
+        "retired skills are not listed by default"
+    );
+    let page = ok_json(
+        s.get("/v1/skills?status=retired", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(page["items"][0]["name"], "refunds");
+    let (st, _) = problem(
+        s.post("/v1/skills/refunds/enable", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        st, 409,
+        "enable does not bring a retired skill back; restore does"
+    );
+    let w = ok_json(
+        s.post("/v1/skills/refunds/restore", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(w["status"], "active");
+    let (st, _) = problem(
+        s.post("/v1/skills/refunds/restore", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(st, 409);
+
+    // Export as zip: the active revision (1) under a folder named after the skill.
+    let r = s
+        .get("/v1/skills/refunds/export", &s.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/zip");
+    assert_eq!(r.headers()["skillbase-revision"], "1");
+    let bytes = r.bytes().await.unwrap();
+    let b = skillbase_format::Bundle::from_zip(&bytes, &Default::default()).unwrap();
+    assert!(String::from_utf8_lossy(&b.get("SKILL.md").unwrap().bytes).contains("Step two."));
+    assert_eq!(&b.get("data.bin").unwrap().bytes[..], &[0, 1, 2, 255]);
+    assert!(b.get("scripts/check.sh").unwrap().executable);
+
+    let runs = ok_json(
+        s.get("/v1/skills/refunds/runs", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(runs, json!([]));
+    // Another scope.
+    let r = s
+        .markdown(
+            "/v1/skills/refunds?scope=agent:alpha",
+            &s.admin,
+            skill_md("refunds", "Alpha's own refunds", "Own."),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok_json(r, 201).await["scope"], "agent:alpha");
+    let d = ok_json(
+        s.get("/v1/skills/refunds?scope=agent:alpha", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(d["meta"]["description"], "Alpha's own refunds");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn listing_pages_with_a_cursor_and_filters() {
+    let s = TestServer::start().await;
+    for i in 0..7 {
+        put_skill(&s.store, Scope::Shared, &format!("page-{i}"), &[]).await;
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let q = match &cursor {
+            Some(c) => format!("/v1/skills?limit=3&cursor={c}"),
+            None => "/v1/skills?limit=3".into(),
+        };
+        let page = ok_json(s.get(&q, &s.admin).send().await.unwrap(), 200).await;
+        let items = page["items"].as_array().unwrap();
+        assert!(items.len() <= 3);
+        for i in items {
+            seen.push(format!(
+                "{}@{}",
+                i["name"].as_str().unwrap(),
+                i["scope"].as_str().unwrap()
+            ));
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(seen.len(), 11, "{seen:?}");
+    assert_eq!(sorted.len(), 11, "a page repeated an item: {seen:?}");
+    let page = ok_json(
+        s.get("/v1/skills?q=PAGE-3", &s.admin).send().await.unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    let page = ok_json(
+        s.get("/v1/skills?scope=agent:beta", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(page["items"][0]["name"], "beta-secret");
+    for bad in [
+        "/v1/skills?cursor=%%%",
+        "/v1/skills?status=sleepy",
+        "/v1/skills?scope=global",
+        "/v1/skills?limit=x",
+    ] {
+        let (st, _) = problem(s.get(bad, &s.admin).send().await.unwrap()).await;
+        assert_eq!(st, 400, "{bad}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn concurrent_writers_with_the_same_if_match_one_wins_no_revision_lost() {
+    let s = TestServer::start().await;
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let rb = s
+            .markdown(
+                "/v1/skills/shared-one",
+                &s.admin,
+                skill_md("shared-one", &format!("Writer {i}"), "b"),
+            )
+            .header("if-match", "\"1\"");
+        tasks.push(tokio::spawn(async move {
+            let r = rb.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap())
+        }));
+    }
+    let mut won = 0;
+    for t in tasks {
+        let (status, v) = t.await.unwrap();
+        match status {
+            200 => won += 1,
+            412 => assert_eq!(v["extra"]["current_rev"], 2, "{v}"),
+            other => panic!("{other}: {v}"),
+        }
+    }
+    assert_eq!(won, 1);
+    let h = ok_json(
+        s.get("/v1/skills/shared-one/history", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(h.as_array().unwrap().len(), 2);
+
+    // The same through an agent token (the authoring tools).
+    let r = s
+        .markdown("/v1/skills/mine", &s.alpha, skill_md("mine", "Mine", "v1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok_json(r, 201).await["rev"], 1);
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let rb = s
+            .markdown(
+                "/v1/skills/mine",
+                &s.alpha,
+                skill_md("mine", "Mine", &format!("v2 by {i}")),
+            )
+            .header("if-match", "\"1\"");
+        tasks.push(tokio::spawn(async move {
+            rb.send().await.unwrap().status().as_u16()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.push(t.await.unwrap());
+    }
+    statuses.sort();
+    assert_eq!(statuses, [200, 412, 412, 412, 412, 412]);
+    let h = ok_json(
+        s.get("/v1/skills/mine/history?scope=agent:alpha", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(h.as_array().unwrap().len(), 2);
+    s.stop().await;
+}
