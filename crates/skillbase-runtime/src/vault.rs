@@ -35,7 +35,9 @@ pub enum VaultError {
     BadName(String),
     /// The value for the entry named here is not UTF-8, has fewer than [`MIN_VALUE_CHARS`]
     /// characters, or is over [`MAX_VALUE_BYTES`] bytes; nothing was stored.
-    #[error("the value of '{0}' must be UTF-8 text of at least {MIN_VALUE_CHARS} characters and at most {MAX_VALUE_BYTES} bytes")]
+    #[error(
+        "the value of '{0}' must be UTF-8 text of at least {MIN_VALUE_CHARS} characters and at most {MAX_VALUE_BYTES} bytes"
+    )]
     BadValue(String),
     /// No entry of this name to remove.
     #[error("no vault entry '{0}'")]

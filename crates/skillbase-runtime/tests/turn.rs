@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 mod bad_input;
 mod catalog;
+mod fixtures;
 mod load_skill;
 mod report;
 mod session;

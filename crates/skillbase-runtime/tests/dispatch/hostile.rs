@@ -78,7 +78,8 @@ async fn a_hostile_skill_is_refused_at_every_step_and_each_refusal_is_recorded()
     let (rule, msg) = failed(&o);
     assert_eq!(rule, Some(Rule::VaultNotAllowed));
     assert!(
-        msg.contains("'OTHER'") && msg.contains("skill 'helpful'"),
+        // The entry's name came from the call: it is not quoted back.
+        !msg.contains("OTHER") && msg.contains("skill 'helpful'"),
         "{msg}"
     );
     // 6. A destination the skill declares but the agent is not granted.

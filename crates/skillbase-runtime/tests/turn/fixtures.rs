@@ -4,7 +4,7 @@
 //! from the fixture's SKILL.md texts.
 //!
 //! A fixture whose output changes on purpose is re-recorded with `SKILLBASE_BLESS=1 cargo test
-//! -p skillbase-runtime --test turn_fixtures`; read the diff of the `.expected.json` before
+//! -p skillbase-runtime --test integration turn::fixtures`; read the diff of the `.expected.json` before
 //! committing it. Without that variable a missing or different expectation fails the test.
 
 use serde::Deserialize;
