@@ -216,6 +216,22 @@ impl Engine {
             .await?)
     }
 
+    /// Load a skill for the session on the harness's word (level 2) — what a model's
+    /// `load_skill` call does, with the typed result: the body, its companions and files, and
+    /// the skill driving the session from now on.
+    pub async fn load(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        skill: &str,
+        arguments: Option<&serde_json::Value>,
+    ) -> Result<crate::runtime::LoadResult, EngineError> {
+        Ok(self
+            .dispatcher
+            .load(agent, session, skill, arguments)
+            .await?)
+    }
+
     /// The outcome of a detached call, waiting up to `timeout`.
     pub async fn wait(&self, call_id: &str, timeout: Duration) -> Option<CallOutcome> {
         self.dispatcher.wait(call_id, timeout).await

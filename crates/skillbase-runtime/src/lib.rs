@@ -4,7 +4,7 @@
 //! - [`engine`]: the façade a Rust harness embeds ([`Engine::builder`]); `examples/embed.rs`
 //!   shows a whole turn, a load, a harness tool behind the envelope and a finished run.
 //! - [`view`]: the skills an agent may see, cached until the index or the agent changes.
-//! - [`trigger`]: deterministic activation, one Aho-Corasick pass over folded text.
+//! - `trigger` (private): deterministic activation, one Aho-Corasick pass over folded text.
 //! - [`turn`] (a folder: place, catalog, report): eager prefix, triggered bodies, the budgeted
 //!   level-1 catalog, the tools, and the activation report, in phases.
 //! - [`runtime`]: sessions, `load_skill` (level 2), `search_skills`, `pinned` after compaction,
@@ -14,7 +14,7 @@
 //! - [`dispatch`] (a folder: outcome, offer, runs, built-ins, authoring) and [`tool`]: the
 //!   offered set and the call pipeline with the capability gate, bounds, runs and drift; the
 //!   runtime's own tools are one typed table, [`dispatch::Builtin`].
-//! - [`envelope`]: granted ∩ declared — tool classes, vault entries, host patterns — for calls
+//! - `envelope` (private): granted ∩ declared — tool classes, vault entries, host patterns — for calls
 //!   and for authoring alike.
 //! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
 
@@ -23,15 +23,15 @@
 
 pub mod dispatch;
 pub mod engine;
-pub mod envelope;
-pub mod events;
+mod envelope;
+mod events;
 pub mod files;
-pub mod rank;
+mod rank;
 pub mod redact;
 pub mod runtime;
 pub mod tokens;
 pub mod tool;
-pub mod trigger;
+mod trigger;
 pub mod turn;
 pub mod vault;
 pub mod view;

@@ -319,23 +319,7 @@ impl Runtime {
         Ok(ctx)
     }
 
-    /// Level 2: load a skill into the session. Validates `arguments` against the skill's
-    /// `inputs`, substitutes them, returns the body with its companions' bodies and its file
-    /// list, and writes its files to the session's workspace. The second load in a session
-    /// answers "already active".
-    pub async fn load_skill(
-        &self,
-        agent: &AgentName,
-        session: &str,
-        name: &str,
-        arguments: Option<&serde_json::Value>,
-    ) -> Result<LoadResult> {
-        self.load_skill_with_run(agent, session, name, arguments, None, None)
-            .await
-            .map(|(r, _)| r)
-    }
-
-    /// [`Runtime::load_skill`] as the dispatcher makes it: with `run` (the session's driving
+    /// Level 2, as [`crate::dispatch::Dispatcher::load`] makes it: with `run` (the session's driving
     /// skill as `(skill id, rev)`, or none), a first activation also opens a run of the loaded
     /// skill in the activation's transaction unless that skill is the one driving; with
     /// `redactor`, a first activation keeps its arguments (vault values redacted) so that

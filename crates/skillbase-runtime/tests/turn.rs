@@ -25,17 +25,34 @@ mod view;
 // ---------------------------------------------------------------------------------------------
 // Helpers (a store per test, in a temporary folder).
 
+/// Level 2 through the dispatcher, the one public way to load a skill (it opens the skill's run).
+async fn load_via(
+    rt: &Arc<Runtime>,
+    agent: &AgentName,
+    session: &str,
+    name: &str,
+    arguments: Option<&serde_json::Value>,
+) -> Result<skillbase_runtime::LoadResult, RuntimeError> {
+    skillbase_runtime::dispatch::Dispatcher::new(
+        rt.clone(),
+        skillbase_runtime::tool::Registry::new(),
+        None,
+    )
+    .load(agent, session, name, arguments)
+    .await
+}
+
 struct Env {
     dir: tempfile::TempDir,
     store: Arc<Store>,
-    rt: Runtime,
+    rt: Arc<Runtime>,
 }
 
 impl Env {
     async fn new() -> Env {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(open_store(&db_path(dir.path())).await);
-        let rt = Runtime::new(store.clone(), Some(dir.path().join("ws")));
+        let rt = Arc::new(Runtime::new(store.clone(), Some(dir.path().join("ws"))));
         Env { dir, store, rt }
     }
 

@@ -68,6 +68,8 @@ impl Dispatcher {
         {
             return Ok(s);
         }
+        // An unknown agent gets no session (nothing is created for it).
+        self.agent(agent)?;
         // Boxed: the database futures stay out of every caller's state.
         Box::pin(self.load_session(agent, session)).await
     }
@@ -215,22 +217,54 @@ impl Dispatcher {
         Ok(Some(r))
     }
 
-    /// A loaded skill as the call's outcome (redacted, counted).
-    fn loaded(
+    /// Level 2 as a harness asks for it: load a skill into the session through its run — the
+    /// one way a skill is activated (a call of `load_skill`, a skill's `skill_<name>` entry and
+    /// [`crate::Engine::load`] all come here). Validates `arguments` against the skill's
+    /// `inputs`, substitutes them, and returns the body (redacted) with its companions' bodies
+    /// and its file list; the skill drives the session from now on (a first activation opens
+    /// its run; loading it again after it finished, or after another skill took over, opens a
+    /// new one). The second load of a revision in a session answers "already active".
+    pub async fn load(
         &self,
-        r: crate::runtime::LoadResult,
-        call_id: &str,
-    ) -> Result<CallOutcome, RuntimeError> {
-        let text = self.redactor().redact(&r.content).into_owned();
-        Ok(CallOutcome::Done {
-            call_id: call_id.to_owned(),
-            tokens: tokens::count(&text),
-            result: serde_json::Value::String(text),
-            truncated: false,
-        })
+        agent: &AgentName,
+        session: &str,
+        name: &str,
+        arguments: Option<&serde_json::Value>,
+    ) -> Result<crate::runtime::LoadResult, RuntimeError> {
+        let driving = self
+            .driving_run(agent, session)
+            .await?
+            .map(|o| (o.skill_id, o.rev));
+        let redactor = self.redactor();
+        let (mut r, opened) = self
+            .runtime
+            .load_skill_with_run(
+                agent,
+                session,
+                name,
+                arguments,
+                Some(driving),
+                Some(&redactor),
+            )
+            .await?;
+        if opened.is_some() {
+            // A first activation opened the skill's run with its activation.
+            self.refresh_run(session).await?;
+        } else if r.already_active
+            && let Some(e) = self.runtime.store.index().resolve(agent, name).cloned()
+            && driving != Some((e.id, e.active_rev))
+        {
+            // The skill drives from now on, unless its run is the one already open.
+            self.runtime.store.start_run(session, agent, &e).await?;
+            self.refresh_run(session).await?;
+        }
+        if let std::borrow::Cow::Owned(text) = redactor.redact(&r.content) {
+            r.content = text;
+        }
+        Ok(r)
     }
 
-    /// `load_skill` as a dispatched call: activation opens a run (the skill now drives).
+    /// `load_skill` as a dispatched call: [`Dispatcher::load`], with its refusals typed.
     pub(crate) async fn activate(
         &self,
         agent: &Agent,
@@ -239,48 +273,13 @@ impl Dispatcher {
         args: Option<serde_json::Value>,
         call_id: &str,
     ) -> Result<CallOutcome, RuntimeError> {
-        let driving = self
-            .driving_run(&agent.name, session)
-            .await?
-            .map(|o| (o.skill_id, o.rev));
-        match self
-            .runtime
-            .load_skill_with_run(
-                &agent.name,
-                session,
-                name,
-                args.as_ref(),
-                Some(driving),
-                Some(&self.redactor()),
-            )
-            .await
-        {
-            Ok((r, Some(_))) => {
-                // A first activation opened the skill's run with its activation.
-                self.refresh_run(session).await?;
-                self.loaded(r, call_id)
-            }
-            Ok((r, None)) => {
-                // The skill drives from now on, unless its run is the one already open (a
-                // skill loaded again after it finished, or after another took over, drives
-                // again).
-                if r.already_active
-                    && let Some(e) = self
-                        .runtime
-                        .store
-                        .index()
-                        .resolve(&agent.name, name)
-                        .cloned()
-                    && driving != Some((e.id, e.active_rev))
-                {
-                    self.runtime
-                        .store
-                        .start_run(session, &agent.name, &e)
-                        .await?;
-                    self.refresh_run(session).await?;
-                }
-                self.loaded(r, call_id)
-            }
+        match self.load(&agent.name, session, name, args.as_ref()).await {
+            Ok(r) => Ok(CallOutcome::Done {
+                call_id: call_id.to_owned(),
+                tokens: tokens::count(&r.content),
+                result: serde_json::Value::String(r.content),
+                truncated: false,
+            }),
             Err(RuntimeError::InvalidArguments { name, problems }) => Ok(CallOutcome::Refused {
                 call_id: call_id.to_owned(),
                 rule: Rule::InvalidArguments,

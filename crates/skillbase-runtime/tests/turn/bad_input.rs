@@ -21,7 +21,7 @@ async fn unknown_agents_and_sessions_are_errors() {
         Err(RuntimeError::UnknownAgent(_))
     ));
     assert!(matches!(
-        env.rt.load_skill(&ghost, "s", "notes", None).await,
+        load_via(&env.rt, &ghost, "s", "notes", None).await,
         Err(RuntimeError::UnknownAgent(_))
     ));
     assert!(matches!(
@@ -32,7 +32,23 @@ async fn unknown_agents_and_sessions_are_errors() {
         env.rt.search_skills(&ghost, "x", 5),
         Err(RuntimeError::UnknownAgent(_))
     ));
-    // No session was created for the unknown agent.
+    let d = skillbase_runtime::dispatch::Dispatcher::new(
+        env.rt.clone(),
+        skillbase_runtime::tool::Registry::new(),
+        None,
+    );
+    assert!(matches!(
+        d.call(
+            &ghost,
+            "s",
+            "load_skill",
+            json!({"name": "notes"}),
+            skillbase_runtime::dispatch::CallMode::Wait
+        )
+        .await,
+        Err(RuntimeError::UnknownAgent(_))
+    ));
+    // No session was created for the unknown agent (by a turn, a load or a call).
     assert!(env.store.session("s").await.unwrap().is_none());
     assert!(matches!(
         env.rt.pinned(&a, "never-opened", 10).await,
@@ -76,7 +92,7 @@ async fn a_context_budget_too_small_for_the_eager_skills_is_reported() {
     );
     for n in &en {
         // Everything the enum offers can be loaded.
-        env.rt.load_skill(&a, "s-load", n, None).await.unwrap();
+        load_via(&env.rt, &a, "s-load", n, None).await.unwrap();
     }
 
     // A budget of zero through the options.

@@ -11,7 +11,7 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
     let load = |args: Option<serde_json::Value>| {
         let env = &env;
         let a = &a;
-        async move { env.rt.load_skill(a, "s", "refund", args.as_ref()).await }
+        async move { load_via(&env.rt, a, "s", "refund", args.as_ref()).await }
     };
     // Arguments failing the schema: an actionable error naming the field.
     for (args, field) in [
@@ -42,9 +42,7 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
     }
     let e = load(Some(json!("ord_1234"))).await.unwrap_err();
     assert!(e.to_string().contains("must be a JSON object"), "{e}");
-    let e = env
-        .rt
-        .load_skill(&a, "s", "notes", Some(&json!({"x": 1})))
+    let e = load_via(&env.rt, &a, "s", "notes", Some(&json!({"x": 1})))
         .await
         .unwrap_err();
     assert!(e.to_string().contains("declares no inputs"), "{e}");
@@ -139,9 +137,7 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
     assert!(!l2.content.contains("Refund order"));
     assert!(l2.activated.is_empty());
     // Loading the companion alone: already active too.
-    let l3 = env
-        .rt
-        .load_skill(&a, "s", "refund-policy", None)
+    let l3 = load_via(&env.rt, &a, "s", "refund-policy", None)
         .await
         .unwrap();
     assert!(l3.already_active);
@@ -159,7 +155,7 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
 
     // Names not in the enum.
     for bad in ["nonexistent", "secret", "", "REFUND", "refund "] {
-        let e = env.rt.load_skill(&a, "s", bad, None).await.unwrap_err();
+        let e = load_via(&env.rt, &a, "s", bad, None).await.unwrap_err();
         assert!(
             matches!(e, RuntimeError::UnknownSkill { .. }),
             "{bad:?}: {e}"
@@ -171,15 +167,13 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
         );
     }
     let long = "x".repeat(1_000_000);
-    let e = env.rt.load_skill(&a, "s", &long, None).await.unwrap_err();
+    let e = load_via(&env.rt, &a, "s", &long, None).await.unwrap_err();
     assert!(
         e.to_string().len() < 500,
         "the error does not echo a huge name"
     );
     // An eager skill is refused.
-    let e = env
-        .rt
-        .load_skill(&a, "s", "policy", None)
+    let e = load_via(&env.rt, &a, "s", "policy", None)
         .await
         .unwrap_err();
     assert!(matches!(e, RuntimeError::Eager(_)), "{e}");
@@ -191,11 +185,16 @@ async fn file_write_failures_are_warnings_and_the_text_still_works() {
     // A workspace root that is a regular file: nothing can be written below it.
     let blocker = env.dir.path().join("not-a-dir");
     std::fs::write(&blocker, "x").unwrap();
-    let rt = Runtime::new(env.store.clone(), Some(blocker.clone()));
-    let l = rt
-        .load_skill(&a, "s", "refund", Some(&json!({"order_id": "ord_1234"})))
-        .await
-        .unwrap();
+    let rt = Arc::new(Runtime::new(env.store.clone(), Some(blocker.clone())));
+    let l = load_via(
+        &rt,
+        &a,
+        "s",
+        "refund",
+        Some(&json!({"order_id": "ord_1234"})),
+    )
+    .await
+    .unwrap();
     assert!(l.content.contains("Refund order ord_1234"));
     assert!(l.directory.is_none());
     assert!(!l.warnings.is_empty());
@@ -208,10 +207,16 @@ async fn file_write_failures_are_warnings_and_the_text_still_works() {
     );
     // The load was recorded all the same.
     assert!(
-        rt.load_skill(&a, "s", "refund", Some(&json!({"order_id": "ord_1234"})))
-            .await
-            .unwrap()
-            .already_active
+        load_via(
+            &rt,
+            &a,
+            "s",
+            "refund",
+            Some(&json!({"order_id": "ord_1234"}))
+        )
+        .await
+        .unwrap()
+        .already_active
     );
 
     // A turn whose triggered skill has files writes them, and reports a failure without failing.
@@ -236,15 +241,15 @@ async fn file_write_failures_are_warnings_and_the_text_still_works() {
     );
 
     // Without a workspace, nothing is written and nothing is warned.
-    let rt = Runtime::new(env.store.clone(), None);
-    let l = rt
-        .load_skill(
-            &a,
-            "s-nows",
-            "refund",
-            Some(&json!({"order_id": "ord_1234"})),
-        )
-        .await
-        .unwrap();
+    let rt = Arc::new(Runtime::new(env.store.clone(), None));
+    let l = load_via(
+        &rt,
+        &a,
+        "s-nows",
+        "refund",
+        Some(&json!({"order_id": "ord_1234"})),
+    )
+    .await
+    .unwrap();
     assert!(l.directory.is_none() && l.warnings.is_empty());
 }

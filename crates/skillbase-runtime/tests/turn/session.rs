@@ -8,11 +8,16 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_state_survives_a_restart_and_pinned_is_most_recent_first() {
     let (env, a) = refund_env().await;
-    env.rt
-        .load_skill(&a, "s1", "refund", Some(&json!({"order_id": "ord_1234"})))
-        .await
-        .unwrap();
-    env.rt.load_skill(&a, "s1", "notes", None).await.unwrap();
+    load_via(
+        &env.rt,
+        &a,
+        "s1",
+        "refund",
+        Some(&json!({"order_id": "ord_1234"})),
+    )
+    .await
+    .unwrap();
+    load_via(&env.rt, &a, "s1", "notes", None).await.unwrap();
     let db = env.db();
     let Env { dir, store, rt } = env;
     drop(rt);
@@ -21,20 +26,25 @@ async fn session_state_survives_a_restart_and_pinned_is_most_recent_first() {
 
     // A new process: the store reopened from the same SQLite file, a new runtime.
     let store = Arc::new(open_store(&db).await);
-    let rt = Runtime::new(store.clone(), Some(dir.path().join("ws")));
-    let l = rt
-        .load_skill(&a, "s1", "refund", Some(&json!({"order_id": "ord_1234"})))
-        .await
-        .unwrap();
+    let rt = Arc::new(Runtime::new(store.clone(), Some(dir.path().join("ws"))));
+    let l = load_via(
+        &rt,
+        &a,
+        "s1",
+        "refund",
+        Some(&json!({"order_id": "ord_1234"})),
+    )
+    .await
+    .unwrap();
     assert!(l.already_active, "{l:#?}");
     assert!(
-        rt.load_skill(&a, "s1", "notes", None)
+        load_via(&rt, &a, "s1", "notes", None)
             .await
             .unwrap()
             .already_active
     );
     assert!(
-        !rt.load_skill(&a, "s2", "notes", None)
+        !load_via(&rt, &a, "s2", "notes", None)
             .await
             .unwrap()
             .already_active
@@ -92,8 +102,7 @@ async fn session_state_survives_a_restart_and_pinned_is_most_recent_first() {
         .unwrap();
     let e = rt.pinned(&other, "s1", 1000).await.unwrap_err();
     assert!(matches!(e, RuntimeError::UnknownSession(_)), "{e}");
-    let e = rt
-        .load_skill(&other, "s1", "notes", None)
+    let e = load_via(&rt, &other, "s1", "notes", None)
         .await
         .unwrap_err();
     assert!(

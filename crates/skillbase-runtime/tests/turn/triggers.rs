@@ -133,7 +133,7 @@ async fn companions_travel_one_level_deep_within_the_allowlist() {
     assert_eq!(enum_names(&t).unwrap(), ["a", "b", "c"]);
 
     // With load_skill.
-    let l = env.rt.load_skill(&x, "s-load", "a", None).await.unwrap();
+    let l = load_via(&env.rt, &x, "s-load", "a", None).await.unwrap();
     let got: Vec<(String, String)> = l
         .activated
         .iter()
@@ -144,9 +144,9 @@ async fn companions_travel_one_level_deep_within_the_allowlist() {
     assert!(l.content.contains("companion_of=\"a\""));
     assert!(!l.content.contains("BODY-c") && !l.content.contains("BODY-secret"));
     // Loading the companion itself later brings its own companion (one level from *it*).
-    let l = env.rt.load_skill(&x, "s-load", "b", None).await.unwrap();
+    let l = load_via(&env.rt, &x, "s-load", "b", None).await.unwrap();
     assert!(l.already_active, "b came with a: {l:#?}");
-    let l = env.rt.load_skill(&x, "s-load2", "b", None).await.unwrap();
+    let l = load_via(&env.rt, &x, "s-load2", "b", None).await.unwrap();
     let got: Vec<(String, String)> = l
         .activated
         .iter()

@@ -134,9 +134,7 @@ async fn eager_skills_are_the_prefix_every_turn_and_nowhere_else() {
     assert!(!prefix.contains("BODY-ghost"));
     assert!(!listed(&t1, "ghost"));
     // load_skill refuses an eager skill.
-    let e = env
-        .rt
-        .load_skill(&a, "s", "policy", None)
+    let e = load_via(&env.rt, &a, "s", "policy", None)
         .await
         .unwrap_err();
     assert!(
