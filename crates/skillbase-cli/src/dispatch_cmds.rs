@@ -4,11 +4,10 @@ use crate::store_cmds::{AuthorArg, StoreArgs, Target};
 use crate::{EXIT_INVALID, EXIT_OK};
 use anyhow::{Result, anyhow};
 use clap::Args;
-use skillbase_runtime::Runtime;
+use skillbase_runtime::Engine;
 use skillbase_runtime::dispatch::{CallMode, CallOutcome, Dispatcher};
-use skillbase_runtime::tool::Registry;
 use skillbase_runtime::tool::decls_from_tables;
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::vault::VaultKey;
 use skillbase_store::config::Config;
 use skillbase_store::{AgentName, Store};
 use std::sync::Arc;
@@ -59,22 +58,23 @@ pub async fn dispatcher(
     s: &StoreArgs,
     store: Arc<Store>,
     workspace: Option<std::path::PathBuf>,
-) -> Result<Dispatcher> {
+) -> Result<Arc<Dispatcher>> {
     let key = VaultKey::load(&skillbase_store::default_home())?;
-    let vault = Vault::open(store.clone(), key).await?;
-    let mut registry = Registry::new();
+    let workspace = workspace.unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
+    let mut engine = Engine::builder()
+        .store(store)
+        .vault_key(key)
+        .workspace(workspace)
+        .web_fetch();
     if let Some(path) = &s.config {
         let config = Config::load(path)?;
         for decl in
             decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))?
         {
-            registry.register(decl, None)?;
+            engine = engine.declare(decl);
         }
     }
-    skillbase_runtime::web_fetch::register(&mut registry)?;
-    let workspace = workspace.unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
-    let rt = Arc::new(Runtime::new(store, Some(workspace)));
-    Ok(Dispatcher::new(rt, registry, Some(vault)))
+    Ok(engine.build().await?.dispatcher().clone())
 }
 
 pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {

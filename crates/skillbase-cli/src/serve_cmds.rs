@@ -4,7 +4,7 @@ use crate::store_cmds::StoreArgs;
 use crate::{EXIT_OK, EXIT_USAGE};
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
-use skillbase_runtime::tool::ToolDecl;
+use skillbase_runtime::Engine;
 use skillbase_runtime::tool::decls_from_tables;
 use skillbase_runtime::vault::{Vault, VaultKey};
 use skillbase_server::{AppState, ServerOptions, generate_token, hash_token};
@@ -89,28 +89,26 @@ fn examples_dir() -> Option<PathBuf> {
     built.join("skills").is_dir().then_some(built)
 }
 
-fn tools_from_config(path: Option<&PathBuf>) -> Result<Vec<ToolDecl>> {
-    let Some(path) = path else {
-        return Ok(Vec::new());
-    };
-    let config = Config::load(path)?;
-    decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))
-}
-
 async fn state_for(s: &StoreArgs, options: ServerOptions) -> Result<(Arc<Store>, Arc<AppState>)> {
     let store = s.open().await?;
     let home = skillbase_store::default_home();
     let key = VaultKey::load(&home)?;
     let vault = Vault::open(store.clone(), key).await?;
     skillbase_server::logging::attach_vault(vault.clone());
-    let tools = tools_from_config(s.config.as_ref())?;
-    let state = AppState::new(
-        store.clone(),
-        vault,
-        tools,
-        Some(home.join("workspaces")),
-        options,
-    )?;
+    let mut engine = Engine::builder()
+        .store(store.clone())
+        .vault(vault)
+        .workspace(home.join("workspaces"))
+        .web_fetch();
+    if let Some(path) = s.config.as_ref() {
+        let config = Config::load(path)?;
+        for decl in
+            decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))?
+        {
+            engine = engine.declare(decl);
+        }
+    }
+    let state = AppState::new(&engine.build().await?, options)?;
     Ok((store, state))
 }
 

@@ -59,6 +59,7 @@ pub struct EngineBuilder {
     store: Option<Arc<Store>>,
     workspace: Option<PathBuf>,
     vault_key: Option<VaultKey>,
+    vault: Option<Arc<Vault>>,
     tools: Vec<(ToolDecl, Option<Arc<dyn ToolHandler>>)>,
     web_fetch: bool,
     configs: Vec<(String, String)>,
@@ -97,6 +98,21 @@ impl EngineBuilder {
         self
     }
 
+    /// A tool declared without a handler in this process (a `[[tools]]` entry of
+    /// `skillbase.toml`): offered to agents granted its class, refused at dispatch with
+    /// `no_handler` until something runs it.
+    pub fn declare(mut self, decl: ToolDecl) -> Self {
+        self.tools.push((decl, None));
+        self
+    }
+
+    /// A vault already opened over the same store (a server attaches its redactor to logging
+    /// before building). Takes precedence over [`EngineBuilder::vault_key`].
+    pub fn vault(mut self, vault: Arc<Vault>) -> Self {
+        self.vault = Some(vault);
+        self
+    }
+
     /// A tool the harness runs itself (its class must be granted for an agent to be offered it).
     pub fn tool(mut self, decl: ToolDecl, handler: Arc<dyn ToolHandler>) -> Self {
         self.tools.push((decl, Some(handler)));
@@ -130,9 +146,10 @@ impl EngineBuilder {
             (None, Some(url)) => Arc::new(Store::open(&url).await?),
             (None, None) => return Err(EngineError::NoStore),
         };
-        let vault = match self.vault_key {
-            Some(key) => Some(Vault::open(store.clone(), key).await?),
-            None => None,
+        let vault = match (self.vault, self.vault_key) {
+            (Some(v), _) => Some(v),
+            (None, Some(key)) => Some(Vault::open(store.clone(), key).await?),
+            (None, None) => None,
         };
         let mut registry = Registry::new();
         for (text, origin) in &self.configs {
@@ -156,7 +173,7 @@ impl EngineBuilder {
             skillbase_store::seed::sync_dir(&store, dir).await?;
         }
         let runtime = Arc::new(Runtime::new(store.clone(), self.workspace));
-        let dispatcher = Dispatcher::new(runtime, registry, vault.clone());
+        let dispatcher = Arc::new(Dispatcher::new(runtime, registry, vault.clone()));
         Ok(Engine {
             store,
             vault,
@@ -169,7 +186,7 @@ impl EngineBuilder {
 pub struct Engine {
     store: Arc<Store>,
     vault: Option<Arc<Vault>>,
-    dispatcher: Dispatcher,
+    dispatcher: Arc<Dispatcher>,
 }
 
 impl Engine {
@@ -181,6 +198,12 @@ impl Engine {
     /// The store (for authoring, imports and the event log).
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// The call pipeline behind the façade, for a server that exposes more than it (REST and
+    /// MCP list sessions, events and skills over the same dispatcher, runtime and store).
+    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
     }
 
     /// The vault, when a key was given.

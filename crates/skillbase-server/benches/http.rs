@@ -294,14 +294,15 @@ fn setup() -> Setup {
             .expect("a token");
         let key = VaultKey::parse(&"ab".repeat(32)).expect("a key");
         let vault = Vault::open(store.clone(), key).await.expect("the vault");
-        let state = AppState::new(
-            store.clone(),
-            vault,
-            Vec::new(),
-            Some(dir.path().join("workspaces")),
-            ServerOptions::default(),
-        )
-        .expect("the state");
+        let engine = skillbase_runtime::Engine::builder()
+            .store(store.clone())
+            .vault(vault)
+            .workspace(dir.path().join("workspaces"))
+            .web_fetch()
+            .build()
+            .await
+            .expect("the state");
+        let state = AppState::new(&engine, ServerOptions::default()).expect("the state");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a port");

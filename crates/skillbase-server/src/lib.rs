@@ -30,6 +30,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use skillbase_store::AgentName;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -167,12 +168,35 @@ async fn observe(State(state): State<Arc<AppState>>, req: Request, next: Next) -
 /// must start: above the `tens_of_seconds` cost class's two minutes.
 pub const CALL_ROUTE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(130);
 
+/// Why a server could not start, or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// `--dev` (no tokens) asked for on an address other than loopback.
+    #[error(
+        "--dev turns authentication off, so it only binds loopback addresses (127.0.0.1 or [::1]); {0} is not one. Drop --dev and use tokens (`skillbase token create`) to listen there"
+    )]
+    DevNotLoopback(SocketAddr),
+    /// The listener or the connection failed.
+    #[error("serving failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// An MCP session over a byte stream failed to start or ended with an error.
+    #[error("MCP over stdio: {0}")]
+    Mcp(String),
+    /// MCP over stdio was asked to act as an agent the store does not have.
+    #[error("no agent '{0}'")]
+    UnknownAgent(AgentName),
+    /// The operating system's random source failed (a session id could not be made).
+    #[error("random source: {0}")]
+    Random(String),
+    /// The engine was built without a vault; a server needs one.
+    #[error("a server needs the vault: build the engine with a vault key (see `skillbase vault`)")]
+    NoVault,
+}
+
 /// Refuse `--dev` (no tokens) on anything but a loopback address.
-pub fn check_dev_bind(addr: &SocketAddr, dev: bool) -> anyhow::Result<()> {
+pub fn check_dev_bind(addr: &SocketAddr, dev: bool) -> Result<(), ServeError> {
     if dev && !addr.ip().is_loopback() {
-        anyhow::bail!(
-            "--dev turns authentication off, so it only binds loopback addresses (127.0.0.1 or [::1]); {addr} is not one. Drop --dev and use tokens (`skillbase token create`) to listen there"
-        );
+        return Err(ServeError::DevNotLoopback(*addr));
     }
     Ok(())
 }
@@ -183,7 +207,7 @@ pub async fn serve(
     state: Arc<AppState>,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
     let addr = listener.local_addr()?;
     check_dev_bind(&addr, state.options.dev)?;
     let app = router(state.clone());

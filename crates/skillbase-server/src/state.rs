@@ -1,14 +1,13 @@
 //! What every handler shares: the store, the runtime and dispatcher, the vault, token lookups,
 //! metrics and the server's limits.
 
+use crate::ServeError;
 use crate::auth::Auth;
 use crate::metrics::Metrics;
-use skillbase_runtime::Runtime;
 use skillbase_runtime::dispatch::Dispatcher;
-use skillbase_runtime::tool::{Registry, ToolDecl};
 use skillbase_runtime::vault::Vault;
+use skillbase_runtime::{Engine, Runtime};
 use skillbase_store::{AgentName, Store};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -82,34 +81,21 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Build the state: a runtime over the store, a dispatcher with the built-in tools, the
-    /// given tool declarations and `web_fetch`, and the vault.
-    pub fn new(
-        store: Arc<Store>,
-        vault: Arc<Vault>,
-        tools: Vec<ToolDecl>,
-        workspace: Option<PathBuf>,
-        options: ServerOptions,
-    ) -> anyhow::Result<Arc<AppState>> {
-        let mut registry = Registry::new();
-        for decl in tools {
-            registry.register(decl, None)?;
-        }
-        skillbase_runtime::web_fetch::register(&mut registry)?;
-        let runtime = Arc::new(Runtime::new(store.clone(), workspace));
-        let dispatcher = Arc::new(Dispatcher::new(
-            runtime.clone(),
-            registry,
-            Some(vault.clone()),
-        ));
+    /// The state of a server over an engine: its store, runtime, dispatcher (with the tools
+    /// the engine was built with) and vault. A server needs the vault (its redactor scrubs
+    /// logs, results and events, and the vault routes manage it): an engine built without one
+    /// is refused.
+    pub fn new(engine: &Engine, options: ServerOptions) -> Result<Arc<AppState>, ServeError> {
+        let vault = engine.vault().cloned().ok_or(ServeError::NoVault)?;
+        let dispatcher = engine.dispatcher().clone();
         Ok(Arc::new(AppState {
             auth: Auth::new(options.dev),
             metrics: Metrics::new(),
             skills: crate::skills_ext::ManifestCache::default(),
             ready: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
-            store,
-            runtime,
+            store: engine.store().clone(),
+            runtime: dispatcher.runtime.clone(),
             dispatcher,
             vault,
             options,

@@ -150,7 +150,7 @@ struct Guard {
 }
 
 /// Serve one agent over MCP on stdin/stdout (the local user owns the database: no token).
-pub async fn serve_stdio(state: Arc<AppState>, agent: AgentName) -> anyhow::Result<()> {
+pub async fn serve_stdio(state: Arc<AppState>, agent: AgentName) -> Result<(), crate::ServeError> {
     crate::warm_up();
     let served = serve_io(
         state.clone(),
@@ -172,16 +172,16 @@ pub async fn serve_io<R, W>(
     agent: AgentName,
     read: R,
     write: W,
-) -> anyhow::Result<()>
+) -> Result<(), crate::ServeError>
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
     if state.store.agent_cached(&agent).is_none() {
-        anyhow::bail!("no agent '{agent}'");
+        return Err(crate::ServeError::UnknownAgent(agent));
     }
     let mut id = [0u8; 8];
-    getrandom::fill(&mut id).map_err(|e| anyhow::anyhow!("random source: {e}"))?;
+    getrandom::fill(&mut id).map_err(|e| crate::ServeError::Random(e.to_string()))?;
     let session: String = id.iter().map(|b| format!("{b:02x}")).collect();
     let caller = Caller {
         agent: agent.clone(),
@@ -194,7 +194,7 @@ where
     let running = handler
         .serve_with_ct((read, write), state.shutdown.child_token())
         .await
-        .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))?;
+        .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
     let stop = CancellationToken::new();
     tokio::spawn(watch_changes(
         state,
@@ -205,7 +205,7 @@ where
     let r = running.waiting().await;
     stop.cancel();
     r.map(|_| ())
-        .map_err(|e| anyhow::anyhow!("MCP over stdio: {e}"))
+        .map_err(|e| crate::ServeError::Mcp(e.to_string()))
 }
 
 /// Who is calling: the agent, and the token (or mode) that acts as it.

@@ -116,14 +116,15 @@ impl TestServer {
         let (admin, _) = mk(None).await;
         let (alpha_t, alpha_token_id) = mk(Some(alpha)).await;
         let (beta_t, _) = mk(Some(beta)).await;
-        let state = AppState::new(
-            store.clone(),
-            vault,
-            Vec::new(),
-            Some(dir.path().join("workspaces")),
-            options,
-        )
-        .unwrap();
+        let engine = skillbase_runtime::Engine::builder()
+            .store(store.clone())
+            .vault(vault)
+            .workspace(dir.path().join("workspaces"))
+            .web_fetch()
+            .build()
+            .await
+            .unwrap();
+        let state = AppState::new(&engine, options).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let st = state.clone();
