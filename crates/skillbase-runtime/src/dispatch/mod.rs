@@ -46,7 +46,7 @@ use crate::vault::Vault;
 use offer::{OfferedCache, Target};
 pub(crate) use outcome::schema_problem;
 use outcome::{call_id_text, from_tool_result};
-use runs::{AfterCall, Driver, SessionState, run_of};
+use runs::{AfterCall, Driver, RunEnd, SessionState, run_of};
 use skillbase_format::Cost;
 use skillbase_store::{AgentName, NewEvent};
 use std::collections::HashMap;
@@ -487,11 +487,13 @@ impl Dispatcher {
                 let outcome = dispatcher_call.await;
                 drop(permit);
                 let outcome = AfterCall {
-                    runtime: &runtime,
-                    sink: &events,
-                    redactor: &redactor,
-                    state: &state,
-                    agent: &agent,
+                    run: RunEnd {
+                        runtime: &runtime,
+                        sink: &events,
+                        redactor: &redactor,
+                        state: &state,
+                        agent: &agent,
+                    },
                     session: &session,
                     call_id: &id,
                     tool: &tool.decl.name,
@@ -518,11 +520,13 @@ impl Dispatcher {
         let outcome = dispatcher_call.await;
         drop(permit);
         Ok(AfterCall {
-            runtime: &self.runtime,
-            sink: &self.events,
-            redactor: &redactor,
-            state,
-            agent,
+            run: RunEnd {
+                runtime: &self.runtime,
+                sink: &self.events,
+                redactor: &redactor,
+                state,
+                agent,
+            },
             session,
             call_id,
             tool: &d.name,

@@ -302,11 +302,8 @@ impl Dispatcher {
 /// What is left to do after a tool ran: record the refusals raised inside it, and count the
 /// call in the driving skill's run (ending the run after too many failed calls).
 pub(super) struct AfterCall<'a> {
-    pub(super) runtime: &'a Runtime,
-    pub(super) sink: &'a EventSink,
-    pub(super) redactor: &'a Redactor,
-    pub(super) state: &'a SessionState,
-    pub(super) agent: &'a AgentName,
+    /// The session's run, as [`RunEnd`] ends it.
+    pub(super) run: RunEnd<'a>,
     pub(super) session: &'a str,
     pub(super) call_id: &'a str,
     pub(super) tool: &'a str,
@@ -326,12 +323,13 @@ impl AfterCall<'_> {
         let inner: Vec<InnerRefusal> = refusals.lock().map(|r| r.clone()).unwrap_or_default();
         let skip = usize::from(matches!(outcome, CallOutcome::Refused { .. }));
         for r in inner.iter().skip(skip) {
-            self.sink
+            self.run
+                .sink
                 .record(NewEvent {
                     kind: "call_refused".into(),
-                    agent: Some(self.agent.to_string()),
+                    agent: Some(self.run.agent.to_string()),
                     session: Some(self.session.to_owned()),
-                    data: self.redactor.redact_json_owned(serde_json::json!({
+                    data: self.run.redactor.redact_json_owned(serde_json::json!({
                         "call_id": self.call_id,
                         "tool": self.tool,
                         "rule": r.rule,
@@ -358,33 +356,28 @@ impl AfterCall<'_> {
     async fn count_in_run(&self, run: i64, failed: bool) {
         if !failed {
             // Written behind, in the event writer's next transaction.
-            self.sink.count_call(run).await;
+            self.run.sink.count_call(run).await;
             return;
         }
         // A failure is counted now, with the calls still queued, so that the limit below reads
         // the run's true counters.
-        self.sink.flush().await;
-        let store = &self.runtime.store;
+        self.run.sink.flush().await;
+        let store = &self.run.runtime.store;
         let _ = store.count_call(run, true).await;
         if let Ok(Some(r)) = store.open_run(self.session).await
             && r.id == run
             && r.failed_calls >= FAILED_CALLS_PER_RUN
         {
             // The run is over whatever the store says next; the failure is in its counters.
-            let _ = RunEnd {
-                runtime: self.runtime,
-                sink: self.sink,
-                redactor: self.redactor,
-                state: self.state,
-                agent: self.agent,
-            }
-            .end(
-                r.id,
-                "failure",
-                &format!("{} calls failed (last: {})", r.failed_calls, self.tool),
-                self.failure_threshold,
-            )
-            .await;
+            let _ = self
+                .run
+                .end(
+                    r.id,
+                    "failure",
+                    &format!("{} calls failed (last: {})", r.failed_calls, self.tool),
+                    self.failure_threshold,
+                )
+                .await;
         }
     }
 }
@@ -406,7 +399,7 @@ impl RunEnd<'_> {
     /// End `run` as `outcome` (`success` or `failure`); returns the run and whether its
     /// revision was disabled for drift.
     pub(super) async fn end(
-        self,
+        &self,
         run: i64,
         outcome: &str,
         note: &str,
