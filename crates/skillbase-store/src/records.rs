@@ -126,8 +126,8 @@ pub struct EventRecord {
     pub id: i64,
     /// When it was written (Unix milliseconds).
     pub at: i64,
-    /// What happened, as stored.
-    pub kind: String,
+    /// What happened (a kind this build does not know reads as [`EventKind::Other`]).
+    pub kind: EventKind,
     /// The skill's scope, for an event about a skill.
     pub scope: Option<String>,
     /// The skill's name, for an event about a skill.
@@ -142,13 +142,6 @@ pub struct EventRecord {
     pub actor: Option<String>,
     /// The kind's own details (`null` if the stored text is not JSON).
     pub data: serde_json::Value,
-}
-
-impl EventRecord {
-    /// The event's kind.
-    pub fn event_kind(&self) -> EventKind {
-        self.kind.as_str().into()
-    }
 }
 
 /// Which events to read.

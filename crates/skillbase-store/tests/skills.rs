@@ -73,7 +73,7 @@ async fn revisions_and_revert(db: TestDb) {
         .await
         .unwrap()
         .into_iter()
-        .map(|e| e.kind)
+        .map(|e| e.kind.to_string())
         .collect();
     assert_eq!(
         kinds,
@@ -186,7 +186,7 @@ async fn statuses(db: TestDb) {
         .await
         .unwrap()
         .into_iter()
-        .map(|e| e.kind)
+        .map(|e| e.kind.to_string())
         .collect();
     assert_eq!(
         kinds,

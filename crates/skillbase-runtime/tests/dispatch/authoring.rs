@@ -173,7 +173,7 @@ async fn agent_revisions_wait_for_approval_when_the_policy_asks() {
         .await
         .into_iter()
         .filter(|e| e.skill.as_deref() == Some("mine"))
-        .map(|e| e.kind)
+        .map(|e| e.kind.to_string())
         .collect();
     for k in ["revision_pending", "approved"] {
         assert!(kinds.contains(&k.to_owned()), "{kinds:?}");

@@ -22,7 +22,7 @@ fn event_from_row(r: EventRow) -> EventRecord {
     EventRecord {
         id: r.0,
         at: r.1,
-        kind: r.2,
+        kind: EventKind::from(r.2),
         scope: r.3,
         skill: r.4,
         rev: r.5,
