@@ -77,6 +77,8 @@ enum Command {
     Watch(store_cmds::WatchArgs),
     /// Show exactly what the model would get this turn: prompt fragments, tools, and the report.
     Turn(turn_cmds::TurnArgs),
+    /// Measure routing: labelled messages (JSON Lines) through an agent's real turn path.
+    Eval(turn_cmds::EvalArgs),
     /// Manage vault entries (values are write-only: read from stdin, never printed).
     #[command(subcommand)]
     Vault(vault_cmds::VaultCmd),
@@ -132,6 +134,7 @@ fn main() -> ExitCode {
         Command::Agent(a) => store_cmds::run(store_cmds::agent(&cli.store, a)),
         Command::Watch(a) => store_cmds::run(store_cmds::watch(&cli.store, a)),
         Command::Turn(a) => store_cmds::run(turn_cmds::turn(&cli.store, a)),
+        Command::Eval(a) => store_cmds::run(turn_cmds::eval(&cli.store, a)),
         Command::Vault(a) => store_cmds::run(vault_cmds::vault(&cli.store, a)),
         Command::Call(a) => store_cmds::run(dispatch_cmds::call(&cli.store, a)),
         Command::Runs(a) => store_cmds::run(dispatch_cmds::runs(&cli.store, a)),

@@ -76,6 +76,131 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
+/// Measure routing for an agent: each line of CASES is `{"message": …, "expected": skill or
+/// null, "kind": …, "lang": …}`; nothing is written to the store.
+#[derive(Args)]
+pub struct EvalArgs {
+    /// The cases file (JSON Lines).
+    cases: std::path::PathBuf,
+    /// The agent whose view, triggers and budgets are measured.
+    #[arg(long)]
+    agent: String,
+    /// Override the agent's catalog budget (tokens).
+    #[arg(long)]
+    catalog_budget: Option<u32>,
+    /// Override the agent's context budget for injected bodies (tokens).
+    #[arg(long)]
+    context_budget: Option<u32>,
+    /// Exit with status 1 when recall@5 over every labelled case is below this (0 to 1).
+    #[arg(long)]
+    min_recall_at_5: Option<f64>,
+    /// Print the whole report, every case included, as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
+    let agent = AgentName::parse(&a.agent).map_err(|e| anyhow!(e))?;
+    let meta = std::fs::metadata(&a.cases).map_err(|e| anyhow!("{}: {e}", a.cases.display()))?;
+    if meta.len() > 256 * 1024 * 1024 {
+        return Err(anyhow!(
+            "{}: larger than 256 MiB; split the cases",
+            a.cases.display()
+        ));
+    }
+    let text =
+        std::fs::read_to_string(&a.cases).map_err(|e| anyhow!("{}: {e}", a.cases.display()))?;
+    let cases = skillbase_runtime::eval::parse_cases(&text)
+        .map_err(|e| anyhow!("{}: {e}", a.cases.display()))?;
+    let store = s.open().await?;
+    if store.agent_cached(&agent).is_none() {
+        return Err(anyhow!(
+            "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"
+        ));
+    }
+    let rt = skillbase_runtime::Runtime::new(store.clone(), None);
+    let view = rt.view(&agent)?;
+    let opts = TurnOptions {
+        max_cost: None,
+        catalog_budget: a.catalog_budget,
+        context_budget: a.context_budget,
+    };
+    let report = skillbase_runtime::eval::evaluate(&view, &cases, &opts);
+    store.close().await;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_eval(&report);
+    }
+    if let Some(min) = a.min_recall_at_5
+        && report.overall.recall_at_5 < min
+    {
+        eprintln!(
+            "recall@5 {:.3} is below the required {min:.3}",
+            report.overall.recall_at_5
+        );
+        return Ok(1);
+    }
+    Ok(EXIT_OK)
+}
+
+fn print_eval(r: &skillbase_runtime::eval::EvalReport) {
+    use skillbase_runtime::eval::Metrics;
+    println!(
+        "agent {} · {} skills · {} cases ({} expecting a skill)",
+        r.agent, r.skills, r.overall.cases, r.overall.labelled
+    );
+    let row = |name: &str, m: &Metrics| {
+        println!(
+            "  {name:<16} {:>5} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>7}",
+            m.cases, m.recall_at_1, m.recall_at_5, m.recall_at_10, m.visible, m.false_triggers
+        );
+    };
+    println!(
+        "  {:<16} {:>5} {:>8} {:>8} {:>8} {:>8} {:>7}",
+        "", "cases", "recall@1", "recall@5", "@10", "visible", "false-t"
+    );
+    row("all", &r.overall);
+    section("by kind");
+    for (k, m) in &r.by_kind {
+        row(k, m);
+    }
+    section("by language");
+    for (k, m) in &r.by_lang {
+        row(k, m);
+    }
+    let mut worst: Vec<_> = r
+        .by_skill
+        .iter()
+        .filter(|(_, m)| m.recall_at_5 < 1.0)
+        .collect();
+    worst.sort_by(|a, b| a.1.recall_at_5.total_cmp(&b.1.recall_at_5));
+    if !worst.is_empty() {
+        section("skills missed at 5 (worst first, at most 15)");
+        for (k, m) in worst.into_iter().take(15) {
+            row(k, m);
+        }
+    }
+    if !r.confused.is_empty() {
+        section("most confused (expected → came first)");
+        for c in r.confused.iter().take(10) {
+            println!("  {} → {}  ×{}", c.expected, c.got, c.count);
+        }
+    }
+    if !r.stray_triggers.is_empty() {
+        section("triggers that fired on other skills' messages");
+        for t in r.stray_triggers.iter().take(10) {
+            println!("  {} ({:?})  ×{}", t.skill, t.phrase, t.count);
+        }
+    }
+    if !r.unknown_expected.is_empty() {
+        println!(
+            "\nexpected skills this agent does not see (counted as misses): {}",
+            r.unknown_expected.join(", ")
+        );
+    }
+}
+
 fn section(title: &str) {
     println!(
         "\n── {title} {}",

@@ -16,6 +16,8 @@
 //!   runtime's own tools are one typed table, [`dispatch::Builtin`].
 //! - `envelope` (private): granted ∩ declared — tool classes, vault entries, host patterns — for calls
 //!   and for authoring alike.
+//! - [`eval`]: routing evaluation — labelled messages through the real turn path, recall@k,
+//!   visibility under the budget, false triggers, confusions.
 //! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
 
 #![forbid(unsafe_code)]
@@ -24,6 +26,7 @@
 pub mod dispatch;
 pub mod engine;
 mod envelope;
+pub mod eval;
 mod events;
 pub mod files;
 mod rank;

@@ -4,4 +4,5 @@
 
 mod common;
 mod dispatch;
+mod eval;
 mod turn;
