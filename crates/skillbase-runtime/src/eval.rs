@@ -76,10 +76,17 @@ pub fn parse_cases(text: &str) -> Result<Vec<EvalCase>, EvalError> {
         if cases.len() == MAX_CASES {
             return Err(EvalError::TooMany);
         }
-        let case: EvalCase = serde_json::from_str(line).map_err(|e| EvalError::BadLine {
+        let bad = |problem: String| EvalError::BadLine {
             line: line_no,
-            problem: e.to_string(),
-        })?;
+            problem,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+        // `expected` must be there, null included: a forgotten label is not "no skill".
+        if value.get("expected").is_none() {
+            return Err(bad("missing field `expected`".into()));
+        }
+        let case: EvalCase = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
         cases.push(case);
     }
     if cases.is_empty() {

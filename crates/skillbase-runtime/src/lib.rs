@@ -28,6 +28,7 @@ pub mod engine;
 mod envelope;
 pub mod eval;
 mod events;
+mod lang;
 pub mod files;
 mod rank;
 pub mod redact;

@@ -1,18 +1,48 @@
-//! BM25 relevance of skills to a message, over name, description and triggers.
+//! BM25 relevance of skills to a message, over name, description, triggers and body.
 //!
 //! Used only to decide which catalog entries are shown in full when the catalog overflows its
-//! budget, and to answer `search_skills`; it never activates anything.
+//! budget, to answer `search_skills` and to measure routing; it never activates anything.
+//!
+//! Words are folded (lowercase, accents removed), stopwords of the text's language dropped and
+//! the rest stemmed by that language's Snowball stemmer ([`crate::lang`]): a document in the
+//! language its description and body are written in, a query in the language of its own words
+//! (and also in each document language, so an English skill is found by inflections of its words
+//! in a message the guess placed elsewhere). A message of any length is accepted: at most
+//! [`MAX_QUERY_WORDS`] words are read and its [`MAX_QUERY_TERMS`] most specific matching terms
+//! scored.
 
+use crate::lang::{self, Lang};
 use crate::trigger::fold_fast;
 use std::collections::HashMap;
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
-/// Field weights: a word in the name counts three times, in a trigger twice.
+/// Field weights: a word in the name counts three times, in a trigger twice, in the body a
+/// fraction (the body says how, not what for; it is read for the words the description lacks).
 const NAME_WEIGHT: f32 = 3.0;
 const TRIGGER_WEIGHT: f32 = 2.0;
+const BODY_WEIGHT: f32 = 0.3;
+/// Words of a body that are indexed (its opening, where the procedure says what it handles).
+pub const BODY_WORDS: usize = 300;
 /// Most distinct words of one message that are scored (the most specific ones).
 pub const MAX_QUERY_TERMS: usize = 48;
+/// Most words of one message that are read (a pasted 5 KB task is well within it).
+pub const MAX_QUERY_WORDS: usize = 2_000;
+/// Words read to guess a text's language.
+const DETECT_WORDS: usize = 200;
+
+/// One document: a skill's fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Doc<'a> {
+    /// The skill's name (its words are split at hyphens).
+    pub name: &'a str,
+    /// Its description.
+    pub description: &'a str,
+    /// Its trigger phrases.
+    pub triggers: &'a [String],
+    /// Its body (only the first [`BODY_WORDS`] words are indexed).
+    pub body: &'a str,
+}
 
 /// Split folded text into words.
 pub fn words(text: &str) -> impl Iterator<Item = &str> {
@@ -72,43 +102,69 @@ type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 /// A BM25 index over a fixed set of documents.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25 {
-    /// term -> its index in `postings`.
+    /// stem -> its index in `postings`.
     terms: FxMap<String, u32>,
+    /// A folded word seen in a document -> its stem's index (so a query word spelled as in a
+    /// document needs no stemming).
+    surface: FxMap<String, u32>,
     /// Per term: (document, the term's whole BM25 contribution to that document,
     /// `idf · tf·(k1+1) / (tf + k1·(1-b+b·dl/avgdl))`). Nothing in it depends on the query, so it
     /// is computed once here and a query only adds.
     postings: Vec<Vec<(u32, f32)>>,
     doc_len: Vec<f32>,
+    /// The languages the documents are written in (query words are also stemmed in each).
+    langs: Vec<Lang>,
 }
 
 impl Bm25 {
-    /// Index documents given as (name, description, triggers).
-    pub fn new<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>) -> Bm25 {
+    /// Index documents.
+    pub fn new<'a>(docs: impl IntoIterator<Item = Doc<'a>>) -> Bm25 {
         let mut terms: FxMap<String, u32> = FxMap::default();
+        let mut surface: FxMap<String, u32> = FxMap::default();
         let mut postings: Vec<Vec<(u32, f32)>> = Vec::new();
         let mut doc_len = Vec::new();
-        for (i, (name, desc, triggers)) in docs.into_iter().enumerate() {
-            let mut tf: HashMap<String, f32> = HashMap::new();
+        let mut langs: Vec<Lang> = Vec::new();
+        // Each distinct (language, word) is stemmed once for the whole index.
+        let mut stems: HashMap<(Lang, String), Option<String>> = HashMap::new();
+        for (i, doc) in docs.into_iter().enumerate() {
+            let description = fold_fast(doc.description);
+            let body = fold_fast(doc.body);
+            let lang = lang::detect(words(&description).chain(words(&body)), DETECT_WORDS);
+            if !langs.contains(&lang) {
+                langs.push(lang);
+            }
+            let mut tf: HashMap<String, (f32, Vec<String>)> = HashMap::new();
             let mut len = 0.0;
-            let mut add = |text: &str, w: f32| {
-                let f = fold_fast(text);
-                for word in words(&f) {
-                    *tf.entry(word.to_owned()).or_default() += w;
+            let mut add = |folded: &str, w: f32, limit: usize| {
+                for word in words(folded).take(limit) {
+                    let stem = stems
+                        .entry((lang, word.to_owned()))
+                        .or_insert_with(|| (!lang.is_stopword(word)).then(|| lang.stem(word)));
+                    let Some(stem) = stem else { continue };
+                    let e = tf.entry(stem.clone()).or_default();
+                    e.0 += w;
+                    if !e.1.iter().any(|s| s == word) {
+                        e.1.push(word.to_owned());
+                    }
                     len += w;
                 }
             };
-            add(name, NAME_WEIGHT);
-            add(desc, 1.0);
-            for t in triggers {
-                add(t, TRIGGER_WEIGHT);
+            add(&fold_fast(doc.name), NAME_WEIGHT, usize::MAX);
+            add(&description, 1.0, usize::MAX);
+            for t in doc.triggers {
+                add(&fold_fast(t), TRIGGER_WEIGHT, usize::MAX);
             }
-            for (term, f) in tf {
+            add(&body, BODY_WEIGHT, BODY_WORDS);
+            for (term, (f, spellings)) in tf {
                 let next = postings.len() as u32;
                 let t = *terms.entry(term).or_insert(next);
                 if t == next {
                     postings.push(Vec::new());
                 }
                 postings[t as usize].push((i as u32, f));
+                for w in spellings {
+                    surface.entry(w).or_insert(t);
+                }
             }
             doc_len.push(len);
         }
@@ -137,8 +193,10 @@ impl Bm25 {
         }
         Bm25 {
             terms,
+            surface,
             postings,
             doc_len,
+            langs,
         }
     }
 
@@ -165,19 +223,48 @@ impl Bm25 {
         if n == 0 {
             return scores;
         }
+        // The message's language, from its first words.
+        let mut head: Vec<&str> = Vec::with_capacity(DETECT_WORDS);
+        for_each_word(folded, |w| {
+            if head.len() < DETECT_WORDS {
+                head.push(w);
+            }
+        });
+        let query_lang = lang::detect(head.iter().copied(), DETECT_WORDS);
         // Dedupe by term index: only indexed terms are marked, never the query's other words.
         let mut seen = vec![false; self.postings.len()];
         let mut matched: Vec<u32> = Vec::new();
-        for_each_word(folded, |term| {
-            let Some(&t) = self.terms.get(term) else {
-                return;
-            };
-            if std::mem::replace(&mut seen[t as usize], true)
-                || self.postings[t as usize].is_empty()
+        let mut read = 0usize;
+        let mut mark = |t: u32, matched: &mut Vec<u32>| {
+            if !std::mem::replace(&mut seen[t as usize], true)
+                && !self.postings[t as usize].is_empty()
             {
+                matched.push(t);
+            }
+        };
+        for_each_word(folded, |word| {
+            read += 1;
+            if read > MAX_QUERY_WORDS {
                 return;
             }
-            matched.push(t);
+            if let Some(&t) = self.surface.get(word) {
+                mark(t, &mut matched);
+                return;
+            }
+            if query_lang.is_stopword(word) {
+                return;
+            }
+            let stem = query_lang.stem(word);
+            if let Some(&t) = self.terms.get(&stem) {
+                mark(t, &mut matched);
+            }
+            for &l in &self.langs {
+                if l != query_lang
+                    && let Some(&t) = self.terms.get(&l.stem(word))
+                {
+                    mark(t, &mut matched);
+                }
+            }
         });
         // A long message (a pasted log, a 2 KB brief) is scored by its most specific words: the
         // ones found in the fewest skills carry the ranking, and the common ones would only add
@@ -216,14 +303,20 @@ mod tests {
     fn ranks_by_relevance() {
         let t1 = ["refund".to_owned()];
         let none: Vec<String> = vec![];
+        let doc = |name, description, triggers| Doc {
+            name,
+            description,
+            triggers,
+            body: "",
+        };
         let idx = Bm25::new([
-            (
+            doc(
                 "refund-procedure",
                 "Process a customer refund through the payments API",
                 &t1[..],
             ),
-            ("sql-review", "Review a SQL migration for locks", &none[..]),
-            (
+            doc("sql-review", "Review a SQL migration for locks", &none[..]),
+            doc(
                 "release-notes",
                 "Draft release notes from merged pull requests",
                 &none[..],

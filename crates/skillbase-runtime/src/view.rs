@@ -208,12 +208,11 @@ impl AgentView {
                 .enumerate()
                 .flat_map(|(i, s)| s.entry.meta.triggers.iter().map(move |t| (i, t.as_str()))),
         );
-        let bm25 = Bm25::new(skills.iter().map(|s| {
-            (
-                s.entry.name.as_str(),
-                s.entry.meta.description.as_str(),
-                &s.entry.meta.triggers[..],
-            )
+        let bm25 = Bm25::new(skills.iter().map(|s| crate::rank::Doc {
+            name: s.entry.name.as_str(),
+            description: s.entry.meta.description.as_str(),
+            triggers: &s.entry.meta.triggers[..],
+            body: s.entry.body.as_str(),
         }));
         let full_tokens = skills.iter().map(|s| s.catalog_tokens).collect();
         let name_only_tokens = skills.iter().map(|s| s.name_tokens).collect();

@@ -1,0 +1,168 @@
+//! Languages for lexical ranking: a cheap guess of a text's language from its stopwords, the
+//! stopwords themselves, and a Snowball stemmer per language.
+//!
+//! Every word here is folded as [`crate::trigger::fold_fast`] folds text (lowercase, accents
+//! removed), because the ranker compares folded words; stemming folded words is slightly less
+//! exact than stemming the original spelling, but documents and queries are treated alike, which
+//! is what matching needs.
+
+use rust_stemmers::{Algorithm, Stemmer};
+use std::sync::OnceLock;
+
+/// The languages the ranker stems and has stopwords for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lang {
+    /// English (also the answer when nothing says otherwise).
+    En,
+    /// Spanish.
+    Es,
+    /// French.
+    Fr,
+    /// Portuguese.
+    Pt,
+    /// German.
+    De,
+}
+
+impl Lang {
+    /// Every language, English first.
+    pub const ALL: [Lang; 5] = [Lang::En, Lang::Es, Lang::Fr, Lang::Pt, Lang::De];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether `word` (folded) is one of this language's stopwords.
+    pub fn is_stopword(self, word: &str) -> bool {
+        stopwords(self).binary_search(&word).is_ok()
+    }
+
+    /// The word's stem (the word itself when the stemmer keeps it).
+    pub fn stem(self, word: &str) -> String {
+        stemmer(self).stem(word).into_owned()
+    }
+}
+
+const EN: &[&str] = &[
+    "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
+    "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in",
+    "into", "is", "it", "its", "just", "me", "my", "no", "not", "of", "on", "or", "our",
+    "please", "so", "some", "that", "the", "their", "them", "then", "there", "these", "they",
+    "this", "those", "to", "up", "us", "was", "we", "were", "what", "when", "where", "which",
+    "who", "will", "with", "would", "you", "your",
+];
+const ES: &[&str] = &[
+    "a", "al", "como", "con", "de", "del", "el", "en", "era", "es", "esa", "ese", "eso", "esta",
+    "este", "esto", "favor", "ha", "hay", "la", "las", "le", "les", "lo", "los", "me", "mi",
+    "mis", "muy", "necesito", "no", "nos", "o", "para", "pero", "por", "que", "quiero", "se",
+    "si", "sin", "son", "su", "sus", "te", "tu", "un", "una", "unas", "unos", "y", "ya", "yo",
+];
+const FR: &[&str] = &[
+    "a", "au", "aux", "avec", "ce", "ces", "cette", "comme", "dans", "de", "des", "du", "elle",
+    "en", "est", "et", "il", "ils", "je", "la", "le", "les", "leur", "ma", "mais", "me", "mes",
+    "mon", "ne", "nous", "ou", "par", "pas", "plus", "pour", "qu", "que", "qui", "sa", "se",
+    "ses", "son", "sont", "sur", "ta", "te", "tes", "ton", "tu", "un", "une", "vous", "y",
+];
+const PT: &[&str] = &[
+    "a", "ao", "as", "com", "como", "da", "das", "de", "do", "dos", "e", "ela", "ele", "em",
+    "esse", "essa", "esta", "este", "eu", "isso", "mais", "mas", "meu", "minha", "muito", "na",
+    "nao", "nas", "no", "nos", "o", "os", "ou", "para", "pelo", "pela", "por", "preciso", "que",
+    "quero", "se", "seu", "sua", "um", "uma", "voce",
+];
+const DE: &[&str] = &[
+    "aber", "auch", "auf", "bitte", "das", "dass", "dem", "den", "der", "des", "die", "dieser",
+    "dieses", "du", "ein", "eine", "einem", "einen", "einer", "es", "fur", "hat", "ich", "im",
+    "in", "ist", "kein", "keine", "mein", "meine", "mit", "nicht", "noch", "oder", "sie",
+    "sind", "und", "von", "was", "wie", "wir", "zu", "zum", "zur",
+];
+
+/// The sorted stopword list of a language.
+fn stopwords(lang: Lang) -> &'static [&'static str] {
+    static SORTED: OnceLock<[Vec<&'static str>; 5]> = OnceLock::new();
+    let lists = SORTED.get_or_init(|| {
+        [EN, ES, FR, PT, DE].map(|l| {
+            let mut v = l.to_vec();
+            v.sort_unstable();
+            v
+        })
+    });
+    &lists[lang.index()]
+}
+
+fn stemmer(lang: Lang) -> &'static Stemmer {
+    static STEMMERS: OnceLock<[Stemmer; 5]> = OnceLock::new();
+    let all = STEMMERS.get_or_init(|| {
+        [
+            Algorithm::English,
+            Algorithm::Spanish,
+            Algorithm::French,
+            Algorithm::Portuguese,
+            Algorithm::German,
+        ]
+        .map(Stemmer::create)
+    });
+    &all[lang.index()]
+}
+
+/// Guess the language of folded words: the language with the most stopwords among the first
+/// `limit` words, when it has at least two and more than English; otherwise English.
+pub fn detect<'w>(words: impl IntoIterator<Item = &'w str>, limit: usize) -> Lang {
+    let mut hits = [0usize; 5];
+    for w in words.into_iter().take(limit) {
+        for lang in Lang::ALL {
+            if lang.is_stopword(w) {
+                hits[lang.index()] += 1;
+            }
+        }
+    }
+    let mut best = Lang::En;
+    for lang in Lang::ALL {
+        if hits[lang.index()] > hits[best.index()] {
+            best = lang;
+        }
+    }
+    if hits[best.index()] < 2 { Lang::En } else { best }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        crate::rank::words(&crate::trigger::fold_fast(s))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn detects_the_language_of_real_requests() {
+        for (text, want) in [
+            ("I want a refund for my order, it never arrived", Lang::En),
+            ("quiero que me devuelvan el dinero de mi pedido", Lang::Es),
+            ("je voudrais annuler ma commande, elle est en retard", Lang::Fr),
+            ("preciso cancelar o meu pedido, por favor", Lang::Pt),
+            ("ich möchte meine Bestellung bitte stornieren", Lang::De),
+            ("refund", Lang::En),
+            ("", Lang::En),
+        ] {
+            let w = words(text);
+            assert_eq!(detect(w.iter().map(String::as_str), 200), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn stems_inflections_together_and_knows_its_stopwords() {
+        assert_eq!(Lang::En.stem("refunds"), Lang::En.stem("refunding"));
+        assert_eq!(Lang::Es.stem("pedidos"), Lang::Es.stem("pedido"));
+        assert_eq!(Lang::Fr.stem("commandes"), Lang::Fr.stem("commande"));
+        assert_eq!(Lang::De.stem("bestellungen"), Lang::De.stem("bestellung"));
+        assert!(Lang::En.is_stopword("the") && !Lang::En.is_stopword("refund"));
+        assert!(Lang::Pt.is_stopword("nao"));
+        for lang in Lang::ALL {
+            let s = stopwords(lang);
+            assert!(s.windows(2).all(|w| w[0] < w[1]), "{lang:?} sorted, no repeats");
+            // Every stopword is folded as the ranker folds text.
+            assert!(s.iter().all(|w| crate::trigger::fold_fast(w) == *w), "{lang:?}");
+        }
+    }
+}
