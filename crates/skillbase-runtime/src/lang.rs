@@ -46,22 +46,22 @@ impl Lang {
 const EN: &[&str] = &[
     "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
     "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in",
-    "into", "is", "it", "its", "just", "me", "my", "no", "not", "of", "on", "or", "our",
-    "please", "so", "some", "that", "the", "their", "them", "then", "there", "these", "they",
-    "this", "those", "to", "up", "us", "was", "we", "were", "what", "when", "where", "which",
-    "who", "will", "with", "would", "you", "your",
+    "into", "is", "it", "its", "just", "me", "my", "no", "not", "of", "on", "or", "our", "please",
+    "so", "some", "that", "the", "their", "them", "then", "there", "these", "they", "this",
+    "those", "to", "up", "us", "was", "we", "were", "what", "when", "where", "which", "who",
+    "will", "with", "would", "you", "your",
 ];
 const ES: &[&str] = &[
     "a", "al", "como", "con", "de", "del", "el", "en", "era", "es", "esa", "ese", "eso", "esta",
-    "este", "esto", "favor", "ha", "hay", "la", "las", "le", "les", "lo", "los", "me", "mi",
-    "mis", "muy", "necesito", "no", "nos", "o", "para", "pero", "por", "que", "quiero", "se",
-    "si", "sin", "son", "su", "sus", "te", "tu", "un", "una", "unas", "unos", "y", "ya", "yo",
+    "este", "esto", "favor", "ha", "hay", "la", "las", "le", "les", "lo", "los", "me", "mi", "mis",
+    "muy", "necesito", "no", "nos", "o", "para", "pero", "por", "que", "quiero", "se", "si", "sin",
+    "son", "su", "sus", "te", "tu", "un", "una", "unas", "unos", "y", "ya", "yo",
 ];
 const FR: &[&str] = &[
     "a", "au", "aux", "avec", "ce", "ces", "cette", "comme", "dans", "de", "des", "du", "elle",
     "en", "est", "et", "il", "ils", "je", "la", "le", "les", "leur", "ma", "mais", "me", "mes",
-    "mon", "ne", "nous", "ou", "par", "pas", "plus", "pour", "qu", "que", "qui", "sa", "se",
-    "ses", "son", "sont", "sur", "ta", "te", "tes", "ton", "tu", "un", "une", "vous", "y",
+    "mon", "ne", "nous", "ou", "par", "pas", "plus", "pour", "qu", "que", "qui", "sa", "se", "ses",
+    "son", "sont", "sur", "ta", "te", "tes", "ton", "tu", "un", "une", "vous", "y",
 ];
 const PT: &[&str] = &[
     "a", "ao", "as", "com", "como", "da", "das", "de", "do", "dos", "e", "ela", "ele", "em",
@@ -72,8 +72,8 @@ const PT: &[&str] = &[
 const DE: &[&str] = &[
     "aber", "auch", "auf", "bitte", "das", "dass", "dem", "den", "der", "des", "die", "dieser",
     "dieses", "du", "ein", "eine", "einem", "einen", "einer", "es", "fur", "hat", "ich", "im",
-    "in", "ist", "kein", "keine", "mein", "meine", "mit", "nicht", "noch", "oder", "sie",
-    "sind", "und", "von", "was", "wie", "wir", "zu", "zum", "zur",
+    "in", "ist", "kein", "keine", "mein", "meine", "mit", "nicht", "noch", "oder", "sie", "sind",
+    "und", "von", "was", "wie", "wir", "zu", "zum", "zur",
 ];
 
 /// The sorted stopword list of a language.
@@ -121,7 +121,11 @@ pub fn detect<'w>(words: impl IntoIterator<Item = &'w str>, limit: usize) -> Lan
             best = lang;
         }
     }
-    if hits[best.index()] < 2 { Lang::En } else { best }
+    if hits[best.index()] < 2 {
+        Lang::En
+    } else {
+        best
+    }
 }
 
 #[cfg(test)]
@@ -139,7 +143,10 @@ mod tests {
         for (text, want) in [
             ("I want a refund for my order, it never arrived", Lang::En),
             ("quiero que me devuelvan el dinero de mi pedido", Lang::Es),
-            ("je voudrais annuler ma commande, elle est en retard", Lang::Fr),
+            (
+                "je voudrais annuler ma commande, elle est en retard",
+                Lang::Fr,
+            ),
             ("preciso cancelar o meu pedido, por favor", Lang::Pt),
             ("ich möchte meine Bestellung bitte stornieren", Lang::De),
             ("refund", Lang::En),
@@ -160,9 +167,15 @@ mod tests {
         assert!(Lang::Pt.is_stopword("nao"));
         for lang in Lang::ALL {
             let s = stopwords(lang);
-            assert!(s.windows(2).all(|w| w[0] < w[1]), "{lang:?} sorted, no repeats");
+            assert!(
+                s.windows(2).all(|w| w[0] < w[1]),
+                "{lang:?} sorted, no repeats"
+            );
             // Every stopword is folded as the ranker folds text.
-            assert!(s.iter().all(|w| crate::trigger::fold_fast(w) == *w), "{lang:?}");
+            assert!(
+                s.iter().all(|w| crate::trigger::fold_fast(w) == *w),
+                "{lang:?}"
+            );
         }
     }
 }

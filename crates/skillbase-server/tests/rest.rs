@@ -16,6 +16,7 @@ use crate::common::{TestServer, ok_json, problem, put_skill, skill_md};
 mod admin;
 mod auth;
 mod bad_input;
+mod eval;
 mod routes;
 mod sessions;
 mod skills;

@@ -225,3 +225,78 @@ pub async fn put(
     };
     Ok(agent_response(status, &a))
 }
+
+/// Most cases one `POST /v1/agents/{name}/eval` may carry (the JSON body limit applies too).
+pub const MAX_EVAL_CASES: usize = 10_000;
+
+/// Labelled messages to measure an agent's routing with.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalRequest {
+    /// Each case: `{"message", "expected": skill name or null, "kind"?, "lang"?}`.
+    #[schema(value_type = Vec<Object>)]
+    pub cases: Vec<Value>,
+    /// Override the agent's catalog budget (tokens).
+    #[serde(default)]
+    pub catalog_budget: Option<u32>,
+    /// Override the agent's context budget for injected bodies (tokens).
+    #[serde(default)]
+    pub context_budget: Option<u32>,
+    /// Include every case's outcome in the answer (default: the figures only).
+    #[serde(default)]
+    pub outcomes: bool,
+}
+
+/// Measure an agent's routing: each case through the agent's real turn path (its view,
+/// triggers and budgets) and the catalog's ranking; recall@1/5/10, visible under the budget,
+/// false triggers, by kind, language and skill. Nothing is written. An agent token may evaluate
+/// its own agent only.
+#[utoipa::path(post, path = "/v1/agents/{name}/eval", tag = "agents",
+    params(("name" = String, Path)),
+    request_body = EvalRequest,
+    responses((status = 200, description = "The evaluation report", body = Object),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json")))]
+pub async fn eval(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P(name): P<String>,
+    Body(b): Body<EvalRequest>,
+) -> ApiResult<Response> {
+    let name = AgentName::parse(&name).map_err(|_| {
+        ApiError::not_found(format!(
+            "no agent '{}'",
+            name.chars().take(64).collect::<String>()
+        ))
+    })?;
+    p.require_agent(&name)?;
+    if b.cases.is_empty() || b.cases.len() > MAX_EVAL_CASES {
+        return Err(unprocessable(
+            "invalid-eval",
+            format!(
+                "cases: give 1 to {MAX_EVAL_CASES} cases (this request has {})",
+                b.cases.len()
+            ),
+        ));
+    }
+    // The same reading as a cases file, one line per case.
+    let lines: Vec<String> = b.cases.iter().map(Value::to_string).collect();
+    let cases = skillbase_runtime::eval::parse_cases(&lines.join("\n"))
+        .map_err(|e| unprocessable("invalid-eval", format!("cases: {e}")))?;
+    let view = st.runtime.view(&name)?;
+    let opts = skillbase_runtime::TurnOptions {
+        max_cost: None,
+        catalog_budget: b.catalog_budget,
+        context_budget: b.context_budget,
+    };
+    // Pure CPU work over the view: off the async workers.
+    let mut report = tokio::task::spawn_blocking(move || {
+        skillbase_runtime::eval::evaluate(&view, &cases, &opts)
+    })
+    .await
+    .map_err(|_| ApiError::internal("the evaluation stopped"))?;
+    if !b.outcomes {
+        report.outcomes.clear();
+    }
+    Ok(Json(report).into_response())
+}
