@@ -109,6 +109,68 @@ pub fn excess(grants: &Grants, tools: &[&str], vault: &[&str], hosts: &[&str]) -
     out
 }
 
+/// Granted ∩ declared for one call: the agent's grants as they are now and, while a skill
+/// drives the session, what the revision its run activated declares. The one place the
+/// dispatcher, `CallContext` and the tool gateway ask what a call may use.
+#[derive(Debug, Clone, Copy)]
+pub struct Envelope<'a> {
+    agent: &'a Agent,
+    driving: Option<&'a SkillMeta>,
+}
+
+impl<'a> Envelope<'a> {
+    /// The envelope of a call by `agent`, under the driving skill's revision if one drives.
+    pub fn for_call(agent: &'a Agent, driving: Option<&'a SkillMeta>) -> Envelope<'a> {
+        Envelope { agent, driving }
+    }
+
+    /// Whether the agent is granted tool `class` now.
+    pub fn class_granted(&self, class: &str) -> bool {
+        self.agent.config.grants.tools.iter().any(|t| t == class)
+    }
+
+    /// Whether the driving skill (if any) declares tool `class`.
+    pub fn class_declared(&self, class: &str) -> bool {
+        self.driving
+            .is_none_or(|m| m.capabilities.tools.iter().any(|t| t == class))
+    }
+
+    /// Whether a tool of `class` may run: granted, and declared while a skill drives; the
+    /// refusal says which half failed.
+    pub fn allows_class(&self, class: &str) -> Result<(), crate::dispatch::Rule> {
+        if !self.class_granted(class) {
+            return Err(crate::dispatch::Rule::ClassNotGranted);
+        }
+        if !self.class_declared(class) {
+            return Err(crate::dispatch::Rule::ClassNotDeclared);
+        }
+        Ok(())
+    }
+
+    /// The vault entries the call may resolve.
+    pub fn vault(&self) -> Vec<String> {
+        allowed_vault(self.agent, self.driving)
+    }
+
+    /// Whether the call may resolve vault entry `name`.
+    pub fn allows_vault(&self, name: &str) -> bool {
+        self.vault().iter().any(|v| v == name)
+    }
+
+    /// The host patterns the call may reach.
+    pub fn hosts(&self) -> Vec<String> {
+        allowed_hosts(self.agent, self.driving)
+    }
+
+    /// Whether the call may reach `host:port` (`default_port` is the scheme's: a pattern without
+    /// a port covers only it).
+    pub fn allows_url(&self, host: &str, port: u16, default_port: u16) -> bool {
+        self.hosts()
+            .iter()
+            .any(|p| host_matches(p, host, port, default_port))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +233,43 @@ mod tests {
             ),
             vec!["tools:shell".to_owned(), "vault:ROOT".to_owned()]
         );
+    }
+
+    #[test]
+    fn the_envelope_is_granted_and_declared() {
+        use skillbase_store::{AgentConfig, AgentName};
+        let agent = Agent {
+            name: AgentName::parse("a").unwrap(),
+            config: AgentConfig {
+                grants: Grants {
+                    tools: vec!["web_fetch".into(), "notes".into()],
+                    vault: vec!["KEY".into(), "OTHER".into()],
+                    hosts: vec!["*.example.org".into()],
+                },
+                ..AgentConfig::default()
+            },
+            version: 1,
+        };
+        let free = Envelope::for_call(&agent, None);
+        assert_eq!(free.allows_class("notes"), Ok(()));
+        assert_eq!(
+            free.allows_class("skills"),
+            Err(crate::dispatch::Rule::ClassNotGranted)
+        );
+        assert!(free.allows_vault("OTHER") && !free.allows_vault("NOPE"));
+        assert!(free.allows_url("api.example.org", 443, 443));
+        assert!(!free.allows_url("example.org", 443, 443));
+        let text = "---\nname: s\ndescription: d\ncapabilities:\n  tools: [web_fetch]\n  vault: [KEY]\n  hosts: [api.example.org]\n---\nb";
+        let parsed = skillbase_format::SkillMd::parse(text, &Default::default()).unwrap();
+        let meta = SkillMeta::from_md(&parsed).unwrap();
+        let under = Envelope::for_call(&agent, Some(&meta));
+        assert_eq!(under.allows_class("web_fetch"), Ok(()));
+        assert_eq!(
+            under.allows_class("notes"),
+            Err(crate::dispatch::Rule::ClassNotDeclared)
+        );
+        assert!(under.allows_vault("KEY") && !under.allows_vault("OTHER"));
+        assert!(under.allows_url("api.example.org", 443, 443));
+        assert!(!under.allows_url("www.example.org", 443, 443));
     }
 }

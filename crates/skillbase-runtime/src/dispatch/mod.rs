@@ -35,8 +35,7 @@ pub use offer::{EntryKind, OfferedEntry, OfferedSet};
 pub use outcome::{CallMode, CallOutcome, Rule, cap_tokens};
 pub use runs::FAILED_CALLS_PER_RUN;
 
-use crate::envelope::allowed_hosts;
-use crate::envelope::allowed_vault;
+pub use crate::envelope::Envelope;
 use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::runtime::{Runtime, RuntimeError};
@@ -328,45 +327,43 @@ impl Dispatcher {
                 ),
             );
         }
-        // 3. Capability gate, against the agent's current grants.
+        // 3. Capability gate, against the agent's current grants ∩ the driving revision's
+        // declarations.
+        let envelope = Envelope::for_call(&a, driver.as_ref().map(Driver::meta));
         if d.class != ACTIVATION_CLASS {
-            if !a.config.grants.tools.contains(&d.class) {
+            if !envelope.class_granted(&d.class) {
                 return refuse(
                     Rule::ClassNotGranted,
                     format!("tool class '{}' is not granted to agent '{agent}'", d.class),
                 );
             }
             if let Some(r) = &run {
-                match &driver {
-                    None => {
-                        return refuse(
-                            Rule::DrivingSkillInactive,
-                            format!(
-                                "skill '{}' drives this session but is no longer active; finish it with skill_finish",
-                                r.skill
-                            ),
-                        );
-                    }
-                    Some(s) => {
-                        if d.class == AUTHORING_CLASS {
-                            return refuse(
-                                Rule::SkillCannotModify,
-                                format!(
-                                    "no call made under skill '{}' may change a skill; finish the skill first",
-                                    s.name
-                                ),
-                            );
-                        }
-                        if !s.meta().capabilities.tools.contains(&d.class) {
-                            return refuse(
-                                Rule::ClassNotDeclared,
-                                format!(
-                                    "skill '{}' (revision {}) does not declare tool class '{}'",
-                                    s.name, s.rev, d.class
-                                ),
-                            );
-                        }
-                    }
+                let Some(s) = &driver else {
+                    return refuse(
+                        Rule::DrivingSkillInactive,
+                        format!(
+                            "skill '{}' drives this session but is no longer active; finish it with skill_finish",
+                            r.skill
+                        ),
+                    );
+                };
+                if d.class == AUTHORING_CLASS {
+                    return refuse(
+                        Rule::SkillCannotModify,
+                        format!(
+                            "no call made under skill '{}' may change a skill; finish the skill first",
+                            s.name
+                        ),
+                    );
+                }
+                if !envelope.class_declared(&d.class) {
+                    return refuse(
+                        Rule::ClassNotDeclared,
+                        format!(
+                            "skill '{}' (revision {}) does not declare tool class '{}'",
+                            s.name, s.rev, d.class
+                        ),
+                    );
                 }
             }
         }
@@ -435,10 +432,7 @@ impl Dispatcher {
         }
         let (vault_allowed, hosts_allowed) = match &driver {
             None => (offer.vault.clone(), offer.hosts.clone()),
-            Some(d) => (
-                Arc::new(allowed_vault(&a, Some(d.meta()))),
-                Arc::new(allowed_hosts(&a, Some(d.meta()))),
-            ),
+            Some(_) => (Arc::new(envelope.vault()), Arc::new(envelope.hosts())),
         };
         let ctx = CallContext {
             agent: agent.to_string(),

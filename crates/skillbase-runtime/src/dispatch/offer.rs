@@ -6,7 +6,7 @@
 
 use super::Dispatcher;
 use super::builtins::{ACTIVATION_CLASS, Builtin};
-use crate::envelope::{allowed_hosts, allowed_vault};
+use crate::envelope::Envelope;
 use crate::runtime::RuntimeError;
 use serde::Serialize;
 use skillbase_format::Cost;
@@ -130,7 +130,7 @@ impl Dispatcher {
             if class == ACTIVATION_CLASS && view.skills.is_empty() {
                 continue;
             }
-            if class != ACTIVATION_CLASS && !a.config.grants.tools.iter().any(|t| t == class) {
+            if class != ACTIVATION_CLASS && !Envelope::for_call(&a, None).class_granted(class) {
                 set.withheld.push(b.name().to_owned());
                 continue;
             }
@@ -154,7 +154,7 @@ impl Dispatcher {
         }
         for t in self.registry.all() {
             let d = &t.decl;
-            if !a.config.grants.tools.contains(&d.class) {
+            if !Envelope::for_call(&a, None).class_granted(&d.class) {
                 set.withheld.push(d.name.clone());
                 continue;
             }
@@ -208,8 +208,8 @@ impl Dispatcher {
             generation: view.generation,
             version: a.version,
             set: Arc::new(set),
-            vault: Arc::new(allowed_vault(&a, None)),
-            hosts: Arc::new(allowed_hosts(&a, None)),
+            vault: Arc::new(Envelope::for_call(&a, None).vault()),
+            hosts: Arc::new(Envelope::for_call(&a, None).hosts()),
         };
         self.offered_cache
             .lock()
