@@ -114,6 +114,18 @@ pub struct Bm25 {
     doc_len: Vec<f32>,
     /// The languages the documents are written in (query words are also stemmed in each).
     langs: Vec<Lang>,
+    /// The first three bytes of every term ([`prefix_key`]). A stem is a prefix of its word in
+    /// the ranker's languages (suffixes are removed, never prepended), so a query word whose
+    /// first three bytes start no term cannot stem to one: it is skipped without stemming, which
+    /// is most of the words of a pasted task.
+    prefixes: std::collections::HashSet<u32, std::hash::BuildHasherDefault<Fx>>,
+}
+
+/// The first three bytes of a word as one key (shorter words padded with zeros).
+fn prefix_key(word: &str) -> u32 {
+    let b = word.as_bytes();
+    let at = |i: usize| u32::from(b.get(i).copied().unwrap_or(0));
+    (at(0) << 16) | (at(1) << 8) | at(2)
 }
 
 impl Bm25 {
@@ -191,12 +203,14 @@ impl Bm25 {
                 *tf = idf * (*tf * (K1 + 1.0) / denom);
             }
         }
+        let prefixes = terms.keys().map(|t| prefix_key(t)).collect();
         Bm25 {
             terms,
             surface,
             postings,
             doc_len,
             langs,
+            prefixes,
         }
     }
 
@@ -251,7 +265,7 @@ impl Bm25 {
                 mark(t, &mut matched);
                 return;
             }
-            if query_lang.is_stopword(word) {
+            if query_lang.is_stopword(word) || !self.prefixes.contains(&prefix_key(word)) {
                 return;
             }
             let stem = query_lang.stem(word);
@@ -328,6 +342,35 @@ mod tests {
         assert_eq!(r[0].0, 1);
         let r = idx.rank("Crème brûlée");
         assert!(r.iter().all(|(_, s)| *s == 0.0));
+    }
+
+    #[test]
+    fn inflections_and_languages_are_matched_through_stems() {
+        let none: Vec<String> = vec![];
+        let doc = |name, description| Doc {
+            name,
+            description,
+            triggers: &none[..],
+            body: "",
+        };
+        let idx = Bm25::new([
+            doc("refund-order", "Refund the payment of a customer's order"),
+            doc("cancel-order", "Cancel an order before it ships"),
+            doc(
+                "pedido-reembolso",
+                "Reembolsar el pago de un pedido cuando el cliente lo solicita",
+            ),
+        ]);
+        // Inflections the documents never spell (each word is a stem away).
+        assert_eq!(idx.rank("refunding payments")[0].0, 0);
+        assert_eq!(idx.rank("cancelled orders")[0].0, 1);
+        // A Spanish message finds the Spanish skill through Spanish stems.
+        assert_eq!(idx.rank("quiero que me reembolsen los pedidos")[0].0, 2);
+        // Stopwords alone match nothing.
+        assert!(idx.rank("the a of it").iter().all(|(_, s)| *s == 0.0));
+        // A message far longer than what is read is accepted and still ranked.
+        let long = format!("{} refund", "lorem ipsum ".repeat(5_000));
+        let _ = idx.rank(&long);
     }
 
     #[test]
