@@ -217,18 +217,6 @@ async fn once(http: &reqwest::Client, t: &Target) {
 
 /// `iters` requests, `CONCURRENCY` at a time; the time they took.
 async fn drive(http: &reqwest::Client, t: &Target, iters: u64) -> Duration {
-    // The first load in the session activates the skill; the measured calls are the repeats.
-    state
-        .dispatcher
-        .call(
-            &agent,
-            &session,
-            "load_skill",
-            serde_json::json!({ "name": LOADED }),
-            skillbase_runtime::dispatch::CallMode::Wait,
-        )
-        .await
-        .expect("the first call");
     let started = Instant::now();
     let tasks: Vec<_> = (0..CONCURRENCY as u64)
         .map(|k| {
@@ -416,6 +404,18 @@ fn setup() -> Setup {
 async fn drive_dispatch(state: &Arc<AppState>, iters: u64) -> Duration {
     let agent = AgentName::parse("bench").expect("a name");
     let session = "mcp-token-1-bench".to_owned();
+    // The first load in the session activates the skill; the measured calls are the repeats.
+    state
+        .dispatcher
+        .call(
+            &agent,
+            &session,
+            "load_skill",
+            serde_json::json!({ "name": LOADED }),
+            skillbase_runtime::dispatch::CallMode::Wait,
+        )
+        .await
+        .expect("the first call");
     let started = Instant::now();
     let tasks: Vec<_> = (0..CONCURRENCY as u64)
         .map(|k| {
