@@ -6,8 +6,12 @@
 //! exact than stemming the original spelling, but documents and queries are treated alike, which
 //! is what matching needs.
 
+use crate::rank::FxMap;
 use rust_stemmers::{Algorithm, Stemmer};
 use std::sync::OnceLock;
+
+/// Most words [`Lang::stem_memo`] keeps per language and thread.
+pub const MEMO_WORDS: usize = 65_536;
 
 /// The languages the ranker stems and has stopwords for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -34,12 +38,39 @@ impl Lang {
 
     /// Whether `word` (folded) is one of this language's stopwords.
     pub fn is_stopword(self, word: &str) -> bool {
-        stopwords(self).binary_search(&word).is_ok()
+        stop_mask(word) & (1 << self.index()) != 0
     }
 
     /// The word's stem (the word itself when the stemmer keeps it).
     pub fn stem(self, word: &str) -> String {
         stemmer(self).stem(word).into_owned()
+    }
+
+    /// [`Lang::stem`] through a per-thread memo: a Snowball run costs about a microsecond, and
+    /// the words of an agent's messages repeat (Zipf). The memo holds at most [`MEMO_WORDS`]
+    /// words per language and starts over when full; words longer than 32 bytes are not kept.
+    pub fn stem_memo<R>(self, word: &str, f: impl FnOnce(&str) -> R) -> R {
+        thread_local! {
+            static MEMO: std::cell::RefCell<[FxMap<String, String>; 5]> =
+                Default::default();
+        }
+        if word.len() > 32 {
+            return f(&self.stem(word));
+        }
+        MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            let memo = &mut m[self.index()];
+            if let Some(s) = memo.get(word) {
+                return f(s);
+            }
+            if memo.len() >= MEMO_WORDS {
+                memo.clear();
+            }
+            let s = self.stem(word);
+            let r = f(&s);
+            memo.insert(word.to_owned(), s);
+            r
+        })
     }
 }
 
@@ -89,6 +120,25 @@ fn stopwords(lang: Lang) -> &'static [&'static str] {
     &lists[lang.index()]
 }
 
+/// Which languages have `word` as a stopword, one bit per language (bit `Lang as usize`): one
+/// hash lookup answers for all five.
+fn stop_mask(word: &str) -> u8 {
+    static MASKS: OnceLock<FxMap<&'static str, u8>> = OnceLock::new();
+    let masks = MASKS.get_or_init(|| {
+        let mut m = FxMap::default();
+        for lang in Lang::ALL {
+            for w in stopwords(lang) {
+                *m.entry(*w).or_insert(0) |= 1 << lang.index();
+            }
+        }
+        m
+    });
+    if word.len() > 12 {
+        return 0;
+    }
+    masks.get(word).copied().unwrap_or(0)
+}
+
 fn stemmer(lang: Lang) -> &'static Stemmer {
     static STEMMERS: OnceLock<[Stemmer; 5]> = OnceLock::new();
     let all = STEMMERS.get_or_init(|| {
@@ -109,8 +159,12 @@ fn stemmer(lang: Lang) -> &'static Stemmer {
 pub fn detect<'w>(words: impl IntoIterator<Item = &'w str>, limit: usize) -> Lang {
     let mut hits = [0usize; 5];
     for w in words.into_iter().take(limit) {
+        let mask = stop_mask(w);
+        if mask == 0 {
+            continue;
+        }
         for lang in Lang::ALL {
-            if lang.is_stopword(w) {
+            if mask & (1 << lang.index()) != 0 {
                 hits[lang.index()] += 1;
             }
         }

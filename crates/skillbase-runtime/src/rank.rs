@@ -77,7 +77,7 @@ fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
 /// FxHash (rustc's hasher): much faster than SipHash for short words, and the keys are the
 /// index's own terms, so hash flooding is not a concern.
 #[derive(Default, Clone, Copy)]
-struct Fx(u64);
+pub(crate) struct Fx(u64);
 
 impl std::hash::Hasher for Fx {
     fn write(&mut self, bytes: &[u8]) {
@@ -97,7 +97,7 @@ impl std::hash::Hasher for Fx {
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 
 /// A BM25 index over a fixed set of documents.
 #[derive(Debug, Clone, Default)]
@@ -136,8 +136,9 @@ impl Bm25 {
         let mut postings: Vec<Vec<(u32, f32)>> = Vec::new();
         let mut doc_len = Vec::new();
         let mut langs: Vec<Lang> = Vec::new();
-        // Each distinct (language, word) is stemmed once for the whole index.
-        let mut stems: HashMap<(Lang, String), Option<String>> = HashMap::new();
+        // Each distinct word is stemmed once per language for the whole index (looked up by
+        // reference: no allocation for a word seen before).
+        let mut stems: [FxMap<String, Option<String>>; 5] = Default::default();
         for (i, doc) in docs.into_iter().enumerate() {
             let description = fold_fast(doc.description);
             let body = fold_fast(doc.body);
@@ -145,15 +146,20 @@ impl Bm25 {
             if !langs.contains(&lang) {
                 langs.push(lang);
             }
-            let mut tf: HashMap<String, (f32, Vec<String>)> = HashMap::new();
+            let cache = &mut stems[lang as usize];
+            let mut tf: FxMap<String, (f32, Vec<String>)> = FxMap::default();
             let mut len = 0.0;
             let mut add = |folded: &str, w: f32, limit: usize| {
                 for word in words(folded).take(limit) {
-                    let stem = stems
-                        .entry((lang, word.to_owned()))
-                        .or_insert_with(|| (!lang.is_stopword(word)).then(|| lang.stem(word)));
-                    let Some(stem) = stem else { continue };
-                    let e = tf.entry(stem.clone()).or_default();
+                    if !cache.contains_key(word) {
+                        let stem = (!lang.is_stopword(word)).then(|| lang.stem(word));
+                        cache.insert(word.to_owned(), stem);
+                    }
+                    let Some(stem) = &cache[word] else { continue };
+                    let e = match tf.get_mut(stem.as_str()) {
+                        Some(e) => e,
+                        None => tf.entry(stem.clone()).or_default(),
+                    };
                     e.0 += w;
                     if !e.1.iter().any(|s| s == word) {
                         e.1.push(word.to_owned());
@@ -249,6 +255,8 @@ impl Bm25 {
         let mut seen = vec![false; self.postings.len()];
         let mut matched: Vec<u32> = Vec::new();
         let mut read = 0usize;
+        let mut tried: std::collections::HashSet<&str, std::hash::BuildHasherDefault<Fx>> =
+            Default::default();
         let mut mark = |t: u32, matched: &mut Vec<u32>| {
             if !std::mem::replace(&mut seen[t as usize], true)
                 && !self.postings[t as usize].is_empty()
@@ -268,16 +276,19 @@ impl Bm25 {
             if query_lang.is_stopword(word) || !self.prefixes.contains(&prefix_key(word)) {
                 return;
             }
-            let stem = query_lang.stem(word);
-            if let Some(&t) = self.terms.get(&stem) {
+            // Each distinct word once, stemmed in the message's language and, for a message in
+            // another language, in English too (most skills are written in English).
+            if !tried.insert(word) {
+                return;
+            }
+            if let Some(t) = query_lang.stem_memo(word, |s| self.terms.get(s).copied()) {
                 mark(t, &mut matched);
             }
-            for &l in &self.langs {
-                if l != query_lang
-                    && let Some(&t) = self.terms.get(&l.stem(word))
-                {
-                    mark(t, &mut matched);
-                }
+            if query_lang != Lang::En
+                && self.langs.contains(&Lang::En)
+                && let Some(t) = Lang::En.stem_memo(word, |s| self.terms.get(s).copied())
+            {
+                mark(t, &mut matched);
             }
         });
         // A long message (a pasted log, a 2 KB brief) is scored by its most specific words: the
