@@ -108,6 +108,19 @@ fn config(v: Value) -> ApiResult<AgentConfig> {
         .map_err(|e| unprocessable("invalid-agent", format!("agent configuration: {e}")))
 }
 
+/// The agent a path names, as the caller may see it: a name that cannot be an agent's, and an
+/// agent an agent token may not see, answer exactly as a missing agent does.
+fn visible_agent(p: &crate::auth::Principal, name: &str) -> ApiResult<AgentName> {
+    let parsed = AgentName::parse(name).map_err(|_| {
+        ApiError::not_found(format!(
+            "no agent '{}'",
+            name.chars().take(64).collect::<String>()
+        ))
+    })?;
+    p.require_agent(&parsed)?;
+    Ok(parsed)
+}
+
 fn agent_response(status: StatusCode, a: &Agent) -> Response {
     (status, [etag(a.version)], Json(a)).into_response()
 }
@@ -136,13 +149,7 @@ pub async fn show(
     Caller(p): Caller,
     P(name): P<String>,
 ) -> ApiResult<Response> {
-    let name = AgentName::parse(&name).map_err(|_| {
-        ApiError::not_found(format!(
-            "no agent '{}'",
-            name.chars().take(64).collect::<String>()
-        ))
-    })?;
-    p.require_agent(&name)?;
+    let name = visible_agent(&p, &name)?;
     let a = st
         .store
         .agent(&name)
@@ -263,13 +270,7 @@ pub async fn eval(
     P(name): P<String>,
     Body(b): Body<EvalRequest>,
 ) -> ApiResult<Response> {
-    let name = AgentName::parse(&name).map_err(|_| {
-        ApiError::not_found(format!(
-            "no agent '{}'",
-            name.chars().take(64).collect::<String>()
-        ))
-    })?;
-    p.require_agent(&name)?;
+    let name = visible_agent(&p, &name)?;
     if b.cases.is_empty() || b.cases.len() > MAX_EVAL_CASES {
         return Err(unprocessable(
             "invalid-eval",
