@@ -30,7 +30,8 @@ pub enum StoreError {
     /// Creating an agent that exists.
     AgentExists(String),
     #[error(
-        "conflict on skill '{name}': you expected revision {expected}, but revision {actual} by {winner} got there first; re-read it and retry expecting revision {actual}"
+        "conflict on skill '{name}': you expected revision {expected}, but revision {actual}{} got there first; re-read it and retry expecting revision {actual}",
+        by_winner(winner)
     )]
     /// A stale write: the latest revision is not the one the write expected. Nothing changed.
     Conflict {
@@ -148,3 +149,33 @@ impl StoreError {
 
 /// The store's result.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// " by <author>" for a conflict whose winner was read, nothing when it was not (a bulk import
+/// does not read it), so the message never says "by  got there first".
+fn by_winner(winner: &str) -> String {
+    if winner.is_empty() {
+        String::new()
+    } else {
+        format!(" by {winner}")
+    }
+}
+
+#[cfg(test)]
+mod conflict_message_tests {
+    use super::StoreError;
+
+    #[test]
+    fn a_conflict_names_its_winner_only_when_known() {
+        let e = |winner: &str| {
+            StoreError::Conflict {
+                name: "x".into(),
+                expected: 1,
+                actual: 2,
+                winner: winner.into(),
+            }
+            .to_string()
+        };
+        assert!(e("human:bo").contains("revision 2 by human:bo got there first"));
+        assert!(e("").contains("revision 2 got there first"), "{}", e(""));
+    }
+}
