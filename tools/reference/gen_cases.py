@@ -99,100 +99,9 @@ def basic(name="my-skill", desc="A test skill", extra="", d=None, body="Body\n")
     return sk(f"name: {name}\ndescription: {desc}\n{extra}", body, d)
 
 
-# --------------------------------------------------------------------------
-# Upstream tests (agentskills/agentskills skills-ref/tests, 40 tests)
-# --------------------------------------------------------------------------
-
-U = "upstream__"
-
-# test_parser.py (15)
-add(U + "test_parser__test_valid_frontmatter", "parse_frontmatter: name/description read, body has '# My Skill'",
-    sk("name: my-skill\ndescription: A test skill\n", "# My Skill\n\nInstructions here.\n"))
-add(U + "test_parser__test_missing_frontmatter", "ParseError: must start with YAML frontmatter",
-    {"my-skill/SKILL.md": b"# No frontmatter here"})
-add(U + "test_parser__test_unclosed_frontmatter", "ParseError: not properly closed",
-    {"my-skill/SKILL.md": b"---\nname: my-skill\ndescription: A test skill\n"})
-add(U + "test_parser__test_invalid_yaml", "ParseError: Invalid YAML (unclosed flow sequence)",
-    sk("name: [invalid\ndescription: broken\n", "Body here\n"))
-add(U + "test_parser__test_non_dict_frontmatter", "ParseError: must be a YAML mapping (a list)",
-    sk("- just\n- a\n- list\n"))
-add(U + "test_parser__test_read_valid_skill", "read_properties: license MIT",
-    sk("name: my-skill\ndescription: A test skill\nlicense: MIT\n", "# My Skill\n"))
-add(U + "test_parser__test_read_with_metadata", "metadata version: 1.0 stays the string '1.0'",
-    sk("name: my-skill\ndescription: A test skill\nmetadata:\n  author: Test Author\n  version: 1.0\n"))
-add(U + "test_parser__test_missing_skill_md", "empty dir: ParseError 'SKILL.md not found in ...'",
-    {"my-skill/.gitkeep": b""})
-add(U + "test_parser__test_missing_name", "ValidationError: Missing required field in frontmatter: name",
-    sk("description: A test skill\n"))
-add(U + "test_parser__test_missing_description", "ValidationError: Missing required field in frontmatter: description",
-    sk("name: my-skill\n"))
-add(U + "test_parser__test_find_skill_md_prefers_uppercase", "SKILL.md preferred over skill.md (contents are not frontmatter)",
-    {"my-skill/SKILL.md": b"uppercase", "my-skill/skill.md": b"lowercase"})
-add(U + "test_parser__test_find_skill_md_accepts_lowercase", "only skill.md (contents not frontmatter)",
-    {"my-skill/skill.md": b"lowercase"})
-add(U + "test_parser__test_find_skill_md_returns_none_when_missing", "empty dir: find_skill_md -> None",
-    {"my-skill/.gitkeep": b""})
-add(U + "test_parser__test_read_properties_with_lowercase_skill_md", "valid lowercase skill.md",
-    sk("name: my-skill\ndescription: A test skill\n", "# My Skill\n", fname="skill.md"))
-add(U + "test_parser__test_read_with_allowed_tools", "allowed-tools string, to_dict key 'allowed-tools'",
-    sk("name: my-skill\ndescription: A test skill\nallowed-tools: Bash(jq:*) Bash(git:*)\n"))
-
-# test_prompt.py (4)
-add(U + "test_prompt__test_empty_list", "to_prompt([]) (skill_dirs is empty: only to_prompt is recorded)",
-    {".gitkeep": b""}, skill_dirs=[])
-add(U + "test_prompt__test_single_skill", "one skill",
-    sk("name: my-skill\ndescription: A test skill\n"))
-add(U + "test_prompt__test_multiple_skills", "two skills",
-    {**sk("name: skill-a\ndescription: First skill\n", d="skill-a"),
-     **sk("name: skill-b\ndescription: Second skill\n", d="skill-b")},
-    skill_dirs=["skill-a", "skill-b"])
-add(U + "test_prompt__test_special_characters_escaped", "& < > escaped in description",
-    sk("name: special-skill\ndescription: Use <foo> & <bar> tags\n", d="special-skill"))
-
-# test_validator.py (21)
-add(U + "test_validator__test_valid_skill", "valid", sk("name: my-skill\ndescription: A test skill\n", "# My Skill\n"),
-    cli=[["validate", "input/my-skill"], ["read-properties", "input/my-skill"], ["to-prompt", "input/my-skill"]])
-add(U + "test_validator__test_nonexistent_path", "Path does not exist (dir not created)",
-    {".gitkeep": b""}, skill_dirs=["nonexistent"], cli=[["validate", "input/nonexistent"]])
-add(U + "test_validator__test_not_a_directory", "Not a directory (a plain file)",
-    {"file.txt": b"test"}, skill_dirs=["file.txt"])
-add(U + "test_validator__test_missing_skill_md", "empty dir: Missing required file: SKILL.md",
-    {"my-skill/.gitkeep": b""})
-add(U + "test_validator__test_invalid_name_uppercase", "MySkill: lowercase",
-    basic("MySkill"))
-add(U + "test_validator__test_name_too_long", "70 x 'a': exceeds 64",
-    basic("a" * 70))
-add(U + "test_validator__test_name_leading_hyphen", "-my-skill",
-    basic("-my-skill"))
-add(U + "test_validator__test_name_consecutive_hyphens", "my--skill",
-    basic("my--skill"))
-add(U + "test_validator__test_name_invalid_characters", "my_skill",
-    basic("my_skill"))
-add(U + "test_validator__test_name_directory_mismatch", "dir wrong-name, name correct-name",
-    basic("correct-name", d="wrong-name"))
-add(U + "test_validator__test_unexpected_fields", "unknown_field",
-    basic(extra="unknown_field: should not be here\n"))
-add(U + "test_validator__test_valid_with_all_fields", "license + metadata",
-    basic(extra="license: MIT\nmetadata:\n  author: Test\n"))
-add(U + "test_validator__test_allowed_tools_accepted", "allowed-tools string",
-    basic(extra="allowed-tools: Bash(jq:*) Bash(git:*)\n"))
-add(U + "test_validator__test_i18n_chinese_name", "技能 valid",
-    basic("技能", "A skill with Chinese name"),
-    cli=[["validate", "input/技能"], ["read-properties", "input/技能"]])
-add(U + "test_validator__test_i18n_russian_name_with_hyphens", "мой-навык valid",
-    basic("мой-навык", "A skill with Russian name"))
-add(U + "test_validator__test_i18n_russian_lowercase_valid", "навык valid",
-    basic("навык", "A skill with Russian lowercase name"))
-add(U + "test_validator__test_i18n_russian_uppercase_rejected", "НАВЫК: lowercase",
-    basic("НАВЫК", "A skill with Russian uppercase name"))
-add(U + "test_validator__test_description_too_long", "1100 x 'x'",
-    basic(desc="x" * 1100))
-add(U + "test_validator__test_valid_compatibility", "compatibility: Requires Python 3.11+",
-    basic(extra="compatibility: Requires Python 3.11+\n"))
-add(U + "test_validator__test_compatibility_too_long", "550 x 'x'",
-    basic(extra="compatibility: " + "x" * 550 + "\n"))
-add(U + "test_validator__test_nfkc_normalization", "dir café (NFC, U+00E9), name cafe+U+0301 (NFD): valid",
-    basic("cafe\u0301", d="caf\u00e9"))
+# The upstream tests (agentskills/agentskills skills-ref/tests, 40) are not generated here: they
+# are public data under ../shared/benchmarks/agentskills-upstream, read from there by
+# crates/skillbase-format/tests/upstream_cases.rs and never copied into the repository.
 
 # --------------------------------------------------------------------------
 # Observed edge cases (exact reference output recorded)
@@ -499,9 +408,9 @@ Python minor version to get identical files.
   cli.json         (only some cases) what the `agentskills` console command printed
 ```
 
-Case names: `upstream__<test file>__<test function>` (one per pytest test of
-`agentskills/agentskills` `skills-ref/tests`, 40) and `observed__<topic>`
-(edge cases recorded from the reference).
+Case names: `observed__<topic>` (edge cases recorded from the reference). The 40 upstream
+pytest cases of `agentskills/agentskills` `skills-ref/tests` are public data read from
+`../shared/benchmarks/agentskills-upstream` by `tests/upstream_cases.rs`, never copied here.
 
 ## expected.json
 
@@ -523,7 +432,7 @@ Case names: `upstream__<test file>__<test function>` (one per pytest test of
 * `validate`, `read_properties`, `parse` and `found` are for `skill_dirs[0]` only.
 * `parse` is omitted when no SKILL.md/skill.md is found, or when it cannot be
   read as UTF-8 text (non-UTF-8 bytes, SKILL.md being a directory).
-* `upstream__test_prompt__test_empty_list` has `"skill_dirs": []` and only a
+* `(upstream, in ../shared) test_prompt__test_empty_list` has `"skill_dirs": []` and only a
   `to_prompt` key (`to_prompt([])`).
 * Exceptions that are not `SkillError`s (`UnicodeDecodeError`,
   `IsADirectoryError`) are recorded by class name only.
@@ -565,10 +474,10 @@ A `.gitattributes` (`* -text`) in this folder stops git from converting line
 endings, so `observed__yaml_crlf` keeps its CRLF bytes on every platform.
 
 The expectations were produced on a case-sensitive Linux filesystem.
-`upstream__test_parser__test_find_skill_md_prefers_uppercase`,
+`(upstream, in ../shared) test_parser__test_find_skill_md_prefers_uppercase`,
 `observed__both_skill_md_variants` (two files differing only in case),
 `observed__skill_md_wrong_case_variants` (`Skill.md`/`SKILL.MD` not found) and
-the NFC/NFD dir-name cases (`upstream__test_validator__test_nfkc_normalization`,
+the NFC/NFD dir-name cases (`(upstream, in ../shared) test_validator__test_nfkc_normalization`,
 `observed__dir_nfd_name_nfc`, `observed__dir_mismatch_uses_raw_dir_name`) only
 mean what they say on a case-sensitive, normalization-preserving filesystem.
 

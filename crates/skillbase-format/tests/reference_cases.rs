@@ -1,7 +1,9 @@
 //! Data-driven conformance against the Agent Skills reference validator (skills-ref 0.1.1).
 //!
 //! Every folder under `tests/cases/` holds skill folders and the reference's own output for them
-//! (see `tests/cases/README.md`). We run our implementation on the same input and compare:
+//! (see `tests/cases/README.md`): edge cases recorded from the reference for Skillbase. The
+//! reference's own upstream tests are public data read from where they live
+//! (`upstream_cases.rs`), never copied here. We run our implementation on the same input and compare:
 //! `validate` (spec profile), `read_properties`, `to_prompt`, frontmatter parsing and SKILL.md
 //! discovery. The few cases where we deliberately follow the specification instead of a
 //! reference bug are listed in `DEVIATIONS`, each with the behaviour we check instead.
@@ -73,7 +75,7 @@ fn load_cases() -> Vec<(String, PathBuf, Value)> {
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     assert!(
-        out.len() >= 100,
+        out.len() >= 80,
         "expected the full case set, found {}",
         out.len()
     );

@@ -1,7 +1,9 @@
 //! The format crate's integration tests, one binary (as ripgrep's `tests/tests.rs`): bundles from
 //! folders and zips, hostile SKILL.md input, and conformance against the reference validator
-//! (`tests/cases/`). The three share no fixture, so there is no `common` module.
+//! (`tests/cases/`, and the upstream cases read from `../shared`). They share no fixture, so there
+//! is no `common` module.
 
 mod bundle;
 mod hostile;
 mod reference_cases;
+mod upstream_cases;
