@@ -33,6 +33,9 @@ pub struct Config {
     /// Tool declarations (`[[tools]]`), read by the runtime.
     #[serde(default)]
     pub tools: Vec<toml::Table>,
+    /// The semantic ranking stage (`[semantic]`), read by the runtime.
+    #[serde(default)]
+    pub semantic: Option<toml::Table>,
 }
 
 impl Config {

@@ -141,6 +141,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0008_changes_index.sql"),
         include_str!("../migrations/postgres/0008_changes_index.sql"),
     ),
+    (
+        "skill_vectors",
+        include_str!("../migrations/sqlite/0009_skill_vectors.sql"),
+        include_str!("../migrations/postgres/0009_skill_vectors.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

@@ -35,3 +35,4 @@ mod seed;
 mod sessions;
 mod skills;
 mod sync;
+mod vectors;

@@ -18,6 +18,7 @@ pub(crate) mod skills;
 pub(crate) mod sync;
 pub(crate) mod tokens;
 pub(crate) mod vault;
+pub(crate) mod vectors;
 
 /// Instantiate a noun's `statements!` macro once per backend, as `mod sqlite` and
 /// `mod postgres`. The macro receives the backend's module name (to reach the same backend's

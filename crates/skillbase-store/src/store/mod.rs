@@ -33,6 +33,7 @@ mod skills;
 mod sync;
 mod tokens;
 mod vault;
+mod vectors;
 
 use guard::scrub_entry;
 pub use guard::{ContentGuard, WriteGuard};
