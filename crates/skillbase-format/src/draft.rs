@@ -9,7 +9,8 @@
 //! the same draft, and never to a different key.
 
 use crate::meta::{
-    Capabilities, Cost, MAX_DESCRIPTION_CHARS, MAX_TRIGGER_CHARS, MAX_TRIGGERS, SkillMeta,
+    Capabilities, Cost, MAX_DESCRIPTION_CHARS, MAX_TRIGGER_CHARS, MAX_TRIGGERS, MAX_WHEN_CHARS,
+    MAX_WHEN_ENTRIES, SkillMeta,
 };
 use crate::name::SkillName;
 use serde_json::{Value, json};
@@ -40,11 +41,16 @@ pub enum DraftField {
     Capabilities,
     /// `cost`: the skill's latency class.
     Cost,
+    /// `when_to_use`: situations the skill is for, in the user's words (ranking text).
+    WhenToUse,
+    /// `when_not_to_use`: phrases that, in a message, lower the skill's rank and keep its
+    /// triggers from firing.
+    WhenNotToUse,
 }
 
 impl DraftField {
     /// Every field, in schema and rendering order.
-    pub const ALL: [DraftField; 8] = [
+    pub const ALL: [DraftField; 10] = [
         DraftField::Name,
         DraftField::Description,
         DraftField::Body,
@@ -53,6 +59,8 @@ impl DraftField {
         DraftField::Inputs,
         DraftField::Capabilities,
         DraftField::Cost,
+        DraftField::WhenToUse,
+        DraftField::WhenNotToUse,
     ];
 
     /// The field's key in a tool call's arguments (and, but for `body`, in the frontmatter).
@@ -66,6 +74,8 @@ impl DraftField {
             DraftField::Inputs => "inputs",
             DraftField::Capabilities => "capabilities",
             DraftField::Cost => "cost",
+            DraftField::WhenToUse => "when_to_use",
+            DraftField::WhenNotToUse => "when_not_to_use",
         }
     }
 
@@ -97,6 +107,11 @@ impl DraftField {
                 "additionalProperties": false
             }),
             DraftField::Cost => json!({"enum": Cost::ALL.map(Cost::as_str)}),
+            DraftField::WhenToUse | DraftField::WhenNotToUse => json!({
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": MAX_WHEN_CHARS},
+                "maxItems": MAX_WHEN_ENTRIES
+            }),
         }
     }
 
@@ -154,6 +169,10 @@ pub struct SkillDraft {
     pub allowed_tools: Option<String>,
     /// `metadata`, carried over (string values, as the specification has them).
     pub metadata: Vec<(String, String)>,
+    /// `when_to_use` entries.
+    pub when_to_use: Vec<String>,
+    /// `when_not_to_use` entries.
+    pub when_not_to_use: Vec<String>,
 }
 
 fn refuse(field: DraftField, problem: impl Into<String>) -> DraftError {
@@ -213,6 +232,8 @@ impl SkillDraft {
             compatibility: None,
             allowed_tools: None,
             metadata: Vec::new(),
+            when_to_use: Vec::new(),
+            when_not_to_use: Vec::new(),
         }
     }
 
@@ -231,6 +252,8 @@ impl SkillDraft {
             compatibility: meta.compatibility.clone(),
             allowed_tools: meta.allowed_tools.clone(),
             metadata: meta.metadata.clone(),
+            when_to_use: meta.when_to_use.clone(),
+            when_not_to_use: meta.when_not_to_use.clone(),
         }
     }
 
@@ -323,6 +346,28 @@ impl SkillDraft {
                         refuse(field, "must be immediate, seconds or tens_of_seconds")
                     })?);
             }
+            DraftField::WhenToUse | DraftField::WhenNotToUse => {
+                let list = strings_of(field, v, MAX_WHEN_ENTRIES)?;
+                let list: Vec<String> = list
+                    .into_iter()
+                    .map(|t| t.trim().to_owned())
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                if list.iter().any(|t| t.chars().count() > MAX_WHEN_CHARS) {
+                    return Err(refuse(
+                        field,
+                        format!("each entry must be at most {MAX_WHEN_CHARS} characters"),
+                    ));
+                }
+                if list.iter().any(|t| !t.chars().any(char::is_alphanumeric)) {
+                    return Err(refuse(field, "each entry must hold letters or digits"));
+                }
+                if field == DraftField::WhenToUse {
+                    self.when_to_use = list;
+                } else {
+                    self.when_not_to_use = list;
+                }
+            }
         }
         Ok(())
     }
@@ -404,6 +449,17 @@ impl SkillDraft {
         if let Some(c) = self.cost {
             let _ = writeln!(out, "cost: {c}");
         }
+        for (key, list) in [
+            ("when_to_use", &self.when_to_use),
+            ("when_not_to_use", &self.when_not_to_use),
+        ] {
+            if !list.is_empty() {
+                let _ = writeln!(out, "{key}:");
+                for t in list {
+                    let _ = writeln!(out, "  - {}", quoted(t));
+                }
+            }
+        }
         out.push_str("---\n");
         out.push_str(&self.body);
         out.push('\n');
@@ -483,7 +539,9 @@ mod tests {
                 "odd key: with colon": {"nested": [[1, 2], {"a": null}]}
             },
             "capabilities": {"tools": ["web_fetch"], "vault": ["api_key"], "hosts": ["API.example.org:8443"]},
-            "cost": "seconds"
+            "cost": "seconds",
+            "when_to_use": ["the user says: ship it", "a \"release\" is ready"],
+            "when_not_to_use": ["rollback: of a failed deploy"]
         }))
         .unwrap();
         d.license = Some("MIT".into());
@@ -545,6 +603,13 @@ mod tests {
             (json!({"description": "a".repeat(2000)}), "description"),
             (json!({"triggers": "one"}), "triggers"),
             (json!({"triggers": ["t".repeat(201)]}), "triggers"),
+            (json!({"when_to_use": ["w".repeat(201)]}), "when_to_use"),
+            (
+                json!({"when_to_use": ["a", "b", "c", "d", "e", "f"]}),
+                "when_to_use",
+            ),
+            (json!({"when_not_to_use": "one"}), "when_not_to_use"),
+            (json!({"when_not_to_use": ["!!!"]}), "when_not_to_use"),
             (
                 json!({"companions": ["Not A Name sk-secret"]}),
                 "companions",

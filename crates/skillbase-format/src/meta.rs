@@ -1,5 +1,6 @@
 //! The typed view of a skill's frontmatter: the six Agent Skills keys plus Skillbase's optional
-//! `triggers`, `companions`, `inputs`, `capabilities` and `cost`.
+//! `triggers`, `companions`, `inputs`, `capabilities`, `cost`, `when_to_use` and
+//! `when_not_to_use`.
 //!
 //! [`SkillMeta::from_md`] is lenient (it never fails on an optional key; validation reports those
 //! problems), so a runtime can load whatever the validator let through.
@@ -22,7 +23,15 @@ pub const SPEC_KEYS: [&str; 6] = [
 ];
 
 /// Skillbase's optional keys (ignored by other tools).
-pub const SKILLBASE_KEYS: [&str; 5] = ["triggers", "companions", "inputs", "capabilities", "cost"];
+pub const SKILLBASE_KEYS: [&str; 7] = [
+    "triggers",
+    "companions",
+    "inputs",
+    "capabilities",
+    "cost",
+    "when_to_use",
+    "when_not_to_use",
+];
 
 /// Longest description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
@@ -32,6 +41,10 @@ pub const MAX_COMPATIBILITY_CHARS: usize = 500;
 pub const MAX_TRIGGER_CHARS: usize = 200;
 /// Most triggers one skill may declare.
 pub const MAX_TRIGGERS: usize = 64;
+/// Most `when_to_use` (or `when_not_to_use`) entries one skill may declare.
+pub const MAX_WHEN_ENTRIES: usize = 5;
+/// Longest `when_to_use` or `when_not_to_use` entry, in characters.
+pub const MAX_WHEN_CHARS: usize = 200;
 
 /// A latency class: how long a call or a skill may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
@@ -134,6 +147,12 @@ pub struct SkillMeta {
     pub capabilities: Capabilities,
     /// The latency class from `cost`; [`Cost::Immediate`] when absent or unrecognised.
     pub cost: Cost,
+    /// `when_to_use`: situations the skill is for, in the user's words (extra ranking text);
+    /// blank entries dropped.
+    pub when_to_use: Vec<String>,
+    /// `when_not_to_use`: phrases that, found in a message, lower the skill's rank and keep its
+    /// triggers from firing; blank entries dropped.
+    pub when_not_to_use: Vec<String>,
 }
 
 impl SkillMeta {
@@ -174,8 +193,18 @@ impl SkillMeta {
                 .and_then(Node::as_str)
                 .and_then(|c| c.trim().parse().ok())
                 .unwrap_or_default(),
+            when_to_use: non_blank(string_list(md.get("when_to_use"))),
+            when_not_to_use: non_blank(string_list(md.get("when_not_to_use"))),
         })
     }
+}
+
+fn non_blank(items: Vec<String>) -> Vec<String> {
+    items
+        .into_iter()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 /// A list of strings, or a single string taken as a one-item list.

@@ -7,7 +7,7 @@
 use crate::frontmatter::{FrontmatterError, SkillMd};
 use crate::meta::{
     MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_TRIGGER_CHARS, MAX_TRIGGERS,
-    SKILLBASE_KEYS, SPEC_KEYS,
+    MAX_WHEN_CHARS, MAX_WHEN_ENTRIES, SKILLBASE_KEYS, SPEC_KEYS,
 };
 use crate::name::{self, NameError};
 use crate::skill_dir::{self, ReadError};
@@ -460,6 +460,77 @@ fn validate_metadata(
     normalized
 }
 
+/// `when_to_use` / `when_not_to_use`: a phrase or a list of at most [`MAX_WHEN_ENTRIES`]
+/// phrases of at most [`MAX_WHEN_CHARS`] characters each.
+fn validate_when(md: &SkillMd, key: &str, node: &Node, out: &mut Diagnostics<'_>) {
+    use Severity::*;
+    let items: Vec<String> = match node {
+        Node::Scalar { .. } => match node.as_str() {
+            Some(s) => vec![s.to_owned()],
+            None => Vec::new(),
+        },
+        _ => match string_items(node) {
+            Some(items) => items.into_iter().map(str::to_owned).collect(),
+            None => {
+                out.field(
+                    Error,
+                    md,
+                    key,
+                    format!(
+                        "Field '{key}' must be a phrase or a list of phrases, not {}",
+                        node.kind()
+                    ),
+                    "write one `- phrase` per line (at most 5, each under 200 characters)",
+                );
+                return;
+            }
+        },
+    };
+    if items.len() > MAX_WHEN_ENTRIES {
+        out.field(
+            Error,
+            md,
+            key,
+            format!(
+                "Too many '{key}' entries ({}); at most {MAX_WHEN_ENTRIES}",
+                items.len()
+            ),
+            "keep the situations that tell this skill from its look-alikes",
+        );
+    }
+    for t in &items {
+        let t = t.trim();
+        if t.is_empty() {
+            out.field(
+                Error,
+                md,
+                key,
+                format!("An entry of '{key}' is empty"),
+                "remove the empty entry",
+            );
+        } else if !t.chars().any(|c| c.is_alphanumeric()) {
+            out.field(
+                Error,
+                md,
+                key,
+                format!("Entry '{t}' of '{key}' has no letters or digits"),
+                "write the situation in words",
+            );
+        } else if t.chars().count() > MAX_WHEN_CHARS {
+            out.field(
+                Error,
+                md,
+                key,
+                format!(
+                    "An entry of '{key}' exceeds {MAX_WHEN_CHARS} character limit ({} chars)",
+                    t.chars().count()
+                ),
+                "say it in one short sentence",
+            );
+        }
+    }
+}
+
 fn validate_skillbase_keys(md: &SkillMd, name: Option<&str>, out: &mut Diagnostics<'_>) {
     use Severity::*;
     if let Some(node) = md.get("triggers") {
@@ -532,6 +603,12 @@ fn validate_skillbase_keys(md: &SkillMd, name: Option<&str>, out: &mut Diagnosti
                     }
                 }
             }
+        }
+    }
+
+    for key in ["when_to_use", "when_not_to_use"] {
+        if let Some(node) = md.get(key) {
+            validate_when(md, key, node, out);
         }
     }
 
@@ -842,6 +919,56 @@ mod tests {
         let r = check(&text, Profile::Spec);
         assert!(!r.is_valid());
         assert!(messages(&r, Severity::Error)[0].starts_with("Invalid YAML in frontmatter:"));
+    }
+
+    #[test]
+    fn when_to_use_keys_are_phrases_five_at_most() {
+        let ok = format!(
+            "{OK}when_to_use:\n  - the customer asks for their money back\nwhen_not_to_use: a chargeback dispute\n---\nbody\n"
+        );
+        let r = check(&ok, Profile::Skillbase);
+        assert!(r.is_valid(), "{:?}", r.diagnostics);
+        assert_eq!(r.warnings().count(), 0, "{:?}", r.diagnostics);
+        let md = crate::frontmatter::SkillMd::parse(&ok, &Default::default()).unwrap();
+        let meta = crate::meta::SkillMeta::from_md(&md).unwrap();
+        assert_eq!(
+            meta.when_to_use,
+            vec!["the customer asks for their money back"]
+        );
+        assert_eq!(meta.when_not_to_use, vec!["a chargeback dispute"]);
+        let six = (0..6)
+            .map(|i| format!("  - case {i}\n"))
+            .collect::<String>();
+        let long = "x".repeat(201);
+        for (fm, want) in [
+            (
+                format!("when_to_use:\n{six}"),
+                "Too many 'when_to_use' entries (6); at most 5",
+            ),
+            (
+                format!("when_not_to_use: ['{long}']\n"),
+                "exceeds 200 character limit (201 chars)",
+            ),
+            ("when_to_use: ['']\n".to_owned(), "is empty"),
+            (
+                "when_not_to_use: ['???']\n".to_owned(),
+                "no letters or digits",
+            ),
+            (
+                "when_to_use:\n  a: b\n".to_owned(),
+                "must be a phrase or a list of phrases",
+            ),
+            (
+                "when_to_use: [[nested]]\n".to_owned(),
+                "must be a phrase or a list of phrases",
+            ),
+        ] {
+            let r = check(&format!("{OK}{fm}---\nbody\n"), Profile::Skillbase);
+            let e = messages(&r, Severity::Error);
+            assert!(e.iter().any(|m| m.contains(want)), "{fm}: {e:?}");
+        }
+        // Not spec keys: the spec profile refuses them.
+        assert!(!check(&ok, Profile::Spec).is_valid());
     }
 
     #[test]
