@@ -64,6 +64,7 @@ pub struct EngineBuilder {
     web_fetch: bool,
     configs: Vec<(String, String)>,
     seeds: Vec<PathBuf>,
+    semantic: Option<Arc<crate::semantic::Semantic>>,
 }
 
 impl EngineBuilder {
@@ -139,6 +140,12 @@ impl EngineBuilder {
         self
     }
 
+    /// Rank with this semantic stage (a `[semantic]` table in a configuration replaces it).
+    pub fn semantic(mut self, semantic: Arc<crate::semantic::Semantic>) -> Self {
+        self.semantic = Some(semantic);
+        self
+    }
+
     /// Open everything and apply the configuration and seeds.
     pub async fn build(self) -> Result<Engine, EngineError> {
         let store = match (self.store, self.db) {
@@ -152,8 +159,17 @@ impl EngineBuilder {
             (None, None) => None,
         };
         let mut registry = Registry::new();
+        let mut semantic = self.semantic.map(Ok);
         for (text, origin) in &self.configs {
             let config = Config::parse(text, origin)?;
+            if let Some(table) = &config.semantic {
+                let c = crate::semantic::SemanticConfig::from_table(table)
+                    .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+                semantic = Some(
+                    crate::semantic::from_config(&c, vault.clone())
+                        .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
+                );
+            }
             config.apply(&store).await?;
             let decls = crate::tool::decls_from_tables(&config.tools)
                 .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
@@ -172,7 +188,14 @@ impl EngineBuilder {
         for dir in &self.seeds {
             skillbase_store::seed::sync_dir(&store, dir).await?;
         }
-        let runtime = Arc::new(Runtime::new(store.clone(), self.workspace));
+        let mut runtime = Runtime::new(store.clone(), self.workspace);
+        if let Some(s) = semantic {
+            if let Err(why) = &s {
+                tracing::warn!("semantic stage unavailable, ranking lexically: {why}");
+            }
+            runtime = runtime.with_semantic(s);
+        }
+        let runtime = Arc::new(runtime);
         let dispatcher = Arc::new(Dispatcher::new(runtime, registry, vault.clone()));
         Ok(Engine {
             store,
@@ -296,13 +319,17 @@ impl Engine {
     }
 
     /// The agent's skills ranked for a query, as `search_skills` answers.
-    pub fn search(
+    pub async fn search(
         &self,
         agent: &AgentName,
         query: &str,
         limit: usize,
     ) -> Result<Vec<SearchHit>, EngineError> {
-        Ok(self.dispatcher.runtime.search_skills(agent, query, limit)?)
+        Ok(self
+            .dispatcher
+            .runtime
+            .search_skills(agent, query, limit)
+            .await?)
     }
 
     /// Store every event recorded so far and close the store.

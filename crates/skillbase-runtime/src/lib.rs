@@ -33,6 +33,7 @@ mod lang;
 mod rank;
 pub mod redact;
 pub mod runtime;
+pub mod semantic;
 pub mod tokens;
 pub mod tool;
 mod trigger;

@@ -38,6 +38,8 @@ pub struct Doc<'a> {
     pub name: &'a str,
     /// Its description.
     pub description: &'a str,
+    /// Its `when_to_use` entries (weighed like the description).
+    pub when_to_use: &'a [String],
     /// Its trigger phrases.
     pub triggers: &'a [String],
     /// Its body (only the first [`BODY_WORDS`] words are indexed).
@@ -169,6 +171,9 @@ impl Bm25 {
             };
             add(&fold_fast(doc.name), NAME_WEIGHT, usize::MAX);
             add(&description, 1.0, usize::MAX);
+            for w in doc.when_to_use {
+                add(&fold_fast(w), 1.0, usize::MAX);
+            }
             for t in doc.triggers {
                 add(&fold_fast(t), TRIGGER_WEIGHT, usize::MAX);
             }
@@ -331,6 +336,7 @@ mod tests {
         let doc = |name, description, triggers| Doc {
             name,
             description,
+            when_to_use: &[],
             triggers,
             body: "",
         };
@@ -361,6 +367,7 @@ mod tests {
         let doc = |name, description| Doc {
             name,
             description,
+            when_to_use: &[],
             triggers: &none[..],
             body: "",
         };

@@ -2,6 +2,7 @@
 //! files on disk, and the events that record all of it.
 
 use crate::files;
+use crate::semantic::{Semantic, SemanticQuery};
 use crate::tokens;
 use crate::turn::{self, Activation, TurnContext, TurnOptions};
 use crate::view::{AgentView, wrap_body};
@@ -111,8 +112,8 @@ pub struct SearchHit {
     pub name: String,
     /// The skill's frontmatter description.
     pub description: String,
-    /// Its BM25 relevance to the query (always above 0; higher is more relevant, and scores
-    /// compare only within one search).
+    /// Its relevance to the query: the BM25 score, or with the semantic stage the fused score
+    /// (always above 0; higher is more relevant, and scores compare only within one search).
     pub score: f32,
 }
 
@@ -131,6 +132,31 @@ pub struct Runtime {
     /// Root of session workspaces (`None`: no files are written); a session's files go under
     /// `<root>/<agent>/<session folder>/skills/` (see [`files::session_root`]).
     pub workspace_root: Option<PathBuf>,
+    /// The semantic ranking stage: `None` when not configured, `Some(Err(why))` when configured
+    /// but unusable (a model not pulled, say): turns then rank lexically and say why.
+    semantic: Option<std::result::Result<Arc<Semantic>, String>>,
+}
+
+/// The semantic stage's inputs for one message on one view: the view's skill vectors, the
+/// message's vector and the fusion weight.
+pub struct SemanticInputs {
+    /// The view's skill vectors.
+    pub matrix: Arc<crate::semantic::SemanticMatrix>,
+    /// The message's vector.
+    pub query: Vec<f32>,
+    /// The semantic score's share of the fused score.
+    pub weight: f32,
+}
+
+impl SemanticInputs {
+    /// What [`turn::resolve_with`] and [`AgentView::relevance`] take.
+    pub fn as_query(&self) -> SemanticQuery<'_> {
+        SemanticQuery {
+            matrix: &self.matrix,
+            query: &self.query,
+            weight: self.weight,
+        }
+    }
 }
 
 /// A session as this process knows it.
@@ -160,6 +186,84 @@ impl Runtime {
             views: Mutex::new(HashMap::new()),
             validators: Mutex::new(HashMap::new()),
             workspace_root,
+            semantic: None,
+        }
+    }
+
+    /// This runtime with the semantic stage (`Err(why)`: configured but unusable, reported in
+    /// every ranked turn).
+    pub fn with_semantic(
+        mut self,
+        semantic: std::result::Result<Arc<Semantic>, String>,
+    ) -> Runtime {
+        self.semantic = Some(semantic);
+        self
+    }
+
+    /// The semantic stage, when configured and usable.
+    pub fn semantic(&self) -> Option<&Arc<Semantic>> {
+        self.semantic.as_ref().and_then(|s| s.as_ref().ok())
+    }
+
+    /// The semantic stage's inputs for `message` on `view`: `Ok(None)` when the stage is not
+    /// configured, `Err(why)` when it is but cannot answer now (the ranking is then lexical).
+    /// Skill vectors missing from memory are read from the store or computed first.
+    pub async fn semantic_inputs(
+        &self,
+        view: &AgentView,
+        message: &str,
+    ) -> std::result::Result<Option<SemanticInputs>, String> {
+        let s = match &self.semantic {
+            None => return Ok(None),
+            Some(Err(why)) => return Err(why.clone()),
+            Some(Ok(s)) => s,
+        };
+        let mut note = None;
+        if view.semantic.get().is_none() {
+            let entries: Vec<_> = view.skills.iter().map(|v| v.entry.clone()).collect();
+            match s.fill(&self.store, &entries).await {
+                Ok(r) => note = r.failed,
+                Err(e) => note = Some(format!("skill vectors could not be read or stored: {e}")),
+            }
+        }
+        let matrix = s.matrix(view);
+        if matrix.dim == 0 {
+            return Err(note.unwrap_or_else(|| "no skill has a vector yet".into()));
+        }
+        let query = s.query(message).await.map_err(|e| e.to_string())?;
+        Ok(Some(SemanticInputs {
+            matrix,
+            query,
+            weight: s.weight(),
+        }))
+    }
+
+    /// Resolve a turn with every ranking stage configured (the semantic one when it is), with
+    /// the stages used in the report.
+    pub(crate) async fn resolve_ranked(
+        &self,
+        view: &AgentView,
+        message: &str,
+        opts: &TurnOptions,
+    ) -> TurnContext {
+        let budget = opts
+            .catalog_budget
+            .unwrap_or(view.agent.config.catalog_budget);
+        // The query is embedded only when the catalog can overflow (only then is it ranked).
+        if self.semantic.is_none() || !view.catalog_may_overflow(budget) {
+            return turn::resolve(view, message, opts);
+        }
+        match self.semantic_inputs(view, message).await {
+            Ok(Some(inputs)) => turn::resolve_with(view, message, opts, Some(inputs.as_query())),
+            Ok(None) => turn::resolve(view, message, opts),
+            Err(why) => {
+                let mut ctx = turn::resolve(view, message, opts);
+                if ctx.report.catalog.ranked {
+                    ctx.report.catalog.stages =
+                        Some(format!("lexical (semantic stage unavailable: {why})"));
+                }
+                ctx
+            }
         }
     }
 
@@ -258,7 +362,7 @@ impl Runtime {
     ) -> Result<TurnContext> {
         let view = self.view(agent)?;
         self.open(agent, session).await?;
-        let mut ctx = turn::resolve(&view, message, opts);
+        let mut ctx = self.resolve_ranked(&view, message, opts).await;
         let mut events = vec![NewEvent {
             kind: "turn".into(),
             agent: Some(agent.to_string()),
@@ -549,8 +653,9 @@ impl Runtime {
     }
 
     /// Find allowed skills by relevance to a query (for the `search_skills` tool): at most
-    /// `limit` hits (clamped to 1..=20), best first, skills scoring 0 left out.
-    pub fn search_skills(
+    /// `limit` hits (clamped to 1..=20), best first, skills scoring 0 left out. The ranking is
+    /// the catalog's: lexical, fused with the semantic stage when it is configured.
+    pub async fn search_skills(
         &self,
         agent: &AgentName,
         query: &str,
@@ -558,9 +663,12 @@ impl Runtime {
     ) -> Result<Vec<SearchHit>> {
         let view = self.view(agent)?;
         let limit = limit.clamp(1, 20);
+        // Unavailable semantic stage: the lexical ranking (the catalog says why, per turn).
+        let inputs = self.semantic_inputs(&view, query).await.ok().flatten();
+        let folded = crate::trigger::fold_fast(query);
         Ok(view
-            .bm25
-            .rank(query)
+            .relevance(&folded, inputs.as_ref().map(SemanticInputs::as_query))
+            .order()
             .into_iter()
             .filter(|(_, s)| *s > 0.0)
             .take(limit)

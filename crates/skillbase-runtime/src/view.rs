@@ -79,6 +79,10 @@ pub fn wrap_body(entry: &SkillEntry, body: &str, companion_of: Option<&str>) -> 
     out
 }
 
+/// What a skill's score is multiplied by when the message holds one of its `when_not_to_use`
+/// phrases.
+pub const NEGATIVE_FACTOR: f32 = 0.2;
+
 /// What one agent may see.
 #[derive(Debug)]
 pub struct AgentView {
@@ -99,8 +103,15 @@ pub struct AgentView {
     pub companions_not_allowed: Vec<(String, String)>,
     /// Every skill's trigger phrases, compiled once; hits point into [`Self::skills`].
     pub triggers: TriggerMatcher,
-    /// BM25 over each skill's name, description and triggers; document `i` is `skills[i]`.
+    /// Every skill's `when_not_to_use` phrases, compiled once: a phrase in the message keeps
+    /// that skill's triggers from firing and lowers its rank.
+    pub negatives: TriggerMatcher,
+    /// BM25 over each skill's name, description, `when_to_use`, triggers and body opening;
+    /// document `i` is `skills[i]`.
     pub bm25: Bm25,
+    /// The skills' vectors for the semantic stage, once every one of them has a vector (set by
+    /// [`crate::semantic::Semantic::matrix`]).
+    pub semantic: OnceLock<Arc<crate::semantic::SemanticMatrix>>,
     /// Per skill, contiguous (the ranked catalog walks them in relevance order): tokens of the
     /// full catalog entry ([`ViewSkill::catalog_tokens`]).
     pub full_tokens: Vec<u32>,
@@ -208,9 +219,17 @@ impl AgentView {
                 .enumerate()
                 .flat_map(|(i, s)| s.entry.meta.triggers.iter().map(move |t| (i, t.as_str()))),
         );
+        let negatives = TriggerMatcher::new(skills.iter().enumerate().flat_map(|(i, s)| {
+            s.entry
+                .meta
+                .when_not_to_use
+                .iter()
+                .map(move |t| (i, t.as_str()))
+        }));
         let bm25 = Bm25::new(skills.iter().map(|s| crate::rank::Doc {
             name: s.entry.name.as_str(),
             description: s.entry.meta.description.as_str(),
+            when_to_use: &s.entry.meta.when_to_use[..],
             triggers: &s.entry.meta.triggers[..],
             body: s.entry.body.as_str(),
         }));
@@ -226,7 +245,9 @@ impl AgentView {
             eager_not_allowed,
             companions_not_allowed,
             triggers,
+            negatives,
             bm25,
+            semantic: OnceLock::new(),
             load_tools: Default::default(),
             full_tokens,
             name_only_tokens,
@@ -259,6 +280,33 @@ impl AgentView {
                 name_tokens,
             }
         })
+    }
+
+    /// Relevance of every skill to a (folded) message: the lexical score, fused with the
+    /// semantic one when `semantic` is given, and lowered by [`NEGATIVE_FACTOR`] for a skill
+    /// one of whose `when_not_to_use` phrases the message holds. The one ranking the catalog,
+    /// `search_skills` and `skillbase eval` read.
+    pub fn relevance(
+        &self,
+        folded: &str,
+        semantic: Option<crate::semantic::SemanticQuery<'_>>,
+    ) -> crate::semantic::Relevance {
+        let mut r = crate::semantic::fuse(self.bm25.scores_folded(folded), semantic);
+        if !self.negatives.is_empty() {
+            for hit in self.negatives.find_folded(folded) {
+                if let Some(s) = r.scores.get_mut(hit.skill) {
+                    *s *= NEGATIVE_FACTOR;
+                }
+            }
+        }
+        r
+    }
+
+    /// Whether a catalog of every skill could overflow `budget` tokens (only then is it ranked;
+    /// an upper bound, counting eager skills too).
+    pub fn catalog_may_overflow(&self, budget: u32) -> bool {
+        let all: u64 = self.full_tokens.iter().map(|&t| u64::from(t)).sum();
+        all + 256 > u64::from(budget)
     }
 
     /// The skill of that name, if the agent may see it.

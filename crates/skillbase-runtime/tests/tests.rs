@@ -5,4 +5,5 @@
 mod common;
 mod dispatch;
 mod eval;
+mod semantic;
 mod turn;

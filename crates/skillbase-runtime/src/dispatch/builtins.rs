@@ -252,7 +252,7 @@ impl Builtin {
                     )
                     .await;
             }
-            Builtin::SearchSkills => call.search(args)?,
+            Builtin::SearchSkills => call.search(args).await?,
             Builtin::SkillFinish => call.finish(args).await?,
             Builtin::TakeNote => call.take_note(args).await?,
             Builtin::ReviseNotes => call.revise_notes(args).await?,
@@ -289,13 +289,14 @@ pub(super) fn str_arg<'v>(args: &'v Value, k: &str) -> Option<&'v str> {
 }
 
 impl BuiltinCall<'_> {
-    fn search(&self, args: &Value) -> Out {
+    async fn search(&self, args: &Value) -> Out {
         let q = str_arg(args, "query").unwrap_or_default();
         let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(5) as usize;
         let hits = self
             .dispatcher
             .runtime
-            .search_skills(&self.agent.name, q, limit)?;
+            .search_skills(&self.agent.name, q, limit)
+            .await?;
         Ok(Ok(serde_json::to_value(hits).unwrap_or_default()))
     }
 

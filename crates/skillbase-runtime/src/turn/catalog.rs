@@ -102,6 +102,7 @@ pub(super) fn plan(
     view: &AgentView,
     cands: &Candidates,
     folded: &str,
+    semantic: Option<crate::semantic::SemanticQuery<'_>>,
     budget: u32,
     report: &mut TurnReport,
 ) -> Plan {
@@ -126,8 +127,12 @@ pub(super) fn plan(
         };
     }
     report.catalog.ranked = true;
-    let scores = view.bm25.scores_folded(folded);
-    let order = relevance_order(candidates, &scores);
+    report.catalog.stages = Some(match &semantic {
+        Some(_) => "lexical+semantic".into(),
+        None => "lexical".into(),
+    });
+    let relevance = view.relevance(folded, semantic);
+    let order = relevance_order(candidates, &relevance.scores);
     let mut left = budget.saturating_sub(fixed + more);
     // (1-based relevance rank, skill) of everything not shown in full.
     let mut rest: Vec<(usize, usize)> = Vec::with_capacity(order.len());
@@ -160,6 +165,15 @@ pub(super) fn plan(
             p += 1;
         }
     }
+    report.catalog.shown = order[..p]
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| super::report::Ranked {
+            name: view.skills[i].name_ref.clone(),
+            rank: k + 1,
+            stage: relevance.stage(i),
+        })
+        .collect();
     rest.extend(order[p..].iter().enumerate().map(|(k, &i)| (p + k + 1, i)));
     report
         .catalog
@@ -346,6 +360,12 @@ mod tests {
                 assert_eq!(keys, want, "n {n}, distinct {distinct}");
             }
         }
+    }
+
+    #[test]
+    fn catalog_frame_is_within_the_overflow_bound() {
+        // `AgentView::catalog_may_overflow` counts 256 tokens for the catalog's frame.
+        assert!(fixed_tokens().0 < 256);
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod place;
 pub mod report;
 
 pub use report::{
-    Activation, CatalogReport, Name, Omission, OmissionList, TokenCounts, TurnReport,
+    Activation, CatalogReport, Name, Omission, OmissionList, Ranked, TokenCounts, TurnReport,
 };
 
 use crate::view::AgentView;
@@ -66,8 +66,18 @@ pub struct TurnContext {
     pub loadable: Vec<usize>,
 }
 
-/// Resolve one turn.
+/// Resolve one turn (the lexical ranking alone).
 pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnContext {
+    resolve_with(view, message, opts, None)
+}
+
+/// Resolve one turn, with the semantic stage when `semantic` holds the message's vector.
+pub fn resolve_with(
+    view: &AgentView,
+    message: &str,
+    opts: &TurnOptions,
+    semantic: Option<crate::semantic::SemanticQuery<'_>>,
+) -> TurnContext {
     let mut report = TurnReport {
         agent: view.agent.name.to_string(),
         eager_not_allowed: view.eager_not_allowed.clone(),
@@ -84,7 +94,7 @@ pub fn resolve(view: &AgentView, message: &str, opts: &TurnOptions) -> TurnConte
     let catalog_budget = opts
         .catalog_budget
         .unwrap_or(view.agent.config.catalog_budget);
-    let plan = catalog::plan(view, &cands, &folded, catalog_budget, &mut report);
+    let plan = catalog::plan(view, &cands, &folded, semantic, catalog_budget, &mut report);
     let catalog = catalog::render(view, &plan, !cands.skills.is_empty(), report.catalog.ranked);
     report.catalog.full = plan
         .full

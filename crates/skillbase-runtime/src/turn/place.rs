@@ -36,7 +36,31 @@ pub(super) fn bodies(
     }
     let eager_tokens = placer.used;
     if !view.triggers.is_empty() {
+        // A `when_not_to_use` phrase in the message keeps that skill's triggers from firing.
+        let negatives = if view.negatives.is_empty() {
+            Vec::new()
+        } else {
+            view.negatives.find_folded(folded)
+        };
         for hit in view.triggers.find_folded(folded) {
+            if let Some(neg) = negatives.iter().find(|n| n.skill == hit.skill) {
+                if !report
+                    .suppressed
+                    .iter()
+                    .any(|o| o.name == view.skills[hit.skill].name())
+                {
+                    report.suppressed.push(Omission {
+                        name: view.skills[hit.skill].name_ref.clone(),
+                        reason: format!(
+                            "trigger:{} suppressed: the message holds when_not_to_use '{}'",
+                            hit.phrase, neg.phrase
+                        )
+                        .into(),
+                        rank: None,
+                    });
+                }
+                continue;
+            }
             placer.place(
                 hit.skill,
                 format!("trigger:{}", hit.phrase),

@@ -276,6 +276,25 @@ pub struct CatalogReport {
     pub name_only: OmissionList,
     /// Not listed at all, with the reason (still loadable unless the reason says otherwise).
     pub omitted: OmissionList,
+    /// When the catalog was ranked: each skill listed in full, with its relevance rank and the
+    /// stage that placed it there (`lexical` or `semantic`), best first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shown: Vec<Ranked>,
+    /// The ranking's stages this turn: `lexical`, or `lexical+semantic` with the embedder's
+    /// model (absent when the catalog was not ranked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages: Option<String>,
+}
+
+/// A skill the ranked catalog listed in full, and why it ranked there.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ranked {
+    /// The skill's name.
+    pub name: Name,
+    /// Its relevance rank among the catalog's candidates (1 = most relevant).
+    pub rank: usize,
+    /// The stage whose score weighed most in its place.
+    pub stage: crate::semantic::Stage,
 }
 
 /// Token counts per part of what the model is shown.
@@ -312,6 +331,10 @@ pub struct TurnReport {
     pub withheld_tools: Vec<Omission>,
     /// Problems that did not change what the model sees (a skill's files not written, say).
     pub warnings: Vec<Omission>,
+    /// Triggers that matched but did not fire, because the message also holds one of the
+    /// skill's `when_not_to_use` phrases.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suppressed: Vec<Omission>,
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ async fn unknown_agents_and_sessions_are_errors() {
         Err(RuntimeError::UnknownAgent(_))
     ));
     assert!(matches!(
-        env.rt.search_skills(&ghost, "x", 5),
+        env.rt.search_skills(&ghost, "x", 5).await,
         Err(RuntimeError::UnknownAgent(_))
     ));
     let d = skillbase_runtime::dispatch::Dispatcher::new(
@@ -152,7 +152,7 @@ async fn a_one_megabyte_message() {
         .await
         .unwrap();
     assert!(events.iter().all(|e| e.data.to_string().len() < 100_000));
-    let hits = env.rt.search_skills(&a, &msg, 5).unwrap();
+    let hits = env.rt.search_skills(&a, &msg, 5).await.unwrap();
     assert!(!hits.is_empty());
 }
 

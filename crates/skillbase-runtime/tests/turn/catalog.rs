@@ -173,16 +173,26 @@ async fn an_overflowing_catalog_is_ranked_truncated_and_never_silent() {
     assert!(t.report.catalog.full.contains(&"sql-review".to_owned()));
 
     // search_skills finds what the catalog left out.
-    let hits = env.rt.search_skills(&a, "kubernetes helm", 5).unwrap();
+    let hits = env
+        .rt
+        .search_skills(&a, "kubernetes helm", 5)
+        .await
+        .unwrap();
     assert_eq!(hits[0].name, "kubernetes-deploy");
     assert!(hits.len() <= 5);
-    assert!(env.rt.search_skills(&a, "zzzz qqqq", 5).unwrap().is_empty());
+    assert!(
+        env.rt
+            .search_skills(&a, "zzzz qqqq", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
-        env.rt.search_skills(&a, "review", 0).unwrap().len(),
+        env.rt.search_skills(&a, "review", 0).await.unwrap().len(),
         1,
         "limit clamps to 1"
     );
-    assert!(env.rt.search_skills(&a, "review", 100).unwrap().len() <= 20);
+    assert!(env.rt.search_skills(&a, "review", 100).await.unwrap().len() <= 20);
 
     // A budget too small for even the catalog's frame: nothing listed, every skill reported.
     let t = env

@@ -176,3 +176,60 @@ async fn companions_travel_one_level_deep_within_the_allowlist() {
     );
     assert!(t.injected.is_none());
 }
+
+/// `when_not_to_use`: a phrase in the message keeps the skill's triggers from firing (reported
+/// as suppressed, same message same result) and lowers its rank; `when_to_use` is ranking text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_not_to_use_suppresses_triggers_and_lowers_the_rank() {
+    let env = Env::new().await;
+    env.put(skill(
+        "refund",
+        "triggers: [refund]\nwhen_not_to_use: [chargeback dispute]\nwhen_to_use: [the customer wants their money returned]\n",
+    ))
+    .await;
+    env.put(skill(
+        "dispute",
+        "when_to_use: [a bank chargeback dispute about a refund]\n",
+    ))
+    .await;
+    for i in 0..30 {
+        env.put(skill(&format!("filler-{i}"), "")).await;
+    }
+    let a = env
+        .agent_with("desk", "all", "none", |c| c.catalog_budget = 200)
+        .await;
+
+    let t = env.turn(&a, "s1", "please refund order 7").await;
+    assert_eq!(t.report.activated[0].reason, "trigger:refund");
+    assert!(t.report.suppressed.is_empty());
+
+    for _ in 0..2 {
+        let t = env
+            .turn(&a, "s2", "the refund turned into a chargeback dispute")
+            .await;
+        assert!(t.report.activated.iter().all(|x| x.name != "refund"));
+        assert_eq!(t.report.suppressed.len(), 1);
+        assert_eq!(
+            t.report.suppressed[0].reason,
+            "trigger:refund suppressed: the message holds when_not_to_use 'chargeback dispute'"
+        );
+        // Ranked: the look-alike comes first, the suppressed skill below it.
+        assert!(t.report.catalog.ranked);
+        let shown: Vec<&str> = t
+            .report
+            .catalog
+            .shown
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(shown.first(), Some(&"dispute"), "{shown:?}");
+        assert_eq!(t.report.catalog.stages.as_deref(), Some("lexical"));
+    }
+    // `when_to_use` words rank a skill whose description lacks them.
+    let hits = env
+        .rt
+        .search_skills(&a, "their money returned", 3)
+        .await
+        .unwrap();
+    assert_eq!(hits[0].name, "refund");
+}

@@ -1,0 +1,875 @@
+//! The semantic ranking stage: skills and messages as sentence vectors, fused with the lexical
+//! score. Optional and off unless configured (`[semantic]` in `skillbase.toml`).
+//!
+//! An [`Embedder`] turns texts into vectors. Two implementations: [`OpenAiEmbedder`], any
+//! OpenAI-compatible `/v1/embeddings` endpoint (its key read from the vault when a request is
+//! made, never model-visible), and a local sentence encoder run in-process
+//! (`skillbase_embed::Encoder`, wrapped by [`LocalEmbedder`]).
+//!
+//! A skill's vector is computed from its [`document_text`] once per (embedder model, revision
+//! content digest) and stored ([`skillbase_store::Store::put_vectors`]): a restart or a second
+//! server reads it, and an edit re-embeds only the skill it changed. [`Semantic`] keeps them in
+//! memory by digest and builds each view's matrix ([`SemanticMatrix`]) once.
+//!
+//! Fusion is score mixing ([`fuse`]): the lexical score divided by the query's best lexical
+//! score, and the cosine similarity divided by the query's best cosine, mixed by the configured
+//! weight. A skill whose vector could not be computed keeps its lexical score alone.
+
+use crate::view::AgentView;
+use skillbase_store::{SkillEntry, Store};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What texts are embedded for (some models embed queries and documents differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// A user's message or a `search_skills` query.
+    Query,
+    /// A skill's [`document_text`].
+    Document,
+}
+
+/// Why texts could not be embedded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmbedError {
+    /// The embedder could not be reached or refused the request (the ranking falls back to
+    /// the lexical score).
+    #[error("embedder unavailable: {0}")]
+    Unavailable(String),
+    /// The embedder answered something that is not one finite vector per text, all of one size.
+    #[error("embedder answered badly: {0}")]
+    BadAnswer(String),
+    /// The `[semantic]` configuration is wrong; the message says what to fix.
+    #[error("[semantic]: {0}")]
+    Config(String),
+}
+
+/// The future an [`Embedder`] returns: one vector per text, in order.
+pub type EmbedFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, EmbedError>> + Send + 'a>>;
+
+/// Turns texts into vectors.
+pub trait Embedder: Send + Sync {
+    /// Names the model and every setting that changes its vectors (and the document recipe):
+    /// vectors are stored under it, so changing it re-embeds every skill.
+    fn model_id(&self) -> &str;
+    /// Embed `texts` (at most [`MAX_BATCH`] at once), one vector per text, in order.
+    fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose) -> EmbedFuture<'a>;
+}
+
+/// Most texts one [`Embedder::embed`] call is given.
+pub const MAX_BATCH: usize = 32;
+/// Longest vector accepted from an embedder.
+pub const MAX_DIM: usize = 8_192;
+/// Characters of a message that are embedded (the start of a pasted task says what it is).
+pub const MAX_QUERY_CHARS: usize = 4_000;
+/// Words of a skill's body in its [`document_text`].
+pub const DOCUMENT_BODY_WORDS: usize = 120;
+/// The version of [`document_text`]'s recipe, part of every stored vector's model id.
+pub const RECIPE: &str = "doc-v1";
+/// The weight of the semantic score when the configuration gives none.
+pub const DEFAULT_WEIGHT: f32 = 0.5;
+
+/// What a skill is embedded as: its name in words, its description, its `when_to_use` entries,
+/// its triggers and the opening of its body.
+pub fn document_text(entry: &SkillEntry) -> String {
+    let m = &entry.meta;
+    let mut out = String::with_capacity(m.description.len() + 800);
+    out.push_str(&entry.name.replace(['-', '_'], " "));
+    out.push_str(": ");
+    out.push_str(&m.description);
+    for w in &m.when_to_use {
+        out.push_str(" Use when ");
+        out.push_str(w);
+        out.push('.');
+    }
+    if !m.triggers.is_empty() {
+        out.push_str(" (");
+        out.push_str(&m.triggers.join(", "));
+        out.push(')');
+    }
+    let body: Vec<&str> = entry
+        .body
+        .split_whitespace()
+        .filter(|w| !w.starts_with('#') && !w.starts_with("```"))
+        .take(DOCUMENT_BODY_WORDS)
+        .collect();
+    if !body.is_empty() {
+        out.push('\n');
+        out.push_str(&body.join(" "));
+    }
+    out
+}
+
+/// A message cut to what is embedded: at most [`MAX_QUERY_CHARS`] characters, at a word.
+pub fn query_text(message: &str) -> String {
+    let mut end = message.len();
+    if let Some((i, _)) = message.char_indices().nth(MAX_QUERY_CHARS) {
+        end = message[..i].rfind(char::is_whitespace).unwrap_or(i);
+    }
+    message[..end].trim().to_owned()
+}
+
+/// Check an embedder's answer: one vector per text, all of one size, finite, of length ~1
+/// (each is normalized here, so an endpoint that does not normalize still ranks by cosine).
+pub fn check_vectors(
+    mut vectors: Vec<Vec<f32>>,
+    texts: usize,
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    if vectors.len() != texts {
+        return Err(EmbedError::BadAnswer(format!(
+            "{} vectors for {texts} texts",
+            vectors.len()
+        )));
+    }
+    let dim = vectors.first().map_or(0, Vec::len);
+    for v in &mut vectors {
+        if v.is_empty() || v.len() > MAX_DIM || v.len() != dim {
+            return Err(EmbedError::BadAnswer(format!(
+                "vectors must all have one size of 1 to {MAX_DIM} values (got {} and {})",
+                dim,
+                v.len()
+            )));
+        }
+        if !v.iter().all(|x| x.is_finite()) {
+            return Err(EmbedError::BadAnswer(
+                "a vector holds a value that is not a finite number".into(),
+            ));
+        }
+        normalize(v);
+    }
+    Ok(vectors)
+}
+
+/// Scale `v` to length 1 (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+}
+
+/// One view's skill vectors, row `i` for `view.skills[i]`.
+#[derive(Debug)]
+pub struct SemanticMatrix {
+    /// Values per vector.
+    pub dim: usize,
+    /// Row-major, `dim` values per skill (zeros where `present` is false).
+    pub data: Vec<f32>,
+    /// Whether skill `i` has a vector.
+    pub present: Vec<bool>,
+}
+
+impl SemanticMatrix {
+    /// Cosine similarity of every skill with a normalized query vector (0 for a skill without
+    /// a vector, or for a query of another size).
+    pub fn cosines(&self, query: &[f32]) -> Vec<f32> {
+        let n = self.present.len();
+        if query.len() != self.dim || self.dim == 0 {
+            return vec![0.0; n];
+        }
+        self.data
+            .chunks_exact(self.dim)
+            .map(|row| row.iter().zip(query).map(|(a, b)| a * b).sum())
+            .collect()
+    }
+
+    /// Skills without a vector.
+    pub fn missing(&self) -> usize {
+        self.present.iter().filter(|p| !**p).count()
+    }
+}
+
+/// A message's vector with the view's matrix: what a turn needs for the semantic stage.
+#[derive(Debug, Clone, Copy)]
+pub struct SemanticQuery<'a> {
+    /// The view's skill vectors.
+    pub matrix: &'a SemanticMatrix,
+    /// The message's vector (normalized).
+    pub query: &'a [f32],
+    /// The semantic score's share of the fused score, 0 to 1.
+    pub weight: f32,
+}
+
+/// Which stage ranked a skill where it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// A trigger phrase injected it.
+    Trigger,
+    /// Its lexical score weighed most.
+    Lexical,
+    /// Its semantic score weighed most.
+    Semantic,
+}
+
+/// Relevance of every skill of a view to one message.
+#[derive(Debug, Clone, Default)]
+pub struct Relevance {
+    /// Fused score per skill (higher is more relevant; 0 is unrelated).
+    pub scores: Vec<f32>,
+    /// Per skill, whether the semantic part of its score outweighed the lexical part.
+    pub semantic_won: Vec<bool>,
+}
+
+impl Relevance {
+    /// The stage that placed skill `i`.
+    pub fn stage(&self, i: usize) -> Stage {
+        if self.semantic_won.get(i).copied().unwrap_or(false) {
+            Stage::Semantic
+        } else {
+            Stage::Lexical
+        }
+    }
+
+    /// Skills by fused score, highest first, ties by index.
+    pub fn order(&self) -> Vec<(u32, f32)> {
+        let mut v: Vec<(u32, f32)> = self
+            .scores
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (i as u32, s))
+            .collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+}
+
+/// Score mixing: `(1 - w) · lexical / max lexical + w · max(cos, 0) / max cos`. Without a
+/// semantic query, the lexical scores as they are.
+pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance {
+    let Some(sq) = semantic else {
+        let n = lexical.len();
+        return Relevance {
+            scores: lexical,
+            semantic_won: vec![false; n],
+        };
+    };
+    let cos = sq.matrix.cosines(sq.query);
+    let w = sq.weight.clamp(0.0, 1.0);
+    let max_lex = lexical.iter().copied().fold(0.0f32, f32::max);
+    let max_cos = cos.iter().copied().fold(0.0f32, f32::max);
+    let mut scores = Vec::with_capacity(lexical.len());
+    let mut won = Vec::with_capacity(lexical.len());
+    for (i, &l) in lexical.iter().enumerate() {
+        let lex = if max_lex > 0.0 {
+            (1.0 - w) * l / max_lex
+        } else {
+            0.0
+        };
+        let sem = match cos.get(i) {
+            Some(&c) if max_cos > 0.0 && sq.matrix.present[i] => w * c.max(0.0) / max_cos,
+            _ => 0.0,
+        };
+        scores.push(lex + sem);
+        won.push(sem > lex);
+    }
+    Relevance {
+        scores,
+        semantic_won: won,
+    }
+}
+
+/// The semantic stage of a runtime: the embedder, the fusion weight and the vectors by digest.
+pub struct Semantic {
+    embedder: Arc<dyn Embedder>,
+    weight: f32,
+    vectors: Mutex<HashMap<String, Arc<[f32]>>>,
+    /// One filler at a time (two turns needing the same new vectors compute them once).
+    filling: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Semantic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semantic")
+            .field("model", &self.embedder.model_id())
+            .field("weight", &self.weight)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Semantic::fill`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FillReport {
+    /// Vectors read from the store.
+    pub read: usize,
+    /// Vectors computed (and stored).
+    pub computed: usize,
+    /// Skills left without a vector, and why (the embedder failed).
+    pub failed: Option<String>,
+}
+
+impl Semantic {
+    /// The stage over an embedder, with the semantic score's share of the fused score.
+    pub fn new(embedder: Arc<dyn Embedder>, weight: f32) -> Semantic {
+        Semantic {
+            embedder,
+            weight: weight.clamp(0.0, 1.0),
+            vectors: Mutex::new(HashMap::new()),
+            filling: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The model id vectors are stored under (the embedder's, with the document recipe).
+    pub fn model_id(&self) -> String {
+        format!("{}/{RECIPE}", self.embedder.model_id())
+    }
+
+    /// The semantic score's share of the fused score.
+    pub fn weight(&self) -> f32 {
+        self.weight
+    }
+
+    /// Make sure every skill of `entries` has a vector in memory: read what the store has,
+    /// compute and store the rest. An embedder failure leaves those skills without one (reported
+    /// in the answer); a store failure is returned.
+    pub async fn fill(
+        &self,
+        store: &Store,
+        entries: &[Arc<SkillEntry>],
+    ) -> Result<FillReport, skillbase_store::StoreError> {
+        let _one = self.filling.lock().await;
+        let mut report = FillReport::default();
+        let missing: Vec<&Arc<SkillEntry>> = {
+            let have = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+            let mut seen = std::collections::HashSet::new();
+            entries
+                .iter()
+                .filter(|e| !have.contains_key(&e.digest.to_string()))
+                .filter(|e| seen.insert(e.digest))
+                .collect()
+        };
+        if missing.is_empty() {
+            return Ok(report);
+        }
+        let model = self.model_id();
+        let digests: Vec<String> = missing.iter().map(|e| e.digest.to_string()).collect();
+        let stored = store.vectors(&model, &digests).await?;
+        report.read = stored.len();
+        let mut got: HashMap<String, Arc<[f32]>> = stored
+            .into_iter()
+            .map(|(d, mut v)| {
+                normalize(&mut v);
+                (d, Arc::from(v))
+            })
+            .collect();
+        let todo: Vec<&Arc<SkillEntry>> = missing
+            .into_iter()
+            .filter(|e| !got.contains_key(&e.digest.to_string()))
+            .collect();
+        for batch in todo.chunks(MAX_BATCH) {
+            let texts: Vec<String> = batch.iter().map(|e| document_text(e)).collect();
+            let vectors = match self.embedder.embed(&texts, Purpose::Document).await {
+                Ok(v) => check_vectors(v, texts.len()),
+                Err(e) => Err(e),
+            };
+            let vectors = match vectors {
+                Ok(v) => v,
+                Err(e) => {
+                    report.failed = Some(e.to_string());
+                    break;
+                }
+            };
+            let rows: Vec<(String, Vec<f32>)> = batch
+                .iter()
+                .zip(vectors)
+                .map(|(e, v)| (e.digest.to_string(), v))
+                .collect();
+            store.put_vectors(&model, &rows).await?;
+            report.computed += rows.len();
+            got.extend(rows.into_iter().map(|(d, v)| (d, Arc::from(v))));
+        }
+        self.vectors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(got);
+        Ok(report)
+    }
+
+    /// The view's matrix from the vectors in memory (built once per view when complete).
+    pub fn matrix(&self, view: &AgentView) -> Arc<SemanticMatrix> {
+        if let Some(m) = view.semantic.get() {
+            return m.clone();
+        }
+        let have = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+        let dim = view
+            .skills
+            .iter()
+            .find_map(|s| have.get(&s.entry.digest.to_string()).map(|v| v.len()))
+            .unwrap_or(0);
+        let mut data = vec![0.0; dim * view.skills.len()];
+        let mut present = vec![false; view.skills.len()];
+        for (i, s) in view.skills.iter().enumerate() {
+            if let Some(v) = have.get(&s.entry.digest.to_string())
+                && v.len() == dim
+            {
+                data[i * dim..(i + 1) * dim].copy_from_slice(v);
+                present[i] = true;
+            }
+        }
+        let m = Arc::new(SemanticMatrix { dim, data, present });
+        if m.missing() == 0 {
+            let _ = view.semantic.set(m.clone());
+        }
+        m
+    }
+
+    /// The vector of one message (cut by [`query_text`]).
+    pub async fn query(&self, message: &str) -> Result<Vec<f32>, EmbedError> {
+        let texts = [query_text(message)];
+        let v = self.embedder.embed(&texts, Purpose::Query).await?;
+        let mut v = check_vectors(v, 1)?;
+        Ok(v.pop().unwrap_or_default())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration.
+
+/// The `[semantic]` table of `skillbase.toml`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SemanticConfig {
+    /// `local` (the in-process encoder) or `openai` (an OpenAI-compatible endpoint).
+    pub embedder: String,
+    /// The semantic score's share of the fused score (0 to 1, default [`DEFAULT_WEIGHT`]).
+    #[serde(default)]
+    pub weight: Option<f32>,
+    /// `local`: the model folder (default: where `skillbase model pull` puts it).
+    #[serde(default)]
+    pub model_dir: Option<std::path::PathBuf>,
+    /// `local`: most word pieces of a message that are encoded (default 128).
+    #[serde(default)]
+    pub max_tokens: Option<usize>,
+    /// `openai`: the endpoint, e.g. `https://api.openai.com/v1/embeddings`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// `openai`: the model name sent with each request.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `openai`: the vault entry holding the API key (sent as `Authorization: Bearer`).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// `openai`: the `dimensions` parameter, for models that take one.
+    #[serde(default)]
+    pub dimensions: Option<u32>,
+    /// `openai`: seconds one request may take (default 30).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+impl SemanticConfig {
+    /// Read and check a `[semantic]` table.
+    pub fn from_table(table: &toml::Table) -> Result<SemanticConfig, EmbedError> {
+        let c: SemanticConfig = toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| EmbedError::Config(e.message().to_owned()))?;
+        if let Some(w) = c.weight
+            && !(0.0..=1.0).contains(&w)
+        {
+            return Err(EmbedError::Config(format!(
+                "weight = {w}: give a share between 0 and 1"
+            )));
+        }
+        match c.embedder.as_str() {
+            "local" => {
+                if c.url.is_some() || c.model.is_some() || c.key.is_some() || c.dimensions.is_some()
+                {
+                    return Err(EmbedError::Config(
+                        "url, model, key and dimensions are for embedder = \"openai\"".into(),
+                    ));
+                }
+                if let Some(t) = c.max_tokens
+                    && !(8..=512).contains(&t)
+                {
+                    return Err(EmbedError::Config(format!(
+                        "max_tokens = {t}: give 8 to 512 word pieces"
+                    )));
+                }
+            }
+            "openai" => {
+                let url = c.url.as_deref().ok_or_else(|| {
+                    EmbedError::Config(
+                        "embedder = \"openai\" needs url (the /v1/embeddings endpoint)".into(),
+                    )
+                })?;
+                let parsed = reqwest::Url::parse(url)
+                    .map_err(|e| EmbedError::Config(format!("url: {e}")))?;
+                if !matches!(parsed.scheme(), "http" | "https")
+                    || !parsed.username().is_empty()
+                    || parsed.password().is_some()
+                {
+                    return Err(EmbedError::Config(
+                        "url: an http(s) URL without credentials (put the key in the vault and name it with key)".into(),
+                    ));
+                }
+                if c.model.as_deref().is_none_or(|m| m.trim().is_empty()) {
+                    return Err(EmbedError::Config(
+                        "embedder = \"openai\" needs model".into(),
+                    ));
+                }
+                if c.model_dir.is_some() || c.max_tokens.is_some() {
+                    return Err(EmbedError::Config(
+                        "model_dir and max_tokens are for embedder = \"local\"".into(),
+                    ));
+                }
+            }
+            other => {
+                return Err(EmbedError::Config(format!(
+                    "embedder = \"{other}\": use \"local\" or \"openai\""
+                )));
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// The semantic stage a `[semantic]` table configures: `Err` when the table is wrong (fix the
+/// file), `Ok(Err(why))` when it is right but the stage cannot run here (a model that was not
+/// pulled: turns rank lexically and say why).
+pub fn from_config(
+    config: &SemanticConfig,
+    vault: Option<Arc<crate::vault::Vault>>,
+) -> Result<Result<Arc<Semantic>, String>, EmbedError> {
+    let weight = config.weight.unwrap_or(DEFAULT_WEIGHT);
+    let embedder: Arc<dyn Embedder> = match config.embedder.as_str() {
+        "openai" => Arc::new(OpenAiEmbedder::new(config, vault)?),
+        _ => match LocalEmbedder::from_config(config) {
+            Ok(e) => Arc::new(e),
+            Err(why) => return Ok(Err(why)),
+        },
+    };
+    Ok(Ok(Arc::new(Semantic::new(embedder, weight))))
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenAI-compatible endpoint.
+
+/// Longest answer read from an embeddings endpoint.
+const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+/// Characters of an endpoint's error answer kept in the error (after redaction).
+const MAX_ERROR_CHARS: usize = 300;
+
+/// An OpenAI-compatible `/v1/embeddings` endpoint.
+pub struct OpenAiEmbedder {
+    url: String,
+    model: String,
+    dimensions: Option<u32>,
+    key: Option<(String, Arc<crate::vault::Vault>)>,
+    client: reqwest::Client,
+    model_id: String,
+}
+
+impl OpenAiEmbedder {
+    /// An embedder for `config` (`embedder = "openai"`); the key, when named, is read from
+    /// `vault` at each request.
+    pub fn new(
+        config: &SemanticConfig,
+        vault: Option<Arc<crate::vault::Vault>>,
+    ) -> Result<OpenAiEmbedder, EmbedError> {
+        let url = config.url.clone().unwrap_or_default();
+        let model = config.model.clone().unwrap_or_default();
+        let key = match &config.key {
+            None => None,
+            Some(name) => {
+                let vault = vault.ok_or_else(|| {
+                    EmbedError::Config(format!(
+                        "key = \"{name}\" names a vault entry, but no vault is open (set the vault key)"
+                    ))
+                })?;
+                Some((name.clone(), vault))
+            }
+        };
+        let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+            .iter()
+            .filter_map(|der| reqwest::Certificate::from_der(der.as_ref()).ok());
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .tls_certs_only(roots)
+            .timeout(Duration::from_secs(
+                config.timeout_secs.unwrap_or(30).clamp(1, 600),
+            ))
+            .user_agent(concat!("skillbase/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| EmbedError::Config(format!("the HTTP client could not start: {e}")))?;
+        let model_id = match config.dimensions {
+            Some(d) => format!("openai:{model}@{url}#{d}"),
+            None => format!("openai:{model}@{url}"),
+        };
+        Ok(OpenAiEmbedder {
+            url,
+            model,
+            dimensions: config.dimensions,
+            key,
+            client,
+            model_id,
+        })
+    }
+
+    /// Text safe to show: vault values redacted, cut short.
+    fn scrub(&self, text: &str) -> String {
+        let text: String = text.chars().take(MAX_ERROR_CHARS).collect();
+        match &self.key {
+            Some((_, vault)) => vault.redactor().redact(&text).into_owned(),
+            None => text,
+        }
+    }
+
+    async fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut body = serde_json::json!({"model": self.model, "input": texts});
+        if let Some(d) = self.dimensions {
+            body["dimensions"] = d.into();
+        }
+        let mut req = self
+            .client
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string());
+        if let Some((name, vault)) = &self.key {
+            let secret = vault.resolve(name).ok_or_else(|| {
+                EmbedError::Config(format!("key = \"{name}\": no such vault entry"))
+            })?;
+            let value = std::str::from_utf8(secret.expose()).map_err(|_| {
+                EmbedError::Config(format!("key = \"{name}\": the value is not text"))
+            })?;
+            req = req.bearer_auth(value);
+        }
+        let mut resp = req
+            .send()
+            .await
+            .map_err(|e| EmbedError::Unavailable(self.scrub(&error_chain(&e))))?;
+        let status = resp.status();
+        let mut bytes: Vec<u8> = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| EmbedError::Unavailable(self.scrub(&error_chain(&e))))?
+        {
+            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(EmbedError::BadAnswer(format!(
+                    "the answer is longer than {MAX_ANSWER_BYTES} bytes"
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&bytes);
+            return Err(EmbedError::Unavailable(format!(
+                "HTTP {}: {}",
+                status.as_u16(),
+                self.scrub(text.trim())
+            )));
+        }
+        parse_openai_answer(&bytes, texts.len())
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+/// The vectors of an OpenAI embeddings answer (`{"data": [{"index", "embedding"}]}`), in the
+/// order of the input.
+pub fn parse_openai_answer(bytes: &[u8], texts: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
+    #[derive(serde::Deserialize)]
+    struct Item {
+        index: usize,
+        embedding: Vec<f32>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        data: Vec<Item>,
+    }
+    let a: Answer = serde_json::from_slice(bytes).map_err(|e| {
+        EmbedError::BadAnswer(format!(
+            "not an embeddings answer ({e}); expected {{\"data\": [{{\"index\": 0, \"embedding\": [...]}}]}}"
+        ))
+    })?;
+    let mut out: Vec<Option<Vec<f32>>> = vec![None; texts];
+    for item in a.data {
+        let slot = out.get_mut(item.index).ok_or_else(|| {
+            EmbedError::BadAnswer(format!("index {} for {texts} texts", item.index))
+        })?;
+        if slot.replace(item.embedding).is_some() {
+            return Err(EmbedError::BadAnswer(format!("index {} twice", item.index)));
+        }
+    }
+    let vectors: Option<Vec<Vec<f32>>> = out.into_iter().collect();
+    let vectors = vectors.ok_or_else(|| EmbedError::BadAnswer("a text has no vector".into()))?;
+    check_vectors(vectors, texts)
+}
+
+impl Embedder for OpenAiEmbedder {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    fn embed<'a>(&'a self, texts: &'a [String], _purpose: Purpose) -> EmbedFuture<'a> {
+        Box::pin(self.request(texts))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The local encoder.
+
+/// The in-process sentence encoder (`skillbase_embed::Encoder`).
+pub struct LocalEmbedder {
+    never: std::convert::Infallible,
+}
+
+impl LocalEmbedder {
+    /// TEMPORARY until the encoder crate lands.
+    pub fn from_config(_config: &SemanticConfig) -> Result<LocalEmbedder, String> {
+        Err("the local encoder is not in this build".into())
+    }
+}
+
+impl Embedder for LocalEmbedder {
+    fn model_id(&self) -> &str {
+        match self.never {}
+    }
+    fn embed<'a>(&'a self, _texts: &'a [String], _purpose: Purpose) -> EmbedFuture<'a> {
+        match self.never {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_checked_and_put_in_input_order() {
+        let ok = br#"{"object":"list","data":[{"index":1,"embedding":[0,2]},{"index":0,"embedding":[3,4]}],"model":"m"}"#;
+        let v = parse_openai_answer(ok, 2).unwrap();
+        assert_eq!(v, vec![vec![0.6, 0.8], vec![0.0, 1.0]]);
+        for (bad, want) in [
+            (&b"not json"[..], "not an embeddings answer"),
+            (br#"{"data":[{"index":0,"embedding":[1]}]}"#, "no vector"),
+            (
+                br#"{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[1]}]}"#,
+                "twice",
+            ),
+            (
+                br#"{"data":[{"index":5,"embedding":[1]},{"index":0,"embedding":[1]}]}"#,
+                "index 5",
+            ),
+            (
+                br#"{"data":[{"index":0,"embedding":[1]},{"index":1,"embedding":[1,2]}]}"#,
+                "one size",
+            ),
+            (
+                br#"{"data":[{"index":0,"embedding":[]},{"index":1,"embedding":[]}]}"#,
+                "one size",
+            ),
+            (
+                br#"{"data":[{"index":0,"embedding":["x"]},{"index":1,"embedding":[1]}]}"#,
+                "not an embeddings answer",
+            ),
+            (
+                br#"{"data":[{"index":0,"embedding":[1e39]},{"index":1,"embedding":[1]}]}"#,
+                "answer",
+            ),
+        ] {
+            let e = parse_openai_answer(bad, 2).unwrap_err().to_string();
+            assert!(e.contains(want), "{}: {e}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn fusion_mixes_normalized_scores_and_names_the_stage() {
+        let m = SemanticMatrix {
+            dim: 2,
+            data: vec![1.0, 0.0, 0.0, 1.0, 0.6, 0.8, 0.0, 0.0],
+            present: vec![true, true, true, false],
+        };
+        let q = [0.0, 1.0];
+        // Lexical favours skill 0; the query's meaning is skill 1's.
+        let lex = vec![4.0, 0.0, 2.0, 4.0];
+        let r = fuse(
+            lex.clone(),
+            Some(SemanticQuery {
+                matrix: &m,
+                query: &q,
+                weight: 0.5,
+            }),
+        );
+        assert_eq!(r.scores, vec![0.5, 0.5, 0.25 + 0.4, 0.5]);
+        assert_eq!(r.order()[0].0, 2);
+        assert_eq!(r.stage(1), Stage::Semantic);
+        assert_eq!(r.stage(0), Stage::Lexical);
+        // Skill 3 has no vector: its lexical score alone.
+        assert_eq!(r.stage(3), Stage::Lexical);
+        // Weight 0 is the lexical order; no semantic query is the lexical scores unchanged.
+        let r0 = fuse(
+            lex.clone(),
+            Some(SemanticQuery {
+                matrix: &m,
+                query: &q,
+                weight: 0.0,
+            }),
+        );
+        assert_eq!(r0.order()[0].0, 0);
+        assert_eq!(fuse(lex.clone(), None).scores, lex);
+        // A query of another size scores nothing semantic.
+        let r = fuse(
+            lex,
+            Some(SemanticQuery {
+                matrix: &m,
+                query: &[1.0],
+                weight: 1.0,
+            }),
+        );
+        assert!(r.scores.iter().all(|s| *s == 0.0));
+    }
+
+    #[test]
+    fn config_is_checked_with_what_to_fix() {
+        let parse = |t: &str| SemanticConfig::from_table(&t.parse::<toml::Table>().unwrap());
+        assert!(parse("embedder = \"local\"").is_ok());
+        assert!(parse("embedder = \"openai\"\nurl = \"http://127.0.0.1:1/v1/embeddings\"\nmodel = \"m\"\nkey = \"k\"").is_ok());
+        for (t, want) in [
+            ("embedder = \"magic\"", "use \"local\" or \"openai\""),
+            ("embedder = \"local\"\nweight = 2.0", "between 0 and 1"),
+            (
+                "embedder = \"local\"\nurl = \"http://x\"",
+                "for embedder = \"openai\"",
+            ),
+            ("embedder = \"local\"\nmax_tokens = 100000", "8 to 512"),
+            ("embedder = \"openai\"\nmodel = \"m\"", "needs url"),
+            (
+                "embedder = \"openai\"\nurl = \"ftp://x/\"\nmodel = \"m\"",
+                "http(s)",
+            ),
+            (
+                "embedder = \"openai\"\nurl = \"https://u:p@x/\"\nmodel = \"m\"",
+                "without credentials",
+            ),
+            ("embedder = \"openai\"\nurl = \"https://x/\"", "needs model"),
+            ("embedder = \"local\"\nsurprise = 1", "unknown field"),
+        ] {
+            let e = parse(t).unwrap_err().to_string();
+            assert!(e.contains(want), "{t}: {e}");
+        }
+    }
+
+    #[test]
+    fn query_text_is_cut_at_a_word() {
+        assert_eq!(query_text("  short message "), "short message");
+        let long = "word ".repeat(2_000);
+        let q = query_text(&long);
+        assert!(q.chars().count() <= MAX_QUERY_CHARS && q.ends_with("word"));
+        let wide = "é".repeat(MAX_QUERY_CHARS + 10);
+        assert_eq!(query_text(&wide).chars().count(), MAX_QUERY_CHARS);
+    }
+}
+

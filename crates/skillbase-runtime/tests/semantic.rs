@@ -1,0 +1,395 @@
+//! The semantic stage over an OpenAI-compatible endpoint, played by a local stand-in server: the
+//! key comes from the vault and never shows, a paraphrase with no shared word is ranked by
+//! meaning, vectors are computed once per revision digest and survive a restart, an edit
+//! re-embeds one skill, and a dead or lying endpoint leaves the ranking lexical, never an error.
+
+use crate::common::*;
+use serde_json::{Value, json};
+use skillbase_format::Bundle;
+use skillbase_runtime::Engine;
+use skillbase_runtime::turn::TurnOptions;
+use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_store::{Author, Scope};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const KEY: &str = "sk-standin-7f3a9c2e41";
+
+/// Concepts of the stand-in model: a text's vector counts its words per concept, so "get my
+/// money back" and "refund" are close although they share no word.
+const CONCEPTS: &[&[&str]] = &[
+    &[
+        "refund",
+        "money",
+        "back",
+        "reimburse",
+        "repaid",
+        "chargeback",
+    ],
+    &["deploy", "ship", "release", "rollout", "production"],
+    &["invoice", "bill", "billing", "receipt"],
+    &["password", "login", "locked", "credentials", "sign"],
+    &["sprint", "backlog", "planning", "estimate"],
+];
+
+fn concept_vector(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; CONCEPTS.len() + 1];
+    for w in text
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        match CONCEPTS.iter().position(|c| c.contains(&w)) {
+            Some(i) => v[i] += 1.0,
+            None => v[CONCEPTS.len()] += 0.05,
+        }
+    }
+    v
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Good,
+    /// One vector fewer than texts.
+    Short,
+    /// 401 with the key echoed back in the body (as some providers do).
+    EchoKey,
+}
+
+struct StandIn {
+    url: String,
+    /// Texts embedded, per request.
+    requests: Arc<Mutex<Vec<Vec<String>>>>,
+    mode: Arc<Mutex<Mode>>,
+    unauthorized: Arc<AtomicUsize>,
+}
+
+async fn stand_in() -> StandIn {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1/embeddings", listener.local_addr().unwrap());
+    let requests: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let mode = Arc::new(Mutex::new(Mode::Good));
+    let unauthorized = Arc::new(AtomicUsize::new(0));
+    let (r, m, u) = (requests.clone(), mode.clone(), unauthorized.clone());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let (r, m, u) = (r.clone(), m.clone(), u.clone());
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                // Headers, then Content-Length bytes of body.
+                let (head_end, len) = loop {
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..p]).to_lowercase();
+                        let len = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (p + 4, len);
+                    }
+                };
+                while buf.len() < head_end + len {
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                let body: Value =
+                    serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
+                let mode = *m.lock().unwrap();
+                let authorized = head
+                    .lines()
+                    .any(|l| l.eq_ignore_ascii_case(&format!("authorization: Bearer {KEY}")));
+                let (status, answer) = if !authorized || mode == Mode::EchoKey {
+                    u.fetch_add(1, SeqCst);
+                    (
+                        "401 Unauthorized",
+                        json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}),
+                    )
+                } else {
+                    let texts: Vec<String> = body["input"]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|t| t.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    r.lock().unwrap().push(texts.clone());
+                    let mut data: Vec<Value> = texts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": concept_vector(t)}))
+                        .collect();
+                    if mode == Mode::Short {
+                        data.pop();
+                    }
+                    (
+                        "200 OK",
+                        json!({"object": "list", "data": data, "model": body["model"]}),
+                    )
+                };
+                let text = answer.to_string();
+                let resp = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    StandIn {
+        url,
+        requests,
+        mode,
+        unauthorized,
+    }
+}
+
+/// Skills whose words the paraphrases below never use.
+const SKILLS: &[(&str, &str)] = &[
+    (
+        "refund-order",
+        "Refund a customer order through the payments API.",
+    ),
+    (
+        "deploy-app",
+        "Deploy the application with the release pipeline.",
+    ),
+    (
+        "fix-invoice",
+        "Correct an invoice whose total or tax is wrong.",
+    ),
+    (
+        "reset-password",
+        "Reset a user's password when their login is locked.",
+    ),
+    ("plan-sprint", "Plan the next sprint from the backlog."),
+    (
+        "triage-bug",
+        "Triage a bug report to reproduce, label and assign it.",
+    ),
+    ("write-tests", "Write unit tests for a module."),
+    (
+        "review-sql",
+        "Review a SQL migration for locks and data loss.",
+    ),
+];
+
+async fn put_all(store: &skillbase_store::Store) {
+    for (name, description) in SKILLS {
+        let t = text(name, description, "", &format!("How to {name}."));
+        store
+            .put(req(Scope::Shared, Bundle::single(t.clone()).unwrap()))
+            .await
+            .unwrap();
+    }
+}
+
+fn config(url: &str) -> String {
+    format!(
+        "[agents.support]\nskills = \"all\"\ncatalog_budget = 120\n\n[semantic]\nembedder = \"openai\"\nurl = \"{url}\"\nmodel = \"stand-in\"\nkey = \"EMBED_KEY\"\nweight = 0.6\n"
+    )
+}
+
+async fn engine(dir: &std::path::Path, url: &str) -> Engine {
+    let store = Arc::new(open_store(&db_path(dir)).await);
+    let vault = Vault::open(store.clone(), VaultKey::parse(&"22".repeat(32)).unwrap())
+        .await
+        .unwrap();
+    if vault.resolve("EMBED_KEY").is_none() {
+        vault
+            .set(
+                "EMBED_KEY",
+                "embeddings endpoint",
+                KEY.as_bytes(),
+                &Author::Human("ops".into()),
+            )
+            .await
+            .unwrap();
+    }
+    Engine::builder()
+        .store(store)
+        .vault(vault)
+        .config_toml(config(url))
+        .build()
+        .await
+        .unwrap()
+}
+
+fn document_requests(s: &StandIn) -> usize {
+    s.requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|batch| batch.iter().any(|t| t.contains(':')))
+        .map(Vec::len)
+        .sum()
+}
+
+#[tokio::test]
+async fn a_paraphrase_is_ranked_by_meaning_and_vectors_are_kept() {
+    let s = stand_in().await;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+    }
+    let e = engine(dir.path(), &s.url).await;
+    let agent = "support".parse().unwrap();
+    // No word of the message is in refund-order's name, description or body.
+    let message = "I would like my money back, it was never repaid";
+    let t = e
+        .turn(&agent, "s1", message, &TurnOptions::default())
+        .await
+        .unwrap();
+    let c = &t.report.catalog;
+    assert!(c.ranked, "the budget is small enough to rank");
+    assert_eq!(c.stages.as_deref(), Some("lexical+semantic"));
+    let first = &c.shown[0];
+    assert_eq!(first.name.as_str(), "refund-order", "{:?}", c.shown);
+    assert_eq!(first.rank, 1);
+    assert_eq!(
+        serde_json::to_value(first.stage).unwrap(),
+        json!("semantic")
+    );
+    // search_skills ranks the same way.
+    let hits = e.search(&agent, message, 3).await.unwrap();
+    assert_eq!(hits[0].name, "refund-order");
+    // Every skill was embedded once, with the key from the vault.
+    assert_eq!(document_requests(&s), SKILLS.len());
+    assert_eq!(s.unauthorized.load(SeqCst), 0);
+    let model = "openai:stand-in@".to_owned() + &s.url + "/doc-v1";
+    assert_eq!(
+        e.store().vector_count(&model).await.unwrap(),
+        SKILLS.len() as i64
+    );
+    e.close().await;
+
+    // A restart reads the stored vectors: only queries go to the endpoint.
+    let e = engine(dir.path(), &s.url).await;
+    e.turn(
+        &agent,
+        "s2",
+        "ship it to production",
+        &TurnOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(document_requests(&s), SKILLS.len(), "nothing re-embedded");
+    // An edit re-embeds that skill alone.
+    let edited = text(
+        "plan-sprint",
+        "Plan the next sprint from the backlog, with estimates.",
+        "",
+        "How to plan.",
+    );
+    e.store()
+        .put(req(Scope::Shared, Bundle::single(edited).unwrap()))
+        .await
+        .unwrap();
+    e.turn(
+        &agent,
+        "s3",
+        "estimate the backlog",
+        &TurnOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(document_requests(&s), SKILLS.len() + 1);
+    e.close().await;
+}
+
+#[tokio::test]
+async fn a_failing_endpoint_leaves_the_ranking_lexical_and_the_key_unseen() {
+    let s = stand_in().await;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+    }
+    let e = engine(dir.path(), &s.url).await;
+    let agent = "support".parse().unwrap();
+    for mode in [Mode::EchoKey, Mode::Short] {
+        *s.mode.lock().unwrap() = mode;
+        let t = e
+            .turn(&agent, "s1", "refund my order", &TurnOptions::default())
+            .await
+            .unwrap();
+        let stages = t.report.catalog.stages.clone().unwrap_or_default();
+        assert!(
+            stages.starts_with("lexical (semantic stage unavailable:"),
+            "{stages}"
+        );
+        // The lexical ranking still answers.
+        assert_eq!(t.report.catalog.shown[0].name.as_str(), "refund-order");
+        let report = serde_json::to_string(&t.report).unwrap();
+        assert!(
+            !report.contains(KEY) && !report.contains("7f3a9c2e41"),
+            "{report}"
+        );
+        let hits = e.search(&agent, "refund my order", 3).await.unwrap();
+        assert_eq!(hits[0].name, "refund-order");
+    }
+    // The events recorded nothing of the key either.
+    e.close().await;
+    let store = open_store(&db_path(dir.path())).await;
+    let events = store
+        .events(&skillbase_store::EventFilter::default())
+        .await
+        .unwrap();
+    let all = serde_json::to_string(&events).unwrap();
+    assert!(!all.contains(KEY) && !all.contains("7f3a9c2e41"));
+
+    // An endpoint that is not there at all: same, lexical.
+    let e = engine(dir.path(), "http://127.0.0.1:9/v1/embeddings").await;
+    let t = e
+        .turn(&agent, "s9", "refund my order", &TurnOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        t.report
+            .catalog
+            .stages
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("lexical (semantic stage unavailable:")
+    );
+    e.close().await;
+}
+
+#[tokio::test]
+async fn a_wrong_semantic_table_is_refused_with_what_to_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    for (table, want) in [
+        ("embedder = \"openai\"\nmodel = \"m\"", "needs url"),
+        (
+            "embedder = \"openai\"\nurl = \"http://127.0.0.1:1/\"\nmodel = \"m\"\nkey = \"K\"",
+            "no vault is open",
+        ),
+        ("embedder = \"local\"\nweight = -1.0", "between 0 and 1"),
+    ] {
+        let err = Engine::builder()
+            .sqlite(db_path(dir.path()))
+            .config_toml(format!("[semantic]\n{table}\n"))
+            .build()
+            .await
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(err.contains(want), "{table}: {err}");
+    }
+}
