@@ -533,7 +533,8 @@ pub fn parse_graded(
             if t.len() > MAX_DOCUMENT_BYTES {
                 return Err(EvalError::DocumentTooLarge("id map"));
             }
-            let v: Value = serde_json::from_str(t).map_err(|e| doc_error("id map", e.to_string()))?;
+            let v: Value =
+                serde_json::from_str(t).map_err(|e| doc_error("id map", e.to_string()))?;
             let Value::Object(mut o) = v else {
                 return Err(doc_error(
                     "id map",
@@ -665,7 +666,10 @@ fn graded_case(
         problem,
     };
     let Value::Object(entry) = entry else {
-        return Err(bad(format!("the labels are {}, not an object", kind_of(entry))));
+        return Err(bad(format!(
+            "the labels are {}, not an object",
+            kind_of(entry)
+        )));
     };
     let gt = id_list(entry, "gt_skill_ids").map_err(&bad)?;
     let core = id_list(entry, "core_gt_ids").map_err(&bad)?;
@@ -758,7 +762,11 @@ fn task_metrics(order: &[&str], relevant: &[&str], grades: &[(&str, f64)]) -> Ta
     ideal.sort_by(|a, b| b.total_cmp(a));
     let ideal = dcg(ideal.into_iter(), 10);
     let recall = |k: usize| {
-        order.iter().take(k).filter(|s| relevant.contains(s)).count() as f64
+        order
+            .iter()
+            .take(k)
+            .filter(|s| relevant.contains(s))
+            .count() as f64
             / relevant.len() as f64
     };
     TaskMetrics {
@@ -998,13 +1006,12 @@ mod tests {
         order_b.extend(qs.iter().map(String::as_str));
         order_b.push("y");
         assert_eq!(order_b.len(), 12);
-        let b = task_metrics(
-            &order_b,
-            &["x", "y"],
-            &[("x", 3.0), ("y", 3.0), ("z", 1.0)],
-        );
+        let b = task_metrics(&order_b, &["x", "y"], &[("x", 3.0), ("y", 3.0), ("z", 1.0)]);
         assert_eq!(b.hit_at_1, 0.0);
-        assert_eq!((b.recall_at_5, b.recall_at_10, b.recall_at_20), (0.5, 0.5, 1.0));
+        assert_eq!(
+            (b.recall_at_5, b.recall_at_10, b.recall_at_20),
+            (0.5, 0.5, 1.0)
+        );
         near(b.ndcg_at_10, 0.350985);
         let c = task_metrics(&["n", "k", "m"], &["m"], &[("m", 3.0), ("n", 2.0)]);
         assert_eq!(c.hit_at_1, 0.0);
@@ -1054,7 +1061,10 @@ mod tests {
         let set = parse_graded(TASKS, REL, None).unwrap();
         assert_eq!(set.cases.len(), 2);
         let t1 = &set.cases[0];
-        assert_eq!((t1.task_id.as_str(), t1.message.as_str()), ("t1", "do alpha"));
+        assert_eq!(
+            (t1.task_id.as_str(), t1.message.as_str()),
+            ("t1", "do alpha")
+        );
         assert_eq!(t1.relevant, ["alpha"], "core_gt_ids win over gt_skill_ids");
         assert_eq!(
             t1.grades,
@@ -1064,7 +1074,11 @@ mod tests {
                 ("alpha_x".to_owned(), 1.0)
             ]
         );
-        assert_eq!(set.cases[1].relevant, ["delta"], "gt_skill_ids without core");
+        assert_eq!(
+            set.cases[1].relevant,
+            ["delta"],
+            "gt_skill_ids without core"
+        );
         let skipped: Vec<(&str, SkipReason)> = set
             .skipped
             .iter()
@@ -1114,8 +1128,14 @@ mod tests {
                 "{\"task_id\": \"t1\", \"instruction_text\": \"x\"}\n{\"task_id\": \"t1\", \"instruction_text\": \"y\"}",
                 "tasks line 2: task \"t1\" is already on line 1",
             ),
-            ("{\"task_id\": \"t1\", \"instruction_text\": \"x\"}\nnot json", "tasks line 2"),
-            ("{\"task_id\": \"zz\", \"instruction_text\": \"x\"}", "no task of the tasks file"),
+            (
+                "{\"task_id\": \"t1\", \"instruction_text\": \"x\"}\nnot json",
+                "tasks line 2",
+            ),
+            (
+                "{\"task_id\": \"zz\", \"instruction_text\": \"x\"}",
+                "no task of the tasks file",
+            ),
         ] {
             let got = e(tasks, rel1, None);
             assert!(got.contains(want), "{tasks:?}: {got}");
@@ -1124,17 +1144,50 @@ mod tests {
             ("[]", "relevance: it is a list"),
             ("{", "relevance:"),
             (r#"{"t1": 3}"#, "task \"t1\": the labels are a number"),
-            (r#"{"t1": {"relevance": {"a": 3}}}"#, "missing field `gt_skill_ids`"),
-            (r#"{"t1": {"gt_skill_ids": "a", "relevance": {"a": 3}}}"#, "not a list of ids"),
-            (r#"{"t1": {"gt_skill_ids": [1], "relevance": {"a": 3}}}"#, "not an id string"),
-            (r#"{"t1": {"gt_skill_ids": ["a"]}}"#, "missing field `relevance`"),
-            (r#"{"t1": {"gt_skill_ids": ["a"], "relevance": [3]}}"#, "`relevance` is a list"),
-            (r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": "3"}}}"#, "grade of \"a\""),
-            (r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": -1}}}"#, "0 or more"),
-            (r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": null}}}"#, "grade of"),
-            (r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": 1e999}}}"#, "relevance:"),
-            (r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": NaN}}}"#, "relevance:"),
-            (r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {}, "task_type": 3}}"#, "`task_type` is a number"),
+            (
+                r#"{"t1": {"relevance": {"a": 3}}}"#,
+                "missing field `gt_skill_ids`",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": "a", "relevance": {"a": 3}}}"#,
+                "not a list of ids",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": [1], "relevance": {"a": 3}}}"#,
+                "not an id string",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": ["a"]}}"#,
+                "missing field `relevance`",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": ["a"], "relevance": [3]}}"#,
+                "`relevance` is a list",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": "3"}}}"#,
+                "grade of \"a\"",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": -1}}}"#,
+                "0 or more",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": null}}}"#,
+                "grade of",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": 1e999}}}"#,
+                "relevance:",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {"a": NaN}}}"#,
+                "relevance:",
+            ),
+            (
+                r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {}, "task_type": 3}}"#,
+                "`task_type` is a number",
+            ),
             // A malformed entry without a task is refused too.
             (
                 r#"{"t1": {"gt_skill_ids": ["a"], "relevance": {}}, "t9": {"gt_skill_ids": ["a"], "relevance": {"a": true}}}"#,
@@ -1157,7 +1210,10 @@ mod tests {
             "{{\"task_id\": \"t1\", \"instruction_text\": \"{}\"}}",
             "x".repeat(MAX_LINE_BYTES)
         );
-        assert_eq!(parse_graded(&long, rel1, None), Err(EvalError::LineTooLong(1)));
+        assert_eq!(
+            parse_graded(&long, rel1, None),
+            Err(EvalError::LineTooLong(1))
+        );
         let many = "{\"task_id\": \"t\", \"instruction_text\": \"x\"}\n".repeat(2);
         assert!(e(&many, rel1, None).contains("already on line 1"));
         let big_rel = format!(
