@@ -77,11 +77,21 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
 }
 
 /// Measure routing for an agent: each line of CASES is `{"message": …, "expected": skill or
-/// null, "kind": …, "lang": …}`; nothing is written to the store.
+/// null, "kind": …, "lang": …}`; nothing is written to the store. With `--relevance`, CASES is a
+/// graded benchmark's tasks file in SkillRouter's format (`{"task_id", "instruction_text"}` per
+/// line), scored with hit@1, recall@5/10/20, nDCG@10 and visible.
 #[derive(Args)]
 pub struct EvalArgs {
-    /// The cases file (JSON Lines).
+    /// The cases file (JSON Lines), or with `--relevance` the tasks file.
     cases: std::path::PathBuf,
+    /// Graded labels for the tasks in CASES (SkillRouter's `relevance.json`: task id →
+    /// `{"gt_skill_ids", "core_gt_ids", "relevance": {id: grade}, "task_type"}`).
+    #[arg(long)]
+    relevance: Option<std::path::PathBuf>,
+    /// Benchmark id → skill name, as `{id: name}` or a pool manifest with `gt_map` (default:
+    /// id `prefix/name` is skill `name`). Only with `--relevance`.
+    #[arg(long, requires = "relevance")]
+    id_map: Option<std::path::PathBuf>,
     /// The agent whose view, triggers and budgets are measured.
     #[arg(long)]
     agent: String,
@@ -99,19 +109,47 @@ pub struct EvalArgs {
     json: bool,
 }
 
+/// A file of at most 256 MiB, as text.
+fn read_input(path: &std::path::Path) -> Result<String> {
+    let meta = std::fs::metadata(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    if meta.len() > 256 * 1024 * 1024 {
+        return Err(anyhow!("{}: larger than 256 MiB; split it", path.display()));
+    }
+    std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+/// What `eval` reads: plain cases, or graded tasks.
+enum EvalInput {
+    Cases(Vec<skillbase_runtime::eval::EvalCase>),
+    Graded(skillbase_runtime::eval::GradedSet),
+}
+
 pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
     let agent = AgentName::parse(&a.agent).map_err(|e| anyhow!(e))?;
-    let meta = std::fs::metadata(&a.cases).map_err(|e| anyhow!("{}: {e}", a.cases.display()))?;
-    if meta.len() > 256 * 1024 * 1024 {
-        return Err(anyhow!(
-            "{}: larger than 256 MiB; split the cases",
-            a.cases.display()
-        ));
-    }
-    let text =
-        std::fs::read_to_string(&a.cases).map_err(|e| anyhow!("{}: {e}", a.cases.display()))?;
-    let cases = skillbase_runtime::eval::parse_cases(&text)
-        .map_err(|e| anyhow!("{}: {e}", a.cases.display()))?;
+    let text = read_input(&a.cases)?;
+    let input = match &a.relevance {
+        None => EvalInput::Cases(
+            skillbase_runtime::eval::parse_cases(&text)
+                .map_err(|e| anyhow!("{}: {e}", a.cases.display()))?,
+        ),
+        Some(rel_path) => {
+            let rel = read_input(rel_path)?;
+            let map = a.id_map.as_deref().map(read_input).transpose()?;
+            let files = match &a.id_map {
+                Some(m) => format!(
+                    "{}, {}, {}",
+                    a.cases.display(),
+                    rel_path.display(),
+                    m.display()
+                ),
+                None => format!("{}, {}", a.cases.display(), rel_path.display()),
+            };
+            EvalInput::Graded(
+                skillbase_runtime::eval::parse_graded(&text, &rel, map.as_deref())
+                    .map_err(|e| anyhow!("{files}: {e}"))?,
+            )
+        }
+    };
     let store = s.open().await?;
     if store.agent_cached(&agent).is_none() {
         return Err(anyhow!(
@@ -125,23 +163,105 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
         catalog_budget: a.catalog_budget,
         context_budget: a.context_budget,
     };
-    let report = skillbase_runtime::eval::evaluate(&view, &cases, &opts);
-    store.close().await;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_eval(&report);
-    }
-    if let Some(min) = a.min_recall_at_5
-        && report.overall.recall_at_5 < min
-    {
-        eprintln!(
-            "recall@5 {:.3} is below the required {min:.3}",
+    let recall_at_5 = match input {
+        EvalInput::Cases(cases) => {
+            let report = skillbase_runtime::eval::evaluate(&view, &cases, &opts);
+            store.close().await;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print_eval(&report);
+            }
             report.overall.recall_at_5
-        );
+        }
+        EvalInput::Graded(set) => {
+            let report = skillbase_runtime::eval::evaluate_graded(&view, &set, &opts);
+            store.close().await;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print_graded(&report);
+            }
+            report.overall.recall_at_5
+        }
+    };
+    if let Some(min) = a.min_recall_at_5
+        && recall_at_5 < min
+    {
+        eprintln!("recall@5 {recall_at_5:.3} is below the required {min:.3}");
         return Ok(1);
     }
     Ok(EXIT_OK)
+}
+
+fn print_graded(r: &skillbase_runtime::eval::GradedReport) {
+    use skillbase_runtime::eval::GradedMetrics;
+    let skipped = r.tasks - r.overall.tasks;
+    println!(
+        "agent {} · {} skills · {} tasks counted, {} skipped",
+        r.agent, r.skills, r.overall.tasks, skipped
+    );
+    let row = |name: &str, m: &GradedMetrics| {
+        println!(
+            "  {name:<16} {:>5} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3}",
+            m.tasks,
+            m.hit_at_1,
+            m.recall_at_5,
+            m.recall_at_10,
+            m.recall_at_20,
+            m.ndcg_at_10,
+            m.visible
+        );
+    };
+    println!(
+        "  {:<16} {:>5} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7}",
+        "", "tasks", "hit@1", "r@5", "r@10", "r@20", "nDCG@10", "visible"
+    );
+    row("all", &r.overall);
+    if r.by_task_type.len() > 1 {
+        section("by task type");
+        for (k, m) in &r.by_task_type {
+            row(k, m);
+        }
+    }
+    let mut missed: Vec<_> = r
+        .outcomes
+        .iter()
+        .filter(|o| o.metrics.recall_at_10 < 1.0)
+        .collect();
+    missed.sort_by(|a, b| a.metrics.recall_at_10.total_cmp(&b.metrics.recall_at_10));
+    if !missed.is_empty() {
+        section("tasks missing relevant skills at 10 (worst first, at most 15)");
+        for o in missed.into_iter().take(15) {
+            let first = o.first_relevant.map_or_else(
+                || "not ranked".to_owned(),
+                |p| format!("first relevant at {p}"),
+            );
+            println!(
+                "  {}  r@10 {:.3}  {first}  (came first: {})",
+                o.task_id,
+                o.metrics.recall_at_10,
+                o.top.first().map_or("nothing", String::as_str)
+            );
+        }
+    }
+    if skipped > 0 {
+        section("skipped");
+        for (reason, n) in &r.skipped_by_reason {
+            let ids: Vec<&str> = r
+                .skipped
+                .iter()
+                .filter(|s| s.reason.as_str() == *reason)
+                .map(|s| s.task_id.as_str())
+                .take(8)
+                .collect();
+            println!(
+                "  {reason} ×{n}: {}{}",
+                ids.join(", "),
+                if *n > ids.len() { ", …" } else { "" }
+            );
+        }
+    }
 }
 
 fn print_eval(r: &skillbase_runtime::eval::EvalReport) {

@@ -452,3 +452,91 @@ fn turn_bad_input() {
     ]);
     assert!(err.contains("cannot be used by this agent"), "{err}");
 }
+
+/// `skillbase eval TASKS --relevance R [--id-map M]`: SkillRouter's graded form, end to end.
+#[test]
+fn eval_reads_graded_tasks() {
+    let sb = Sb::new();
+    sb.setup();
+    let tasks = sb.path("tasks.jsonl");
+    std::fs::write(
+        &tasks,
+        concat!(
+            "{\"task_id\": \"t-refund\", \"instruction_text\": \"I want my money back\", \"domain\": \"x\"}\n",
+            "{\"task_id\": \"t-notes\", \"instruction_text\": \"take notes about notes\"}\n",
+            "\n",
+            "{\"task_id\": \"t-ghost\", \"instruction_text\": \"anything at all\"}\n",
+            "{\"task_id\": \"g\", \"instruction_text\": \"generic\"}\n",
+        ),
+    )
+    .unwrap();
+    let rel = sb.path("relevance.json");
+    std::fs::write(
+        &rel,
+        r#"{
+            "t-refund": {"gt_skill_ids": ["gt/refund", "gt/refund-policy"], "core_gt_ids": ["gt/refund"],
+                         "relevance": {"gt/refund": 3, "gt/refund-policy": 3}, "task_type": "clean"},
+            "t-notes": {"gt_skill_ids": ["gt/notes"], "relevance": {"gt/notes": 3, "gt/slow-report": 1}},
+            "t-ghost": {"gt_skill_ids": ["gt/ghost"], "relevance": {"gt/ghost": 3}},
+            "g": {"gt_skill_ids": ["gt/notes"], "relevance": {"gt/notes": 3}, "task_type": "generic_only"}
+        }"#,
+    )
+    .unwrap();
+    let (tasks_s, rel_s) = (tasks.to_str().unwrap(), rel.to_str().unwrap());
+    let base = ["eval", tasks_s, "--agent", "support", "--relevance", rel_s];
+    let v = sb.json(&[&base[..], &["--json"]].concat());
+    assert_eq!(v["overall"]["tasks"], 2, "{v}");
+    assert_eq!(v["tasks"], 4);
+    assert_eq!(v["overall"]["hit_at_1"], 1.0);
+    assert_eq!(v["overall"]["recall_at_5"], 1.0);
+    assert_eq!(v["overall"]["visible"], 1.0);
+    assert_eq!(
+        v["skipped_by_reason"],
+        serde_json::json!({"generic_only": 1, "no_relevant_skill": 1})
+    );
+    // The trigger and its companion come first.
+    assert_eq!(
+        strs(&v["outcomes"][0]["top"])[..2],
+        ["refund".to_owned(), "refund-policy".to_owned()]
+    );
+    let text = sb.ok(&base).stdout;
+    for want in [
+        "2 tasks counted, 2 skipped",
+        "hit@1",
+        "r@20",
+        "nDCG@10",
+        "visible",
+        "generic_only ×1: g",
+        "no_relevant_skill ×1: t-ghost",
+    ] {
+        assert!(text.contains(want), "{want:?} in\n{text}");
+    }
+    // An id map renames ids (ids it omits are outside the pool): refund's task now expects
+    // `notes`, which the message does not rank, and the notes task has no relevant skill.
+    let map = sb.path("map.json");
+    std::fs::write(&map, r#"{"gt_map": {"gt/refund": "notes"}}"#).unwrap();
+    let map_s = map.to_str().unwrap();
+    let v = sb.json(&[&base[..], &["--id-map", map_s, "--json"]].concat());
+    assert_eq!(v["overall"]["tasks"], 1, "{v}");
+    assert_eq!(v["overall"]["hit_at_1"], 0.0);
+    assert_eq!(v["overall"]["recall_at_20"], 0.0);
+    let r = sb.run(&[&base[..], &["--id-map", map_s, "--min-recall-at-5", "0.5"]].concat());
+    assert_eq!(r.code, 1, "{r:?}");
+    // Bad input: refused with the files and what to fix, nothing printed on stdout.
+    std::fs::write(
+        &map,
+        r#"{"t-refund": {"gt_skill_ids": ["gt/refund"], "relevance": {"gt/refund": -3}}}"#,
+    )
+    .unwrap();
+    let err = sb.fails(&["eval", tasks_s, "--agent", "support", "--relevance", map_s]);
+    assert!(
+        err.contains("map.json") && err.contains("task \"t-refund\"") && err.contains("0 or more"),
+        "{err}"
+    );
+    let err = sb.fails(&["eval", tasks_s, "--agent", "support", "--id-map", map_s]);
+    assert!(err.contains("--relevance"), "{err}");
+    let err = sb.fails(&["eval", rel_s, "--agent", "support", "--relevance", rel_s]);
+    assert!(err.contains("tasks line 1"), "{err}");
+    let err = sb.fails(&[&base[..], &["--id-map", "/nonexistent/map.json"]].concat());
+    assert!(err.contains("/nonexistent/map.json"), "{err}");
+}

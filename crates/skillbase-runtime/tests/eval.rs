@@ -92,3 +92,47 @@ fn a_confused_pair_is_reported() {
     );
     assert!(parse_cases("{\"message\": 1, \"expected\": null}").is_err());
 }
+
+#[test]
+fn graded_tasks_run_through_the_same_routing_order() {
+    use skillbase_runtime::eval::{SkipReason, evaluate_graded, parse_graded};
+    let tasks = [
+        // The trigger puts refund-order first: hit.
+        r#"{"task_id": "money", "instruction_text": "I want my money back"}"#,
+        // Lexical: cancel-order first, deploy-app (graded 1) nowhere.
+        r#"{"task_id": "cancel", "instruction_text": "please cancel the order"}"#,
+        // Its only relevant skill is not the agent's: skipped.
+        r#"{"task_id": "ghost", "instruction_text": "anything"}"#,
+    ]
+    .join("\n");
+    let rel = r#"{
+        "money": {"gt_skill_ids": ["gt/refund-order"], "relevance": {"gt/refund-order": 3}},
+        "cancel": {"gt_skill_ids": ["gt/cancel-order", "gt/deploy-app"],
+                   "core_gt_ids": ["gt/cancel-order"],
+                   "relevance": {"gt/cancel-order": 3, "gt/deploy-app": 1, "gt/unseen": 3}},
+        "ghost": {"gt_skill_ids": ["gt/ghost-skill"], "relevance": {"gt/ghost-skill": 3}}
+    }"#;
+    let set = parse_graded(&tasks, rel, None).unwrap();
+    let r = evaluate_graded(&view(4000), &set, &TurnOptions::default());
+    assert_eq!((r.tasks, r.overall.tasks), (3, 2));
+    assert_eq!(r.skipped.len(), 1);
+    assert_eq!(r.skipped[0].reason, SkipReason::NoRelevantSkill);
+    assert_eq!(r.skipped_by_reason["no_relevant_skill"], 1);
+    assert_eq!(r.outcomes[0].top[0], "refund-order");
+    assert_eq!(r.outcomes[0].metrics.ndcg_at_10, 1.0);
+    // cancel: cancel-order first (3/log2(2)); the ideal counts deploy-app's 1 but not the
+    // unseen skill's 3: 3 + 1/log2(3).
+    let o = &r.outcomes[1];
+    assert_eq!(o.relevant, ["cancel-order"]);
+    assert_eq!(o.first_relevant, Some(1));
+    assert!(!o.top.contains(&"deploy-app".to_owned()), "{:?}", o.top);
+    let want = 3.0 / (3.0 + 1.0 / 3f64.log2());
+    assert!((o.metrics.ndcg_at_10 - want).abs() < 1e-9, "{o:?}");
+    assert_eq!(r.overall.hit_at_1, 1.0);
+    assert_eq!(r.overall.visible, 1.0);
+    // Under a budget too small for any full entry, the lexical hit is no longer visible; the
+    // triggered one still is.
+    let tight = evaluate_graded(&view(5), &set, &TurnOptions::default());
+    assert_eq!(tight.overall.visible, 0.5);
+    assert_eq!(tight.overall.hit_at_1, 1.0);
+}

@@ -236,20 +236,37 @@ pub async fn put(
 /// Most cases one `POST /v1/agents/{name}/eval` may carry (the JSON body limit applies too).
 pub const MAX_EVAL_CASES: usize = 10_000;
 
-/// Labelled messages to measure an agent's routing with.
+/// Labelled messages to measure an agent's routing with: either `cases`, or a graded benchmark
+/// in SkillRouter's format (`tasks` with `relevance`, optionally `id_map`).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvalRequest {
     /// Each case: `{"message", "expected": skill name or null, "kind"?, "lang"?}`.
-    #[schema(value_type = Vec<Object>)]
-    pub cases: Vec<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub cases: Option<Vec<Value>>,
+    /// Graded form: each task `{"task_id", "instruction_text", ...}` (other keys ignored), as
+    /// the lines of SkillRouter's `tasks.jsonl`. Needs `relevance`; not with `cases`.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub tasks: Option<Vec<Value>>,
+    /// Graded form: task id → `{"gt_skill_ids": [ids], "core_gt_ids"?: [ids], "relevance":
+    /// {id: grade ≥ 0}, "task_type"?: string}` (SkillRouter's `relevance.json`).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub relevance: Option<Value>,
+    /// Graded form: benchmark id → skill name, `{id: name}` or an object holding it under
+    /// `gt_map` (a pool manifest). Default: id `prefix/name` is skill `name`.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub id_map: Option<Value>,
     /// Override the agent's catalog budget (tokens).
     #[serde(default)]
     pub catalog_budget: Option<u32>,
     /// Override the agent's context budget for injected bodies (tokens).
     #[serde(default)]
     pub context_budget: Option<u32>,
-    /// Include every case's outcome in the answer (default: the figures only).
+    /// Include every case's (or task's) outcome in the answer (default: the figures only).
     #[serde(default)]
     pub outcomes: bool,
 }
@@ -258,10 +275,17 @@ pub struct EvalRequest {
 /// triggers and budgets) and the catalog's ranking; recall@1/5/10, visible under the budget,
 /// false triggers, by kind, language and skill. Nothing is written. An agent token may evaluate
 /// its own agent only.
+///
+/// The graded form (`tasks`, `relevance`, `id_map`?; SkillRouter's benchmark format) scores the
+/// same routing order with SkillRouter's metrics and answers `{agent, skills, tasks, overall:
+/// {tasks, hit_at_1, recall_at_5, recall_at_10, recall_at_20, ndcg_at_10, visible},
+/// by_task_type, skipped_by_reason, skipped: [{task_id, reason}], outcomes}`: `generic_only`
+/// tasks, tasks without labels, labels without a task and tasks with no relevant skill the agent
+/// sees are skipped and counted. At most 10,000 cases or tasks.
 #[utoipa::path(post, path = "/v1/agents/{name}/eval", tag = "agents",
     params(("name" = String, Path)),
     request_body = EvalRequest,
-    responses((status = 200, description = "The evaluation report", body = Object),
+    responses((status = 200, description = "The evaluation report (the graded report for the graded form)", body = Object),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
 pub async fn eval(
@@ -271,33 +295,67 @@ pub async fn eval(
     Body(b): Body<EvalRequest>,
 ) -> ApiResult<Response> {
     let name = visible_agent(&p, &name)?;
-    if b.cases.is_empty() || b.cases.len() > MAX_EVAL_CASES {
-        return Err(unprocessable(
-            "invalid-eval",
-            format!(
-                "cases: give 1 to {MAX_EVAL_CASES} cases (this request has {})",
-                b.cases.len()
-            ),
-        ));
-    }
-    // The same reading as a cases file, one line per case.
-    let lines: Vec<String> = b.cases.iter().map(Value::to_string).collect();
-    let cases = skillbase_runtime::eval::parse_cases(&lines.join("\n"))
-        .map_err(|e| unprocessable("invalid-eval", format!("cases: {e}")))?;
-    let view = st.runtime.view(&name)?;
+    let invalid = |m: String| unprocessable("invalid-eval", m);
+    let count = |what: &str, n: usize| {
+        if n == 0 || n > MAX_EVAL_CASES {
+            Err(invalid(format!(
+                "{what}: give 1 to {MAX_EVAL_CASES} {what} (this request has {n})"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    // The same reading as a file, one line per case or task.
+    let lines = |v: &[Value]| {
+        v.iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let opts = skillbase_runtime::TurnOptions {
         max_cost: None,
         catalog_budget: b.catalog_budget,
         context_budget: b.context_budget,
     };
-    // Pure CPU work over the view: off the async workers.
-    let mut report = tokio::task::spawn_blocking(move || {
-        skillbase_runtime::eval::evaluate(&view, &cases, &opts)
-    })
-    .await
-    .map_err(|_| ApiError::internal("the evaluation stopped"))?;
-    if !b.outcomes {
-        report.outcomes.clear();
+    match (b.cases, b.tasks, b.relevance) {
+        (Some(cases), None, None) if b.id_map.is_none() => {
+            count("cases", cases.len())?;
+            let cases = skillbase_runtime::eval::parse_cases(&lines(&cases))
+                .map_err(|e| invalid(format!("cases: {e}")))?;
+            let view = st.runtime.view(&name)?;
+            // Pure CPU work over the view: off the async workers.
+            let mut report = tokio::task::spawn_blocking(move || {
+                skillbase_runtime::eval::evaluate(&view, &cases, &opts)
+            })
+            .await
+            .map_err(|_| ApiError::internal("the evaluation stopped"))?;
+            if !b.outcomes {
+                report.outcomes.clear();
+            }
+            Ok(Json(report).into_response())
+        }
+        (None, Some(tasks), Some(relevance)) => {
+            count("tasks", tasks.len())?;
+            let map = b.id_map.as_ref().map(Value::to_string);
+            let set = skillbase_runtime::eval::parse_graded(
+                &lines(&tasks),
+                &relevance.to_string(),
+                map.as_deref(),
+            )
+            .map_err(|e| invalid(e.to_string()))?;
+            let view = st.runtime.view(&name)?;
+            let mut report = tokio::task::spawn_blocking(move || {
+                skillbase_runtime::eval::evaluate_graded(&view, &set, &opts)
+            })
+            .await
+            .map_err(|_| ApiError::internal("the evaluation stopped"))?;
+            if !b.outcomes {
+                report.outcomes.clear();
+            }
+            Ok(Json(report).into_response())
+        }
+        _ => Err(invalid(
+            "give either `cases`, or `tasks` with `relevance` (and optionally `id_map`)".into(),
+        )),
     }
-    Ok(Json(report).into_response())
 }
