@@ -4,10 +4,10 @@ use crate::store_cmds::{AuthorArg, StoreArgs, Target};
 use crate::{EXIT_INVALID, EXIT_OK};
 use anyhow::{Result, anyhow};
 use clap::Args;
-use skillbase_runtime::Engine;
 use skillbase_runtime::dispatch::{CallMode, CallOutcome, Dispatcher};
 use skillbase_runtime::tool::decls_from_tables;
 use skillbase_runtime::vault::VaultKey;
+use skillbase_runtime::{Engine, EngineBuilder};
 use skillbase_store::config::Config;
 use skillbase_store::{AgentName, Store};
 use std::sync::Arc;
@@ -61,11 +61,17 @@ pub async fn dispatcher(
 ) -> Result<Arc<Dispatcher>> {
     let key = VaultKey::load(&skillbase_store::default_home())?;
     let workspace = workspace.unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
-    let mut engine = Engine::builder()
+    let engine = Engine::builder()
         .store(store)
         .vault_key(key)
         .workspace(workspace)
         .web_fetch();
+    Ok(configured(s, engine)?.build().await?.dispatcher().clone())
+}
+
+/// An engine builder with what `--config` declares beyond agents (which [`StoreArgs::open`]
+/// applies): its tools and its semantic ranking stage.
+pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuilder> {
     if let Some(path) = &s.config {
         let config = Config::load(path)?;
         for decl in
@@ -73,8 +79,13 @@ pub async fn dispatcher(
         {
             engine = engine.declare(decl);
         }
+        if let Some(table) = &config.semantic {
+            let c = skillbase_runtime::semantic::SemanticConfig::from_table(table)
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            engine = engine.semantic_config(c);
+        }
     }
-    Ok(engine.build().await?.dispatcher().clone())
+    Ok(engine)
 }
 
 pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {

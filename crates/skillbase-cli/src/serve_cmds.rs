@@ -5,10 +5,8 @@ use crate::{EXIT_OK, EXIT_USAGE};
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
 use skillbase_runtime::Engine;
-use skillbase_runtime::tool::decls_from_tables;
 use skillbase_runtime::vault::{Vault, VaultKey};
 use skillbase_server::{AppState, ServerOptions, generate_token, hash_token};
-use skillbase_store::config::Config;
 use skillbase_store::{AgentConfig, AgentName, Author, Grants, NameSet, Store};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -95,19 +93,12 @@ async fn state_for(s: &StoreArgs, options: ServerOptions) -> Result<(Arc<Store>,
     let key = VaultKey::load(&home)?;
     let vault = Vault::open(store.clone(), key).await?;
     skillbase_server::logging::attach_vault(vault.clone());
-    let mut engine = Engine::builder()
+    let engine = Engine::builder()
         .store(store.clone())
         .vault(vault)
         .workspace(home.join("workspaces"))
         .web_fetch();
-    if let Some(path) = s.config.as_ref() {
-        let config = Config::load(path)?;
-        for decl in
-            decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))?
-        {
-            engine = engine.declare(decl);
-        }
-    }
+    let engine = crate::dispatch_cmds::configured(s, engine)?;
     let state = AppState::new(&engine.build().await?, options)?;
     Ok((store, state))
 }

@@ -156,8 +156,36 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
             "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"
         ));
     }
-    let rt = skillbase_runtime::Runtime::new(store.clone(), None);
+    let mut engine = skillbase_runtime::Engine::builder().store(store.clone());
+    if !store.vault_all().await?.is_empty() {
+        engine = engine.vault_key(skillbase_runtime::vault::VaultKey::load(
+            &skillbase_store::default_home(),
+        )?);
+    }
+    let engine = crate::dispatch_cmds::configured(s, engine)?.build().await?;
+    let rt = engine.runtime().clone();
     let view = rt.view(&agent)?;
+    let messages: Vec<&str> = match &input {
+        EvalInput::Cases(cases) => cases.iter().map(|c| c.message.as_str()).collect(),
+        EvalInput::Graded(set) => set.cases.iter().map(|c| c.message.as_str()).collect(),
+    };
+    let started = std::time::Instant::now();
+    let vectors = match rt.query_vectors(&view, &messages).await {
+        Ok(v) => v,
+        Err(why) => {
+            eprintln!("semantic stage unavailable, ranking lexically: {why}");
+            None
+        }
+    };
+    if vectors.is_some() {
+        eprintln!(
+            "stages: {} ({} messages embedded and skill vectors ready in {:.1?})",
+            rt.stages(),
+            messages.len(),
+            started.elapsed()
+        );
+    }
+    drop(messages);
     let opts = TurnOptions {
         max_cost: None,
         catalog_budget: a.catalog_budget,
@@ -165,7 +193,8 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
     };
     let recall_at_5 = match input {
         EvalInput::Cases(cases) => {
-            let report = skillbase_runtime::eval::evaluate(&view, &cases, &opts);
+            let report =
+                skillbase_runtime::eval::evaluate_with(&view, &cases, &opts, vectors.as_ref());
             store.close().await;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -175,7 +204,8 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
             report.overall.recall_at_5
         }
         EvalInput::Graded(set) => {
-            let report = skillbase_runtime::eval::evaluate_graded(&view, &set, &opts);
+            let report =
+                skillbase_runtime::eval::evaluate_graded_with(&view, &set, &opts, vectors.as_ref());
             store.close().await;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);

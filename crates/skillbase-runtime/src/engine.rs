@@ -65,6 +65,7 @@ pub struct EngineBuilder {
     configs: Vec<(String, String)>,
     seeds: Vec<PathBuf>,
     semantic: Option<Arc<crate::semantic::Semantic>>,
+    semantic_config: Option<crate::semantic::SemanticConfig>,
 }
 
 impl EngineBuilder {
@@ -146,6 +147,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Rank with the semantic stage this `[semantic]` table describes (its embedder is made
+    /// when the engine is built, with the engine's vault).
+    pub fn semantic_config(mut self, config: crate::semantic::SemanticConfig) -> Self {
+        self.semantic_config = Some(config);
+        self
+    }
+
     /// Open everything and apply the configuration and seeds.
     pub async fn build(self) -> Result<Engine, EngineError> {
         let store = match (self.store, self.db) {
@@ -160,6 +168,12 @@ impl EngineBuilder {
         };
         let mut registry = Registry::new();
         let mut semantic = self.semantic.map(Ok);
+        if let Some(c) = &self.semantic_config {
+            semantic = Some(
+                crate::semantic::from_config(c, vault.clone())
+                    .map_err(|e| StoreError::Invalid(e.to_string()))?,
+            );
+        }
         for (text, origin) in &self.configs {
             let config = Config::parse(text, origin)?;
             if let Some(table) = &config.semantic {
@@ -216,6 +230,11 @@ impl Engine {
     /// Start building an engine.
     pub fn builder() -> EngineBuilder {
         EngineBuilder::default()
+    }
+
+    /// The runtime: views, turns, search and the ranking stages.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.dispatcher.runtime
     }
 
     /// The store (for authoring, imports and the event log).

@@ -16,7 +16,8 @@
 //! its metrics: hit@1, recall@5/10/20 over the task's relevant skills, graded nDCG@10, and the
 //! share of the relevant skills visible in the turn.
 
-use crate::turn::{TurnOptions, TurnReport, resolve};
+use crate::semantic::SemanticQuery;
+use crate::turn::{TurnOptions, TurnReport, resolve_with};
 use crate::view::AgentView;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -266,9 +267,41 @@ pub struct EvalReport {
     pub outcomes: Vec<CaseOutcome>,
 }
 
+/// The semantic stage's inputs for an evaluation: the view's skill vectors and one vector per
+/// message, in case order ([`crate::Runtime::query_vectors`] computes them).
+#[derive(Debug, Clone)]
+pub struct QueryVectors {
+    /// The view's skill vectors.
+    pub matrix: std::sync::Arc<crate::semantic::SemanticMatrix>,
+    /// One vector per case (per graded task, in the set's order).
+    pub queries: Vec<Vec<f32>>,
+    /// The semantic score's share of the fused score.
+    pub weight: f32,
+}
+
+impl QueryVectors {
+    fn query(&self, i: usize) -> Option<SemanticQuery<'_>> {
+        self.queries.get(i).map(|q| SemanticQuery {
+            matrix: &self.matrix,
+            query: q,
+            weight: self.weight,
+        })
+    }
+}
+
 /// Evaluate `cases` against an agent's view under `opts` (the agent's budgets unless
-/// overridden).
+/// overridden), with the lexical ranking alone.
 pub fn evaluate(view: &AgentView, cases: &[EvalCase], opts: &TurnOptions) -> EvalReport {
+    evaluate_with(view, cases, opts, None)
+}
+
+/// [`evaluate`], with the semantic stage when `vectors` holds the cases' vectors.
+pub fn evaluate_with(
+    view: &AgentView,
+    cases: &[EvalCase],
+    opts: &TurnOptions,
+    vectors: Option<&QueryVectors>,
+) -> EvalReport {
     let mut overall = Tally::default();
     let mut by_kind: BTreeMap<String, Tally> = BTreeMap::new();
     let mut by_lang: BTreeMap<String, Tally> = BTreeMap::new();
@@ -278,7 +311,7 @@ pub fn evaluate(view: &AgentView, cases: &[EvalCase], opts: &TurnOptions) -> Eva
     let mut unknown: Vec<String> = Vec::new();
     let mut outcomes = Vec::with_capacity(cases.len());
     for (n, case) in cases.iter().enumerate() {
-        let o = run_case(view, n + 1, case, opts);
+        let o = run_case(view, n + 1, case, opts, vectors.and_then(|v| v.query(n)));
         if let Some(e) = &case.expected
             && view.get(e).is_none()
             && !unknown.contains(e)
@@ -343,10 +376,16 @@ pub fn evaluate(view: &AgentView, cases: &[EvalCase], opts: &TurnOptions) -> Eva
 }
 
 /// One case through the turn and the ranking.
-fn run_case(view: &AgentView, n: usize, case: &EvalCase, opts: &TurnOptions) -> CaseOutcome {
-    let ctx = resolve(view, &case.message, opts);
+fn run_case(
+    view: &AgentView,
+    n: usize,
+    case: &EvalCase,
+    opts: &TurnOptions,
+    semantic: Option<SemanticQuery<'_>>,
+) -> CaseOutcome {
+    let ctx = resolve_with(view, &case.message, opts, semantic);
     let report = &ctx.report;
-    let order = routing_order(view, &case.message, report);
+    let order = routing_order(view, &case.message, report, semantic);
     let false_triggers = report
         .activated
         .iter()
@@ -371,8 +410,14 @@ fn run_case(view: &AgentView, n: usize, case: &EvalCase, opts: &TurnOptions) -> 
 
 /// The **routing order** of one message: the skills a trigger injected (in the turn's order,
 /// their companions after them), then every other non-eager skill the agent sees by lexical
-/// relevance, skills scoring 0 left out. The one place both evaluations rank skills.
-fn routing_order<'a>(view: &'a AgentView, message: &str, report: &'a TurnReport) -> Vec<&'a str> {
+/// relevance ([`AgentView::relevance`], the catalog's ranking, fused with the semantic stage
+/// when it is given), skills scoring 0 left out. The one place both evaluations rank skills.
+fn routing_order<'a>(
+    view: &'a AgentView,
+    message: &str,
+    report: &'a TurnReport,
+    semantic: Option<SemanticQuery<'_>>,
+) -> Vec<&'a str> {
     let mut order: Vec<&str> = Vec::new();
     let mut seen: HashSet<&str> = HashSet::new();
     for a in &report.activated {
@@ -382,7 +427,8 @@ fn routing_order<'a>(view: &'a AgentView, message: &str, report: &'a TurnReport)
             order.push(&a.name);
         }
     }
-    for (i, score) in view.bm25.rank(message) {
+    let folded = crate::trigger::fold_fast(message);
+    for (i, score) in view.relevance(&folded, semantic).order() {
         if score <= 0.0 {
             break;
         }
@@ -872,9 +918,21 @@ pub struct GradedReport {
 /// Relevant skills and grades are restricted to the skills the agent sees; a task left with no
 /// relevant skill is skipped ([`SkipReason::NoRelevantSkill`]).
 pub fn evaluate_graded(view: &AgentView, set: &GradedSet, opts: &TurnOptions) -> GradedReport {
+    evaluate_graded_with(view, set, opts, None)
+}
+
+/// [`evaluate_graded`], with the semantic stage when `vectors` holds the tasks' vectors (in
+/// the order of `set.cases`).
+pub fn evaluate_graded_with(
+    view: &AgentView,
+    set: &GradedSet,
+    opts: &TurnOptions,
+    vectors: Option<&QueryVectors>,
+) -> GradedReport {
     let mut skipped = set.skipped.clone();
     let mut outcomes = Vec::with_capacity(set.cases.len());
-    for case in &set.cases {
+    for (n, case) in set.cases.iter().enumerate() {
+        let semantic = vectors.and_then(|v| v.query(n));
         let relevant: Vec<&str> = case
             .relevant
             .iter()
@@ -894,8 +952,8 @@ pub fn evaluate_graded(view: &AgentView, set: &GradedSet, opts: &TurnOptions) ->
             .filter(|(n, _)| view.get(n).is_some())
             .map(|(n, g)| (n.as_str(), *g))
             .collect();
-        let ctx = resolve(view, &case.message, opts);
-        let order = routing_order(view, &case.message, &ctx.report);
+        let ctx = resolve_with(view, &case.message, opts, semantic);
+        let order = routing_order(view, &case.message, &ctx.report, semantic);
         let seen = relevant.iter().filter(|n| reached(&ctx.report, n)).count();
         outcomes.push(GradedOutcome {
             task_id: case.task_id.clone(),

@@ -238,6 +238,45 @@ impl Runtime {
         }))
     }
 
+    /// The semantic stage's inputs for an evaluation of `messages` on `view` (see
+    /// [`crate::eval::evaluate_with`]): `Ok(None)` when the stage is not configured, `Err(why)`
+    /// when it cannot answer.
+    pub async fn query_vectors(
+        &self,
+        view: &AgentView,
+        messages: &[&str],
+    ) -> std::result::Result<Option<crate::eval::QueryVectors>, String> {
+        let s = match &self.semantic {
+            None => return Ok(None),
+            Some(Err(why)) => return Err(why.clone()),
+            Some(Ok(s)) => s,
+        };
+        let entries: Vec<_> = view.skills.iter().map(|v| v.entry.clone()).collect();
+        let r = s
+            .fill(&self.store, &entries)
+            .await
+            .map_err(|e| format!("skill vectors could not be read or stored: {e}"))?;
+        if let Some(why) = r.failed {
+            return Err(why);
+        }
+        let matrix = s.matrix(view);
+        let queries = s.queries(messages).await.map_err(|e| e.to_string())?;
+        Ok(Some(crate::eval::QueryVectors {
+            matrix,
+            queries,
+            weight: s.weight(),
+        }))
+    }
+
+    /// The stages a ranking uses here: `lexical`, or `lexical+semantic (<model>)`.
+    pub fn stages(&self) -> String {
+        match &self.semantic {
+            Some(Ok(s)) => format!("lexical+semantic ({})", s.model_id()),
+            Some(Err(why)) => format!("lexical (semantic stage unavailable: {why})"),
+            None => "lexical".into(),
+        }
+    }
+
     /// Resolve a turn with every ranking stage configured (the semantic one when it is), with
     /// the stages used in the report.
     pub(crate) async fn resolve_ranked(

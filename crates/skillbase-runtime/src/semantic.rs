@@ -417,6 +417,17 @@ impl Semantic {
         m
     }
 
+    /// The vectors of many messages (each cut by [`query_text`]), in order.
+    pub async fn queries(&self, messages: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut out = Vec::with_capacity(messages.len());
+        for batch in messages.chunks(MAX_BATCH) {
+            let texts: Vec<String> = batch.iter().map(|m| query_text(m)).collect();
+            let v = self.embedder.embed(&texts, Purpose::Query).await?;
+            out.extend(check_vectors(v, texts.len())?);
+        }
+        Ok(out)
+    }
+
     /// The vector of one message (cut by [`query_text`]).
     pub async fn query(&self, message: &str) -> Result<Vec<f32>, EmbedError> {
         let texts = [query_text(message)];
@@ -872,4 +883,3 @@ mod tests {
         assert_eq!(query_text(&wide).chars().count(), MAX_QUERY_CHARS);
     }
 }
-

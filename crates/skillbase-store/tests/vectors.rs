@@ -45,12 +45,7 @@ async fn vectors_are_kept_per_model_and_digest(db: TestDb) {
     assert_eq!(other.vector_count(m).await.unwrap(), 2);
     // Many digests at once (more than one statement's worth).
     let many: Vec<(String, Vec<f32>)> = (0..=255u8)
-        .flat_map(|a| {
-            [(
-                format!("sha256:{a:02x}{}", "ab".repeat(31)),
-                vec![a as f32],
-            )]
-        })
+        .flat_map(|a| [(format!("sha256:{a:02x}{}", "ab".repeat(31)), vec![a as f32])])
         .collect();
     store.put_vectors("bulk", &many).await.unwrap();
     let keys: Vec<String> = many.iter().map(|(d, _)| d.clone()).collect();

@@ -323,9 +323,17 @@ pub async fn eval(
             let cases = skillbase_runtime::eval::parse_cases(&lines(&cases))
                 .map_err(|e| invalid(format!("cases: {e}")))?;
             let view = st.runtime.view(&name)?;
+            let messages: Vec<&str> = cases.iter().map(|c| c.message.as_str()).collect();
+            // An unavailable semantic stage ranks lexically, as turns do.
+            let vectors = st
+                .runtime
+                .query_vectors(&view, &messages)
+                .await
+                .ok()
+                .flatten();
             // Pure CPU work over the view: off the async workers.
             let mut report = tokio::task::spawn_blocking(move || {
-                skillbase_runtime::eval::evaluate(&view, &cases, &opts)
+                skillbase_runtime::eval::evaluate_with(&view, &cases, &opts, vectors.as_ref())
             })
             .await
             .map_err(|_| ApiError::internal("the evaluation stopped"))?;
@@ -344,8 +352,15 @@ pub async fn eval(
             )
             .map_err(|e| invalid(e.to_string()))?;
             let view = st.runtime.view(&name)?;
+            let messages: Vec<&str> = set.cases.iter().map(|c| c.message.as_str()).collect();
+            let vectors = st
+                .runtime
+                .query_vectors(&view, &messages)
+                .await
+                .ok()
+                .flatten();
             let mut report = tokio::task::spawn_blocking(move || {
-                skillbase_runtime::eval::evaluate_graded(&view, &set, &opts)
+                skillbase_runtime::eval::evaluate_graded_with(&view, &set, &opts, vectors.as_ref())
             })
             .await
             .map_err(|_| ApiError::internal("the evaluation stopped"))?;
