@@ -5,7 +5,7 @@
 //!
 //! - `embed/2kb_max128`, `embed/2kb_max256`: a 2 KB chat message, truncated as the runtime
 //!   does, to 128 and 256 tokens.
-//! - `embed/short_15_words`: a 15-word message (19 tokens).
+//! - `embed/short_15_words`: a 15-word message (17 tokens).
 //! - `load`: reading and preparing the model from disk (page cache warm).
 //!
 //! Printed before measuring (only under `cargo bench`, not `cargo test --benches`): the

