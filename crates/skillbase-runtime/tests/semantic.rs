@@ -393,3 +393,93 @@ async fn a_wrong_semantic_table_is_refused_with_what_to_fix() {
         assert!(err.contains(want), "{table}: {err}");
     }
 }
+
+/// The local encoder: absent, the ranking is lexical and the report says how to get it; present
+/// (`SKILLBASE_TEST_MODEL_DIR`, as `.ci/run` sets after `skillbase model pull`), a paraphrase is
+/// found by meaning and the vectors are stored under the model's id.
+#[tokio::test]
+async fn the_local_encoder_ranks_by_meaning_or_is_reported_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+    }
+    let agent = "support".parse().unwrap();
+    let table = |model_dir: &std::path::Path| {
+        format!(
+            "[agents.support]\nskills = \"all\"\ncatalog_budget = 200\n\n[semantic]\nembedder = \"local\"\nmodel_dir = \"{}\"\n",
+            model_dir.display()
+        )
+    };
+    let missing = dir.path().join("no-model-here");
+    let e = Engine::builder()
+        .sqlite(db_path(dir.path()))
+        .config_toml(table(&missing))
+        .build()
+        .await
+        .unwrap();
+    let t = e
+        .turn(&agent, "s1", "refund my order", &TurnOptions::default())
+        .await
+        .unwrap();
+    let stages = t.report.catalog.stages.clone().unwrap_or_default();
+    assert!(
+        stages.contains("no model at") && stages.contains("skillbase model pull"),
+        "{stages}"
+    );
+    assert_eq!(
+        t.report.catalog.shown.first().map(|r| r.name.as_str()),
+        Some("refund-order"),
+        "{}",
+        serde_json::to_string(&t.report.catalog).unwrap()
+    );
+    e.close().await;
+
+    let Some(model) = std::env::var_os("SKILLBASE_TEST_MODEL_DIR").filter(|d| !d.is_empty()) else {
+        eprintln!(
+            "skipped (local encoder half): set SKILLBASE_TEST_MODEL_DIR to a folder `skillbase model pull` filled"
+        );
+        return;
+    };
+    let e = Engine::builder()
+        .sqlite(db_path(dir.path()))
+        .config_toml(table(std::path::Path::new(&model)))
+        .build()
+        .await
+        .unwrap();
+    let t = e
+        .turn(
+            &agent,
+            "s2",
+            "my password stopped working and i can't get into my account",
+            &TurnOptions::default(),
+        )
+        .await
+        .unwrap();
+    let c = &t.report.catalog;
+    assert!(
+        c.stages
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("lexical+semantic"),
+        "{:?}",
+        c.stages
+    );
+    assert!(c.ranked && c.shown.len() < SKILLS.len(), "{c:?}");
+    assert_eq!(
+        c.shown.first().map(|r| r.name.as_str()),
+        Some("reset-password"),
+        "{c:?}"
+    );
+    let hits = e
+        .search(&agent, "ship the new version to the servers", 3)
+        .await
+        .unwrap();
+    assert_eq!(hits[0].name, "deploy-app", "{hits:?}");
+    let id = e.runtime().semantic().unwrap().model_id();
+    assert_eq!(
+        e.store().vector_count(&id).await.unwrap(),
+        SKILLS.len() as i64
+    );
+    e.close().await;
+}
