@@ -211,7 +211,8 @@ pub enum Stage {
 pub struct Relevance {
     /// Fused score per skill (higher is more relevant; 0 is unrelated).
     pub scores: Vec<f32>,
-    /// Per skill, whether the semantic part of its score outweighed the lexical part.
+    /// Per skill, whether the semantic part of its score outweighed the lexical part (empty
+    /// when the ranking was lexical alone).
     pub semantic_won: Vec<bool>,
 }
 
@@ -242,10 +243,10 @@ impl Relevance {
 /// semantic query, the lexical scores as they are.
 pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance {
     let Some(sq) = semantic else {
-        let n = lexical.len();
+        // Lexical alone: no per-skill flags (every stage is lexical), nothing allocated.
         return Relevance {
             scores: lexical,
-            semantic_won: vec![false; n],
+            semantic_won: Vec::new(),
         };
     };
     let cos = sq.matrix.cosines(sq.query);
