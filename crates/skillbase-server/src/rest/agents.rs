@@ -323,20 +323,17 @@ pub async fn eval(
             let cases = skillbase_runtime::eval::parse_cases(&lines(&cases))
                 .map_err(|e| invalid(format!("cases: {e}")))?;
             let view = st.runtime.view(&name)?;
-            let messages: Vec<&str> = cases.iter().map(|c| c.message.as_str()).collect();
-            // An unavailable semantic stage ranks lexically, as turns do.
-            let vectors = st
-                .runtime
-                .query_vectors(&view, &messages)
-                .await
-                .ok()
-                .flatten();
-            // Pure CPU work over the view: off the async workers.
-            let mut report = tokio::task::spawn_blocking(move || {
-                skillbase_runtime::eval::evaluate_with(&view, &cases, &opts, vectors.as_ref())
-            })
-            .await
-            .map_err(|_| ApiError::internal("the evaluation stopped"))?;
+            let mut report = evaluate_off_workers(
+                &st,
+                view,
+                cases,
+                |cases| cases.iter().map(|c| c.message.as_str()).collect(),
+                |view, cases, opts, vectors| {
+                    skillbase_runtime::eval::evaluate_with(view, cases, opts, vectors)
+                },
+                opts,
+            )
+            .await?;
             if !b.outcomes {
                 report.outcomes.clear();
             }
@@ -352,18 +349,17 @@ pub async fn eval(
             )
             .map_err(|e| invalid(e.to_string()))?;
             let view = st.runtime.view(&name)?;
-            let messages: Vec<&str> = set.cases.iter().map(|c| c.message.as_str()).collect();
-            let vectors = st
-                .runtime
-                .query_vectors(&view, &messages)
-                .await
-                .ok()
-                .flatten();
-            let mut report = tokio::task::spawn_blocking(move || {
-                skillbase_runtime::eval::evaluate_graded_with(&view, &set, &opts, vectors.as_ref())
-            })
-            .await
-            .map_err(|_| ApiError::internal("the evaluation stopped"))?;
+            let mut report = evaluate_off_workers(
+                &st,
+                view,
+                set,
+                |set| set.cases.iter().map(|c| c.message.as_str()).collect(),
+                |view, set, opts, vectors| {
+                    skillbase_runtime::eval::evaluate_graded_with(view, set, opts, vectors)
+                },
+                opts,
+            )
+            .await?;
             if !b.outcomes {
                 report.outcomes.clear();
             }
@@ -373,4 +369,35 @@ pub async fn eval(
             "give either `cases`, or `tasks` with `relevance` (and optionally `id_map`)".into(),
         )),
     }
+}
+
+/// Run an evaluation of `input` on `view`: the messages' vectors first when the semantic stage
+/// is configured (an unavailable stage ranks lexically, as turns do), then the evaluation
+/// itself, pure CPU work over the view, off the async workers.
+async fn evaluate_off_workers<T, R>(
+    st: &AppState,
+    view: Arc<skillbase_runtime::AgentView>,
+    input: T,
+    messages: fn(&T) -> Vec<&str>,
+    run: fn(
+        &skillbase_runtime::AgentView,
+        &T,
+        &skillbase_runtime::TurnOptions,
+        Option<&skillbase_runtime::eval::QueryVectors>,
+    ) -> R,
+    opts: skillbase_runtime::TurnOptions,
+) -> Result<R, ApiError>
+where
+    T: Send + 'static,
+    R: Send + 'static,
+{
+    let vectors = st
+        .runtime
+        .query_vectors(&view, &messages(&input))
+        .await
+        .ok()
+        .flatten();
+    tokio::task::spawn_blocking(move || run(&view, &input, &opts, vectors.as_ref()))
+        .await
+        .map_err(|_| ApiError::internal("the evaluation stopped"))
 }
