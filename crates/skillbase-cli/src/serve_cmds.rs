@@ -100,6 +100,26 @@ async fn state_for(s: &StoreArgs, options: ServerOptions) -> Result<(Arc<Store>,
         .web_fetch();
     let engine = crate::dispatch_cmds::configured(s, engine)?;
     let state = AppState::new(&engine.build().await?, options)?;
+    // The semantic stage's first index in the background: turns rank lexically (and say so)
+    // until each agent's vectors are ready; stored vectors are only read.
+    if state.runtime.semantic().is_some() {
+        let runtime = state.runtime.clone();
+        let agents = store.agents().await?;
+        tokio::spawn(async move {
+            for a in agents {
+                let name = a.name;
+                match runtime.warm_semantic(&name).await {
+                    Ok(Some(r)) => tracing::info!(
+                        agent = %name, read = r.read, computed = r.computed,
+                        "semantic stage ready{}",
+                        r.failed.map(|f| format!(" (some vectors missing: {f})")).unwrap_or_default()
+                    ),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(agent = %name, "semantic stage not ready: {e}"),
+                }
+            }
+        });
+    }
     Ok((store, state))
 }
 

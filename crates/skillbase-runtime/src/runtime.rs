@@ -218,24 +218,52 @@ impl Runtime {
             Some(Err(why)) => return Err(why.clone()),
             Some(Ok(s)) => s,
         };
-        let mut note = None;
         if view.semantic.get().is_none() {
+            // What the store has is read now (a restart ranks semantically at once); what it
+            // lacks is computed in the background, and until then the ranking is lexical: a
+            // turn never waits for a library's first index.
             let entries: Vec<_> = view.skills.iter().map(|v| v.entry.clone()).collect();
-            match s.fill(&self.store, &entries).await {
-                Ok(r) => note = r.failed,
-                Err(e) => note = Some(format!("skill vectors could not be read or stored: {e}")),
+            s.load_stored(&self.store, &entries)
+                .await
+                .map_err(|e| format!("skill vectors could not be read: {e}"))?;
+            let matrix = s.matrix(view);
+            let missing = matrix.missing();
+            if missing > 0 {
+                s.warm(self.store.clone(), entries);
+                if let Some(why) = s.recent_failure() {
+                    return Err(format!(
+                        "{missing} skills have no vector: {why} (retried within {} s)",
+                        crate::semantic::RETRY_AFTER.as_secs()
+                    ));
+                }
+                return Err(format!(
+                    "warming up: {} of {} skills have vectors, the rest are being computed",
+                    view.skills.len() - missing,
+                    view.skills.len()
+                ));
             }
         }
         let matrix = s.matrix(view);
-        if matrix.dim == 0 {
-            return Err(note.unwrap_or_else(|| "no skill has a vector yet".into()));
-        }
         let query = s.query(message).await.map_err(|e| e.to_string())?;
         Ok(Some(SemanticInputs {
             matrix,
             query,
             weight: s.weight(),
         }))
+    }
+
+    /// Compute (or read) every vector the agent's view needs, waiting for it: what `serve` runs
+    /// for each agent at start, so the first turns do not rank lexically for long.
+    pub async fn warm_semantic(
+        &self,
+        agent: &AgentName,
+    ) -> Result<Option<crate::semantic::FillReport>> {
+        let Some(s) = self.semantic() else {
+            return Ok(None);
+        };
+        let view = self.view(agent)?;
+        let entries: Vec<_> = view.skills.iter().map(|v| v.entry.clone()).collect();
+        Ok(Some(s.fill(&self.store, &entries).await?))
     }
 
     /// The semantic stage's inputs for an evaluation of `messages` on `view` (see

@@ -281,7 +281,14 @@ pub struct Semantic {
     vectors: Mutex<HashMap<String, Arc<[f32]>>>,
     /// One filler at a time (two turns needing the same new vectors compute them once).
     filling: tokio::sync::Mutex<()>,
+    /// A background [`Semantic::warm`] task is running.
+    warming: std::sync::atomic::AtomicBool,
+    /// When and why the last background fill failed (the next waits [`RETRY_AFTER`]).
+    failed_at: Mutex<Option<(std::time::Instant, String)>>,
 }
+
+/// How long after a failed background fill the next one may start.
+pub const RETRY_AFTER: Duration = Duration::from_secs(30);
 
 impl std::fmt::Debug for Semantic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -311,6 +318,8 @@ impl Semantic {
             weight: weight.clamp(0.0, 1.0),
             vectors: Mutex::new(HashMap::new()),
             filling: tokio::sync::Mutex::new(()),
+            warming: std::sync::atomic::AtomicBool::new(false),
+            failed_at: Mutex::new(None),
         }
     }
 
@@ -332,7 +341,72 @@ impl Semantic {
         store: &Store,
         entries: &[Arc<SkillEntry>],
     ) -> Result<FillReport, skillbase_store::StoreError> {
-        let _one = self.filling.lock().await;
+        self.fill_with(store, entries, true).await
+    }
+
+    /// Read the stored vectors of `entries` into memory, computing none (fast: what a turn
+    /// does before the stage is warm, so a restart ranks semantically at once).
+    pub async fn load_stored(
+        &self,
+        store: &Store,
+        entries: &[Arc<SkillEntry>],
+    ) -> Result<FillReport, skillbase_store::StoreError> {
+        self.fill_with(store, entries, false).await
+    }
+
+    /// Compute the missing vectors of `entries` in the background (one such task at a time, and
+    /// not again within [`RETRY_AFTER`] of a failure). Returns whether a task was started.
+    pub fn warm(self: &Arc<Self>, store: Arc<Store>, entries: Vec<Arc<SkillEntry>>) -> bool {
+        use std::sync::atomic::Ordering;
+        if let Some((t, _)) = &*self.failed_at.lock().unwrap_or_else(|p| p.into_inner())
+            && t.elapsed() < RETRY_AFTER
+        {
+            return false;
+        }
+        if self.warming.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            let r = me.fill(&store, &entries).await;
+            let failed = match &r {
+                Ok(r) => r.failed.clone(),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(why) = failed {
+                tracing::warn!("semantic stage: skill vectors not computed: {why}");
+                *me.failed_at.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((std::time::Instant::now(), why));
+            }
+            me.warming.store(false, Ordering::SeqCst);
+        });
+        true
+    }
+
+    /// Why the last background fill failed, while a retry is not due yet.
+    pub fn recent_failure(&self) -> Option<String> {
+        match &*self.failed_at.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some((t, why)) if t.elapsed() < RETRY_AFTER => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether a background task is computing vectors now.
+    pub fn is_warming(&self) -> bool {
+        self.warming.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    async fn fill_with(
+        &self,
+        store: &Store,
+        entries: &[Arc<SkillEntry>],
+        compute: bool,
+    ) -> Result<FillReport, skillbase_store::StoreError> {
+        let _one = if compute {
+            Some(self.filling.lock().await)
+        } else {
+            None
+        };
         let mut report = FillReport::default();
         let missing: Vec<&Arc<SkillEntry>> = {
             let have = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
@@ -350,7 +424,7 @@ impl Semantic {
         let digests: Vec<String> = missing.iter().map(|e| e.digest.to_string()).collect();
         let stored = store.vectors(&model, &digests).await?;
         report.read = stored.len();
-        let mut got: HashMap<String, Arc<[f32]>> = stored
+        let got: HashMap<String, Arc<[f32]>> = stored
             .into_iter()
             .map(|(d, mut v)| {
                 normalize(&mut v);
@@ -361,6 +435,13 @@ impl Semantic {
             .into_iter()
             .filter(|e| !got.contains_key(&e.digest.to_string()))
             .collect();
+        self.vectors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(got);
+        if !compute {
+            return Ok(report);
+        }
         for batch in todo.chunks(MAX_BATCH) {
             let texts: Vec<String> = batch.iter().map(|e| document_text(e)).collect();
             let vectors = match self.embedder.embed(&texts, Purpose::Document).await {
@@ -381,12 +462,12 @@ impl Semantic {
                 .collect();
             store.put_vectors(&model, &rows).await?;
             report.computed += rows.len();
-            got.extend(rows.into_iter().map(|(d, v)| (d, Arc::from(v))));
+            // In memory batch by batch: a long first index shows its progress.
+            self.vectors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(rows.into_iter().map(|(d, v)| (d, Arc::<[f32]>::from(v))));
         }
-        self.vectors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(got);
         Ok(report)
     }
 

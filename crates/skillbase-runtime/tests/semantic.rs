@@ -230,6 +230,18 @@ async fn engine(dir: &std::path::Path, url: &str) -> Engine {
         .unwrap()
 }
 
+/// Wait for the background fill to finish (at most 10 s).
+async fn wait_warm(e: &Engine) {
+    let s = e.runtime().semantic().expect("a semantic stage").clone();
+    for _ in 0..1000 {
+        if !s.is_warming() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the background fill did not finish");
+}
+
 fn document_requests(s: &StandIn) -> usize {
     s.requests
         .lock()
@@ -250,6 +262,15 @@ async fn a_paraphrase_is_ranked_by_meaning_and_vectors_are_kept() {
     }
     let e = engine(dir.path(), &s.url).await;
     let agent = "support".parse().unwrap();
+    // Not warm yet: the first turn ranks lexically and says so, while the vectors are computed
+    // in the background (a turn never waits for a library's first index).
+    let t = e
+        .turn(&agent, "s0", "hello", &TurnOptions::default())
+        .await
+        .unwrap();
+    let stages = t.report.catalog.stages.clone().unwrap_or_default();
+    assert!(stages.contains("warming up: 0 of 8 skills"), "{stages}");
+    wait_warm(&e).await;
     // No word of the message is in refund-order's name, description or body.
     let message = "I would like my money back, it was never repaid";
     let t = e
@@ -447,6 +468,9 @@ async fn the_local_encoder_ranks_by_meaning_or_is_reported_missing() {
         .build()
         .await
         .unwrap();
+    // What `serve` does for each agent at start.
+    let r = e.runtime().warm_semantic(&agent).await.unwrap().unwrap();
+    assert_eq!((r.computed, r.failed), (SKILLS.len(), None));
     let t = e
         .turn(
             &agent,
