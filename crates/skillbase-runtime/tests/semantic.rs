@@ -330,7 +330,18 @@ async fn a_paraphrase_is_ranked_by_meaning_and_vectors_are_kept() {
     )
     .await
     .unwrap();
+    wait_warm(&e).await;
     assert_eq!(document_requests(&s), SKILLS.len() + 1);
+    let t = e
+        .turn(
+            &agent,
+            "s4",
+            "estimate the backlog",
+            &TurnOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(t.report.catalog.stages.as_deref(), Some("lexical+semantic"));
     e.close().await;
 }
 
