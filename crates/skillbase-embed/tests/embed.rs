@@ -58,6 +58,10 @@ fn cosine(a: &[f32], b: &[f64]) -> f64 {
 }
 
 #[test]
+#[cfg_attr(
+    not(skillbase_model),
+    ignore = "needs the model: set SKILLBASE_TEST_MODEL_DIR (a folder `skillbase model pull` filled)"
+)]
 fn tokens_match_the_reference() {
     let Some(dir) = model_dir("tokens_match_the_reference") else {
         return;
@@ -75,6 +79,10 @@ fn tokens_match_the_reference() {
 }
 
 #[test]
+#[cfg_attr(
+    not(skillbase_model),
+    ignore = "needs the model: set SKILLBASE_TEST_MODEL_DIR (a folder `skillbase model pull` filled)"
+)]
 fn embeddings_match_the_reference() {
     let Some(enc) = encoder("embeddings_match_the_reference") else {
         return;
@@ -114,6 +122,10 @@ fn embeddings_match_the_reference() {
 }
 
 #[test]
+#[cfg_attr(
+    not(skillbase_model),
+    ignore = "needs the model: set SKILLBASE_TEST_MODEL_DIR (a folder `skillbase model pull` filled)"
+)]
 fn model_id_names_the_weights() {
     let Some(enc) = encoder("model_id_names_the_weights") else {
         return;
@@ -130,6 +142,10 @@ fn model_id_names_the_weights() {
 }
 
 #[test]
+#[cfg_attr(
+    not(skillbase_model),
+    ignore = "needs the model: set SKILLBASE_TEST_MODEL_DIR (a folder `skillbase model pull` filled)"
+)]
 fn shared_across_threads() {
     let Some(enc) = encoder("shared_across_threads") else {
         return;
@@ -149,6 +165,10 @@ fn shared_across_threads() {
 }
 
 #[test]
+#[cfg_attr(
+    not(skillbase_model),
+    ignore = "needs the model: set SKILLBASE_TEST_MODEL_DIR (a folder `skillbase model pull` filled)"
+)]
 fn hostile_text_on_the_real_model() {
     let Some(enc) = encoder("hostile_text_on_the_real_model") else {
         return;
@@ -177,6 +197,10 @@ fn hostile_text_on_the_real_model() {
 
 /// `SKILLBASE_TEST_EXTENDED=/tmp/extended.json` (from `gen_reference.py MODEL_DIR --extended`).
 #[test]
+#[cfg_attr(
+    not(skillbase_extended),
+    ignore = "needs SKILLBASE_TEST_EXTENDED (gen_reference.py --extended)"
+)]
 fn extended_reference() {
     let Some(path) = std::env::var_os("SKILLBASE_TEST_EXTENDED") else {
         eprintln!(
@@ -215,6 +239,10 @@ fn extended_reference() {
 
 /// `SKILLBASE_TEST_TOKEN_SWEEP=/tmp/sweep.jsonl` (from `gen_reference.py MODEL_DIR --sweep`).
 #[test]
+#[cfg_attr(
+    not(skillbase_sweep),
+    ignore = "needs SKILLBASE_TEST_TOKEN_SWEEP (gen_reference.py --sweep)"
+)]
 fn token_sweep() {
     let Some(path) = std::env::var_os("SKILLBASE_TEST_TOKEN_SWEEP") else {
         eprintln!(
