@@ -280,6 +280,41 @@ fn mcp_over_stdio_speaks_only_json_rpc_on_stdout() {
     let call = recv(3);
     let text = call["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("commit-message-writer"), "{call}");
+
+    // Another process writes a skill to the same database: the session hears list_changed and
+    // can load it (the stdio server applies other processes' writes as `serve` does).
+    let new = h.join("fresh-skill");
+    std::fs::create_dir_all(&new).unwrap();
+    std::fs::write(
+        new.join("SKILL.md"),
+        "---\nname: fresh-skill\ndescription: Written by another process while the session runs.\n---\nFresh body.\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(h, &["put", new.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let l = out
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("a list_changed notification after another process's write");
+        let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+        if v["method"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("list_changed"))
+        {
+            break;
+        }
+    }
+    send(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "load_skill", "arguments": {"name": "fresh-skill"}}}),
+    );
+    let call = recv(4);
+    let text = call["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("Fresh body"), "{call}");
     drop(stdin); // EOF ends the session
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {

@@ -248,7 +248,7 @@ pub const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1)
 
 /// Apply other processes' writes to the index (skills, agents) and the vault, every
 /// [`SYNC_INTERVAL`], until shutdown.
-async fn sync_loop(state: Arc<AppState>) {
+pub(crate) async fn sync_loop(state: Arc<AppState>) {
     let mut tick = tokio::time::interval(SYNC_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -152,6 +152,9 @@ struct Guard {
 /// Serve one agent over MCP on stdin/stdout (the local user owns the database: no token).
 pub async fn serve_stdio(state: Arc<AppState>, agent: AgentName) -> Result<(), crate::ServeError> {
     crate::warm_up();
+    // Other processes' writes (`skillbase put`, a server on the same database) reach this
+    // session as `serve` sees them: applied every second, then `list_changed`.
+    let sync = tokio::spawn(crate::sync_loop(state.clone()));
     let served = serve_io(
         state.clone(),
         agent,
@@ -162,6 +165,7 @@ pub async fn serve_stdio(state: Arc<AppState>, agent: AgentName) -> Result<(), c
     // The session's events are written behind: write them before the process ends.
     state.dispatcher.flush().await;
     state.shutdown.cancel();
+    sync.abort();
     served
 }
 
