@@ -948,6 +948,17 @@ async fn watch_changes(
 /// error (`-32700` parse error, `-32600` invalid request) instead of a bare HTTP error; answer a
 /// well-formed stateless `tools/call` on the direct path.
 async fn jsonrpc_guard(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    if req.method() == Method::DELETE {
+        // rmcp answers a closed session 202; clients (the SDKs, fast-agent) expect 200 or 204.
+        let mut res = next.run(req).await;
+        if res.status() == StatusCode::ACCEPTED {
+            *res.status_mut() = StatusCode::NO_CONTENT;
+            *res.body_mut() = Body::empty();
+            res.headers_mut().remove(header::CONTENT_TYPE);
+            res.headers_mut().remove(header::CONTENT_LENGTH);
+        }
+        return res;
+    }
     if req.method() != Method::POST {
         return next.run(req).await;
     }

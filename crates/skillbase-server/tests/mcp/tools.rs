@@ -3,6 +3,32 @@
 
 use super::*;
 
+/// `DELETE /mcp` closes a stateful session with 204 (clients expect 200 or 204, not 202), and
+/// the closed session is gone.
+#[tokio::test]
+async fn delete_closes_a_session_with_no_content() {
+    let s = TestServer::start().await;
+    let (c, _) = Client::new(&s, Some(&s.alpha), Wire::Stateful).open().await;
+    let sid = c.session.clone().unwrap();
+    let del = |sid: &str| {
+        s.http
+            .delete(s.url("/mcp"))
+            .bearer_auth(&s.alpha)
+            .header("mcp-protocol-version", STATEFUL)
+            .header("mcp-session-id", sid)
+            .send()
+    };
+    let r = del(&sid).await.unwrap();
+    assert_eq!(r.status(), 204);
+    assert!(r.text().await.unwrap().is_empty());
+    // The session is closed: using it again is refused.
+    let r = c
+        .post(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}))
+        .await;
+    assert!(r.status().is_client_error(), "{}", r.status());
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn initialize_and_discover_declare_the_skills_extension() {
     let s = TestServer::start().await;
