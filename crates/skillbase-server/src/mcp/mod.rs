@@ -638,6 +638,20 @@ impl ServerHandler for McpHandler {
         server_config()
     }
 
+    /// rmcp reads a known method whose params do not fit its schema as a custom request; answer
+    /// it `-32602` with what is wrong (clients read `-32601` as "unsupported"), and only a method
+    /// nobody knows `-32601`.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        Err(custom_request_error(
+            &request.method,
+            request.params.as_ref(),
+        ))
+    }
+
     async fn initialize(
         &self,
         request: InitializeRequestParams,
@@ -1025,6 +1039,79 @@ async fn jsonrpc_guard(State(guard): State<Arc<Guard>>, req: Request, next: Next
             )
         }
     }
+}
+
+/// A serde message without the caller's input: a span in quotes or backticks is the sender's
+/// value, key or variant (`invalid type: string "…"`, ``unknown field `…` ``) unless the message
+/// names a field the schema requires (``missing field `name` ``). Refusals never quote input.
+fn unquoted(message: &str) -> String {
+    if message.starts_with("missing field") {
+        return message.to_owned();
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut open: Option<char> = None;
+    for c in message.chars() {
+        match open {
+            Some(q) if c == q => {
+                out.push('…');
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None if c == '"' || c == '`' => {
+                out.push(c);
+                open = Some(c);
+            }
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// The error for a request rmcp could not read as one of its methods.
+fn custom_request_error(method: &str, params: Option<&serde_json::Value>) -> ErrorData {
+    use rmcp::model::{
+        CallToolRequestParams, InitializeRequestParams, PaginatedRequestParams,
+        ReadResourceRequestParams,
+    };
+    fn check<T: serde::de::DeserializeOwned>(params: Option<&serde_json::Value>) -> String {
+        let v = params.cloned().unwrap_or(serde_json::Value::Null);
+        match serde_json::from_value::<T>(v) {
+            Err(e) => unquoted(&e.to_string()),
+            Ok(_) => "the params do not match the method's schema".into(),
+        }
+    }
+    let problem = match method {
+        "tools/call" => check::<CallToolRequestParams>(params),
+        "resources/read" => check::<ReadResourceRequestParams>(params),
+        "initialize" => check::<InitializeRequestParams>(params),
+        "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
+            check::<PaginatedRequestParams>(params)
+        }
+        "ping"
+        | "prompts/get"
+        | "completion/complete"
+        | "logging/setLevel"
+        | "resources/subscribe"
+        | "resources/unsubscribe"
+        | "server/discover"
+        | "subscriptions/listen"
+        | "skills/list"
+        | "skills/get"
+        | "tasks/get"
+        | "tasks/list"
+        | "tasks/cancel"
+        | "tasks/result" => "the params do not match the method's schema".into(),
+        _ => {
+            let shown: String = method.chars().take(100).collect();
+            return ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {shown}"),
+                None,
+            );
+        }
+    };
+    ErrorData::invalid_params(format!("invalid params for {method}: {problem}"), None)
 }
 
 fn jsonrpc_error(

@@ -3,6 +3,38 @@
 
 use super::*;
 
+/// Bad params to a known method are `-32602` saying what is wrong (never quoting the sent
+/// value); only an unknown method is `-32601`.
+#[tokio::test]
+async fn bad_params_are_invalid_params_and_unknown_methods_not_found() {
+    let s = TestServer::start().await;
+    for wire in WIRES {
+        let (c, _) = Client::new(&s, Some(&s.alpha), wire).open().await;
+        let e = c
+            .err("tools/call", json!({"arguments": {"name": "x"}}))
+            .await;
+        assert_eq!(e["code"], -32602, "{wire:?}: {e}");
+        let m = e["message"].as_str().unwrap();
+        assert!(
+            m.contains("tools/call") && m.contains("missing field `name`"),
+            "{m}"
+        );
+        let e = c
+            .err(
+                "tools/call",
+                json!({"name": ["sk-live-4242"], "arguments": {}}),
+            )
+            .await;
+        assert_eq!(e["code"], -32602, "{wire:?}: {e}");
+        assert!(!e.to_string().contains("4242"), "{e}");
+        let e = c.err("resources/read", json!({"uri": 7})).await;
+        assert_eq!(e["code"], -32602, "{wire:?}: {e}");
+        let e = c.err("no/such-method", json!({})).await;
+        assert_eq!(e["code"], -32601, "{wire:?}: {e}");
+    }
+    s.stop().await;
+}
+
 /// `DELETE /mcp` closes a stateful session with 204 (clients expect 200 or 204, not 202), and
 /// the closed session is gone.
 #[tokio::test]
