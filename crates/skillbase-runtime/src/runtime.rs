@@ -129,6 +129,9 @@ pub struct Runtime {
     /// needs no database round trip. Sessions are sticky to a process (see ARCHITECTURE.md).
     sessions: Mutex<HashMap<String, Arc<OpenSession>>>,
     validators: Mutex<ValidatorCache>,
+    /// Session ids several conversations share without being able to tell each other apart
+    /// ([`Runtime::mark_shared`]).
+    shared: Mutex<std::collections::HashSet<String>>,
     /// Root of session workspaces (`None`: no files are written); a session's files go under
     /// `<root>/<agent>/<session folder>/skills/` (see [`files::session_root`]).
     pub workspace_root: Option<PathBuf>,
@@ -185,6 +188,7 @@ impl Runtime {
             sessions: Mutex::new(HashMap::new()),
             views: Mutex::new(HashMap::new()),
             validators: Mutex::new(HashMap::new()),
+            shared: Mutex::new(std::collections::HashSet::new()),
             workspace_root,
             semantic: None,
         }
@@ -198,6 +202,25 @@ impl Runtime {
     ) -> Runtime {
         self.semantic = Some(semantic);
         self
+    }
+
+    /// Mark a session id as shared by conversations that cannot be told apart (an MCP client on
+    /// the stateless wire that sends no `Skillbase-Session`: every conversation of one token
+    /// lands in one session). A `load_skill` of a skill already active there answers with its
+    /// body again (still recording nothing), since this conversation may never have seen it.
+    pub fn mark_shared(&self, session: &str) {
+        let mut s = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        if s.len() >= MAX_CACHED_SESSIONS {
+            s.clear();
+        }
+        s.insert(session.to_owned());
+    }
+
+    fn is_shared(&self, session: &str) -> bool {
+        self.shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(session)
     }
 
     /// The semantic stage, when configured and usable.
@@ -558,12 +581,21 @@ impl Runtime {
             a.skill == name && a.scope == entry.scope.to_string() && a.rev == entry.active_rev
         });
         if already {
+            let content = if self.is_shared(session) {
+                format!(
+                    "Skill '{name}' is already active in this session (revision {}); here it is again.\n{}",
+                    entry.active_rev,
+                    render_loaded(&entry, &args)
+                )
+            } else {
+                format!(
+                    "Skill '{name}' is already active in this session (revision {}); follow the instructions loaded earlier.",
+                    entry.active_rev
+                )
+            };
             return Ok((
                 LoadResult {
-                    content: format!(
-                        "Skill '{name}' is already active in this session (revision {}); follow the instructions loaded earlier.",
-                        entry.active_rev
-                    ),
+                    content,
                     already_active: true,
                     activated: Vec::new(),
                     files,

@@ -414,6 +414,14 @@ fn session_of(
     Ok(format!("mcp:{agent}:t-{}", &key[..32]))
 }
 
+/// Whether a session id from [`session_of`] is the token's own: the stateless wire gives no
+/// per-conversation identity, so every conversation of the token shares it.
+fn is_token_session(session: &str) -> bool {
+    session
+        .rsplit_once(':')
+        .is_some_and(|(_, id)| id.starts_with("t-"))
+}
+
 /// `tools/call`: through the dispatch pipeline; refusals and failures are results with
 /// `isError` (the model can act on them).
 async fn call_tool(
@@ -426,6 +434,9 @@ async fn call_tool(
         .arguments
         .map(serde_json::Value::Object)
         .unwrap_or_else(|| json!({}));
+    if is_token_session(session) {
+        state.runtime.mark_shared(session);
+    }
     let outcome = state
         .dispatcher
         .call(&caller.agent, session, &request.name, args, CallMode::Wait)

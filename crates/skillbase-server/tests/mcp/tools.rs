@@ -276,3 +276,43 @@ async fn stateful_sessions_get_their_own_skillbase_session() {
     );
     s.stop().await;
 }
+
+/// The stateless wire gives no per-conversation identity: without `Skillbase-Session`, every
+/// conversation of one token shares one Skillbase session, so a second conversation's
+/// `load_skill` of a skill the first one loaded answers with the body again (recording no second
+/// activation). With `Skillbase-Session`, and on the stateful wire, it stays the short note.
+#[tokio::test]
+async fn stateless_conversations_without_a_session_header_get_the_body_again() {
+    let s = TestServer::start().await;
+    let load = json!({"name": "load_skill", "arguments": {"name": "shared-one"}});
+    let text = |r: &Value| {
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (first, _) = Client::new(&s, Some(&s.alpha), Wire::Stateless)
+        .open()
+        .await;
+    let body = text(&first.ok("tools/call", load.clone()).await);
+    assert!(body.contains("<skill_content"), "{body}");
+    // Another conversation, same token, no session header.
+    let (second, _) = Client::new(&s, Some(&s.alpha), Wire::Stateless)
+        .open()
+        .await;
+    let again = text(&second.ok("tools/call", load.clone()).await);
+    assert!(again.contains("already active"), "{again}");
+    assert!(again.contains("<skill_content"), "the body again: {again}");
+    // A harness that names its conversations gets the short note on the second load.
+    let (named, _) = Client::new(&s, Some(&s.alpha), Wire::Stateless)
+        .header("skillbase-session", "conv-1")
+        .open()
+        .await;
+    named.ok("tools/call", load.clone()).await;
+    let note = text(&named.ok("tools/call", load).await);
+    assert!(
+        note.contains("already active") && !note.contains("<skill_content"),
+        "{note}"
+    );
+    s.stop().await;
+}
