@@ -25,6 +25,7 @@ pub mod name;
 pub mod prompt;
 pub mod skill_dir;
 pub mod text;
+pub mod uri;
 pub mod validate;
 pub mod yaml;
 

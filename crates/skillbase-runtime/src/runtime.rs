@@ -5,7 +5,7 @@ use crate::files;
 use crate::semantic::{Semantic, SemanticQuery};
 use crate::tokens;
 use crate::turn::{self, Activation, TurnContext, TurnOptions};
-use crate::view::{AgentView, wrap_body};
+use crate::view::AgentView;
 use serde::Serialize;
 use skillbase_store::{ActivationRecord, AgentName, NewEvent, Store, StoreError};
 use std::collections::HashMap;
@@ -132,6 +132,8 @@ pub struct Runtime {
     /// Session ids several conversations share without being able to tell each other apart
     /// ([`Runtime::mark_shared`]).
     shared: Mutex<std::collections::HashSet<String>>,
+    /// Sessions whose client does not share this server's disk ([`Runtime::mark_remote`]).
+    remote: Mutex<std::collections::HashSet<String>>,
     /// Root of session workspaces (`None`: no files are written); a session's files go under
     /// `<root>/<agent>/<session folder>/skills/` (see [`files::session_root`]).
     pub workspace_root: Option<PathBuf>,
@@ -189,6 +191,7 @@ impl Runtime {
             views: Mutex::new(HashMap::new()),
             validators: Mutex::new(HashMap::new()),
             shared: Mutex::new(std::collections::HashSet::new()),
+            remote: Mutex::new(std::collections::HashSet::new()),
             workspace_root,
             semantic: None,
         }
@@ -214,6 +217,24 @@ impl Runtime {
             s.clear();
         }
         s.insert(session.to_owned());
+    }
+
+    /// Mark a session's client as one that does not share this server's disk (MCP over HTTP):
+    /// `load_skill` there names a skill's files by `skill://` URI and SHA-256 (read with
+    /// `resources/read`) and writes no workspace folder.
+    pub fn mark_remote(&self, session: &str) {
+        let mut s = self.remote.lock().unwrap_or_else(|p| p.into_inner());
+        if s.len() >= MAX_CACHED_SESSIONS {
+            s.clear();
+        }
+        s.insert(session.to_owned());
+    }
+
+    fn is_remote(&self, session: &str) -> bool {
+        self.remote
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(session)
     }
 
     fn is_shared(&self, session: &str) -> bool {
@@ -585,7 +606,7 @@ impl Runtime {
                 format!(
                     "Skill '{name}' is already active in this session (revision {}); here it is again.\n{}",
                     entry.active_rev,
-                    render_loaded(&entry, &args)
+                    render_loaded(&entry, &args, self.is_remote(session))
                 )
             } else {
                 format!(
@@ -605,7 +626,8 @@ impl Runtime {
                 None,
             ));
         }
-        let mut content = render_loaded(&entry, &args);
+        let remote = self.is_remote(session);
+        let mut content = render_loaded(&entry, &args, remote);
         let mut activated = vec![Activation {
             name: name.to_owned(),
             reason: "load".into(),
@@ -621,7 +643,7 @@ impl Runtime {
             if already_c || view.is_eager(c) {
                 continue;
             }
-            let text = wrap_body(ce, &ce.body, Some(name));
+            let text = crate::view::wrap_body_for(ce, &ce.body, Some(name), remote);
             content.push('\n');
             content.push_str(&text);
             activated.push(Activation {
@@ -676,7 +698,7 @@ impl Runtime {
             .extend(records);
         let mut warnings = Vec::new();
         let mut directory = None;
-        if self.workspace_root.is_some() {
+        if self.workspace_root.is_some() && !remote {
             for (k, e) in loaded.iter().enumerate() {
                 match self.materialize(agent, session, e).await {
                     Ok(dir) => {
@@ -813,7 +835,7 @@ impl Runtime {
                 .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
                 .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
                 .map(|args| {
-                    let text = render_loaded(&s.entry, &args);
+                    let text = render_loaded(&s.entry, &args, self.is_remote(session));
                     let t = tokens::count(&text);
                     (text, t)
                 });
@@ -841,9 +863,13 @@ impl Runtime {
 
 /// A skill's body as `load_skill` shows it: arguments substituted, wrapped, and the arguments
 /// themselves attached.
-fn render_loaded(entry: &skillbase_store::SkillEntry, args: &serde_json::Value) -> String {
+fn render_loaded(
+    entry: &skillbase_store::SkillEntry,
+    args: &serde_json::Value,
+    uris: bool,
+) -> String {
     let body = substitute(&entry.body, args);
-    let mut content = wrap_body(entry, &body, None);
+    let mut content = crate::view::wrap_body_for(entry, &body, None, uris);
     if args.as_object().is_some_and(|o| !o.is_empty()) {
         content.push_str("\n<skill_arguments>");
         content.push_str(&args.to_string());

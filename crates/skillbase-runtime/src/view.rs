@@ -48,6 +48,18 @@ impl ViewSkill {
 /// Wrap a skill body for the model: a `<skill_content>` element naming the skill and revision,
 /// and listing its other files.
 pub fn wrap_body(entry: &SkillEntry, body: &str, companion_of: Option<&str>) -> String {
+    wrap_body_for(entry, body, companion_of, false)
+}
+
+/// [`wrap_body`], with each other file named by its `skill://` URI and digest when `uris` is
+/// set: what a client that does not share the server's disk (MCP over HTTP) can read, with
+/// `resources/read`.
+pub fn wrap_body_for(
+    entry: &SkillEntry,
+    body: &str,
+    companion_of: Option<&str>,
+    uris: bool,
+) -> String {
     let mut out = String::with_capacity(body.len() + 128);
     out.push_str("<skill_content name=\"");
     html_escape(&entry.name, &mut out);
@@ -69,9 +81,24 @@ pub fn wrap_body(entry: &SkillEntry, body: &str, companion_of: Option<&str>) -> 
     if !others.is_empty() {
         out.push_str("<skill_resources>\n");
         for p in others {
-            out.push_str("<file>");
+            if uris {
+                let digest = entry
+                    .files
+                    .iter()
+                    .find(|f| f.path == p)
+                    .map(|f| f.digest.to_string())
+                    .unwrap_or_default();
+                out.push_str("<file uri=\"");
+                html_escape(&skillbase_format::uri::file_uri(&entry.name, p), &mut out);
+                out.push_str(&format!("\" digest=\"{digest}\">"));
+            } else {
+                out.push_str("<file>");
+            }
             html_escape(p, &mut out);
             out.push_str("</file>\n");
+        }
+        if uris {
+            out.push_str("Read a file with resources/read and its uri.\n");
         }
         out.push_str("</skill_resources>\n");
     }

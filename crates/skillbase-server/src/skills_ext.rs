@@ -13,8 +13,7 @@ use skillbase_store::{AgentName, SkillEntry, Store, StoreError};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-/// The URI scheme of skill resources.
-pub const SCHEME: &str = "skill://";
+pub use skillbase_format::uri::{SCHEME, encode_segment, file_uri};
 /// The file every skill has, always served under this name.
 pub const SKILL_MD: &str = "SKILL.md";
 /// MIME type of SKILL.md.
@@ -273,19 +272,6 @@ pub fn known_mime(path: &str) -> Option<&'static str> {
     })
 }
 
-/// Percent-encode one URI segment: everything but RFC 3986's unreserved characters.
-pub fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// Decode a percent-encoded segment; `None` for a bad escape or bytes that are not UTF-8.
 pub fn decode_segment(s: &str) -> Option<String> {
     if !s.contains('%') {
@@ -305,16 +291,6 @@ pub fn decode_segment(s: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
-}
-
-/// `skill://<name>/<rel>`, each segment percent-encoded.
-pub fn file_uri(name: &str, rel: &str) -> String {
-    let mut out = format!("{SCHEME}{}", encode_segment(name));
-    for seg in rel.split('/') {
-        out.push('/');
-        out.push_str(&encode_segment(seg));
-    }
-    out
 }
 
 /// A `skill://` URI taken apart: the skill name and the path inside it (`""` for the root).

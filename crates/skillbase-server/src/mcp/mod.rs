@@ -437,6 +437,11 @@ async fn call_tool(
     if is_token_session(session) {
         state.runtime.mark_shared(session);
     }
+    // Over HTTP the client does not share this server's disk: files as `skill://` URIs. Over
+    // stdio it does (a local process): workspace paths.
+    if !session.contains(":stdio-") {
+        state.runtime.mark_remote(session);
+    }
     let outcome = state
         .dispatcher
         .call(&caller.agent, session, &request.name, args, CallMode::Wait)

@@ -316,3 +316,35 @@ async fn stateless_conversations_without_a_session_header_get_the_body_again() {
     );
     s.stop().await;
 }
+
+/// Over HTTP, `load_skill` names a skill's files by `skill://` URI and SHA-256 (the client does
+/// not share the server's disk), and each reads back with `resources/read` as those bytes.
+#[tokio::test]
+async fn load_skill_over_http_names_files_by_uri_and_digest() {
+    let s = TestServer::start().await;
+    rich_alpha_secret(&s).await;
+    for wire in WIRES {
+        let (c, _) = Client::new(&s, Some(&s.alpha), wire)
+            .header("skillbase-session", &format!("files-{wire:?}"))
+            .open()
+            .await;
+        let r = c
+            .ok(
+                "tools/call",
+                json!({"name": "load_skill", "arguments": {"name": "alpha-secret"}}),
+            )
+            .await;
+        let text = r["content"][0]["text"].as_str().unwrap().to_owned();
+        let uri = "skill://alpha-secret/assets/logo.png";
+        assert!(
+            text.contains(&format!("<file uri=\"{uri}\" digest=\"")),
+            "{wire:?}: {text}"
+        );
+        assert!(text.contains("resources/read"), "{text}");
+        assert!(!text.contains("Skill directory:"), "no server path: {text}");
+        let (bytes, _) = c.read_bytes(uri).await;
+        let at = text.find(&format!("{uri}\" digest=\"")).unwrap() + uri.len() + 10;
+        assert_eq!(&text[at..at + 71], sha256(&bytes), "{wire:?}");
+    }
+    s.stop().await;
+}
