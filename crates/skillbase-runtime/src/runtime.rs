@@ -131,9 +131,9 @@ pub struct Runtime {
     validators: Mutex<ValidatorCache>,
     /// Session ids several conversations share without being able to tell each other apart
     /// ([`Runtime::mark_shared`]).
-    shared: Mutex<std::collections::HashSet<String>>,
+    shared: SessionMarks,
     /// Sessions whose client does not share this server's disk ([`Runtime::mark_remote`]).
-    remote: Mutex<std::collections::HashSet<String>>,
+    remote: SessionMarks,
     /// Root of session workspaces (`None`: no files are written); a session's files go under
     /// `<root>/<agent>/<session folder>/skills/` (see [`files::session_root`]).
     pub workspace_root: Option<PathBuf>,
@@ -178,6 +178,27 @@ pub(crate) struct OpenSession {
     pub(crate) network: Mutex<u32>,
 }
 
+/// A set of session ids, bounded like the session cache.
+#[derive(Default)]
+struct SessionMarks(Mutex<std::collections::HashSet<String>>);
+
+impl SessionMarks {
+    fn insert(&self, session: &str) {
+        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if s.len() >= MAX_CACHED_SESSIONS {
+            s.clear();
+        }
+        s.insert(session.to_owned());
+    }
+
+    fn contains(&self, session: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(session)
+    }
+}
+
 /// Past this many cached sessions the cache starts over (each is re-read on next use).
 const MAX_CACHED_SESSIONS: usize = 50_000;
 
@@ -190,8 +211,8 @@ impl Runtime {
             sessions: Mutex::new(HashMap::new()),
             views: Mutex::new(HashMap::new()),
             validators: Mutex::new(HashMap::new()),
-            shared: Mutex::new(std::collections::HashSet::new()),
-            remote: Mutex::new(std::collections::HashSet::new()),
+            shared: SessionMarks::default(),
+            remote: SessionMarks::default(),
             workspace_root,
             semantic: None,
         }
@@ -212,36 +233,14 @@ impl Runtime {
     /// lands in one session). A `load_skill` of a skill already active there answers with its
     /// body again (still recording nothing), since this conversation may never have seen it.
     pub fn mark_shared(&self, session: &str) {
-        let mut s = self.shared.lock().unwrap_or_else(|p| p.into_inner());
-        if s.len() >= MAX_CACHED_SESSIONS {
-            s.clear();
-        }
-        s.insert(session.to_owned());
+        self.shared.insert(session);
     }
 
     /// Mark a session's client as one that does not share this server's disk (MCP over HTTP):
     /// `load_skill` there names a skill's files by `skill://` URI and SHA-256 (read with
     /// `resources/read`) and writes no workspace folder.
     pub fn mark_remote(&self, session: &str) {
-        let mut s = self.remote.lock().unwrap_or_else(|p| p.into_inner());
-        if s.len() >= MAX_CACHED_SESSIONS {
-            s.clear();
-        }
-        s.insert(session.to_owned());
-    }
-
-    fn is_remote(&self, session: &str) -> bool {
-        self.remote
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(session)
-    }
-
-    fn is_shared(&self, session: &str) -> bool {
-        self.shared
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(session)
+        self.remote.insert(session);
     }
 
     /// The semantic stage, when configured and usable.
@@ -602,11 +601,11 @@ impl Runtime {
             a.skill == name && a.scope == entry.scope.to_string() && a.rev == entry.active_rev
         });
         if already {
-            let content = if self.is_shared(session) {
+            let content = if self.shared.contains(session) {
                 format!(
                     "Skill '{name}' is already active in this session (revision {}); here it is again.\n{}",
                     entry.active_rev,
-                    render_loaded(&entry, &args, self.is_remote(session))
+                    render_loaded(&entry, &args, self.remote.contains(session))
                 )
             } else {
                 format!(
@@ -626,7 +625,7 @@ impl Runtime {
                 None,
             ));
         }
-        let remote = self.is_remote(session);
+        let remote = self.remote.contains(session);
         let mut content = render_loaded(&entry, &args, remote);
         let mut activated = vec![Activation {
             name: name.to_owned(),
@@ -835,7 +834,7 @@ impl Runtime {
                 .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
                 .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
                 .map(|args| {
-                    let text = render_loaded(&s.entry, &args, self.is_remote(session));
+                    let text = render_loaded(&s.entry, &args, self.remote.contains(session));
                     let t = tokens::count(&text);
                     (text, t)
                 });

