@@ -123,6 +123,9 @@ async fn state_for(s: &StoreArgs, options: ServerOptions) -> Result<(Arc<Store>,
     Ok((store, state))
 }
 
+/// The label of the token `serve --demo` mints (the one before it is revoked at each start).
+const DEMO_TOKEN_LABEL: &str = "demo";
+
 /// The `demo` agent: every shared skill, notes, no network.
 async fn ensure_demo_agent(store: &Store) -> Result<AgentName> {
     let name = AgentName::parse("demo").map_err(|e| anyhow!(e))?;
@@ -192,14 +195,20 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
     if a.demo {
         let agent = ensure_demo_agent(&store).await?;
         if !a.dev {
+            // One demo token at a time: the ones earlier starts printed are revoked, so a demo
+            // run leaves no stray credentials behind.
+            let actor = Author::Human("serve --demo".into());
+            for t in store.tokens().await? {
+                if t.label == DEMO_TOKEN_LABEL
+                    && t.agent.as_deref() == Some(agent.as_str())
+                    && t.revoked_at.is_none()
+                {
+                    store.token_revoke(t.id, &actor).await?;
+                }
+            }
             let secret = generate_token();
             store
-                .token_create(
-                    "demo",
-                    &hash_token(&secret),
-                    Some(&agent),
-                    &Author::Human("serve --demo".into()),
-                )
+                .token_create(DEMO_TOKEN_LABEL, &hash_token(&secret), Some(&agent), &actor)
                 .await?;
             demo_token = Some(secret);
         }
@@ -226,14 +235,23 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
         "skillbase serving"
     );
     eprintln!("Skillbase is serving on http://{addr}");
-    eprintln!("  REST     http://{addr}/v1   (OpenAPI: http://{addr}/v1/openapi.json)");
+    eprintln!(
+        "  REST     http://{addr}/v1   (OpenAPI: http://{addr}/v1/openapi.json{})",
+        if a.dev {
+            ""
+        } else {
+            ", with a bearer token like every route"
+        }
+    );
     eprintln!("  MCP      http://{addr}/mcp  (streamable HTTP, Skills extension)");
     eprintln!(
         "  probes   http://{addr}/healthz  http://{addr}/readyz   metrics: http://{addr}/metrics"
     );
     if let Some(t) = &demo_token {
         eprintln!();
-        eprintln!("Demo agent `demo` token (shown once; only its hash is stored):");
+        eprintln!(
+            "Demo agent `demo` token (shown once; only its hash is stored; the one an earlier --demo start printed is revoked):"
+        );
         println!("{t}");
         eprintln!();
         eprintln!("Try (T is the token above):");

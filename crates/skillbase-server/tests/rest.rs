@@ -17,6 +17,7 @@ mod admin;
 mod auth;
 mod bad_input;
 mod eval;
+mod openapi;
 mod routes;
 mod sessions;
 mod skills;

@@ -30,8 +30,8 @@ pub use error::{Result, StoreError};
 pub use events::EventKind;
 pub use index::{FileRef, Index, SkillEntry};
 pub use model::{
-    Agent, AgentConfig, AgentName, Author, Grants, NameSet, Policies, Scope, Status, StatusChange,
-    StatusRefusal,
+    Agent, AgentConfig, AgentName, Author, Grants, MAX_BUDGET, NameSet, Policies, Scope, Status,
+    StatusChange, StatusRefusal, check_budget,
 };
 pub use records::{
     ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, RunRecord, SessionRecord,

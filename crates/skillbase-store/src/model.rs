@@ -213,6 +213,29 @@ pub fn check_message(message: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Check a session id: 1-128 characters, no slashes (`/`, `\\`) or control characters.
+pub fn check_session_id(id: &str) -> Result<(), String> {
+    if id.is_empty()
+        || id.chars().count() > 128
+        || id.chars().any(|c| c.is_control() || c == '/' || c == '\\')
+    {
+        let shown: String = id.chars().take(128).collect();
+        return Err(format!(
+            "invalid session id '{}': 1-128 characters, no slashes or control characters",
+            shown.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+/// Check an API token's label: at most 200 characters, no control characters.
+pub fn check_token_label(label: &str) -> Result<(), String> {
+    if label.chars().count() > 200 || label.chars().any(char::is_control) {
+        return Err("token label: at most 200 characters, no control characters".into());
+    }
+    Ok(())
+}
+
 /// A change of a skill's status, as every surface asks for it (CLI, REST, tools, the drift
 /// guard). [`StatusChange::apply`] is the one transition table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -453,6 +476,27 @@ impl Default for Policies {
 pub const DEFAULT_CATALOG_BUDGET: u32 = 4000;
 /// Default budget in tokens for skill bodies injected in one turn (eager, triggered, companions).
 pub const DEFAULT_CONTEXT_BUDGET: u32 = 16000;
+/// The largest budget (catalog, context or re-attach) anything accepts, in tokens: ten times
+/// the largest context windows models have, so a larger number is a mistake, not a wish.
+pub const MAX_BUDGET: u32 = 10_000_000;
+
+/// The most consecutive failed runs `failure_threshold` may wait for.
+pub const MAX_FAILURE_THRESHOLD: u32 = 1000;
+/// The largest `max_calls_in_flight`.
+pub const MAX_CALLS_IN_FLIGHT: u32 = 1000;
+/// The largest `max_network_calls_per_session`.
+pub const MAX_NETWORK_CALLS_PER_SESSION: u32 = 1_000_000;
+
+/// Check a budget given as `field`: at most [`MAX_BUDGET`] tokens; the error says so.
+pub fn check_budget(field: &str, tokens: u32) -> Result<u32, String> {
+    if tokens > MAX_BUDGET {
+        Err(format!(
+            "{field}: {tokens} tokens is over the largest budget, {MAX_BUDGET}"
+        ))
+    } else {
+        Ok(tokens)
+    }
+}
 
 fn default_budget() -> u32 {
     DEFAULT_CATALOG_BUDGET
@@ -513,11 +557,35 @@ impl AgentConfig {
             }
             *h = h.to_ascii_lowercase();
         }
-        if self.policies.failure_threshold == 0 {
-            return Err("policies.failure_threshold must be at least 1".into());
-        }
-        if self.policies.max_calls_in_flight == 0 {
-            return Err("policies.max_calls_in_flight must be at least 1".into());
+        check_budget("catalog_budget", self.catalog_budget)?;
+        check_budget("context_budget", self.context_budget)?;
+        let p = &self.policies;
+        for (field, value, min, max) in [
+            (
+                "failure_threshold",
+                p.failure_threshold,
+                1,
+                MAX_FAILURE_THRESHOLD,
+            ),
+            (
+                "max_calls_in_flight",
+                p.max_calls_in_flight,
+                1,
+                MAX_CALLS_IN_FLIGHT,
+            ),
+            (
+                "max_network_calls_per_session",
+                p.max_network_calls_per_session,
+                0,
+                MAX_NETWORK_CALLS_PER_SESSION,
+            ),
+            ("max_result_tokens", p.max_result_tokens, 0, MAX_BUDGET),
+        ] {
+            if !(min..=max).contains(&value) {
+                return Err(format!(
+                    "policies.{field} must be from {min} to {max}, not {value}"
+                ));
+            }
         }
         Ok(self)
     }

@@ -171,7 +171,7 @@ pub(super) fn agents(sb: &Sb) {
     let err = sb.fails(1, &["agent", "set", "support", "--failure-threshold", "0"]);
     // The store's one check of agent configurations (the same for REST and skillbase.toml).
     assert!(
-        err.contains("policies.failure_threshold must be at least 1"),
+        err.contains("policies.failure_threshold must be from 1 to 1000, not 0"),
         "{err}"
     );
     let err = sb.fails(

@@ -13,57 +13,111 @@ use skillbase_store::{Agent, AgentConfig, AgentName, StoreError};
 use std::sync::Arc;
 use utoipa::ToSchema;
 
-/// A set of skill names: "all", "none", or a list.
+/// A set of skill names: "all", "none", or a list of names.
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
 #[schema(as = SkillSet)]
 #[allow(dead_code)]
 pub enum SkillSetDoc {
-    Word(String),
-    List(Vec<String>),
+    Word(AllOrNone),
+    List(#[schema(inline)] Vec<SkillNameDoc>),
 }
 
-/// What an agent may use.
-#[derive(ToSchema)]
+/// Every skill, or none.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum AllOrNone {
+    All,
+    None,
+}
+
+/// A skill name: 1-64 lowercase letters (any script), digits and single hyphens.
+#[derive(Serialize, ToSchema)]
+#[schema(as = SkillName, value_type = String, min_length = 1, max_length = 64)]
+#[allow(dead_code)]
+pub struct SkillNameDoc(String);
+
+/// What an agent may use. Every list is optional (default: empty).
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(as = Grants)]
 #[allow(dead_code)]
 pub struct GrantsDoc {
-    /// Tool classes (`web_fetch`, `notes`, `skills`, ...).
-    tools: Vec<String>,
-    /// Vault entry names.
-    vault: Vec<String>,
-    /// Destination hosts (`host`, `host:port`, `*.domain`).
+    /// Tool classes (`web_fetch`, `notes`, `skills`, ...): 1-64 lowercase letters, digits, `_`
+    /// and `-`.
+    #[schema(required = false)]
+    tools: Vec<ToolClassDoc>,
+    /// Vault entry names: 1-128 letters, digits, `_`, `-` and `.`.
+    #[schema(required = false)]
+    vault: Vec<VaultNameDoc>,
+    /// Destination hosts (`host`, `host:port`, `*.domain`, `[v6]:port`).
+    #[schema(required = false)]
     hosts: Vec<String>,
 }
 
-/// An agent's policies.
-#[derive(ToSchema)]
+/// A tool class.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ToolClass, value_type = String, pattern = r"^[a-z0-9_-]{1,64}$")]
+#[allow(dead_code)]
+pub struct ToolClassDoc(String);
+
+/// A vault entry name.
+#[derive(Serialize, ToSchema)]
+#[schema(as = VaultName, value_type = String, pattern = r"^[A-Za-z0-9_.-]{1,128}$")]
+#[allow(dead_code)]
+pub struct VaultNameDoc(String);
+
+/// An agent's policies. Every field is optional (default in brackets).
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(as = Policies)]
 #[allow(dead_code)]
 pub struct PoliciesDoc {
+    /// Agent-authored revisions wait as pending until approved [false].
+    #[schema(required = false)]
     review_agent_revisions: bool,
+    /// A skill declaring capabilities beyond the agent's grants waits for review [false].
+    #[schema(required = false)]
     review_envelope_expansion: bool,
+    /// Consecutive failed runs of a revision before the skill is disabled [3].
+    #[schema(required = false, minimum = 1, maximum = 1000)]
     failure_threshold: u32,
+    /// Calls in flight at once, per agent [8].
+    #[schema(required = false, minimum = 1, maximum = 1000)]
     max_calls_in_flight: u32,
+    /// Network tool calls per session [50].
+    #[schema(required = false, minimum = 0, maximum = 1000000)]
     max_network_calls_per_session: u32,
+    /// Tokens per tool result before it is cut [4000].
+    #[schema(required = false, minimum = 0, maximum = 10000000)]
     max_result_tokens: u32,
 }
 
 /// An agent's configuration. Every field is optional; missing ones take their defaults.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(as = AgentConfig)]
 #[allow(dead_code)]
 pub struct AgentConfigDoc {
-    /// The skills it may see.
+    /// The skills it may see [none].
+    #[schema(required = false)]
     skills: SkillSetDoc,
-    /// The skills in its prompt every turn.
+    /// The skills in its prompt every turn [none].
+    #[schema(required = false)]
     eager: SkillSetDoc,
+    #[schema(required = false)]
     grants: GrantsDoc,
-    /// Tokens the level-1 catalog may use.
+    /// Tokens the level-1 catalog may use [4000].
+    #[schema(required = false, minimum = 0, maximum = 10000000)]
     catalog_budget: u32,
-    /// Tokens the skill bodies injected in one turn may use.
+    /// Tokens the skill bodies injected in one turn may use [16000].
+    #[schema(required = false, minimum = 0, maximum = 10000000)]
     context_budget: u32,
+    #[schema(required = false)]
     policies: PoliciesDoc,
+    /// What the agent is for, in the operator's words.
+    #[schema(required = false)]
     description: String,
 }
 
@@ -88,6 +142,8 @@ pub struct AgentDoc {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAgent {
+    /// 1-64 lowercase letters, digits, `-` and `_`, not starting with `-` or `_`.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")]
     pub name: String,
     #[serde(default)]
     #[schema(value_type = AgentConfigDoc)]
@@ -141,7 +197,7 @@ pub async fn list(
 
 /// Show an agent (an agent token: its own; any other answers 404).
 #[utoipa::path(get, path = "/v1/agents/{name}", tag = "agents",
-    params(("name" = String, Path)),
+    params(("name" = String, Path, description = "The agent's name", pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")),
     responses((status = 200, body = AgentDoc, headers(("etag" = String, description = "\"<version>\""))),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 pub async fn show(
@@ -184,7 +240,7 @@ pub async fn create(
 /// Create or replace an agent's configuration. `If-Match: "<version>"` makes it conditional.
 /// Admin only.
 #[utoipa::path(put, path = "/v1/agents/{name}", tag = "agents",
-    params(("name" = String, Path),
+    params(("name" = String, Path, description = "The agent's name", pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$"),
         ("if-match" = Option<String>, Header, description = "\"<version>\" from the ETag")),
     request_body = AgentConfigDoc,
     responses((status = 200, body = AgentDoc),
@@ -262,9 +318,11 @@ pub struct EvalRequest {
     pub id_map: Option<Value>,
     /// Override the agent's catalog budget (tokens).
     #[serde(default)]
+    #[schema(maximum = 10000000)]
     pub catalog_budget: Option<u32>,
     /// Override the agent's context budget for injected bodies (tokens).
     #[serde(default)]
+    #[schema(maximum = 10000000)]
     pub context_budget: Option<u32>,
     /// Include every case's (or task's) outcome in the answer (default: the figures only).
     #[serde(default)]
@@ -283,7 +341,7 @@ pub struct EvalRequest {
 /// tasks, tasks without labels, labels without a task and tasks with no relevant skill the agent
 /// sees are skipped and counted. At most 10,000 cases or tasks.
 #[utoipa::path(post, path = "/v1/agents/{name}/eval", tag = "agents",
-    params(("name" = String, Path)),
+    params(("name" = String, Path, description = "The agent's name", pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")),
     request_body = EvalRequest,
     responses((status = 200, description = "The evaluation report (the graded report for the graded form)", body = Object),
         (status = 404, body = Problem, content_type = "application/problem+json"),
@@ -314,8 +372,8 @@ pub async fn eval(
     };
     let opts = skillbase_runtime::TurnOptions {
         max_cost: None,
-        catalog_budget: b.catalog_budget,
-        context_budget: b.context_budget,
+        catalog_budget: super::sessions::budget("catalog_budget", b.catalog_budget)?,
+        context_budget: super::sessions::budget("context_budget", b.context_budget)?,
     };
     match (b.cases, b.tasks, b.relevance) {
         (Some(cases), None, None) if b.id_map.is_none() => {

@@ -30,10 +30,40 @@ pub struct Body<T>(pub T);
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        axum::Json::<T>::from_request(req, state)
+        let axum::Json(v) = axum::Json::<serde_json::Value>::from_request(req, state)
             .await
-            .map(|axum::Json(v)| Body(v))
-            .map_err(json_rejection)
+            .map_err(json_rejection)?;
+        typed(v).map(Body)
+    }
+}
+
+/// A JSON value read as `T`. JSON Schema counts `3.0` as an integer, so integral numbers
+/// written with a fraction are read as the integers they are before `T` sees them; anything
+/// else that does not fit answers 400 with serde's message (which says where).
+pub fn typed<T: DeserializeOwned>(mut v: serde_json::Value) -> ApiResult<T> {
+    integral_floats(&mut v);
+    serde_json::from_value(v)
+        .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
+}
+
+/// Replace every float with no fractional part that an `i64` or `u64` holds by that integer.
+fn integral_floats(v: &mut serde_json::Value) {
+    use serde_json::{Number, Value};
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            // 2^63 and 2^64 are exact in f64; the bounds keep the casts lossless.
+            if f.fract() == 0.0 {
+                if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
+                    *n = Number::from(f as i64);
+                } else if (0.0..1.844_674_407_370_955_2e19).contains(&f) {
+                    *n = Number::from(f as u64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats),
+        Value::Object(map) => map.values_mut().for_each(integral_floats),
+        _ => {}
     }
 }
 
@@ -107,8 +137,9 @@ pub fn optional_json<T: DeserializeOwned + Default>(
             "send the body as JSON with Content-Type: application/json",
         ));
     }
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))?;
+    typed(v)
 }
 
 /// Whether the request's media type (parameters ignored) is `want`.

@@ -171,6 +171,7 @@ impl utoipa::Modify for Finish {
                 ) {
                     op.operation_id = Some(format!("{tag}_{id}"));
                 }
+                add_shared_statuses(op);
                 for (code, r) in op.responses.responses.iter_mut() {
                     if let RefOr::T(r) = r
                         && r.description.is_empty()
@@ -202,6 +203,84 @@ impl utoipa::Modify for Finish {
     }
 }
 
+/// The statuses the layers every route shares can answer, added to each operation that lacks
+/// them (a handler's own description wins): 401 from authentication, 400 from the path, query,
+/// header and body extractors, 404 for a path naming something, 413/415 for a body, 500 when
+/// the server fails and 503 when a request times out or the store is unavailable. Each is a
+/// problem+json body.
+fn add_shared_statuses(op: &mut utoipa::openapi::path::Operation) {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::path::ParameterIn;
+    let params: Vec<_> = op
+        .parameters
+        .iter()
+        .flatten()
+        .filter_map(|p| match p {
+            RefOr::T(p) => Some(p),
+            RefOr::Ref(_) => None,
+        })
+        .collect();
+    let in_path = params
+        .iter()
+        .any(|p| matches!(p.parameter_in, ParameterIn::Path));
+    let validated = !params.is_empty();
+    let body = op.request_body.is_some();
+    let mut shared: Vec<(&str, &str)> = vec![(
+        "401",
+        "No bearer token, or one that is unknown, expired or revoked",
+    )];
+    if validated || body {
+        shared.push((
+            "400",
+            "Malformed request: a path, query, header or body value the route cannot read",
+        ));
+    }
+    if in_path {
+        shared.push((
+            "404",
+            "No such thing, or one this token may not see (answered alike)",
+        ));
+    }
+    if body {
+        shared.push(("413", "The body is over this route's size limit"));
+        shared.push(("415", "The body's Content-Type is not one this route reads"));
+    }
+    shared.push(("500", "The server failed; the detail is in its log"));
+    shared.push((
+        "503",
+        "The request timed out, or the store is unavailable; retry later",
+    ));
+    for (code, description) in shared {
+        op.responses
+            .responses
+            .entry(code.to_owned())
+            .or_insert_with(|| problem_response(description));
+    }
+}
+
+/// A response answered as `application/problem+json` with the [`Problem`](crate::error::Problem)
+/// schema.
+fn problem_response(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        )
+        .build()
+        .into()
+}
+
+/// A request or response body's `application/zip` content described as `schema`.
+fn zip_is_binary(body: &mut serde_json::Value, schema: &serde_json::Value) {
+    if let Some(content) = body.pointer_mut("/content/application~1zip") {
+        content["schema"] = schema.clone();
+    }
+}
+
 /// The OpenAPI document.
 #[derive(OpenApi)]
 #[openapi(
@@ -222,7 +301,7 @@ impl utoipa::Modify for Finish {
         sessions::create, sessions::show, sessions::turn, sessions::call, sessions::call_result,
         sessions::events, sessions::pinned, sessions::finish,
     ),
-    components(schemas(crate::error::Problem)),
+    components(schemas(crate::error::Problem, skills::FileContent)),
     tags(
         (name = "skills", description = "Skills and their revisions"),
         (name = "approvals", description = "Revisions waiting for review"),
@@ -241,8 +320,65 @@ pub fn openapi_text() -> &'static str {
     DOC.get_or_init(|| {
         let mut doc = ApiDoc::openapi();
         doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
-        doc.to_json().expect("the OpenAPI document serializes")
+        let mut v = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
+        finish_json(&mut v);
+        v.to_string()
     })
+}
+
+/// What the annotations cannot say, said on the JSON: an `Option<T>` request body is a body that
+/// may be left out (never a `null` body, which the routes refuse), and a zip is a binary string
+/// (not an array of integers).
+fn finish_json(doc: &mut serde_json::Value) {
+    use serde_json::{Value, json};
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for op in paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|item| item.values_mut())
+        .filter_map(Value::as_object_mut)
+    {
+        if let Some(body) = op.get_mut("requestBody").and_then(Value::as_object_mut) {
+            let mut optional = false;
+            for content in body
+                .get_mut("content")
+                .and_then(Value::as_object_mut)
+                .into_iter()
+                .flat_map(|c| c.values_mut())
+            {
+                let Some(schema) = content.get_mut("schema") else {
+                    continue;
+                };
+                if let Some([some, none]) = schema
+                    .get("oneOf")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                    && none == &json!({"type": "null"})
+                {
+                    *schema = some.clone();
+                    optional = true;
+                }
+            }
+            if optional {
+                body.insert("required".into(), Value::Bool(false));
+            }
+        }
+        let zip =
+            json!({"type": "string", "format": "binary", "contentMediaType": "application/zip"});
+        if let Some(body) = op.get_mut("requestBody") {
+            zip_is_binary(body, &zip);
+        }
+        for r in op
+            .get_mut("responses")
+            .and_then(Value::as_object_mut)
+            .into_iter()
+            .flat_map(|r| r.values_mut())
+        {
+            zip_is_binary(r, &zip);
+        }
+    }
 }
 
 /// This document: the OpenAPI 3.1 description of every route under /v1.

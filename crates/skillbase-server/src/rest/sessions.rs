@@ -34,11 +34,35 @@ const POLL: Duration = Duration::from_millis(200);
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewSession {
-    /// The agent (an agent token: its own, the default).
+    /// The agent. Required with an admin token (422 without); an agent token's own agent is
+    /// the default, and it may name no other.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")]
     pub agent: Option<String>,
     /// The session id (1-128 characters, no slashes or control characters); default: a new
     /// random one. Opening an existing session of the same agent is allowed.
+    #[schema(pattern = r"^[^/\\\u0000-\u001f\u007f-\u009f]{1,128}$")]
     pub id: Option<String>,
+}
+
+/// A cost class: how long a skill or tool may take to answer.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = CostClass)]
+#[allow(dead_code)]
+pub enum CostClassDoc {
+    Immediate,
+    Seconds,
+    TensOfSeconds,
+}
+
+/// How a run ended.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = Outcome)]
+#[allow(dead_code)]
+pub enum OutcomeDoc {
+    Success,
+    Failure,
 }
 
 /// A session and what it activated, in order.
@@ -71,11 +95,14 @@ impl From<SessionRecord> for Session {
 pub struct TurnBody {
     /// The user's message.
     pub message: String,
-    /// Leave out every skill and tool slower than this: immediate, seconds or tens_of_seconds.
+    /// Leave out every skill and tool slower than this.
+    #[schema(value_type = Option<CostClassDoc>)]
     pub max_cost: Option<String>,
     /// Override the agent's catalog budget (tokens).
+    #[schema(maximum = 10000000)]
     pub catalog_budget: Option<u32>,
     /// Override the agent's context budget (tokens).
+    #[schema(maximum = 10000000)]
     pub context_budget: Option<u32>,
 }
 
@@ -96,17 +123,13 @@ pub struct CallBody {
     /// The offered wire name (a tool, or `skill_<name>`).
     pub name: String,
     /// The arguments (a JSON object; default `{}`).
-    #[serde(default = "empty_object")]
+    #[serde(default)]
     #[schema(value_type = Object)]
-    pub arguments: Value,
+    pub arguments: serde_json::Map<String, Value>,
     /// Run a slow (`seconds`, `tens_of_seconds`) tool apart: the answer is 202 with a call id
     /// at once; collect the outcome with GET .../calls/{call_id} or from the event stream.
     #[serde(default)]
     pub detach: bool,
-}
-
-fn empty_object() -> Value {
-    Value::Object(Default::default())
 }
 
 /// A call's outcome: `status` is done, started, refused or failed.
@@ -158,6 +181,7 @@ pub struct EventsQuery {
 #[into_params(parameter_in = Query)]
 pub struct PinnedQuery {
     /// Tokens the re-attached skills may use (default: the agent's context budget).
+    #[param(maximum = 10000000)]
     pub budget: Option<u32>,
 }
 
@@ -174,9 +198,12 @@ pub struct PinnedResult {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FinishBody {
-    /// success or failure.
+    /// How the run ended.
+    #[schema(value_type = OutcomeDoc)]
     pub outcome: String,
+    /// What happened, for the run's record (at most 2000 characters).
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub note: String,
 }
 
@@ -307,8 +334,8 @@ pub async fn turn(
         .map_err(|e| unprocessable("invalid-request", format!("max_cost: {e}")))?;
     let opts = TurnOptions {
         max_cost,
-        catalog_budget: b.catalog_budget,
-        context_budget: b.context_budget,
+        catalog_budget: budget("catalog_budget", b.catalog_budget)?,
+        context_budget: budget("context_budget", b.context_budget)?,
     };
     let ctx = st.dispatcher.turn(&agent, &id, &b.message, &opts).await?;
     st.metrics.turns.inc();
@@ -341,7 +368,7 @@ pub async fn call(
     };
     let outcome = st
         .dispatcher
-        .call(&agent, &id, &b.name, b.arguments, mode)
+        .call(&agent, &id, &b.name, Value::Object(b.arguments), mode)
         .await?;
     st.metrics.call(&outcome);
     let status = if matches!(outcome, CallOutcome::Started { .. }) {
@@ -516,7 +543,7 @@ pub async fn pinned(
     Q(q): Q<PinnedQuery>,
 ) -> ApiResult<Json<PinnedResult>> {
     let agent = owner(&st, &p, &id).await?;
-    let budget = match q.budget {
+    let budget = match budget("budget", q.budget)? {
         Some(b) => b,
         None => st.runtime.view(&agent)?.agent.config.context_budget,
     };
@@ -571,4 +598,12 @@ pub async fn finish(
             "no skill is running in this session; nothing to finish",
         )),
     }
+}
+
+/// An optional budget override, checked like an agent's budgets (422 above the largest).
+pub(super) fn budget(field: &str, tokens: Option<u32>) -> ApiResult<Option<u32>> {
+    tokens
+        .map(|t| skillbase_store::check_budget(field, t))
+        .transpose()
+        .map_err(|e| unprocessable("invalid-request", e))
 }

@@ -73,8 +73,10 @@ pub struct SkillPage {
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only records in this scope: `shared` or `agent:<name>`.
+    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
     pub scope: Option<String>,
     /// active, disabled, retired, pending, or all (default: all but retired).
+    #[param(inline, value_type = Option<StatusFilter>)]
     pub status: Option<String>,
     /// Words that must all appear in the name or description (case and accents ignored).
     pub q: Option<String>,
@@ -164,6 +166,7 @@ pub struct SkillDetail {
 pub struct ScopeQuery {
     /// The record's scope (admin tokens; default `shared`). Agent tokens resolve names in their
     /// agent's view.
+    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
     pub scope: Option<String>,
 }
 
@@ -172,6 +175,7 @@ pub struct ScopeQuery {
 #[into_params(parameter_in = Query)]
 pub struct RevQuery {
     /// The record's scope (admin tokens; default `shared`).
+    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
     pub scope: Option<String>,
     /// A past revision (default: the active one).
     pub rev: Option<i64>,
@@ -205,9 +209,38 @@ pub struct FileObject {
 #[serde(deny_unknown_fields)]
 pub struct PutSkill {
     /// Every file of the skill by relative path; SKILL.md is required.
+    #[schema(schema_with = skill_files_schema)]
     pub files: BTreeMap<String, FileContent>,
-    /// Why this revision exists.
+    /// Why this revision exists: at most 2000 characters, no control characters but newlines.
+    #[schema(pattern = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]{0,2000}$")]
     pub message: Option<String>,
+}
+
+/// `files`: an object of relative paths to contents, which must hold `SKILL.md`.
+fn skill_files_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder};
+    use utoipa::openapi::{Ref, RefOr};
+    ObjectBuilder::new()
+        .required("SKILL.md")
+        .additional_properties(Some(AdditionalProperties::RefOr(RefOr::Ref(
+            Ref::from_schema_name("FileContent"),
+        ))))
+        .description(Some(
+            "Every file of the skill by relative path (`/`-separated); SKILL.md is required.",
+        ))
+        .build()
+}
+
+/// A status filter for listings.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum StatusFilter {
+    Active,
+    Disabled,
+    Retired,
+    Pending,
+    All,
 }
 
 /// Where a skill write goes, and its message.
@@ -216,8 +249,11 @@ pub struct PutSkill {
 pub struct PutQuery {
     /// Where to write (admin tokens; default `shared`). Agent tokens always write into their
     /// own scope.
+    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
     pub scope: Option<String>,
-    /// Why this revision exists (for a `text/markdown` body).
+    /// Why this revision exists (for a `text/markdown` body): at most 2000 characters, no
+    /// control characters but newlines.
+    #[param(pattern = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]{0,2000}$")]
     pub message: Option<String>,
 }
 
@@ -252,7 +288,8 @@ pub struct RevBody {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusBody {
-    /// Why (kept in the event).
+    /// Why (kept in the event): at most 2000 characters, no control characters but newlines.
+    #[schema(pattern = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]{0,2000}$")]
     pub reason: Option<String>,
 }
 
@@ -261,6 +298,7 @@ pub struct StatusBody {
 #[into_params(parameter_in = Query)]
 pub struct DiffQuery {
     /// The record's scope (admin tokens; default `shared`).
+    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
     pub scope: Option<String>,
     /// The older revision.
     pub from: i64,
@@ -284,6 +322,7 @@ pub struct DiffResult {
 #[into_params(parameter_in = Query)]
 pub struct RunsQuery {
     /// The record's scope (admin tokens; default `shared`).
+    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
     pub scope: Option<String>,
     /// Most runs returned, newest first (default 20, at most 500).
     pub limit: Option<i64>,
@@ -362,8 +401,11 @@ pub struct PendingRevision {
 pub struct ImportQuery {
     /// Where to import (default `shared`). Into `agent:<name>`, that agent's allowlist becomes
     /// exactly the imported skills.
+    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
     pub scope: Option<String>,
-    /// The revision message recorded for every imported skill.
+    /// The revision message recorded for every imported skill: at most 2000 characters, no
+    /// control characters but newlines.
+    #[param(pattern = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]{0,2000}$")]
     pub message: Option<String>,
 }
 
@@ -932,6 +974,13 @@ async fn change_status(
     };
     let pre = precondition(headers)?;
     let b: StatusBody = optional_json(headers, body)?;
+    let reason = check_message(b.reason)
+        .map_err(|e| ApiError {
+            detail: e.detail.replacen("message:", "reason:", 1),
+            ..e
+        })?
+        .map(Value::String)
+        .unwrap_or(Value::Null);
     if let Some(agent) = p.agent() {
         if change != StatusChange::Retire {
             p.require_admin()?;
@@ -950,7 +999,6 @@ async fn change_status(
     let head = existing_head(st, &scope, name)?;
     check_precondition(name, pre, head)?;
     // The store's transition table decides (one for every surface), inside the write.
-    let reason = b.reason.map(Value::String).unwrap_or(Value::Null);
     // The check above answers at once; the store checks again inside the write, so two
     // writers with the same If-Match cannot both win.
     let expect = match pre {

@@ -39,11 +39,13 @@ impl From<TokenRecord> for Token {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
-    /// What the token is for.
+    /// What the token is for: at most 200 characters, no control characters.
     #[serde(default)]
+    #[schema(max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     pub label: String,
     /// Bind it to this agent (it then sees and does only what the agent may); absent for an
     /// admin token.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")]
     pub agent: Option<String>,
 }
 

@@ -23,8 +23,8 @@ pub struct VaultEntry {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VaultValue {
-    /// The secret (text). Write-only.
-    #[schema(write_only)]
+    /// The secret (text of 6 characters to 64 KiB). Write-only.
+    #[schema(write_only, min_length = 6, max_length = 65536)]
     pub value: String,
     /// What the secret is for (visible to agents).
     #[serde(default)]
@@ -76,7 +76,7 @@ pub async fn list(
 
 /// Set an entry; the answer never holds the value.
 #[utoipa::path(put, path = "/v1/vault/{name}", tag = "vault",
-    params(("name" = String, Path, description = "Letters, digits, `_`, `-` and `.`")),
+    params(("name" = String, Path, description = "1-128 letters, digits, `_`, `-` and `.`", pattern = r"^[A-Za-z0-9_.-]{1,128}$")),
     request_body = VaultValue,
     responses((status = 200, body = VaultEntry),
         (status = 403, body = Problem, content_type = "application/problem+json"),
@@ -107,7 +107,7 @@ pub async fn set(
 
 /// Remove an entry.
 #[utoipa::path(delete, path = "/v1/vault/{name}", tag = "vault",
-    params(("name" = String, Path)),
+    params(("name" = String, Path, pattern = r"^[A-Za-z0-9_.-]{1,128}$")),
     responses((status = 204, description = "Removed"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json")))]

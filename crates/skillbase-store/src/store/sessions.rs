@@ -10,14 +10,7 @@ impl Store {
     /// Create a session for `agent` if it does not exist; refuses a session owned by another
     /// agent.
     pub async fn open_session(&self, id: &str, agent: &AgentName) -> Result<()> {
-        if id.is_empty()
-            || id.len() > 128
-            || id.chars().any(|c| c.is_control() || c == '/' || c == '\\')
-        {
-            return Err(StoreError::Invalid(format!(
-                "invalid session id '{id}': 1-128 characters, no slashes or control characters"
-            )));
-        }
+        crate::model::check_session_id(id).map_err(StoreError::Invalid)?;
         if !crate::error::session_id_usable(id, agent.as_str()) {
             return Err(StoreError::SessionUnavailable);
         }

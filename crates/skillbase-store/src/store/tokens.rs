@@ -15,11 +15,7 @@ impl Store {
         agent: Option<&AgentName>,
         actor: &Author,
     ) -> Result<TokenRecord> {
-        if label.len() > 200 || label.chars().any(char::is_control) {
-            return Err(StoreError::Invalid(
-                "token label: at most 200 characters, no control characters".into(),
-            ));
-        }
+        crate::model::check_token_label(label).map_err(StoreError::Invalid)?;
         if let Some(a) = agent
             && self.agent(a).await?.is_none()
         {

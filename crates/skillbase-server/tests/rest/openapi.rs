@@ -1,0 +1,472 @@
+//! The OpenAPI document says what the server does: every status an operation can answer is
+//! documented with the problem schema, bodies have the media types the routes read, and the
+//! schemas' patterns and bounds accept exactly what the server's own validators accept.
+
+use serde_json::{Value, json};
+use skillbase_format::validate::{check_tool_class, check_vault_name};
+use skillbase_store::model::{
+    MAX_CALLS_IN_FLIGHT, MAX_FAILURE_THRESHOLD, MAX_NETWORK_CALLS_PER_SESSION, check_message,
+    check_session_id, check_token_label,
+};
+use skillbase_store::{AgentName, MAX_BUDGET, Scope};
+
+fn doc() -> Value {
+    serde_json::from_str(skillbase_server::rest::openapi_text()).unwrap()
+}
+
+/// Every operation as (method, path, operation).
+fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            out.push((method.clone(), path.clone(), op.clone()));
+        }
+    }
+    out
+}
+
+/// Every `$ref` anywhere under `v`.
+fn refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if k == "$ref" {
+                    out.push(x.as_str().unwrap().to_owned());
+                } else {
+                    refs(x, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_reference_resolves() {
+    let doc = doc();
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    assert!(all.len() > 50, "{}", all.len());
+    for r in all {
+        let pointer = r
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("external ref {r}"));
+        assert!(doc.pointer(pointer).is_some(), "{r} names nothing");
+    }
+}
+
+#[test]
+fn every_operation_documents_the_statuses_the_shared_layers_answer() {
+    let doc = doc();
+    for (method, path, op) in operations(&doc) {
+        let responses = op["responses"].as_object().unwrap();
+        let has = |code: &str| responses.contains_key(code);
+        let mut want = vec!["401", "500", "503"];
+        if op.get("requestBody").is_some() {
+            want.extend(["400", "413", "415"]);
+        }
+        if path.contains('{') {
+            want.extend(["400", "404"]);
+        }
+        for code in want {
+            assert!(has(code), "{method} {path}: {code} undocumented");
+        }
+        for (code, r) in responses {
+            if code.starts_with('4') || code.starts_with('5') {
+                assert_eq!(
+                    r["content"]["application/problem+json"]["schema"]["$ref"],
+                    "#/components/schemas/Problem",
+                    "{method} {path} {code}"
+                );
+            }
+        }
+        // A body the route may go without is optional, never `null`.
+        if let Some(content) = op["requestBody"]["content"].as_object() {
+            for (media, c) in content {
+                let schema = c["schema"].to_string();
+                assert!(
+                    !schema.contains(r#"{"type":"null"}"#),
+                    "{method} {path} {media}: {schema}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bodies_have_the_media_types_the_routes_read_and_answer() {
+    let doc = doc();
+    let p = &doc["paths"];
+    let binary =
+        json!({"type": "string", "format": "binary", "contentMediaType": "application/zip"});
+    assert_eq!(
+        p["/v1/skills/{name}/export"]["get"]["responses"]["200"]["content"]["application/zip"]["schema"],
+        binary
+    );
+    assert_eq!(
+        p["/v1/imports"]["post"]["requestBody"]["content"]["application/zip"]["schema"],
+        binary
+    );
+    assert_eq!(p["/v1/imports"]["post"]["requestBody"]["required"], true);
+    let put = &p["/v1/skills/{name}"]["put"]["requestBody"]["content"];
+    assert_eq!(put["text/markdown"]["schema"]["type"], "string");
+    assert_eq!(
+        put["application/json"]["schema"]["$ref"],
+        "#/components/schemas/PutSkill"
+    );
+    for status in ["retire", "restore", "disable", "enable"] {
+        let body = &p[format!("/v1/skills/{{name}}/{status}")]["post"]["requestBody"];
+        assert_eq!(body["required"], false, "{status}");
+        assert_eq!(
+            body["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/StatusBody",
+            "{status}"
+        );
+    }
+    let files = &doc["components"]["schemas"]["PutSkill"]["properties"]["files"];
+    assert_eq!(files["required"], json!(["SKILL.md"]));
+}
+
+/// The schema at `pointer` (a `$ref` followed once), compiled.
+fn validator(doc: &Value, pointer: &str) -> jsonschema::Validator {
+    let mut schema = doc
+        .pointer(pointer)
+        .unwrap_or_else(|| panic!("no schema at {pointer}"))
+        .clone();
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        schema = doc.pointer(&r[1..]).unwrap().clone();
+    }
+    // The document's components ride along so the schema's own references resolve.
+    if let Value::Object(m) = &mut schema {
+        m.insert("components".into(), doc["components"].clone());
+    }
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{pointer}: {e}"))
+}
+
+/// The document's schema and the server's check agree on every sample.
+fn agree(doc: &Value, pointer: &str, samples: &[Value], server: impl Fn(&Value) -> bool) {
+    let v = validator(doc, pointer);
+    for s in samples {
+        assert_eq!(
+            v.is_valid(s),
+            server(s),
+            "{pointer}: the document and the server disagree on {s}"
+        );
+    }
+}
+
+fn strings(xs: &[String]) -> Vec<Value> {
+    xs.iter().map(|x| Value::String(x.clone())).collect()
+}
+
+#[test]
+fn patterns_accept_exactly_what_the_server_accepts() {
+    let doc = doc();
+    let long = |c: &str, n: usize| c.repeat(n);
+    let names = strings(&[
+        "a".into(),
+        "support".into(),
+        "a_b-c".into(),
+        "0x".into(),
+        long("a", 64),
+        long("a", 65),
+        String::new(),
+        "-a".into(),
+        "_a".into(),
+        "A".into(),
+        "a.b".into(),
+        "a b".into(),
+        "é".into(),
+        "a\n".into(),
+    ]);
+    let agent_ok = |v: &Value| AgentName::parse(v.as_str().unwrap()).is_ok();
+    agree(
+        &doc,
+        "/components/schemas/NewAgent/properties/name",
+        &names,
+        agent_ok,
+    );
+    agree(
+        &doc,
+        "/paths/~1v1~1agents~1{name}/get/parameters/0/schema",
+        &names,
+        agent_ok,
+    );
+    agree(
+        &doc,
+        "/components/schemas/NewToken/properties/agent",
+        &names,
+        |v| agent_ok(v),
+    );
+
+    let scopes = strings(&[
+        "shared".into(),
+        "agent:support".into(),
+        format!("agent:{}", long("a", 64)),
+        format!("agent:{}", long("a", 65)),
+        "Shared".into(),
+        "agent:".into(),
+        "agent:-x".into(),
+        "agents:x".into(),
+        " shared".into(),
+        "shared\n".into(),
+    ]);
+    let list_scope = doc["paths"]["/v1/skills"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|p| p["name"] == "scope")
+        .unwrap();
+    agree(
+        &doc,
+        &format!("/paths/~1v1~1skills/get/parameters/{list_scope}/schema"),
+        &scopes,
+        |v| v.as_str().unwrap().parse::<Scope>().is_ok(),
+    );
+
+    let classes = strings(&[
+        "web_fetch".into(),
+        "a-b".into(),
+        long("a", 64),
+        long("a", 65),
+        "Web".into(),
+        String::new(),
+        "a.b".into(),
+        "mcp/x".into(),
+    ]);
+    agree(&doc, "/components/schemas/ToolClass", &classes, |v| {
+        check_tool_class(v.as_str().unwrap()).is_none()
+    });
+    let vault = strings(&[
+        "OPENAI_KEY".into(),
+        "a.b-c".into(),
+        long("K", 128),
+        long("K", 129),
+        String::new(),
+        "a b".into(),
+        "a/b".into(),
+        "ключ".into(),
+    ]);
+    agree(&doc, "/components/schemas/VaultName", &vault, |v| {
+        check_vault_name(v.as_str().unwrap()).is_none()
+    });
+
+    let messages = strings(&[
+        String::new(),
+        "first version".into(),
+        "two\nlines".into(),
+        long("é", 2000),
+        long("a", 2001),
+        "tab\there".into(),
+        "bell\u{7}".into(),
+        "c1\u{85}".into(),
+        "cr\r".into(),
+    ]);
+    agree(
+        &doc,
+        "/components/schemas/PutSkill/properties/message",
+        &messages,
+        |v| check_message(v.as_str().unwrap()).is_ok(),
+    );
+    agree(
+        &doc,
+        "/components/schemas/StatusBody/properties/reason",
+        &messages,
+        |v| check_message(v.as_str().unwrap()).is_ok(),
+    );
+
+    let ids = strings(&[
+        "s1".into(),
+        "mcp:x:y".into(),
+        long("é", 128),
+        long("a", 129),
+        String::new(),
+        "a/b".into(),
+        "a\\b".into(),
+        "a\u{1}".into(),
+        "a\u{9f}".into(),
+        "a\u{a0}".into(),
+    ]);
+    agree(
+        &doc,
+        "/components/schemas/NewSession/properties/id",
+        &ids,
+        |v| check_session_id(v.as_str().unwrap()).is_ok(),
+    );
+    let labels = strings(&[
+        String::new(),
+        "ci".into(),
+        long("é", 200),
+        long("a", 201),
+        "a\nb".into(),
+    ]);
+    agree(
+        &doc,
+        "/components/schemas/NewToken/properties/label",
+        &labels,
+        |v| check_token_label(v.as_str().unwrap()).is_ok(),
+    );
+}
+
+#[test]
+fn bounds_and_enums_are_the_servers() {
+    let doc = doc();
+    let s = &doc["components"]["schemas"];
+    for (schema, field) in [
+        ("AgentConfig", "catalog_budget"),
+        ("AgentConfig", "context_budget"),
+        ("TurnBody", "catalog_budget"),
+        ("TurnBody", "context_budget"),
+        ("EvalRequest", "catalog_budget"),
+        ("EvalRequest", "context_budget"),
+        ("Policies", "max_result_tokens"),
+    ] {
+        assert_eq!(
+            s[schema]["properties"][field]["maximum"], MAX_BUDGET,
+            "{schema}.{field}"
+        );
+    }
+    let p = &s["Policies"]["properties"];
+    assert_eq!(p["failure_threshold"]["maximum"], MAX_FAILURE_THRESHOLD);
+    assert_eq!(p["failure_threshold"]["minimum"], 1);
+    assert_eq!(p["max_calls_in_flight"]["maximum"], MAX_CALLS_IN_FLIGHT);
+    assert_eq!(p["max_calls_in_flight"]["minimum"], 1);
+    assert_eq!(
+        p["max_network_calls_per_session"]["maximum"],
+        MAX_NETWORK_CALLS_PER_SESSION
+    );
+    // Every field of an agent's configuration may be left out (the store takes defaults).
+    for schema in ["AgentConfig", "Policies", "Grants"] {
+        assert!(
+            s[schema].get("required").is_none(),
+            "{schema}: {}",
+            s[schema]
+        );
+        assert_eq!(s[schema]["additionalProperties"], false, "{schema}");
+    }
+    // The configuration the store writes by default is valid against the document, and the
+    // document's bounds are the store's: one over is refused by both.
+    let config = validator(&doc, "/components/schemas/AgentConfig");
+    let default = serde_json::to_value(skillbase_store::AgentConfig::default()).unwrap();
+    assert!(config.is_valid(&default), "{default}");
+    assert!(config.is_valid(&json!({})));
+    for over in [
+        json!({"catalog_budget": MAX_BUDGET + 1}),
+        json!({"policies": {"failure_threshold": 0}}),
+        json!({"policies": {"max_calls_in_flight": MAX_CALLS_IN_FLIGHT + 1}}),
+        json!({"skills": "some"}),
+        json!({"grants": {"tools": ["Web"]}}),
+    ] {
+        assert!(!config.is_valid(&over), "{over}");
+        let parsed: Result<skillbase_store::AgentConfig, _> = serde_json::from_value(over.clone());
+        assert!(
+            parsed
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.checked())
+                .is_err(),
+            "the store accepts {over}"
+        );
+    }
+    assert_eq!(
+        s["CostClass"]["enum"],
+        json!(["immediate", "seconds", "tens_of_seconds"])
+    );
+    for c in ["immediate", "seconds", "tens_of_seconds"] {
+        assert!(c.parse::<skillbase_format::meta::Cost>().is_ok(), "{c}");
+    }
+    assert_eq!(s["Outcome"]["enum"], json!(["success", "failure"]));
+    let call = validator(&doc, "/components/schemas/CallBody");
+    assert!(!call.is_valid(&json!({"name": "x", "arguments": null})));
+    assert!(!call.is_valid(&json!({"name": "x", "arguments": []})));
+}
+
+/// What the schemas forbid, the server refuses; what they allow, it takes (each checked on the
+/// live routes).
+#[tokio::test]
+async fn the_server_refuses_what_the_schemas_forbid() {
+    use crate::common::{TestServer, problem};
+    use reqwest::Method;
+    let s = TestServer::start().await;
+    let send = |m: Method, path: &str, body: Value| s.req(m, path, &s.admin).json(&body).send();
+    let r = send(
+        Method::POST,
+        "/v1/sessions",
+        json!({"agent": "alpha", "id": "oa-1"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 201);
+    for arguments in [json!(null), json!([1]), json!("x")] {
+        let r = send(
+            Method::POST,
+            "/v1/sessions/oa-1/calls",
+            json!({"name": "take_note", "arguments": arguments}),
+        )
+        .await
+        .unwrap();
+        let (st, p) = problem(r).await;
+        assert_eq!(st, 400, "{arguments}: {p}");
+    }
+    for body in [
+        json!({"message": "hi", "catalog_budget": MAX_BUDGET + 1}),
+        json!({"message": "hi", "context_budget": 3_000_000_000_u64}),
+        json!({"message": "hi", "max_cost": "slow"}),
+    ] {
+        let r = send(Method::POST, "/v1/sessions/oa-1/turns", body.clone())
+            .await
+            .unwrap();
+        let (st, p) = problem(r).await;
+        assert!(st == 400 || st == 422, "{body}: {st} {p}");
+    }
+    // Integral numbers written with a fraction are the integers JSON Schema says they are.
+    let r = send(
+        Method::POST,
+        "/v1/sessions/oa-1/turns",
+        json!({"message": "hi", "catalog_budget": 4000.0}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let r = send(
+        Method::POST,
+        "/v1/sessions/oa-1/turns",
+        json!({"message": "hi", "catalog_budget": 4000.5}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(problem(r).await.0, 400);
+    // An agent's configuration may leave every field out, and a bound over the store's is
+    // refused with the field named.
+    let r = send(Method::PUT, "/v1/agents/oa-empty", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let r = send(
+        Method::PUT,
+        "/v1/agents/oa-empty",
+        json!({"policies": {"max_calls_in_flight": MAX_CALLS_IN_FLIGHT + 1}}),
+    )
+    .await
+    .unwrap();
+    let (st, p) = problem(r).await;
+    assert_eq!(st, 422);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("policies.max_calls_in_flight"),
+        "{p}"
+    );
+    // A status change's reason is a message like any other.
+    let r = s
+        .req(Method::POST, "/v1/skills/no-such/retire", &s.admin)
+        .json(&json!({"reason": "bell\u{7}"}))
+        .send()
+        .await
+        .unwrap();
+    let (st, p) = problem(r).await;
+    assert_eq!(st, 422, "{p}");
+    assert!(p["detail"].as_str().unwrap().starts_with("reason:"), "{p}");
+    s.stop().await;
+}
