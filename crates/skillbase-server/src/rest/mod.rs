@@ -301,7 +301,7 @@ fn zip_is_binary(body: &mut serde_json::Value, schema: &serde_json::Value) {
         sessions::create, sessions::show, sessions::turn, sessions::call, sessions::call_result,
         sessions::events, sessions::pinned, sessions::finish,
     ),
-    components(schemas(crate::error::Problem, skills::FileContent)),
+    components(schemas(crate::error::Problem, skills::FileContent, sessions::SessionEventDoc)),
     tags(
         (name = "skills", description = "Skills and their revisions"),
         (name = "approvals", description = "Revisions waiting for review"),
@@ -377,6 +377,17 @@ fn finish_json(doc: &mut serde_json::Value) {
             .flat_map(|r| r.values_mut())
         {
             zip_is_binary(r, &zip);
+            // An event stream's events: OpenAPI 3.1 has no keyword for them (3.2's
+            // `itemSchema`), so an extension names the schema of each event's `data`.
+            if let Some(sse) = r
+                .pointer_mut("/content/text~1event-stream")
+                .and_then(Value::as_object_mut)
+            {
+                sse.insert(
+                    "x-sse-data".into(),
+                    json!({"$ref": "#/components/schemas/SessionEvent"}),
+                );
+            }
         }
     }
 }

@@ -461,13 +461,45 @@ struct Tail {
     buf: VecDeque<EventRecord>,
 }
 
+/// One event of a session's stream: the `data` of each server-sent event (its `id` is the
+/// event's id, its `event` the kind).
+#[derive(ToSchema)]
+#[schema(as = SessionEvent)]
+#[allow(dead_code)]
+pub struct SessionEventDoc {
+    /// The event's id: increasing (on PostgreSQL, not in commit order); resume after it with
+    /// `Last-Event-ID`.
+    id: i64,
+    /// When it was written (Unix milliseconds).
+    at: i64,
+    /// What happened: `turn`, `catalog_truncated`, `skill_activated`, `skill_evicted`,
+    /// `tool_called`, `call_refused`, `call_started`, `call_finished`, `run_finished`, or a
+    /// skill event (`revision_written`, `disabled`, ...) caused in the session.
+    kind: String,
+    /// The skill's scope, for an event about a skill.
+    scope: Option<String>,
+    /// The skill's name, for an event about a skill.
+    skill: Option<String>,
+    /// The skill's revision, for an event about a skill.
+    rev: Option<i64>,
+    /// The agent it concerns.
+    agent: Option<String>,
+    /// The session it happened in.
+    session: Option<String>,
+    /// Who did it.
+    actor: Option<String>,
+    /// The kind's own details.
+    #[schema(value_type = Object)]
+    data: Value,
+}
+
 /// The session's events as server-sent events (`id` is the event id, `event` its kind, `data`
 /// the event as JSON), from `after` (or `Last-Event-ID`) on, until the client leaves or the
 /// server stops.
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "sessions",
     params(("id" = String, Path), EventsQuery,
         ("last-event-id" = Option<String>, Header, description = "Resume after this event id")),
-    responses((status = 200, description = "A text/event-stream of the session's events", content_type = "text/event-stream", body = String),
+    responses((status = 200, description = "A text/event-stream of the session's events: each has `id` (the event id), `event` (its kind) and `data` (a SessionEvent as JSON; `x-sse-data` gives its schema)", content_type = "text/event-stream", body = String),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 pub async fn events(
     State(st): State<Arc<AppState>>,

@@ -124,6 +124,36 @@ fn bodies_have_the_media_types_the_routes_read_and_answer() {
             "{status}"
         );
     }
+    // The event stream names the schema of its events, which has every field the store sends.
+    let sse =
+        &p["/v1/sessions/{id}/events"]["get"]["responses"]["200"]["content"]["text/event-stream"];
+    assert_eq!(
+        sse["x-sse-data"]["$ref"],
+        "#/components/schemas/SessionEvent"
+    );
+    let documented: std::collections::BTreeSet<String> =
+        doc["components"]["schemas"]["SessionEvent"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+    let sent = serde_json::to_value(skillbase_store::EventRecord {
+        id: 1,
+        at: 0,
+        kind: skillbase_store::EventKind::Turn,
+        scope: None,
+        skill: None,
+        rev: None,
+        agent: None,
+        session: None,
+        actor: None,
+        data: Value::Null,
+    })
+    .unwrap();
+    let sent: std::collections::BTreeSet<String> =
+        sent.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(documented, sent);
     let files = &doc["components"]["schemas"]["PutSkill"]["properties"]["files"];
     assert_eq!(files["required"], json!(["SKILL.md"]));
 }
