@@ -749,12 +749,13 @@ pub async fn export(s: &StoreArgs, a: ExportArgs) -> Result<u8> {
     let (info, bundle) = store.bundle(&a.target.scope, &a.target.name, a.rev).await?;
     let out = pack::export(&bundle, &a.target.name, &a.out)?;
     println!(
-        "{} ({}) revision {} written to {} ({} files, {})",
+        "{} ({}) revision {} written to {} ({} file{}, {})",
         a.target.name,
         a.target.scope,
         info.rev,
         out.display(),
         bundle.files().len(),
+        if bundle.files().len() == 1 { "" } else { "s" },
         bundle.digest()
     );
     store.close().await;
