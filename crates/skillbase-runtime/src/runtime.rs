@@ -78,7 +78,8 @@ pub struct LoadResult {
     pub activated: Vec<Activation>,
     /// The skill's files (other than SKILL.md).
     pub files: Vec<String>,
-    /// Where the files were written in the session's workspace, when a workspace is configured.
+    /// Where the files were written, relative to the session's workspace folder, when a
+    /// workspace is configured (the content names the full path).
     pub directory: Option<String>,
     /// Problems that did not stop the load (a failed file write, say).
     pub warnings: Vec<String>,
@@ -709,8 +710,12 @@ impl Runtime {
                 }
             }
         }
-        if let Some(d) = &directory {
-            content.push_str(&format!("\nSkill directory: {d}"));
+        if let (Some(d), Some(root)) = (&directory, &self.workspace_root) {
+            // The model is told where the files are on this machine: the full path (the
+            // harness shares this disk; `directory` stays relative to the session's folder).
+            let full = files::session_root(root, agent.as_str(), session).join(d);
+            let full = std::path::absolute(&full).unwrap_or(full);
+            content.push_str(&format!("\nSkill directory: {}", full.display()));
         }
         Ok((
             LoadResult {

@@ -106,8 +106,15 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
     assert_eq!(hash.len(), 8);
     assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(rest, "refund");
-    assert!(l.content.contains(&format!("Skill directory: {dir}")));
     let root = skillbase_runtime::files::session_root(&env.ws(), a.as_str(), "s");
+    // The model is told the full path: a harness on this machine opens it as given.
+    let full = std::path::absolute(root.join(&dir)).unwrap();
+    assert!(
+        l.content
+            .contains(&format!("Skill directory: {}", full.display())),
+        "{}",
+        l.content
+    );
     assert_eq!(
         std::fs::read_to_string(root.join(&dir).join("scripts/refund.sh")).unwrap(),
         "#!/bin/sh\necho refund\n"

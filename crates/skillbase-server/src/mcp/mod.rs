@@ -195,21 +195,53 @@ where
         state.clone(),
         Some((caller, format!("mcp:{agent}:stdio-{session}"))),
     );
-    let running = handler
+    // The end of input ends the connection's streams (a `subscriptions/listen`, the change
+    // watcher) at once, so nothing holds the process open once the client has gone.
+    let read = EofSignal {
+        inner: read,
+        eof: handler.conn.closed.clone(),
+    };
+    let running = match handler
         .serve_with_ct((read, write), state.shutdown.child_token())
         .await
-        .map_err(|e| crate::ServeError::Mcp(e.to_string()))?;
-    let stop = CancellationToken::new();
-    tokio::spawn(watch_changes(
-        state,
-        agent,
-        stop.clone(),
-        Notifier::Peer(running.peer().clone()),
-    ));
-    let r = running.waiting().await;
-    stop.cancel();
-    r.map(|_| ())
+    {
+        Ok(r) => r,
+        // A client that leaves before initializing (a 2026-07-28 client's probe sends
+        // `server/discover` and goes) has done nothing wrong.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(crate::ServeError::Mcp(e.to_string())),
+    };
+    // Change notifications: a 2025-11-25 client gets them on the connection once it has
+    // initialized (`on_initialized`); a 2026-07-28 client only on the streams it opens with
+    // `subscriptions/listen`, with the types it asked for.
+    running
+        .waiting()
+        .await
+        .map(|_| ())
         .map_err(|e| crate::ServeError::Mcp(e.to_string()))
+}
+
+/// A reader that cancels `eof` when its input ends (or fails).
+struct EofSignal<R> {
+    inner: R,
+    eof: CancellationToken,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EofSignal<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        match &r {
+            std::task::Poll::Ready(Ok(())) if buf.filled().len() == before => self.eof.cancel(),
+            std::task::Poll::Ready(Err(_)) => self.eof.cancel(),
+            _ => {}
+        }
+        r
+    }
 }
 
 /// Who is calling: the agent, and the token (or mode) that acts as it.
@@ -690,15 +722,18 @@ impl ServerHandler for McpHandler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        if self.conn.fixed.is_some() || self.conn.watching.swap(true, Ordering::SeqCst) {
+        if self.conn.watching.swap(true, Ordering::SeqCst) {
             return;
         }
-        let bound = self
-            .conn
-            .bound
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let bound = match &self.conn.fixed {
+            Some((c, _)) => Some(c.clone()),
+            None => self
+                .conn
+                .bound
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        };
         if let Some(c) = bound {
             tokio::spawn(watch_changes(
                 self.state.clone(),
