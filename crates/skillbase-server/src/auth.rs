@@ -107,8 +107,9 @@ fn hex(digest: &[u8; 32]) -> String {
 }
 
 /// How long a token looked up in the database is trusted before it is looked up again. A
-/// revocation through this server takes effect at once; one made on another server sharing the
-/// database takes effect within this time.
+/// revocation through this server takes effect at once; one made on another server sharing a
+/// PostgreSQL database as soon as its announcement arrives (milliseconds), and within this time
+/// if the announcement is lost (or on SQLite, where there is none).
 pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(2);
 
 /// What a token hash was found to be.
@@ -124,6 +125,8 @@ pub struct Auth {
     /// `--dev`: no tokens; every request is the admin.
     pub dev: bool,
     cache: Mutex<HashMap<[u8; 32], (Instant, Known)>>,
+    /// Wakes the watchers of open streams when the cache is cleared (a token changed).
+    changed: tokio::sync::Notify,
 }
 
 impl Auth {
@@ -132,12 +135,15 @@ impl Auth {
         Auth {
             dev,
             cache: Mutex::new(HashMap::new()),
+            changed: tokio::sync::Notify::new(),
         }
     }
 
-    /// Forget every cached lookup (after a token is created or revoked here).
+    /// Forget every cached lookup (after a token is created or revoked, here or on another
+    /// server), and have open streams check their tokens again now.
     pub fn invalidate(&self) {
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.changed.notify_waiters();
     }
 
     /// The principal for an `Authorization` header value.
@@ -221,7 +227,8 @@ impl Known {
 ///
 /// A response that streams (server-sent events: REST's event tails, MCP's streams) outlives the
 /// request that authenticated it, so its token is checked again every [`TOKEN_CACHE_TTL`] while
-/// it is open, and the stream ends once the token is revoked (or deleted). Every other request
+/// it is open, and whenever a token changes, and the stream ends once the token is revoked (or
+/// deleted). Every other request
 /// of a revoked token, an MCP session's included, is refused at this middleware.
 pub async fn middleware(
     State(state): State<Arc<AppState>>,
@@ -261,6 +268,7 @@ fn end_with_token(state: Arc<AppState>, header: String, res: Response) -> Respon
                 _ = watch_gone.cancelled() => return,
                 _ = state.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(TOKEN_CACHE_TTL) => {}
+                _ = state.auth.changed.notified() => {}
             }
             match state.auth.authenticate(&state, Some(&header)).await {
                 Err(e) if e.status == StatusCode::UNAUTHORIZED => {

@@ -242,37 +242,106 @@ pub fn warm_up() {
         .spawn(|| skillbase_runtime::tokens::count("warm up"));
 }
 
-/// How often the server applies writes made by other processes on the same database (the CLI
-/// on the same SQLite file, other servers on the same PostgreSQL).
+/// How often the server polls for writes made by other processes on the same database (the
+/// CLI on the same SQLite file, other servers on the same PostgreSQL). On PostgreSQL the writes
+/// are also announced at commit (`LISTEN`/`NOTIFY`) and applied at once; the poll is the
+/// fallback for an announcement lost while the listener reconnects.
 pub const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Apply other processes' writes to the index (skills, agents) and the vault, every
-/// [`SYNC_INTERVAL`], until shutdown.
+/// How many polls pass between attempts to listen again after the listener failed.
+const RELISTEN_EVERY: u32 = 10;
+
+/// Apply other processes' writes to the index (skills, agents), the vault and the token cache:
+/// at once when PostgreSQL announces them, and every `limits.sync_poll` ([`SYNC_INTERVAL`]) in
+/// any case, until shutdown.
 pub(crate) async fn sync_loop(state: Arc<AppState>) {
-    let mut tick = tokio::time::interval(SYNC_INTERVAL);
+    let poll = state
+        .options
+        .limits
+        .sync_poll
+        .max(std::time::Duration::from_millis(10));
+    use skillbase_store::Change;
+    let mut listener = listen(&state).await;
+    let mut tick = tokio::time::interval(poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut polls_without_listener = 0u32;
     loop {
+        let mut changes = Vec::new();
         tokio::select! {
-            _ = tick.tick() => {}
+            _ = tick.tick() => {
+                if listener.is_none() && state.store.backend() == "postgres" {
+                    polls_without_listener += 1;
+                    if polls_without_listener.is_multiple_of(RELISTEN_EVERY) {
+                        listener = listen(&state).await;
+                    }
+                }
+                changes.push(Change::Index);
+            }
+            c = next_change(&mut listener) => match c {
+                Ok(c) => {
+                    changes.push(c);
+                    if let Some(l) = listener.as_mut() {
+                        changes.extend(l.buffered());
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "listening for other servers' writes failed; polling until it works again");
+                    listener = None;
+                    polls_without_listener = 0;
+                }
+            },
             _ = state.shutdown.cancelled() => return,
         }
-        if let Err(e) = state.store.sync_changes().await {
-            tracing::warn!(error = %e, "applying other processes' changes failed; retrying");
+        let everything = changes.contains(&Change::Reconnected);
+        if everything || changes.contains(&Change::Tokens) {
+            state.auth.invalidate();
         }
-        // The vault changes rarely: compare names and update times before decrypting again.
-        match state.store.vault_all().await {
-            Ok(rows) => {
-                let known = state.vault.list();
-                let same = rows.len() == known.len()
-                    && rows
-                        .iter()
-                        .zip(&known)
-                        .all(|(r, k)| r.name == k.name && r.updated_at == k.updated_at);
-                if !same && let Err(e) = state.vault.reload().await {
-                    tracing::warn!(error = %e, "reloading the vault failed");
-                }
+        if everything || changes.contains(&Change::Index) {
+            apply_changes(&state).await;
+        }
+    }
+}
+
+/// A listener for announced writes, when the store has them (PostgreSQL).
+async fn listen(state: &AppState) -> Option<skillbase_store::ChangeListener> {
+    match state.store.change_listener().await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for other servers' writes; polling every second");
+            None
+        }
+    }
+}
+
+/// The next announcement; never, without a listener.
+async fn next_change(
+    listener: &mut Option<skillbase_store::ChangeListener>,
+) -> Result<skillbase_store::Change, skillbase_store::StoreError> {
+    match listener {
+        Some(l) => l.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Apply other processes' writes to the index and the agents, and re-read the vault if its
+/// entries changed.
+async fn apply_changes(state: &AppState) {
+    if let Err(e) = state.store.sync_changes().await {
+        tracing::warn!(error = %e, "applying other processes' changes failed; retrying");
+    }
+    // The vault changes rarely: compare names and update times before decrypting again.
+    match state.store.vault_all().await {
+        Ok(rows) => {
+            let known = state.vault.list();
+            let same = rows.len() == known.len()
+                && rows
+                    .iter()
+                    .zip(&known)
+                    .all(|(r, k)| r.name == k.name && r.updated_at == k.updated_at);
+            if !same && let Err(e) = state.vault.reload().await {
+                tracing::warn!(error = %e, "reloading the vault failed");
             }
-            Err(e) => tracing::warn!(error = %e, "reading the vault failed"),
         }
+        Err(e) => tracing::warn!(error = %e, "reading the vault failed"),
     }
 }

@@ -24,6 +24,9 @@ pub struct Limits {
     pub request_timeout: Duration,
     /// Page size for listings (REST and MCP).
     pub page_size: usize,
+    /// How often other processes' writes are polled for ([`crate::SYNC_INTERVAL`]). On
+    /// PostgreSQL they are also announced at commit, so this is only the fallback.
+    pub sync_poll: Duration,
 }
 
 impl Default for Limits {
@@ -33,6 +36,7 @@ impl Default for Limits {
             upload_bytes: 64 * 1024 * 1024,
             request_timeout: Duration::from_secs(60),
             page_size: 100,
+            sync_poll: crate::SYNC_INTERVAL,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! the security review. The log redactor's test is a binary of its own (`logs.rs`).
 
 mod attacks;
+mod cluster;
 mod common;
 mod contract;
 mod mcp;

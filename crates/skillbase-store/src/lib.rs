@@ -37,4 +37,6 @@ pub use records::{
     ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, RunRecord, SessionRecord,
     TokenRecord, VaultRow, WriteKind, WriteOutcome,
 };
-pub use store::{ContentGuard, ImportReport, PutRequest, Store, WriteGuard};
+pub use store::{
+    Change, ChangeListener, ContentGuard, ImportReport, PutRequest, Store, WriteGuard,
+};

@@ -206,6 +206,30 @@ pub fn precondition(headers: &HeaderMap) -> ApiResult<Precondition> {
     Ok(Precondition::None)
 }
 
+/// Before a precondition is checked: the records `name` may mean for this caller, read again
+/// from the database. Another server on the same database may have written since this one's
+/// copy was made, and a 412 must name the current revision, never one the client knows is old
+/// (the store checks again inside the write, so two writers cannot both win).
+pub async fn reread_for_precondition(
+    st: &crate::state::AppState,
+    p: &Principal,
+    pre: Precondition,
+    scope: Option<&str>,
+    name: &str,
+) -> ApiResult<()> {
+    if pre == Precondition::None {
+        return Ok(());
+    }
+    let scopes = match p.agent() {
+        Some(a) => vec![Scope::Agent(a.clone()), Scope::Shared],
+        None => vec![parse_scope(scope)?.unwrap_or(Scope::Shared)],
+    };
+    for s in &scopes {
+        st.store.reread(s, name).await?;
+    }
+    Ok(())
+}
+
 /// The answer to a failed precondition: 412 with the latest revision.
 pub fn stale(name: &str, current: i64) -> ApiError {
     ApiError::new(

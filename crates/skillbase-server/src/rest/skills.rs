@@ -8,7 +8,8 @@
 use super::authoring::{self, Authoring};
 use super::extract::{
     Body, Caller, P, Precondition, Q, Raw, check_precondition, content_type_is, etag, hidden,
-    media_type, optional_json, parse_scope, precondition, stale, unprocessable,
+    media_type, optional_json, parse_scope, precondition, reread_for_precondition, stale,
+    unprocessable,
 };
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult, Problem};
@@ -787,6 +788,7 @@ pub async fn put(
     let pre = precondition(&headers)?;
     let (files, json_message) = put_files(&headers, &body)?;
     let message = check_message(json_message.or(q.message))?;
+    reread_for_precondition(&st, &p, pre, q.scope.as_deref(), &name).await?;
     if let Some(agent) = p.agent() {
         own_scope(&p, q.scope.as_deref())?;
         let mut md = None;
@@ -915,6 +917,7 @@ pub async fn revert(
     Body(b): Body<RevBody>,
 ) -> ApiResult<Response> {
     let pre = precondition(&headers)?;
+    reread_for_precondition(&st, &p, pre, q.scope.as_deref(), &name).await?;
     if let Some(agent) = p.agent() {
         own_scope(&p, q.scope.as_deref())?;
         let a = Authoring::new(&st, agent, &headers).await?;
@@ -981,6 +984,7 @@ async fn change_status(
         })?
         .map(Value::String)
         .unwrap_or(Value::Null);
+    reread_for_precondition(st, p, pre, scope, name).await?;
     if let Some(agent) = p.agent() {
         if change != StatusChange::Retire {
             p.require_admin()?;

@@ -35,8 +35,10 @@ pub struct TestServer {
     pub beta: String,
     pub alpha_token_id: i64,
     pub http: reqwest::Client,
-    /// The SQLite file (another process's writes go here).
+    /// The SQLite file (another process's writes go here); for PostgreSQL, nothing.
     pub db: std::path::PathBuf,
+    /// The database the server runs on.
+    pub url: DbUrl,
     _dir: tempfile::TempDir,
     task: tokio::task::JoinHandle<()>,
 }
@@ -82,11 +84,17 @@ impl TestServer {
 
     pub async fn start_with(options: ServerOptions) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(
-            Store::open(&DbUrl::Sqlite(dir.path().join("skillbase.db")))
-                .await
-                .unwrap(),
-        );
+        let url = DbUrl::Sqlite(dir.path().join("skillbase.db"));
+        TestServer::start_on(dir, url, options).await
+    }
+
+    /// A fresh server over `url` (the fixture's skills, agents and tokens written to it).
+    pub async fn start_on(
+        dir: tempfile::TempDir,
+        url: DbUrl,
+        options: ServerOptions,
+    ) -> TestServer {
+        let store = Arc::new(Store::open(&url).await.unwrap());
         Config::parse(CONFIG, "test")
             .unwrap()
             .apply(&store)
@@ -98,8 +106,6 @@ impl TestServer {
         let beta = AgentName::parse("beta").unwrap();
         put_skill(&store, Scope::Agent(alpha.clone()), "alpha-secret", &[]).await;
         put_skill(&store, Scope::Agent(beta.clone()), "beta-secret", &[]).await;
-        let key = VaultKey::parse(&"ab".repeat(32)).unwrap();
-        let vault = Vault::open(store.clone(), key).await.unwrap();
         let actor = Author::Human("test".into());
         let mk = |agent: Option<AgentName>| {
             let store = store.clone();
@@ -116,6 +122,41 @@ impl TestServer {
         let (admin, _) = mk(None).await;
         let (alpha_t, alpha_token_id) = mk(Some(alpha)).await;
         let (beta_t, _) = mk(Some(beta)).await;
+        let tokens = [admin, alpha_t, beta_t];
+        TestServer::serve(dir, url, store, options, tokens, alpha_token_id, true).await
+    }
+
+    /// A second server on this one's database (another node of a cluster): the same skills,
+    /// agents and tokens, its own copy of them in memory.
+    pub async fn join(&self, options: ServerOptions) -> TestServer {
+        let store = Arc::new(Store::open(&self.url).await.unwrap());
+        let tokens = [self.admin.clone(), self.alpha.clone(), self.beta.clone()];
+        let dir = tempfile::tempdir().unwrap();
+        let id = self.alpha_token_id;
+        TestServer::serve(dir, self.url.clone(), store, options, tokens, id, true).await
+    }
+
+    /// [`TestServer::join`], but a server that never applies other servers' writes (no sync
+    /// loop: as if every announcement and poll were lost), so its copy goes stale.
+    pub async fn join_deaf(&self, options: ServerOptions) -> TestServer {
+        let store = Arc::new(Store::open(&self.url).await.unwrap());
+        let tokens = [self.admin.clone(), self.alpha.clone(), self.beta.clone()];
+        let dir = tempfile::tempdir().unwrap();
+        let id = self.alpha_token_id;
+        TestServer::serve(dir, self.url.clone(), store, options, tokens, id, false).await
+    }
+
+    async fn serve(
+        dir: tempfile::TempDir,
+        url: DbUrl,
+        store: Arc<Store>,
+        options: ServerOptions,
+        [admin, alpha_t, beta_t]: [String; 3],
+        alpha_token_id: i64,
+        sync: bool,
+    ) -> TestServer {
+        let key = VaultKey::parse(&"ab".repeat(32)).unwrap();
+        let vault = Vault::open(store.clone(), key).await.unwrap();
         let engine = skillbase_runtime::Engine::builder()
             .store(store.clone())
             .vault(vault)
@@ -129,9 +170,18 @@ impl TestServer {
         let addr = listener.local_addr().unwrap();
         let st = state.clone();
         let task = tokio::spawn(async move {
-            skillbase_server::serve(st, listener, std::future::pending())
-                .await
-                .unwrap();
+            if sync {
+                skillbase_server::serve(st, listener, std::future::pending())
+                    .await
+                    .unwrap();
+            } else {
+                let app = skillbase_server::router(st.clone());
+                let stop = st.shutdown.clone();
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { stop.cancelled().await })
+                    .await
+                    .unwrap();
+            }
         });
         TestServer {
             addr,
@@ -144,6 +194,7 @@ impl TestServer {
             alpha_token_id,
             http: reqwest::Client::new(),
             db: dir.path().join("skillbase.db"),
+            url,
             _dir: dir,
             task,
         }

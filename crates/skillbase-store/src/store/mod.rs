@@ -38,8 +38,8 @@ mod vectors;
 use guard::scrub_entry;
 pub use guard::{ContentGuard, WriteGuard};
 pub use skills::{ImportReport, PutRequest};
-pub use sync::SYNC_LOOKBACK;
 use sync::SyncWindow;
+pub use sync::{Change, ChangeListener, SYNC_LOOKBACK};
 
 /// The skills store.
 pub struct Store {
@@ -122,6 +122,12 @@ impl Store {
     }
 
     /// Re-read one record into the index.
+    /// Read one record again from the database into the index (another process may have
+    /// written it since this one's copy was made): before a precondition is checked against it.
+    pub async fn reread(&self, scope: &Scope, name: &str) -> Result<()> {
+        self.refresh(scope, name).await
+    }
+
     async fn refresh(&self, scope: &Scope, name: &str) -> Result<()> {
         let _guard = self.index_lock.lock().await;
         let raw = on_db!(self, skills::load_one(&scope.to_string(), name))?;

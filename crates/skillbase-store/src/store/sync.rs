@@ -153,3 +153,86 @@ mod sync_window_tests {
         assert!(w.marks.is_empty());
     }
 }
+
+/// The channel PostgreSQL announces committed writes on (migration `0010_change_notify`).
+const CHANGE_CHANNEL: &str = "skillbase_changes";
+
+/// What an announcement from another process says to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Skills, agents or the vault changed: apply [`Store::sync_changes`] (and re-read the vault).
+    Index,
+    /// A token was created or revoked: forget cached token lookups.
+    Tokens,
+    /// The listener's connection was lost and made again: announcements may have been missed,
+    /// so apply everything.
+    Reconnected,
+}
+
+/// Announcements of other processes' committed writes to this store (PostgreSQL's
+/// `LISTEN`/`NOTIFY`), delivered when the writing transaction commits. Only stores on
+/// PostgreSQL have one ([`Store::change_listener`]); SQLite's processes poll. It holds one
+/// connection of the store's pool until dropped, and [`Store::close`] waits for that
+/// connection: drop the listener first.
+pub struct ChangeListener {
+    inner: sqlx::postgres::PgListener,
+    /// `<schema>:`: the prefix of this store's announcements.
+    prefix: String,
+}
+
+impl ChangeListener {
+    /// The next announcement for this store. Waits; a lost connection is made again and
+    /// answered as [`Change::Reconnected`]; an error means the database cannot be reached (call
+    /// again later).
+    pub async fn recv(&mut self) -> Result<Change> {
+        loop {
+            match self.inner.try_recv().await? {
+                None => return Ok(Change::Reconnected),
+                Some(n) => {
+                    if let Some(c) = self.read(n.payload()) {
+                        return Ok(c);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Announcements already received, without waiting (to apply a burst once).
+    pub fn buffered(&mut self) -> Vec<Change> {
+        let mut out = Vec::new();
+        while let Some(n) = self.inner.next_buffered() {
+            if let Some(c) = self.read(n.payload()) {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    fn read(&self, payload: &str) -> Option<Change> {
+        match payload.strip_prefix(self.prefix.as_str())? {
+            "index" => Some(Change::Index),
+            "tokens" => Some(Change::Tokens),
+            // A newer build's announcement: applying everything is always right.
+            _ => Some(Change::Reconnected),
+        }
+    }
+}
+
+impl Store {
+    /// A listener for writes other processes commit to this store: `Some` on PostgreSQL
+    /// (`LISTEN`, on a connection of its own taken from the pool), `None` on SQLite.
+    pub async fn change_listener(&self) -> Result<Option<ChangeListener>> {
+        let crate::db::Db::Postgres(pool) = &self.db else {
+            return Ok(None);
+        };
+        let schema: String = sqlx::query_scalar("SELECT current_schema()")
+            .fetch_one(pool)
+            .await?;
+        let mut inner = sqlx::postgres::PgListener::connect_with(pool).await?;
+        inner.listen(CHANGE_CHANNEL).await?;
+        Ok(Some(ChangeListener {
+            inner,
+            prefix: format!("{schema}:"),
+        }))
+    }
+}
