@@ -54,6 +54,11 @@ impl Store {
     }
 
     pub(super) async fn refresh_agents(&self) -> Result<()> {
+        // One refresh at a time, each reading after the one before it stored: a refresh that
+        // read before a write committed can never store its older list over a newer one (the
+        // sync loop's and a writer's refresh race otherwise, and an agent just created vanishes
+        // from the cache until the next sync).
+        let _one = self.agents_lock.lock().await;
         let all = self.agents().await?;
         self.agent_cache.store(Arc::new(
             all.into_iter()

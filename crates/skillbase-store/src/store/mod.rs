@@ -49,6 +49,8 @@ pub struct Store {
     write_guard: ArcSwap<Option<WriteGuard>>,
     /// Serialises index swaps so a slower writer never overwrites a newer state.
     index_lock: tokio::sync::Mutex<()>,
+    /// Serialises agent-cache refreshes, for the same reason.
+    agents_lock: tokio::sync::Mutex<()>,
     /// The events `sync_changes` has applied, and what it looks back over (late commits on
     /// PostgreSQL).
     sync: std::sync::Mutex<SyncWindow>,
@@ -68,6 +70,7 @@ impl Store {
             agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
             write_guard: ArcSwap::from_pointee(None),
             index_lock: tokio::sync::Mutex::new(()),
+            agents_lock: tokio::sync::Mutex::new(()),
             sync: std::sync::Mutex::new(SyncWindow::default()),
             changed: tokio::sync::watch::Sender::new(0),
             limits: BundleLimits::default(),
