@@ -483,7 +483,7 @@ pub const MAX_BUDGET: u32 = 10_000_000;
 /// The most consecutive failed runs `failure_threshold` may wait for.
 pub const MAX_FAILURE_THRESHOLD: u32 = 1000;
 /// The largest `max_calls_in_flight`.
-pub const MAX_CALLS_IN_FLIGHT: u32 = 1000;
+pub const MAX_CALLS_IN_FLIGHT: u32 = 100_000;
 /// The largest `max_network_calls_per_session`.
 pub const MAX_NETWORK_CALLS_PER_SESSION: u32 = 1_000_000;
 

@@ -84,7 +84,7 @@ pub struct PoliciesDoc {
     #[schema(required = false, minimum = 1, maximum = 1000)]
     failure_threshold: u32,
     /// Calls in flight at once, per agent [8].
-    #[schema(required = false, minimum = 1, maximum = 1000)]
+    #[schema(required = false, minimum = 1, maximum = 100000)]
     max_calls_in_flight: u32,
     /// Network tool calls per session [50].
     #[schema(required = false, minimum = 0, maximum = 1000000)]
