@@ -200,6 +200,7 @@ impl Db {
                 let opts = sqlite_options(path);
                 let pool = SqlitePoolOptions::new()
                     .max_connections(8)
+                    .after_release(|conn, _| Box::pin(release_sqlite(conn)))
                     .connect_with(opts)
                     .await
                     .map_err(|e| open_err(e.to_string()))?;
@@ -232,6 +233,9 @@ impl Db {
                 }
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
+                    // A transaction whose COMMIT or ROLLBACK failed is not handed to the next
+                    // caller (PostgreSQL's depth is known at once: no round trip).
+                    .after_release(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
                     .acquire_timeout(Duration::from_secs(10))
                     .connect_with(opts)
                     .await
@@ -260,6 +264,20 @@ impl Db {
             Db::Postgres(p) => p.close().await,
         }
     }
+}
+
+/// Whether a SQLite connection going back to the pool may be reused: not if it is still inside
+/// a transaction. After a failed COMMIT (a full disk, an I/O error) SQLite may have rolled the
+/// transaction back itself, so sqlx's ROLLBACK fails and its depth stays above zero; reused,
+/// that connection refused every write ("begin_with at non-zero transaction depth"), or kept
+/// SQLite's write lock ("database is locked") until a restart. Closing it ends whatever
+/// transaction it holds; the pool opens a fresh one when needed.
+async fn release_sqlite(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+    if conn.is_in_transaction() {
+        // A dropped transaction's ROLLBACK is queued, not yet run: let it run, then look again.
+        conn.ping().await?;
+    }
+    Ok(!conn.is_in_transaction())
 }
 
 fn sqlite_options(path: &Path) -> SqliteConnectOptions {

@@ -121,12 +121,38 @@ impl Store {
         self.refresh_agents().await
     }
 
-    /// Re-read one record into the index.
+    /// Bring committed writes into the index. The writes are done whatever happens here: a
+    /// failure to read them back (a storage fault) must not answer a committed write as failed,
+    /// so it is logged and the records are left to `sync_changes` (which re-reads every
+    /// index-changing event it has not applied, this process's own included) or the next reload.
+    pub(crate) async fn after_commit(&self, outcomes: &[crate::records::WriteOutcome]) {
+        let done = if outcomes.len() > 64 {
+            self.reload().await
+        } else {
+            let mut r = Ok(());
+            for o in outcomes {
+                r = r.and(self.refresh(&o.scope, &o.name).await);
+            }
+            r
+        };
+        if let Err(e) = done {
+            tracing::warn!(error = %e, "a committed write is not in the index yet");
+        }
+    }
+
+    /// Re-read one record into the index (a record that does not read back, such as one whose
+    /// SKILL.md no longer matches its digest, leaves the index, as in [`Store::reload`]).
     async fn refresh(&self, scope: &Scope, name: &str) -> Result<()> {
         let _guard = self.index_lock.lock().await;
         let raw = on_db!(self, skills::load_one(&scope.to_string(), name))?;
         let guard = self.guard();
-        let entry = raw.map(|r| to_entry(r, guard.as_deref())).transpose()?;
+        let entry = raw.and_then(|r| match to_entry(r, guard.as_deref()) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "skipping an unreadable skill record");
+                None
+            }
+        });
         let next = self.index.load().with(scope, name, entry);
         self.index.store(Arc::new(next));
         self.changed.send_modify(|g| *g += 1);
