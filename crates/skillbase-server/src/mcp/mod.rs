@@ -291,9 +291,21 @@ fn no_directory(uri: &str) -> ErrorData {
     invalid_params(format!("no directory is served at {uri}"), uri)
 }
 
+/// A store failure as a JSON-RPC error. A storage fault (a full disk, an unavailable or
+/// read-only database) says so in its message and carries the REST answer's problem type and
+/// status in `data`, so a client can tell "retry later" from a bug.
 fn store_error(e: StoreError) -> ErrorData {
     tracing::warn!(error = %e, "MCP: store error");
-    ErrorData::internal_error(format!("the store failed: {e}"), None)
+    match crate::error::storage_fault(&e) {
+        Some((status, kind)) => ErrorData::internal_error(
+            format!("the storage failed: {e}"),
+            Some(json!({
+                "type": format!("urn:skillbase:problem:{kind}"),
+                "status": status.as_u16(),
+            })),
+        ),
+        None => ErrorData::internal_error(format!("the store failed: {e}"), None),
+    }
 }
 
 fn runtime_error(e: RuntimeError) -> ErrorData {
