@@ -54,8 +54,31 @@ pub struct Store {
     sync: std::sync::Mutex<SyncWindow>,
     /// Ticks after every index swap and agent refresh (servers notify clients from it).
     changed: tokio::sync::watch::Sender<u64>,
+    /// SKILL.md blobs whose bytes this process has hashed and found to match their digest.
+    verified: Verified,
     /// The limits every written bundle must meet.
     pub limits: BundleLimits,
+}
+
+/// Blob digests whose bytes were hashed once and matched: what reaches a model from the index
+/// (eager bodies, triggered bodies, `load_skill`) is checked against its digest, once per blob
+/// per process however often the index is reloaded. A SKILL.md altered at rest does not enter
+/// the index (a warning is logged), as show, export and `resources/read` refuse the bundle.
+#[derive(Default)]
+struct Verified(std::sync::Mutex<std::collections::HashSet<skillbase_format::Digest>>);
+
+impl Verified {
+    fn check(&self, digest: &skillbase_format::Digest, bytes: &[u8]) -> bool {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.contains(digest) {
+            return true;
+        }
+        if skillbase_format::Digest::of(bytes) != *digest {
+            return false;
+        }
+        seen.insert(*digest);
+        true
+    }
 }
 
 impl Store {
@@ -70,6 +93,7 @@ impl Store {
             index_lock: tokio::sync::Mutex::new(()),
             sync: std::sync::Mutex::new(SyncWindow::default()),
             changed: tokio::sync::watch::Sender::new(0),
+            verified: Verified::default(),
             limits: BundleLimits::default(),
         };
         store.reload().await?;
@@ -104,15 +128,15 @@ impl Store {
         let raw = on_db!(self, skills::load_all())?;
         let generation = self.index.load().generation + 1;
         let guard = self.guard();
-        let entries = raw
-            .into_iter()
-            .filter_map(|r| match to_entry(r, guard.as_deref()) {
-                Ok(e) => Some(e),
-                Err(e) => {
-                    tracing::warn!(error = %e, "skipping an unreadable skill record");
-                    None
-                }
-            });
+        let entries =
+            raw.into_iter()
+                .filter_map(|r| match to_entry(r, guard.as_deref(), &self.verified) {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "skipping an unreadable skill record");
+                        None
+                    }
+                });
         self.index
             .store(Arc::new(Index::from_entries(entries, generation)));
         self.changed.send_modify(|g| *g += 1);
@@ -146,7 +170,7 @@ impl Store {
         let _guard = self.index_lock.lock().await;
         let raw = on_db!(self, skills::load_one(&scope.to_string(), name))?;
         let guard = self.guard();
-        let entry = raw.and_then(|r| match to_entry(r, guard.as_deref()) {
+        let entry = raw.and_then(|r| match to_entry(r, guard.as_deref(), &self.verified) {
             Ok(e) => Some(e),
             Err(e) => {
                 tracing::warn!(error = %e, "skipping an unreadable skill record");
@@ -160,7 +184,28 @@ impl Store {
     }
 }
 
-fn to_entry(r: RawEntry, guard: Option<&dyn ContentGuard>) -> Result<SkillEntry> {
+fn to_entry(
+    r: RawEntry,
+    guard: Option<&dyn ContentGuard>,
+    verified: &Verified,
+) -> Result<SkillEntry> {
+    // The SKILL.md read is the one SKILL.md wins over skill.md (`take_skill_md`).
+    let md_file = r
+        .files
+        .iter()
+        .find(|f| f.0 == "SKILL.md")
+        .or_else(|| r.files.iter().find(|f| f.0 == "skill.md"));
+    let matches = md_file.is_some_and(|(_, digest, ..)| {
+        digest
+            .parse::<skillbase_format::Digest>()
+            .is_ok_and(|d| verified.check(&d, &r.skill_md))
+    });
+    if !matches {
+        return Err(StoreError::Corrupt(format!(
+            "skill '{}' ({}): revision {} does not match its digest (its SKILL.md was altered at rest); not served",
+            r.name, r.scope, r.active_rev
+        )));
+    }
     // One pass over SKILL.md tells whether anything of it needs scrubbing.
     let dirty = guard.filter(|g| g.scrub(&r.skill_md).is_some());
     let mut e = to_entry_raw(r)?;
