@@ -165,6 +165,10 @@ impl From<sqlx::Error> for StoreError {
         match fault_of(&e) {
             Some(Fault::Full) => StoreError::DiskFull(e.to_string()),
             Some(Fault::Unavailable) => StoreError::Unavailable(e.to_string()),
+            Some(Fault::ReadOnly) => StoreError::ReadOnly {
+                url: "the database".into(),
+                why: e.to_string(),
+            },
             None => StoreError::Db(e),
         }
     }
@@ -175,6 +179,7 @@ impl From<sqlx::Error> for StoreError {
 enum Fault {
     Full,
     Unavailable,
+    ReadOnly,
 }
 
 fn fault_of(e: &sqlx::Error) -> Option<Fault> {
@@ -196,22 +201,26 @@ fn fault_of(e: &sqlx::Error) -> Option<Fault> {
 }
 
 /// SQLite's primary result codes (the low byte of the extended code) that are storage faults:
-/// FULL (13); IOERR (10), BUSY (5), LOCKED (6), NOMEM (7), READONLY (8), CORRUPT (11), CANTOPEN
+/// FULL (13); READONLY (8); IOERR (10), BUSY (5), LOCKED (6), NOMEM (7), CORRUPT (11), CANTOPEN
 /// (14), PROTOCOL (15), NOTADB (26).
 fn sqlite_fault(extended: i64) -> Option<Fault> {
     match extended & 0xff {
         13 => Some(Fault::Full),
-        5 | 6 | 7 | 8 | 10 | 11 | 14 | 15 | 26 => Some(Fault::Unavailable),
+        8 => Some(Fault::ReadOnly),
+        5 | 6 | 7 | 10 | 11 | 14 | 15 | 26 => Some(Fault::Unavailable),
         _ => None,
     }
 }
 
-/// PostgreSQL's SQLSTATEs that are storage faults: disk full (53100); the rest of class 53
+/// PostgreSQL's SQLSTATEs that are storage faults: disk full (53100), read-only (25006); the
+/// rest of class 53
 /// (insufficient resources), class 08 (connection), 57P01-57P05 (shutdown, cannot connect now)
 /// and class 58 (I/O and system errors).
 fn postgres_fault(sqlstate: &str) -> Option<Fault> {
     match sqlstate {
         "53100" => Some(Fault::Full),
+        // A read-only transaction (a hot standby, default_transaction_read_only).
+        "25006" => Some(Fault::ReadOnly),
         s if s.starts_with("53") || s.starts_with("08") || s.starts_with("58") => {
             Some(Fault::Unavailable)
         }
@@ -260,7 +269,8 @@ mod fault_tests {
     fn storage_faults_are_told_apart_from_other_errors() {
         // SQLITE_FULL, and extended I/O codes (SQLITE_IOERR_WRITE = 778, _FSYNC = 1034).
         assert_eq!(sqlite_fault(13), Some(Fault::Full));
-        for c in [5, 6, 8, 10, 778, 1034, 11, 14, 26, 517] {
+        assert_eq!(sqlite_fault(8), Some(Fault::ReadOnly));
+        for c in [5, 6, 10, 778, 1034, 11, 14, 26, 517] {
             assert_eq!(sqlite_fault(c), Some(Fault::Unavailable), "{c}");
         }
         // Constraint violations (2067: UNIQUE), a plain SQL error, a trigger's abort.
@@ -268,6 +278,7 @@ mod fault_tests {
             assert_eq!(sqlite_fault(c), None, "{c}");
         }
         assert_eq!(postgres_fault("53100"), Some(Fault::Full));
+        assert_eq!(postgres_fault("25006"), Some(Fault::ReadOnly));
         for s in [
             "53200", "53300", "08006", "08001", "57P01", "57P03", "58030",
         ] {

@@ -141,3 +141,55 @@ async fn writes_work_again_once_a_full_disk_has_space() {
     reopened.close().await;
     store.close().await;
 }
+
+/// A store on a read-only file system is opened read-only: reads are served, writes are
+/// refused with a message saying why, and nothing is changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(skillbase_mount),
+    ignore = "storage-fault tests skipped: they mount a tmpfs (root where mount is allowed)"
+)]
+async fn a_store_on_a_read_only_file_system_serves_reads() {
+    let Some(fs) = Tmpfs::mount("a_store_on_a_read_only_file_system_serves_reads", "8m") else {
+        return;
+    };
+    let url = DbUrl::Sqlite(fs.path().join("skillbase.db"));
+    let store = Store::open(&url).await.unwrap();
+    assert_eq!(store.read_only(), None);
+    store
+        .put(put(Scope::Shared, skill("kept", "readable"), None))
+        .await
+        .unwrap();
+    store.close().await;
+    fs.remount(true);
+    let result = async {
+        let store = Store::open(&url).await.expect("a read-only store opens");
+        let why = store.read_only().expect("opened read-only").to_owned();
+        assert!(why.contains("Read-only file system"), "{why}");
+        assert_eq!(
+            store.index().get(&Scope::Shared, "kept").unwrap().body,
+            "readable"
+        );
+        let (_, b) = store.bundle(&Scope::Shared, "kept", None).await.unwrap();
+        assert_eq!(b.files().len(), 1);
+        assert_eq!(
+            store.history(&Scope::Shared, "kept").await.unwrap().len(),
+            1
+        );
+        let e = store
+            .put(put(Scope::Shared, skill("new", "refused"), None))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, StoreError::ReadOnly { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("read-only") && msg.contains("Read-only file system"),
+            "{msg}"
+        );
+        assert!(store.index().get(&Scope::Shared, "new").is_none());
+        store.close().await;
+    }
+    .await;
+    fs.remount(false);
+    result
+}

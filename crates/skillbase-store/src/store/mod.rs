@@ -15,12 +15,14 @@ use skillbase_format::{BundleLimits, SkillMd, SkillMeta};
 use std::sync::Arc;
 
 /// Call a noun's statement on the store's backend: `on_db!(self, skills::load_all())`.
+/// A write refused by a store opened read-only says why the store is read-only.
 macro_rules! on_db {
     ($self:expr, $noun:ident :: $f:ident ( $($arg:expr),* )) => {
         match &$self.db {
             crate::db::Db::Sqlite(p) => crate::sql::$noun::sqlite::$f(p, $($arg),*).await,
             crate::db::Db::Postgres(p) => crate::sql::$noun::postgres::$f(p, $($arg),*).await,
         }
+        .map_err(|e| $self.read_only_error(e))
     };
 }
 
@@ -56,6 +58,8 @@ pub struct Store {
     changed: tokio::sync::watch::Sender<u64>,
     /// SKILL.md blobs whose bytes this process has hashed and found to match their digest.
     verified: Verified,
+    /// Why the store was opened read-only, if it was (its location, and the reason).
+    read_only: Option<(String, String)>,
     /// The limits every written bundle must meet.
     pub limits: BundleLimits,
 }
@@ -84,8 +88,12 @@ impl Verified {
 impl Store {
     /// Open the database (creating and migrating it) and load the index.
     pub async fn open(url: &DbUrl) -> Result<Store> {
-        let db = Db::open(url).await?;
+        let (db, read_only) = Db::open_for_store(url).await?;
+        if let Some(why) = &read_only {
+            tracing::warn!(db = %url.redacted(), why = %why, "the store is open read-only: reads work, writes are refused");
+        }
         let store = Store {
+            read_only: read_only.map(|why| (url.redacted(), why)),
             db,
             index: ArcSwap::from_pointee(Index::default()),
             agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
@@ -103,6 +111,23 @@ impl Store {
     /// `sqlite` or `postgres`.
     pub fn backend(&self) -> &'static str {
         self.db.backend()
+    }
+
+    /// Why the store is open read-only, when it is (writes are then refused with
+    /// [`StoreError::ReadOnly`] saying so).
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_ref().map(|(_, why)| why.as_str())
+    }
+
+    /// A write the database refused as read-only names the reason the store was opened so.
+    fn read_only_error(&self, e: StoreError) -> StoreError {
+        match (&self.read_only, e) {
+            (Some((url, why)), StoreError::ReadOnly { .. }) => StoreError::ReadOnly {
+                url: url.clone(),
+                why: why.clone(),
+            },
+            (_, e) => e,
+        }
     }
 
     /// Close the database pool.
