@@ -426,6 +426,26 @@ fn is_change(kind: &notify::EventKind) -> bool {
     }
 }
 
+/// The nearest folder at or above `path`, inside one of `roots`, that holds a SKILL.md.
+fn skill_folder_of(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    let root = roots.iter().find(|r| path.starts_with(r))?;
+    let mut cur = if path.is_dir() {
+        Some(path)
+    } else {
+        path.parent()
+    };
+    while let Some(dir) = cur {
+        if !dir.starts_with(root) || dir == root.as_path() {
+            return None;
+        }
+        if find_skill_md(dir).is_some() {
+            return Some(dir.to_path_buf());
+        }
+        cur = dir.parent();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use notify::EventKind as K;
@@ -453,24 +473,4 @@ mod tests {
             assert!(super::is_change(&k), "{k:?}");
         }
     }
-}
-
-/// The nearest folder at or above `path`, inside one of `roots`, that holds a SKILL.md.
-fn skill_folder_of(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
-    let root = roots.iter().find(|r| path.starts_with(r))?;
-    let mut cur = if path.is_dir() {
-        Some(path)
-    } else {
-        path.parent()
-    };
-    while let Some(dir) = cur {
-        if !dir.starts_with(root) || dir == root.as_path() {
-            return None;
-        }
-        if find_skill_md(dir).is_some() {
-            return Some(dir.to_path_buf());
-        }
-        cur = dir.parent();
-    }
-    None
 }

@@ -253,7 +253,7 @@ async fn a_seed_folder_deleted_while_down_retires_its_skill(db: TestDb) {
         .await
         .unwrap()
         .into_iter()
-        .filter(|e| e.kind.to_string() == "retired")
+        .filter(|e| e.kind == skillbase_store::EventKind::Retired)
         .collect();
     assert_eq!(retired.len(), 1, "{retired:?}");
     assert!(

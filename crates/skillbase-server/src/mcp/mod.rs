@@ -1191,3 +1191,23 @@ fn jsonrpc_error(
     );
     res
 }
+
+#[cfg(test)]
+mod store_error_tests {
+    use super::*;
+
+    /// A storage fault over MCP says so, with the REST problem's type and status in `data`;
+    /// any other store error stays a plain internal error.
+    #[test]
+    fn storage_faults_carry_the_problem_type_and_status() {
+        let e = store_error(StoreError::DiskFull("database or disk is full".into()));
+        assert!(e.message.contains("the storage failed"), "{}", e.message);
+        let data = e.data.expect("data");
+        assert_eq!(data["status"], 507);
+        assert_eq!(data["type"], "urn:skillbase:problem:insufficient-storage");
+        let e = store_error(StoreError::Unavailable("disk I/O error".into()));
+        assert_eq!(e.data.expect("data")["status"], 503);
+        let e = store_error(StoreError::Corrupt("x".into()));
+        assert!(e.data.is_none());
+    }
+}
