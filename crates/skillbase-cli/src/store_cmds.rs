@@ -74,6 +74,11 @@ pub fn report_seed(action: &SeedAction) {
         SeedAction::Diverged { name } => eprintln!(
             "seed: {name} was edited in the store; its seed folder changed too and is not applied (the store wins)"
         ),
+        SeedAction::Removed { name } => {
+            eprintln!(
+                "seed: {name} retired (its folder holds no skill any more; restore brings it back)"
+            )
+        }
         SeedAction::Skipped { path, reason } => eprintln!("seed: skipped {path}: {reason}"),
     }
 }

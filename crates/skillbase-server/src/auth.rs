@@ -183,7 +183,10 @@ impl Auth {
                     .store
                     .token_by_hash(&hex(&digest))
                     .await
-                    .map_err(|e| ApiError::internal(format!("token lookup failed: {e}")))?;
+                    .map_err(|e| match crate::error::storage_fault(&e) {
+                        Some(_) => ApiError::from(e),
+                        None => ApiError::internal(format!("token lookup failed: {e}")),
+                    })?;
                 let known = Known::of(record)?;
                 let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
                 if cache.len() > 10_000 {

@@ -79,7 +79,8 @@ impl ApiError {
     pub fn conflict(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::CONFLICT, "conflict", detail)
     }
-    /// 500 `internal`: the server or its database failed; the detail is logged.
+    /// 500 `internal`: the server failed (a bug, stored data that does not read back); the
+    /// detail is logged. Storage faults are 503 or 507 ([`storage_fault`]).
     pub fn internal(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", detail)
     }
@@ -146,6 +147,10 @@ impl From<StoreError> for ApiError {
             StoreError::InvalidSkill(_) | StoreError::Bundle(_) | StoreError::Invalid(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-skill", detail)
             }
+            StoreError::DiskFull(_) | StoreError::Unavailable(_) | StoreError::ReadOnly { .. } => {
+                let (status, kind) = storage_fault(&e).unwrap_or(UNAVAILABLE);
+                ApiError::new(status, kind, detail)
+            }
             StoreError::SchemaTooNew { .. }
             | StoreError::Migrate(_)
             | StoreError::Open { .. }
@@ -153,6 +158,20 @@ impl From<StoreError> for ApiError {
             | StoreError::Corrupt(_)
             | StoreError::Io { .. } => ApiError::internal(detail),
         }
+    }
+}
+
+/// 503 `unavailable`: the storage failed a request that was fine; retrying later may succeed.
+const UNAVAILABLE: (StatusCode, &str) = (StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+
+/// The status and problem kind of a storage fault (REST and MCP answer the same): 507
+/// `insufficient-storage` for a full disk, 503 `unavailable` for an I/O error, a lost database,
+/// a lock held too long or a read-only store; `None` for any other error.
+pub fn storage_fault(e: &StoreError) -> Option<(StatusCode, &'static str)> {
+    match e {
+        StoreError::DiskFull(_) => Some((StatusCode::INSUFFICIENT_STORAGE, "insufficient-storage")),
+        StoreError::Unavailable(_) | StoreError::ReadOnly { .. } => Some(UNAVAILABLE),
+        _ => None,
     }
 }
 
@@ -189,5 +208,39 @@ pub fn json_rejection(r: axum::extract::rejection::JsonRejection) -> ApiError {
             "the request body is over this route's size limit",
         ),
         other => ApiError::bad_request(format!("malformed JSON body: {}", other.body_text())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Storage faults are the storage's, not the server's: 507 for a full disk, 503 for the
+    /// rest, each a problem with its own type and the store's message; other errors stay 500.
+    #[test]
+    fn storage_faults_answer_503_or_507() {
+        let full = ApiError::from(StoreError::DiskFull("database or disk is full".into()));
+        assert_eq!(full.status, StatusCode::INSUFFICIENT_STORAGE);
+        let p = full.problem();
+        assert_eq!(p.kind, "urn:skillbase:problem:insufficient-storage");
+        assert_eq!((p.status, p.title.as_str()), (507, "Insufficient Storage"));
+        assert!(p.detail.contains("disk is full"), "{}", p.detail);
+        for e in [
+            StoreError::Unavailable("disk I/O error".into()),
+            StoreError::ReadOnly {
+                url: "sqlite:/ro/skillbase.db".into(),
+                why: "Read-only file system".into(),
+            },
+        ] {
+            let a = ApiError::from(e);
+            assert_eq!(a.status, StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(a.problem().kind, "urn:skillbase:problem:unavailable");
+        }
+        let a = ApiError::from(StoreError::Corrupt("x".into()));
+        assert_eq!(
+            (a.status, a.kind),
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+        );
+        assert_eq!(storage_fault(&StoreError::Corrupt("x".into())), None);
     }
 }

@@ -191,6 +191,29 @@ fn migrate_error(e: MigrateError) -> StoreError {
 impl Db {
     /// Open (creating if needed) and migrate.
     pub async fn open(url: &DbUrl) -> Result<Db> {
+        Ok(Db::open_for_store(url).await?.0)
+    }
+
+    /// Open and migrate; a SQLite store that exists but cannot be written (a read-only file
+    /// system, a file or folder without write permission) is opened read-only instead, if its
+    /// schema is this build's, with the reason writes fail.
+    pub(crate) async fn open_for_store(url: &DbUrl) -> Result<(Db, Option<String>)> {
+        match Db::open_writable(url).await {
+            Ok(db) => Ok((db, None)),
+            Err(e) => {
+                let DbUrl::Sqlite(path) = url else {
+                    return Err(e);
+                };
+                let Some(why) = unwritable(path) else {
+                    return Err(e);
+                };
+                let db = open_sqlite_read_only(url, path, &why).await?;
+                Ok((db, Some(why)))
+            }
+        }
+    }
+
+    async fn open_writable(url: &DbUrl) -> Result<Db> {
         let open_err = |message: String| StoreError::Open {
             url: url.redacted(),
             message,
@@ -205,6 +228,7 @@ impl Db {
                 let opts = sqlite_options(path);
                 let pool = SqlitePoolOptions::new()
                     .max_connections(8)
+                    .after_release(|conn, _| Box::pin(release_sqlite(conn)))
                     .connect_with(opts)
                     .await
                     .map_err(|e| open_err(e.to_string()))?;
@@ -237,6 +261,9 @@ impl Db {
                 }
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
+                    // A transaction whose COMMIT or ROLLBACK failed is not handed to the next
+                    // caller (PostgreSQL's depth is known at once: no round trip).
+                    .after_release(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
                     .acquire_timeout(Duration::from_secs(10))
                     .connect_with(opts)
                     .await
@@ -265,6 +292,85 @@ impl Db {
             Db::Postgres(p) => p.close().await,
         }
     }
+}
+
+/// Whether a SQLite connection going back to the pool may be reused: not if it is still inside
+/// a transaction. After a failed COMMIT (a full disk, an I/O error) SQLite may have rolled the
+/// transaction back itself, so sqlx's ROLLBACK fails and its depth stays above zero; reused,
+/// that connection refused every write ("begin_with at non-zero transaction depth"), or kept
+/// SQLite's write lock ("database is locked") until a restart. Closing it ends whatever
+/// transaction it holds; the pool opens a fresh one when needed.
+async fn release_sqlite(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+    if conn.is_in_transaction() {
+        // A dropped transaction's ROLLBACK is queued, not yet run: let it run, then look again.
+        conn.ping().await?;
+    }
+    Ok(!conn.is_in_transaction())
+}
+
+/// Why an existing SQLite store cannot be written, if it cannot: opening the file for writing
+/// fails, or its folder cannot take the files SQLite writes beside it (`-wal`, `-shm`).
+/// `None` when the file is missing or everything is writable (the failure was something else).
+fn unwritable(path: &Path) -> Option<String> {
+    if !path.is_file() {
+        return None;
+    }
+    if let Err(e) = std::fs::OpenOptions::new().write(true).open(path) {
+        return Some(format!("cannot write {}: {e}", path.display()));
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty())?;
+    let probe = dir.join(format!(".skillbase-write-probe-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) => Some(format!("cannot create files in {}: {e}", dir.display())),
+    }
+}
+
+/// Open an existing SQLite store read-only: nothing is created or migrated. Without a
+/// write-ahead log to read, the file is opened immutable (SQLite then needs no `-shm` file,
+/// which a read-only folder cannot hold); with one, read-only through it.
+async fn open_sqlite_read_only(url: &DbUrl, path: &Path, why: &str) -> Result<Db> {
+    let open_err = |message: String| StoreError::Open {
+        url: url.redacted(),
+        message: format!("{message} (opening read-only because {why})"),
+    };
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let has_wal = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
+    let opts = SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .immutable(!has_wal)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(30))
+        .pragma("mmap_size", "268435456");
+    let pool = SqlitePoolOptions::new()
+        .max_connections(8)
+        .after_release(|conn, _| Box::pin(release_sqlite(conn)))
+        .connect_with(opts)
+        .await
+        .map_err(|e| open_err(e.to_string()))?;
+    let version: Option<i64> =
+        sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+            .fetch_one(&pool)
+            .await
+            .map_err(|e| open_err(format!("cannot read its schema version: {e}")))?;
+    let version = version.unwrap_or(0);
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found: version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    if version < SCHEMA_VERSION {
+        return Err(open_err(format!(
+            "its schema (version {version}) needs migrating to version {SCHEMA_VERSION}, which a read-only store cannot be"
+        )));
+    }
+    Ok(Db::Sqlite(pool))
 }
 
 fn sqlite_options(path: &Path) -> SqliteConnectOptions {

@@ -97,8 +97,28 @@ pub enum StoreError {
         message: String,
     },
     #[error("database error: {0}")]
-    /// The database answered with an error.
-    Db(#[from] sqlx::Error),
+    /// The database answered with an error that is not a storage fault (a bug, or a schema
+    /// another program changed).
+    Db(sqlx::Error),
+    /// The disk holding the database is full. Nothing of the failed operation was written;
+    /// writes work again once space is freed, without a restart.
+    #[error("the database's disk is full ({0}); free some space, then retry")]
+    DiskFull(String),
+    /// The database cannot be reached or failed to read or write (an I/O error, a lock held
+    /// too long, a lost connection). Retrying later may succeed.
+    #[error("the database is unavailable ({0}); retry later")]
+    Unavailable(String),
+    /// The store was opened read-only (its file or folder cannot be written); reads work,
+    /// writes are refused.
+    #[error(
+        "the store at {url} is read-only: {why}; reads work, writes are refused until it is writable again (then restart)"
+    )]
+    ReadOnly {
+        /// The database's location.
+        url: String,
+        /// Why it could not be opened for writing.
+        why: String,
+    },
     #[error("stored data is corrupt: {0}")]
     /// Stored data that cannot be read back.
     Corrupt(String),
@@ -137,7 +157,88 @@ pub fn session_id_usable(id: &str, agent: &str) -> bool {
     true
 }
 
+impl From<sqlx::Error> for StoreError {
+    /// Storage faults (a full disk, I/O errors, locks, lost connections) become
+    /// [`StoreError::DiskFull`] and [`StoreError::Unavailable`]; the rest stays
+    /// [`StoreError::Db`].
+    fn from(e: sqlx::Error) -> StoreError {
+        match fault_of(&e) {
+            Some(Fault::Full) => StoreError::DiskFull(e.to_string()),
+            Some(Fault::Unavailable) => StoreError::Unavailable(e.to_string()),
+            Some(Fault::ReadOnly) => StoreError::ReadOnly {
+                url: "the database".into(),
+                why: e.to_string(),
+            },
+            None => StoreError::Db(e),
+        }
+    }
+}
+
+/// The kind of storage fault an error is, if it is one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Full,
+    Unavailable,
+    ReadOnly,
+}
+
+fn fault_of(e: &sqlx::Error) -> Option<Fault> {
+    use sqlx::Error as E;
+    match e {
+        E::Database(db) => {
+            let code = db.code()?;
+            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                sqlite_fault(code.parse().ok()?)
+            } else {
+                postgres_fault(&code)
+            }
+        }
+        E::Io(_) | E::PoolTimedOut | E::PoolClosed | E::WorkerCrashed | E::Tls(_) => {
+            Some(Fault::Unavailable)
+        }
+        _ => None,
+    }
+}
+
+/// SQLite's primary result codes (the low byte of the extended code) that are storage faults:
+/// FULL (13); READONLY (8); IOERR (10), BUSY (5), LOCKED (6), NOMEM (7), CORRUPT (11), CANTOPEN
+/// (14), PROTOCOL (15), NOTADB (26).
+fn sqlite_fault(extended: i64) -> Option<Fault> {
+    match extended & 0xff {
+        13 => Some(Fault::Full),
+        8 => Some(Fault::ReadOnly),
+        5 | 6 | 7 | 10 | 11 | 14 | 15 | 26 => Some(Fault::Unavailable),
+        _ => None,
+    }
+}
+
+/// PostgreSQL's SQLSTATEs that are storage faults: disk full (53100), read-only (25006); the
+/// rest of class 53
+/// (insufficient resources), class 08 (connection), 57P01-57P05 (shutdown, cannot connect now)
+/// and class 58 (I/O and system errors).
+fn postgres_fault(sqlstate: &str) -> Option<Fault> {
+    match sqlstate {
+        "53100" => Some(Fault::Full),
+        // A read-only transaction (a hot standby, default_transaction_read_only).
+        "25006" => Some(Fault::ReadOnly),
+        s if s.starts_with("53") || s.starts_with("08") || s.starts_with("58") => {
+            Some(Fault::Unavailable)
+        }
+        s if s.starts_with("57P") => Some(Fault::Unavailable),
+        _ => None,
+    }
+}
+
 impl StoreError {
+    /// Whether this is a storage fault ([`StoreError::DiskFull`], [`StoreError::Unavailable`],
+    /// [`StoreError::ReadOnly`]): the request was fine, the storage failed it.
+    pub fn is_storage_fault(&self) -> bool {
+        matches!(
+            self,
+            StoreError::DiskFull(_) | StoreError::Unavailable(_) | StoreError::ReadOnly { .. }
+        )
+    }
+
     /// Whether the database refused a write because another writer holds the same key.
     pub(crate) fn is_unique_violation(&self) -> bool {
         match self {
@@ -157,6 +258,35 @@ fn by_winner(winner: &str) -> String {
         String::new()
     } else {
         format!(" by {winner}")
+    }
+}
+
+#[cfg(test)]
+mod fault_tests {
+    use super::{Fault, postgres_fault, sqlite_fault};
+
+    #[test]
+    fn storage_faults_are_told_apart_from_other_errors() {
+        // SQLITE_FULL, and extended I/O codes (SQLITE_IOERR_WRITE = 778, _FSYNC = 1034).
+        assert_eq!(sqlite_fault(13), Some(Fault::Full));
+        assert_eq!(sqlite_fault(8), Some(Fault::ReadOnly));
+        for c in [5, 6, 10, 778, 1034, 11, 14, 26, 517] {
+            assert_eq!(sqlite_fault(c), Some(Fault::Unavailable), "{c}");
+        }
+        // Constraint violations (2067: UNIQUE), a plain SQL error, a trigger's abort.
+        for c in [2067, 1, 19, 4, 0, -1] {
+            assert_eq!(sqlite_fault(c), None, "{c}");
+        }
+        assert_eq!(postgres_fault("53100"), Some(Fault::Full));
+        assert_eq!(postgres_fault("25006"), Some(Fault::ReadOnly));
+        for s in [
+            "53200", "53300", "08006", "08001", "57P01", "57P03", "58030",
+        ] {
+            assert_eq!(postgres_fault(s), Some(Fault::Unavailable), "{s}");
+        }
+        for s in ["23505", "40001", "42P01", "P0001", ""] {
+            assert_eq!(postgres_fault(s), None, "{s}");
+        }
     }
 }
 

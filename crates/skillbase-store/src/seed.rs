@@ -3,7 +3,9 @@
 //! A skill whose active revision came from its seed follows the folder (a change appends a
 //! revision). Once someone edits it in the store, the store wins: the folder's later changes
 //! are not applied, and the divergence is recorded once per seed content as a `seed_diverged`
-//! event, so the doctor can report it.
+//! event, so the doctor can report it. A folder that no longer holds a skill retires the skill
+//! that follows it (a `retired` event by `seed:<path>`, whether it went while Skillbase ran or
+//! while it was down); restoring it in the store makes it follow the folder again.
 
 use crate::error::{Result, StoreError};
 use crate::model::{Author, Scope};
@@ -44,6 +46,11 @@ pub enum SeedAction {
         /// The skill's name.
         name: String,
     },
+    /// The folder the skill followed holds no skill any more: the skill was retired.
+    Removed {
+        /// The skill's name.
+        name: String,
+    },
     /// The folder could not be synced (invalid skill, retired record, ...).
     Skipped {
         /// The folder.
@@ -53,8 +60,15 @@ pub enum SeedAction {
     },
 }
 
-/// Sync every skill folder under `dir`.
+/// Sync every skill folder under `dir`, and retire the skills that follow a folder under `dir`
+/// that holds no skill any more.
 pub async fn sync_dir(store: &Store, dir: &Path) -> Result<Vec<SeedAction>> {
+    let mut out = sync_folders(store, dir).await?;
+    out.extend(retire_removed(store, dir).await);
+    Ok(out)
+}
+
+async fn sync_folders(store: &Store, dir: &Path) -> Result<Vec<SeedAction>> {
     let folders = match discover(dir) {
         Found::Skills(d) => d,
         Found::NoSkills => Vec::new(),
@@ -112,6 +126,53 @@ pub async fn sync_dir(store: &Store, dir: &Path) -> Result<Vec<SeedAction>> {
         };
     }
     Ok(out)
+}
+
+/// Retire every active (or disabled) skill that follows a folder under `root` in which no
+/// SKILL.md is found any more. Nothing is done when `root` itself is missing (an unmounted
+/// disk is not a deletion). A skill edited in the store no longer follows its folder and is
+/// left alone; a record written meanwhile (a newer revision) is too (its retirement would be a
+/// conflict).
+pub async fn retire_removed(store: &Store, root: &Path) -> Vec<SeedAction> {
+    let Ok(root) = root.canonicalize() else {
+        return Vec::new();
+    };
+    let index = store.index();
+    let gone: Vec<_> = index
+        .scope(&Scope::Shared)
+        .filter(|e| e.status != crate::model::Status::Retired)
+        .filter_map(|e| {
+            let path = Path::new(e.seed_path.as_deref()?);
+            (path.starts_with(&root) && path != root && find_skill_md(path).is_none())
+                .then(|| (e.name.clone(), e.head_rev, path.display().to_string()))
+        })
+        .collect();
+    let mut out = Vec::with_capacity(gone.len());
+    for (name, head, path) in gone {
+        let reason = serde_json::json!({
+            "seed": "the folder this skill followed holds no skill any more",
+            "path": path,
+        });
+        let action = match store
+            .set_status_if(
+                &Scope::Shared,
+                &name,
+                crate::model::StatusChange::Retire,
+                &Author::Seed(path.clone()),
+                reason,
+                Some(head),
+            )
+            .await
+        {
+            Ok(_) => SeedAction::Removed { name },
+            Err(e) => SeedAction::Skipped {
+                path,
+                reason: e.to_string(),
+            },
+        };
+        out.push(action);
+    }
+    out
 }
 
 /// Sync one skill folder.
@@ -250,6 +311,7 @@ fn prepare(store: &Store, folder: &Path) -> Prepared {
 pub struct SeedWatcher {
     _watcher: notify::RecommendedWatcher,
     task: tokio::task::JoinHandle<()>,
+    syncs: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Drop for SeedWatcher {
@@ -270,7 +332,9 @@ impl SeedWatcher {
     ) -> Result<SeedWatcher> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if let Ok(ev) = res {
+            if let Ok(ev) = res
+                && is_change(&ev.kind)
+            {
                 for p in ev.paths {
                     let _ = tx.send(p);
                 }
@@ -286,6 +350,8 @@ impl SeedWatcher {
                 .watch(r, RecursiveMode::Recursive)
                 .map_err(|e| StoreError::Invalid(format!("cannot watch {}: {e}", r.display())))?;
         }
+        let syncs = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = syncs.clone();
         let task = tokio::spawn(async move {
             while let Some(first) = rx.recv().await {
                 let mut changed = vec![first];
@@ -294,16 +360,23 @@ impl SeedWatcher {
                     changed.push(p);
                 }
                 let mut folders: Vec<PathBuf> = Vec::new();
+                let mut rescanned: Vec<PathBuf> = Vec::new();
                 for p in changed {
                     let found = skill_folder_of(&p, &roots);
                     match found {
                         Some(f) if !folders.contains(&f) => folders.push(f),
                         Some(_) => {}
                         None => {
-                            // A new folder (or one we cannot place): rescan its root.
-                            if let Some(root) = roots.iter().find(|r| p.starts_with(r))
-                                && let Found::Skills(all) = discover(root)
-                            {
+                            // A new folder, a removed one (or one we cannot place): rescan
+                            // its root.
+                            let Some(root) = roots.iter().find(|r| p.starts_with(r)) else {
+                                continue;
+                            };
+                            if rescanned.contains(root) {
+                                continue;
+                            }
+                            rescanned.push(root.clone());
+                            if let Found::Skills(all) = discover(root) {
                                 for f in all {
                                     if !folders.contains(&f) {
                                         folders.push(f);
@@ -314,15 +387,42 @@ impl SeedWatcher {
                     }
                 }
                 for f in folders {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let action = sync_folder(&store, &f).await;
                     on_sync(&action);
+                }
+                for root in &rescanned {
+                    for action in retire_removed(&store, root).await {
+                        on_sync(&action);
+                    }
                 }
             }
         });
         Ok(SeedWatcher {
             _watcher: watcher,
             task,
+            syncs,
         })
+    }
+
+    /// How many folder syncs the watcher has run since it started (an idle folder runs none).
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Whether a file event can mean a change. Reading a file is not one: the watcher's own syncs
+/// open and read every file of the folders they sync, and an open, read or close-after-reading
+/// answered by a rescan was a loop (an idle `serve --seed` with 240 skills spent 11% of a core
+/// rescanning them forever). A close after writing is kept (the write's own event may be
+/// coalesced away).
+fn is_change(kind: &notify::EventKind) -> bool {
+    use notify::EventKind as K;
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        K::Access(AccessKind::Close(AccessMode::Write)) => true,
+        K::Access(_) => false,
+        K::Any | K::Create(_) | K::Modify(_) | K::Remove(_) | K::Other => true,
     }
 }
 
@@ -344,4 +444,33 @@ fn skill_folder_of(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
         cur = dir.parent();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use notify::EventKind as K;
+    use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RemoveKind};
+
+    #[test]
+    fn reading_is_not_a_change() {
+        for k in [
+            K::Access(AccessKind::Open(AccessMode::Read)),
+            K::Access(AccessKind::Open(AccessMode::Any)),
+            K::Access(AccessKind::Close(AccessMode::Read)),
+            K::Access(AccessKind::Read),
+            K::Access(AccessKind::Any),
+        ] {
+            assert!(!super::is_change(&k), "{k:?}");
+        }
+        for k in [
+            K::Access(AccessKind::Close(AccessMode::Write)),
+            K::Create(CreateKind::File),
+            K::Modify(ModifyKind::Any),
+            K::Remove(RemoveKind::Folder),
+            K::Any,
+            K::Other,
+        ] {
+            assert!(super::is_change(&k), "{k:?}");
+        }
+    }
 }

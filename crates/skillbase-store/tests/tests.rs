@@ -30,6 +30,7 @@ mod common;
 
 mod agents;
 mod events;
+mod faults;
 mod import;
 mod seed;
 mod sessions;

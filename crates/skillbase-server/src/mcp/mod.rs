@@ -291,9 +291,21 @@ fn no_directory(uri: &str) -> ErrorData {
     invalid_params(format!("no directory is served at {uri}"), uri)
 }
 
+/// A store failure as a JSON-RPC error. A storage fault (a full disk, an unavailable or
+/// read-only database) says so in its message and carries the REST answer's problem type and
+/// status in `data`, so a client can tell "retry later" from a bug.
 fn store_error(e: StoreError) -> ErrorData {
     tracing::warn!(error = %e, "MCP: store error");
-    ErrorData::internal_error(format!("the store failed: {e}"), None)
+    match crate::error::storage_fault(&e) {
+        Some((status, kind)) => ErrorData::internal_error(
+            format!("the storage failed: {e}"),
+            Some(json!({
+                "type": format!("urn:skillbase:problem:{kind}"),
+                "status": status.as_u16(),
+            })),
+        ),
+        None => ErrorData::internal_error(format!("the store failed: {e}"), None),
+    }
 }
 
 fn runtime_error(e: RuntimeError) -> ErrorData {
@@ -1178,4 +1190,24 @@ fn jsonrpc_error(
         HeaderValue::from_static("application/json"),
     );
     res
+}
+
+#[cfg(test)]
+mod store_error_tests {
+    use super::*;
+
+    /// A storage fault over MCP says so, with the REST problem's type and status in `data`;
+    /// any other store error stays a plain internal error.
+    #[test]
+    fn storage_faults_carry_the_problem_type_and_status() {
+        let e = store_error(StoreError::DiskFull("database or disk is full".into()));
+        assert!(e.message.contains("the storage failed"), "{}", e.message);
+        let data = e.data.expect("data");
+        assert_eq!(data["status"], 507);
+        assert_eq!(data["type"], "urn:skillbase:problem:insufficient-storage");
+        let e = store_error(StoreError::Unavailable("disk I/O error".into()));
+        assert_eq!(e.data.expect("data")["status"], 503);
+        let e = store_error(StoreError::Corrupt("x".into()));
+        assert!(e.data.is_none());
+    }
 }

@@ -157,13 +157,14 @@ impl utoipa::Modify for Finish {
         use utoipa::openapi::RefOr;
         for item in api.paths.paths.values_mut() {
             let ops = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
+                (&mut item.get, false),
+                (&mut item.put, true),
+                (&mut item.post, true),
+                (&mut item.delete, true),
+                (&mut item.patch, true),
             ];
-            for op in ops.into_iter().flatten() {
+            for (op, writes) in ops {
+                let Some(op) = op else { continue };
                 // Handler names repeat across modules (`list`, `create`): prefix the tag.
                 if let (Some(tag), Some(id)) = (
                     op.tags.as_ref().and_then(|t| t.first()),
@@ -171,7 +172,7 @@ impl utoipa::Modify for Finish {
                 ) {
                     op.operation_id = Some(format!("{tag}_{id}"));
                 }
-                add_shared_statuses(op);
+                add_shared_statuses(op, writes);
                 for (code, r) in op.responses.responses.iter_mut() {
                     if let RefOr::T(r) = r
                         && r.description.is_empty()
@@ -206,9 +207,10 @@ impl utoipa::Modify for Finish {
 /// The statuses the layers every route shares can answer, added to each operation that lacks
 /// them (a handler's own description wins): 401 from authentication, 400 from the path, query,
 /// header and body extractors, 404 for a path naming something, 413/415 for a body, 500 when
-/// the server fails and 503 when a request times out or the store is unavailable. Each is a
-/// problem+json body.
-fn add_shared_statuses(op: &mut utoipa::openapi::path::Operation) {
+/// the server fails, 503 when a request times out or the store is unavailable (or read-only),
+/// and 507 on every operation but GET when the store's disk is full (`error::storage_fault`).
+/// Each is a problem+json body.
+fn add_shared_statuses(op: &mut utoipa::openapi::path::Operation, writes: bool) {
     use utoipa::openapi::RefOr;
     use utoipa::openapi::path::ParameterIn;
     let params: Vec<_> = op
@@ -248,8 +250,15 @@ fn add_shared_statuses(op: &mut utoipa::openapi::path::Operation) {
     shared.push(("500", "The server failed; the detail is in its log"));
     shared.push((
         "503",
-        "The request timed out, or the store is unavailable; retry later",
+        "The request timed out, or the store is unavailable (an I/O error, a lost database, a \
+         read-only store); retry later",
     ));
+    if writes {
+        shared.push((
+            "507",
+            "The store's disk is full; nothing was written, retry once space is freed",
+        ));
+    }
     for (code, description) in shared {
         op.responses
             .responses

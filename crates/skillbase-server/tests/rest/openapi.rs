@@ -63,6 +63,12 @@ fn every_operation_documents_the_statuses_the_shared_layers_answer() {
         let responses = op["responses"].as_object().unwrap();
         let has = |code: &str| responses.contains_key(code);
         let mut want = vec!["401", "500", "503"];
+        // A full disk fails whatever may write; a GET only reads.
+        if method != "get" {
+            want.push("507");
+        } else {
+            assert!(!has("507"), "{method} {path}: a read documents 507");
+        }
         if op.get("requestBody").is_some() {
             want.extend(["400", "413", "415"]);
         }

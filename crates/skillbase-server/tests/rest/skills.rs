@@ -374,3 +374,32 @@ async fn concurrent_writers_with_the_same_if_match_one_wins_no_revision_lost() {
     assert_eq!(h.as_array().unwrap().len(), 2);
     s.stop().await;
 }
+
+/// A database that fails under a request answers 503 with a problem saying so, not 500
+/// "internal" (here the pool is closed under a running server; a full disk answers 507, see
+/// `error::tests` and the store's `faults` tests).
+#[tokio::test]
+async fn an_unavailable_store_answers_503_with_a_problem() {
+    let s = TestServer::start().await;
+    let md = |body: &str| skill_md("outage", "Written during an outage", body);
+    let r = s
+        .markdown("/v1/skills/outage", &s.admin, md("before"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap());
+    s.store.close().await;
+    let r = s
+        .markdown("/v1/skills/outage", &s.admin, md("during"))
+        .send()
+        .await
+        .unwrap();
+    let (status, p) = problem(r).await;
+    assert_eq!(status, 503, "{p}");
+    assert_eq!(p["type"], "urn:skillbase:problem:unavailable", "{p}");
+    assert!(p["detail"].as_str().unwrap().contains("unavailable"), "{p}");
+    // A read that needs the database (the revision's history) answers the same.
+    let r = s.get("/v1/skills/outage", &s.admin).send().await.unwrap();
+    let (status, p) = problem(r).await;
+    assert_eq!(status, 503, "{p}");
+}

@@ -15,12 +15,14 @@ use skillbase_format::{BundleLimits, SkillMd, SkillMeta};
 use std::sync::Arc;
 
 /// Call a noun's statement on the store's backend: `on_db!(self, skills::load_all())`.
+/// A write refused by a store opened read-only says why the store is read-only.
 macro_rules! on_db {
     ($self:expr, $noun:ident :: $f:ident ( $($arg:expr),* )) => {
         match &$self.db {
             crate::db::Db::Sqlite(p) => crate::sql::$noun::sqlite::$f(p, $($arg),*).await,
             crate::db::Db::Postgres(p) => crate::sql::$noun::postgres::$f(p, $($arg),*).await,
         }
+        .map_err(|e| $self.read_only_error(e))
     };
 }
 
@@ -56,15 +58,44 @@ pub struct Store {
     sync: std::sync::Mutex<SyncWindow>,
     /// Ticks after every index swap and agent refresh (servers notify clients from it).
     changed: tokio::sync::watch::Sender<u64>,
+    /// SKILL.md blobs whose bytes this process has hashed and found to match their digest.
+    verified: Verified,
+    /// Why the store was opened read-only, if it was (its location, and the reason).
+    read_only: Option<(String, String)>,
     /// The limits every written bundle must meet.
     pub limits: BundleLimits,
+}
+
+/// Blob digests whose bytes were hashed once and matched: what reaches a model from the index
+/// (eager bodies, triggered bodies, `load_skill`) is checked against its digest, once per blob
+/// per process however often the index is reloaded. A SKILL.md altered at rest does not enter
+/// the index (a warning is logged), as show, export and `resources/read` refuse the bundle.
+#[derive(Default)]
+struct Verified(std::sync::Mutex<std::collections::HashSet<skillbase_format::Digest>>);
+
+impl Verified {
+    fn check(&self, digest: &skillbase_format::Digest, bytes: &[u8]) -> bool {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.contains(digest) {
+            return true;
+        }
+        if skillbase_format::Digest::of(bytes) != *digest {
+            return false;
+        }
+        seen.insert(*digest);
+        true
+    }
 }
 
 impl Store {
     /// Open the database (creating and migrating it) and load the index.
     pub async fn open(url: &DbUrl) -> Result<Store> {
-        let db = Db::open(url).await?;
+        let (db, read_only) = Db::open_for_store(url).await?;
+        if let Some(why) = &read_only {
+            tracing::warn!(db = %url.redacted(), why = %why, "the store is open read-only: reads work, writes are refused");
+        }
         let store = Store {
+            read_only: read_only.map(|why| (url.redacted(), why)),
             db,
             index: ArcSwap::from_pointee(Index::default()),
             agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
@@ -73,6 +104,7 @@ impl Store {
             agents_lock: tokio::sync::Mutex::new(()),
             sync: std::sync::Mutex::new(SyncWindow::default()),
             changed: tokio::sync::watch::Sender::new(0),
+            verified: Verified::default(),
             limits: BundleLimits::default(),
         };
         store.reload().await?;
@@ -82,6 +114,23 @@ impl Store {
     /// `sqlite` or `postgres`.
     pub fn backend(&self) -> &'static str {
         self.db.backend()
+    }
+
+    /// Why the store is open read-only, when it is (writes are then refused with
+    /// [`StoreError::ReadOnly`] saying so).
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_ref().map(|(_, why)| why.as_str())
+    }
+
+    /// A write the database refused as read-only names the reason the store was opened so.
+    fn read_only_error(&self, e: StoreError) -> StoreError {
+        match (&self.read_only, e) {
+            (Some((url, why)), StoreError::ReadOnly { .. }) => StoreError::ReadOnly {
+                url: url.clone(),
+                why: why.clone(),
+            },
+            (_, e) => e,
+        }
     }
 
     /// Close the database pool.
@@ -107,15 +156,15 @@ impl Store {
         let raw = on_db!(self, skills::load_all())?;
         let generation = self.index.load().generation + 1;
         let guard = self.guard();
-        let entries = raw
-            .into_iter()
-            .filter_map(|r| match to_entry(r, guard.as_deref()) {
-                Ok(e) => Some(e),
-                Err(e) => {
-                    tracing::warn!(error = %e, "skipping an unreadable skill record");
-                    None
-                }
-            });
+        let entries =
+            raw.into_iter()
+                .filter_map(|r| match to_entry(r, guard.as_deref(), &self.verified) {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "skipping an unreadable skill record");
+                        None
+                    }
+                });
         self.index
             .store(Arc::new(Index::from_entries(entries, generation)));
         self.changed.send_modify(|g| *g += 1);
@@ -124,18 +173,44 @@ impl Store {
         self.refresh_agents().await
     }
 
-    /// Re-read one record into the index.
     /// Read one record again from the database into the index (another process may have
     /// written it since this one's copy was made): before a precondition is checked against it.
     pub async fn reread(&self, scope: &Scope, name: &str) -> Result<()> {
         self.refresh(scope, name).await
     }
 
+    /// Bring committed writes into the index. The writes are done whatever happens here: a
+    /// failure to read them back (a storage fault) must not answer a committed write as failed,
+    /// so it is logged and the records are left to `sync_changes` (which re-reads every
+    /// index-changing event it has not applied, this process's own included) or the next reload.
+    pub(crate) async fn after_commit(&self, outcomes: &[crate::records::WriteOutcome]) {
+        let done = if outcomes.len() > 64 {
+            self.reload().await
+        } else {
+            let mut r = Ok(());
+            for o in outcomes {
+                r = r.and(self.refresh(&o.scope, &o.name).await);
+            }
+            r
+        };
+        if let Err(e) = done {
+            tracing::warn!(error = %e, "a committed write is not in the index yet");
+        }
+    }
+
+    /// Re-read one record into the index (a record that does not read back, such as one whose
+    /// SKILL.md no longer matches its digest, leaves the index, as in [`Store::reload`]).
     async fn refresh(&self, scope: &Scope, name: &str) -> Result<()> {
         let _guard = self.index_lock.lock().await;
         let raw = on_db!(self, skills::load_one(&scope.to_string(), name))?;
         let guard = self.guard();
-        let entry = raw.map(|r| to_entry(r, guard.as_deref())).transpose()?;
+        let entry = raw.and_then(|r| match to_entry(r, guard.as_deref(), &self.verified) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "skipping an unreadable skill record");
+                None
+            }
+        });
         let next = self.index.load().with(scope, name, entry);
         self.index.store(Arc::new(next));
         self.changed.send_modify(|g| *g += 1);
@@ -143,7 +218,28 @@ impl Store {
     }
 }
 
-fn to_entry(r: RawEntry, guard: Option<&dyn ContentGuard>) -> Result<SkillEntry> {
+fn to_entry(
+    r: RawEntry,
+    guard: Option<&dyn ContentGuard>,
+    verified: &Verified,
+) -> Result<SkillEntry> {
+    // The SKILL.md read is the one SKILL.md wins over skill.md (`take_skill_md`).
+    let md_file = r
+        .files
+        .iter()
+        .find(|f| f.0 == "SKILL.md")
+        .or_else(|| r.files.iter().find(|f| f.0 == "skill.md"));
+    let matches = md_file.is_some_and(|(_, digest, ..)| {
+        digest
+            .parse::<skillbase_format::Digest>()
+            .is_ok_and(|d| verified.check(&d, &r.skill_md))
+    });
+    if !matches {
+        return Err(StoreError::Corrupt(format!(
+            "skill '{}' ({}): revision {} does not match its digest (its SKILL.md was altered at rest); not served",
+            r.name, r.scope, r.active_rev
+        )));
+    }
     // One pass over SKILL.md tells whether anything of it needs scrubbing.
     let dirty = guard.filter(|g| g.scrub(&r.skill_md).is_some());
     let mut e = to_entry_raw(r)?;

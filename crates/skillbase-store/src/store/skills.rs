@@ -131,13 +131,7 @@ impl Store {
             .map(|(r, p)| self.write_req(r, Some(p), false))
             .collect::<Result<Vec<_>>>()?;
         let outcomes = on_db!(self, skills::write_many(&writes, None, &|_| {}))?;
-        if outcomes.len() > 64 {
-            self.reload().await?;
-        } else {
-            for o in &outcomes {
-                self.refresh(&o.scope, &o.name).await?;
-            }
-        }
+        self.after_commit(&outcomes).await;
         Ok(outcomes)
     }
 
@@ -156,7 +150,7 @@ impl Store {
             }
         };
         let o = out.into_iter().next().expect("one outcome per request");
-        self.refresh(&o.scope, &o.name).await?;
+        self.after_commit(std::slice::from_ref(&o)).await;
         Ok(o)
     }
 
@@ -214,15 +208,9 @@ impl Store {
             skills::write_many(&reqs, agent_update.as_ref().map(|(a, c)| (a, c)), progress)
         )?;
         if agent_update.is_some() {
-            self.refresh_agents().await?;
+            self.agents_committed().await;
         }
-        if outcomes.len() > 64 {
-            self.reload().await?;
-        } else {
-            for o in &outcomes {
-                self.refresh(&o.scope, &o.name).await?;
-            }
-        }
+        self.after_commit(&outcomes).await;
         let mut report = ImportReport::default();
         for o in &outcomes {
             match o.kind {
@@ -244,7 +232,7 @@ impl Store {
         actor: &Author,
     ) -> Result<WriteOutcome> {
         let o = on_db!(self, skills::revert(scope, name, rev, &actor.to_string()))?;
-        self.refresh(scope, name).await?;
+        self.after_commit(std::slice::from_ref(&o)).await;
         Ok(o)
     }
 
@@ -257,7 +245,7 @@ impl Store {
         actor: &Author,
     ) -> Result<WriteOutcome> {
         let o = on_db!(self, skills::approve(scope, name, rev, &actor.to_string()))?;
-        self.refresh(scope, name).await?;
+        self.after_commit(std::slice::from_ref(&o)).await;
         Ok(o)
     }
 
@@ -289,7 +277,7 @@ impl Store {
             self,
             skills::set_status(scope, name, change, &actor.to_string(), &reason, expect_rev)
         )?;
-        self.refresh(scope, name).await?;
+        self.after_commit(std::slice::from_ref(&o)).await;
         Ok(o)
     }
 

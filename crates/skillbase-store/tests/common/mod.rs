@@ -99,3 +99,85 @@ pub fn put(scope: Scope, bundle: Bundle, expect: Option<i64>) -> PutRequest {
 pub fn agent(n: &str) -> AgentName {
     AgentName::parse(n).unwrap()
 }
+
+/// A small tmpfs mounted on a temporary folder for the storage-fault tests, unmounted on drop.
+/// `None` (with "skipped <test>: …" on stderr) where mounting is not allowed.
+pub struct Tmpfs {
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Tmpfs {
+    pub fn mount(test: &str, size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir.path())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(Tmpfs { dir: Some(dir) }),
+            Ok(o) => {
+                eprintln!(
+                    "skipped {test}: cannot mount a tmpfs here ({}); run as root where mount is allowed",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("skipped {test}: cannot run mount ({e})");
+                None
+            }
+        }
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.as_ref().unwrap().path()
+    }
+
+    /// Remount read-only (or read-write again).
+    pub fn remount(&self, read_only: bool) {
+        let opt = if read_only {
+            "remount,ro"
+        } else {
+            "remount,rw"
+        };
+        let st = std::process::Command::new("mount")
+            .args(["-o", opt])
+            .arg(self.path())
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount -o {opt}");
+    }
+
+    /// Fill the file system: write `path` until the disk is full.
+    pub fn fill(&self, name: &str) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.path().join(name)).unwrap();
+        let chunk = vec![0x5au8; 4096];
+        while f.write_all(&chunk).and_then(|_| f.flush()).is_ok() {}
+        let _ = f.sync_all();
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let Some(dir) = self.dir.take() else { return };
+        let ok = std::process::Command::new("umount")
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            // Still in use (a test failed with the store open): detach it lazily.
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(dir.path())
+                .status();
+        }
+        drop(dir);
+    }
+}
