@@ -146,6 +146,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0009_skill_vectors.sql"),
         include_str!("../migrations/postgres/0009_skill_vectors.sql"),
     ),
+    (
+        "retention",
+        include_str!("../migrations/sqlite/0010_retention.sql"),
+        include_str!("../migrations/postgres/0010_retention.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

@@ -31,6 +31,7 @@ mod common;
 mod agents;
 mod events;
 mod import;
+mod retention;
 mod seed;
 mod sessions;
 mod skills;
