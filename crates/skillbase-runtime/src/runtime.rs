@@ -899,9 +899,10 @@ pub fn substitute(body: &str, args: &serde_json::Value) -> String {
 }
 
 /// The events of a turn. The `turn` event holds the report with its omissions summarized
-/// (counts, reasons, relevance ranks as ranges; names only of what reached the prompt), plus
+/// (counts, reasons, relevance ranks as ranges), what reached the prompt (activations, and the
+/// ranked catalog's full entries with their ranks; names listed by name only as ranks), plus
 /// the index generation and agent version the view was built from: with the message, enough to
-/// list the omissions again. It stays a few KB at any library size.
+/// list the omissions again. It stays under 4 KB at any library size.
 fn turn_events(
     view: &crate::view::AgentView,
     agent: &AgentName,
@@ -916,6 +917,25 @@ fn turn_events(
         r.catalog.detail = summary;
         serde_json::to_value(&r).unwrap_or_default()
     };
+    // Smaller still than the answer's summary: a ranked catalog's full entries are the names of
+    // `shown` (which has their ranks), and the names listed by name only are given by their
+    // ranks, which with the message, index generation and agent version name them again.
+    if ctx.report.catalog.ranked
+        && let Some(c) = data.get_mut("catalog").and_then(|c| c.as_object_mut())
+    {
+        c.remove("full");
+        if let Some(groups) = c
+            .get_mut("name_only")
+            .and_then(|n| n.get_mut("by_reason"))
+            .and_then(|g| g.as_array_mut())
+        {
+            for g in groups.iter_mut().filter_map(|g| g.as_object_mut()) {
+                if g.contains_key("ranks") {
+                    g.remove("names");
+                }
+            }
+        }
+    }
     if let Some(o) = data.as_object_mut() {
         o.insert("generation".into(), view.generation.into());
         o.insert("agent_version".into(), view.agent.version.into());
