@@ -2,6 +2,7 @@
 
 mod dispatch_cmds;
 mod format_cmds;
+mod gc_cmds;
 mod model_cmds;
 mod serve_cmds;
 mod store_cmds;
@@ -85,6 +86,9 @@ enum Command {
     Vault(vault_cmds::VaultCmd),
     /// The local sentence encoder of the semantic ranking stage: pull it, or check it.
     Model(model_cmds::ModelCmd),
+    /// Apply the retention policy ([retention] in --config): trim old calls, turns and
+    /// activations and ended sessions, recording what was removed.
+    Gc(gc_cmds::GcArgs),
     /// Dispatch a call as an agent would: every stage of the pipeline, refusals included.
     Call(dispatch_cmds::CallArgs),
     /// Recent runs of a skill and their outcomes.
@@ -143,6 +147,7 @@ fn main() -> ExitCode {
         Command::Call(a) => store_cmds::run(dispatch_cmds::call(&cli.store, a)),
         Command::Runs(a) => store_cmds::run(dispatch_cmds::runs(&cli.store, a)),
         Command::Approve(a) => store_cmds::run(dispatch_cmds::approve(&cli.store, a)),
+        Command::Gc(a) => store_cmds::run(gc_cmds::gc(&cli.store, a)),
         Command::Serve(a) => store_cmds::run(serve_cmds::serve(&cli.store, a)),
         Command::Mcp(a) => store_cmds::run(serve_cmds::mcp(&cli.store, a)),
         Command::Token(a) => store_cmds::run(serve_cmds::token(&cli.store, a)),

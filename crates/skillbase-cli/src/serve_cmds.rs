@@ -184,12 +184,17 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
             ..Default::default()
         },
         rmcp_only: false,
+        retention: None,
     };
     let mut options = options;
     if a.demo {
         default_agent.get_or_insert(AgentName::parse("demo").map_err(|e| anyhow!(e))?);
     }
     options.default_agent = default_agent;
+    // The `[retention]` policy, applied by the server at start and every interval.
+    if let Some(path) = s.config.as_ref().filter(|p| p.exists()) {
+        options.retention = skillbase_store::config::Config::load(path)?.retention;
+    }
     let (store, state) = state_for(&s, options).await?;
     let mut demo_token = None;
     if a.demo {

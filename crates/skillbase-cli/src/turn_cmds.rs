@@ -5,7 +5,7 @@ use crate::store_cmds::StoreArgs;
 use anyhow::{Result, anyhow};
 use clap::Args;
 use skillbase_format::Cost;
-use skillbase_runtime::{TurnContext, TurnOptions};
+use skillbase_runtime::{OmissionDetail, TurnContext, TurnOptions};
 use skillbase_store::AgentName;
 
 /// Resolve one turn for an agent and print what the model would get.
@@ -34,6 +34,14 @@ pub struct TurnArgs {
     workspace: Option<std::path::PathBuf>,
     #[arg(long)]
     json: bool,
+    /// How the skills the catalog left out are shown: `summary` (counts, reasons and ranks) or
+    /// `full` (every one by name).
+    #[arg(long, value_name = "summary|full", default_value = "summary", value_parser = parse_detail)]
+    omissions: OmissionDetail,
+}
+
+fn parse_detail(s: &str) -> Result<OmissionDetail, String> {
+    s.parse()
 }
 
 fn parse_cost(s: &str) -> Result<Cost, String> {
@@ -65,7 +73,10 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
         catalog_budget: a.catalog_budget,
         context_budget: a.context_budget,
     };
-    let ctx = d.turn(&agent, &session, &a.message, &opts).await?;
+    let mut ctx = d.turn(&agent, &session, &a.message, &opts).await?;
+    ctx.report.catalog.detail = a.omissions;
+    // The turn's events are written behind; store them before the process ends.
+    d.flush().await;
     if a.json {
         let v = serde_json::json!({"agent": agent, "session": session, "context": ctx});
         println!("{}", serde_json::to_string_pretty(&v)?);
@@ -434,8 +445,26 @@ fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext
         r.catalog.name_only.len(),
         r.catalog.omitted.len()
     );
-    for o in r.catalog.name_only.iter().chain(&r.catalog.omitted) {
+    for o in &r.catalog.name_only {
         println!("  {}  ({})", o.name, o.reason);
+    }
+    // A few are listed by name; a large library's thousands are counted by reason.
+    if r.catalog.detail == OmissionDetail::Full || r.catalog.omitted.len() <= 20 {
+        for o in &r.catalog.omitted {
+            println!("  {}  ({})", o.name, o.reason);
+        }
+    } else if !r.catalog.omitted.is_empty() {
+        let mut by_reason: Vec<(String, usize)> = Vec::new();
+        for o in &r.catalog.omitted {
+            match by_reason.iter_mut().find(|(r, _)| *r == o.reason) {
+                Some((_, n)) => *n += 1,
+                None => by_reason.push((o.reason.to_string(), 1)),
+            }
+        }
+        for (reason, n) in by_reason {
+            println!("  {n} left out: {reason}");
+        }
+        println!("  (--omissions full lists them)");
     }
     if !r.eager_not_allowed.is_empty() {
         println!(

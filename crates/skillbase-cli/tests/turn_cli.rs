@@ -239,6 +239,35 @@ fn turn_json_end_to_end() {
         "--json",
     ]);
     assert!(v["session"].as_str().unwrap().starts_with("cli-"));
+    // By default a summary: how many, why, and how to get the list.
+    let summary = &v["context"]["report"]["catalog"]["omitted"];
+    assert_eq!(summary["count"], 1);
+    assert!(
+        summary["by_reason"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("cost:")
+    );
+    assert!(
+        summary["list"]
+            .as_str()
+            .unwrap()
+            .contains("omissions = full")
+    );
+    let v = sb.json(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "thanks",
+        "--max-cost",
+        "immediate",
+        "--workspace",
+        ws_s,
+        "--json",
+        "--omissions",
+        "full",
+    ]);
     let omitted = v["context"]["report"]["catalog"]["omitted"]
         .as_array()
         .unwrap();
@@ -539,4 +568,109 @@ fn eval_reads_graded_tasks() {
     assert!(err.contains("tasks line 1"), "{err}");
     let err = sb.fails(&[&base[..], &["--id-map", "/nonexistent/map.json"]].concat());
     assert!(err.contains("/nonexistent/map.json"), "{err}");
+}
+
+#[test]
+fn omissions_takes_summary_or_full_only() {
+    let sb = Sb::new();
+    sb.setup();
+    let e = sb.fails(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "hi",
+        "--omissions",
+        "all",
+    ]);
+    assert!(e.contains("omissions must be `summary` or `full`"), "{e}");
+}
+
+/// `skillbase gc`: the `[retention]` policy applied once; bad input is refused before the store
+/// is touched.
+#[test]
+fn gc_applies_the_retention_policy_and_refuses_bad_input() {
+    let sb = Sb::new();
+    let ws = sb.setup();
+    let ws_s = ws.to_str().unwrap();
+    sb.ok(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "refund",
+        "--session",
+        "g1",
+        "--workspace",
+        ws_s,
+    ]);
+    let count = || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let store = skillbase_store::Store::open(&skillbase_store::DbUrl::Sqlite(sb.db()))
+                .await
+                .unwrap();
+            let evs = store.events(&Default::default()).await.unwrap();
+            store.close().await;
+            evs.iter()
+                .map(|e| e.kind.as_str().to_owned())
+                .collect::<Vec<_>>()
+        })
+    };
+    let before = count();
+    assert!(before.iter().any(|k| k == "turn"));
+    let conf = sb.path("skillbase.toml");
+    let conf_s = conf.to_str().unwrap();
+    // No policy, a missing file, bad values: clear errors and nothing changed.
+    let e = sb.fails(&["gc"]);
+    assert!(
+        e.contains("no retention policy") && e.contains("--config"),
+        "{e}"
+    );
+    let e = sb.fails(&["--config", "/nonexistent/skillbase.toml", "gc"]);
+    assert!(e.contains("does not exist"), "{e}");
+    for (text, want) in [
+        ("", "no [retention] table"),
+        ("[retention]\ninterval = \"1h\"\n", "sets no limit"),
+        (
+            "[retention]\nevents_max_age = \"a week\"\n",
+            "[retention] events_max_age: 'a week' is not a duration",
+        ),
+        (
+            "[retention]\nevents_max_size = \"10 parsecs\"\n",
+            "[retention] events_max_size",
+        ),
+        (
+            "[retention]\nevents_max_age = \"1s\"\n",
+            "shorter than the minimum",
+        ),
+        (
+            "[retention]\nkeep = \"1d\"\n",
+            "[retention] keep: unknown key",
+        ),
+    ] {
+        std::fs::write(&conf, text).unwrap();
+        let e = sb.fails(&["--config", conf_s, "gc"]);
+        assert!(e.contains(want), "{text}: {e}");
+    }
+    assert_eq!(count(), before);
+    // A policy that keeps recent events removes nothing.
+    std::fs::write(&conf, "[retention]\nevents_max_age = \"30d\"\n").unwrap();
+    let r = sb.ok(&["--config", conf_s, "gc"]);
+    assert!(r.stdout.contains("nothing to remove"), "{r:?}");
+    assert_eq!(count(), before);
+    // A size limit of one byte removes every call, turn and activation, and says so.
+    std::fs::write(&conf, "[retention]\nevents_max_size = 1\n").unwrap();
+    let v = sb.json(&["--config", conf_s, "gc", "--json"]);
+    assert!(v["events"]["turn"].as_u64().unwrap() >= 1, "{v}");
+    let after = count();
+    assert!(
+        !after.iter().any(|k| k == "turn" || k == "skill_activated"),
+        "{after:?}"
+    );
+    assert!(after.iter().any(|k| k == "revision_written"));
+    assert_eq!(after.iter().filter(|k| *k == "events_trimmed").count(), 1);
 }

@@ -12,6 +12,10 @@
 //!   lookup (agent cache, index snapshot, view map).
 //! - `turn/parts/*`: the trigger pass, the BM25 scoring and the `load_skill` tool alone, for
 //!   profiling.
+//! - `turn/resolve/10000`: the same at every skill of the store allowed (`SKILLBASE_BENCH_N`).
+//! - `turn/dispatcher_turn/{1000,10000}`: a whole turn as a harness makes it
+//!   (`Dispatcher::turn`: session, resolution, the report, events written behind). Before it,
+//!   the bytes of the events one turn records are printed for both sizes.
 //! - `turn/view_build/1000`: the cold path, `AgentView::build` over the 10,000-skill index.
 //!
 //! Printed before measuring (not timed by criterion): allocations per turn, the heap held by a
@@ -587,6 +591,8 @@ struct Setup {
     runtime: Runtime,
     big: AgentName,
     small: AgentName,
+    /// Every skill of the store allowed (10,000 by default), the same catalog budget.
+    all: AgentName,
     db_path: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -623,7 +629,9 @@ fn build_store(rt: &tokio::runtime::Runtime, f: &Fixture) -> Setup {
     };
     let big = AgentName::parse("bench-big").unwrap();
     let small = AgentName::parse("bench-small").unwrap();
-    for (agent, set) in [(&big, &f.big), (&small, &f.small)] {
+    let all = AgentName::parse("bench-all").unwrap();
+    let every: Vec<usize> = (0..f.skills.len()).collect();
+    for (agent, set) in [(&big, &f.big), (&small, &f.small), (&all, &every)] {
         rt.block_on(store.create_agent(
             agent,
             &AgentConfig {
@@ -644,6 +652,7 @@ fn build_store(rt: &tokio::runtime::Runtime, f: &Fixture) -> Setup {
         runtime: Runtime::new(Arc::new(store), None),
         big,
         small,
+        all,
         db_path,
         _dir: dir,
     }
@@ -969,6 +978,47 @@ fn main() {
         per(db0, db1),
     );
 
+    // Whole turns as a harness makes them (`Dispatcher::turn`: session, resolution, events
+    // written behind), at the big agent's 1,000 skills and at every skill of the store; and
+    // the bytes of the events one turn records.
+    // The dispatcher's event writer is a task of this runtime.
+    let _entered = rt.enter();
+    let d = skillbase_runtime::dispatch::Dispatcher::new(
+        Arc::new(Runtime::new(runtime.store.clone(), None)),
+        skillbase_runtime::tool::Registry::new(),
+        None,
+    );
+    let every_label = f.skills.len().to_string();
+    for (label, agent, msgs) in [
+        ("1000", &s.big, &f.big_messages),
+        (every_label.as_str(), &s.all, &f.big_messages),
+    ] {
+        let mut bytes = Vec::new();
+        rt.block_on(async {
+            for (k, m) in msgs.iter().take(20).enumerate() {
+                let session = format!("bytes-{label}-{k}");
+                d.turn(agent, &session, m, &opts).await.expect("turn");
+                d.flush().await;
+                let evs = runtime
+                    .store
+                    .events(&skillbase_store::EventFilter {
+                        session: Some(session),
+                        ..Default::default()
+                    })
+                    .await
+                    .expect("events");
+                bytes.push(evs.iter().map(|e| e.data.to_string().len()).sum::<usize>());
+            }
+        });
+        bytes.sort_unstable();
+        eprintln!(
+            "event bytes per turn, {label} skills: median {} B, max {} B ({} turns)",
+            bytes[bytes.len() / 2],
+            bytes[bytes.len() - 1],
+            bytes.len()
+        );
+    }
+
     let mut c = Criterion::default()
         .sample_size(30)
         .warm_up_time(Duration::from_millis(800))
@@ -1025,6 +1075,34 @@ fn main() {
                 b.iter(|| black_box(load_skill_tool(view, &all)))
             });
         }
+        g.finish();
+    }
+    {
+        let mut g = c.benchmark_group("turn");
+        let all_view = runtime.view(&s.all).expect("all view");
+        let mut k = 0usize;
+        let msgs = &f.big_messages;
+        g.bench_function(BenchmarkId::new("resolve", &every_label), |b| {
+            b.iter(|| {
+                k += 1;
+                black_box(resolve(&all_view, black_box(&msgs[k % msgs.len()]), &opts))
+            })
+        });
+        for (label, agent) in [("1000", &s.big), (every_label.as_str(), &s.all)] {
+            let mut k = 0usize;
+            let session = format!("bench-turns-{label}");
+            g.bench_function(BenchmarkId::new("dispatcher_turn", label), |b| {
+                b.iter(|| {
+                    k += 1;
+                    let m = &msgs[k % msgs.len()];
+                    black_box(
+                        rt.block_on(d.turn(agent, &session, black_box(m), &opts))
+                            .unwrap(),
+                    )
+                })
+            });
+        }
+        rt.block_on(d.flush());
         g.finish();
     }
     {

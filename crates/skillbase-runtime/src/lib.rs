@@ -45,6 +45,7 @@ pub mod web_fetch;
 pub use engine::{Engine, EngineBuilder, EngineError};
 pub use runtime::{LoadResult, Pinned, PinnedSet, Runtime, RuntimeError, SearchHit};
 pub use turn::{
-    Activation, Omission, OmissionList, ToolDef, TurnContext, TurnOptions, TurnReport, resolve,
+    Activation, Omission, OmissionDetail, OmissionList, ToolDef, TurnContext, TurnOptions,
+    TurnReport, resolve,
 };
 pub use view::AgentView;

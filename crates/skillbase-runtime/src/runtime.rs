@@ -422,6 +422,17 @@ impl Runtime {
             .get(session)
             .cloned()
     }
+    /// Drop sessions from the session cache (the retention job removed them from the store):
+    /// a later turn in one of them starts it again, as new.
+    pub fn forget_sessions(&self, ids: &[String]) {
+        if ids.is_empty() {
+            return;
+        }
+        let mut m = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        for id in ids {
+            m.remove(id.as_str());
+        }
+    }
 
     /// Open (or find) a session of `agent`: created in the store on first use, then cached.
     pub(crate) async fn open(&self, agent: &AgentName, session: &str) -> Result<Arc<OpenSession>> {
@@ -471,52 +482,24 @@ impl Runtime {
         message: &str,
         opts: &TurnOptions,
     ) -> Result<TurnContext> {
+        let (ctx, events) = self.turn_unrecorded(agent, session, message, opts).await?;
+        self.store.append_events(&events).await?;
+        Ok(ctx)
+    }
+
+    /// [`Runtime::turn`] without writing its events: they are returned, for the dispatcher to
+    /// record behind (a turn answers even while the events table refuses writes).
+    pub(crate) async fn turn_unrecorded(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        message: &str,
+        opts: &TurnOptions,
+    ) -> Result<(TurnContext, Vec<NewEvent>)> {
         let view = self.view(agent)?;
         self.open(agent, session).await?;
         let mut ctx = self.resolve_ranked(&view, message, opts).await;
-        let mut events = vec![NewEvent {
-            kind: "turn".into(),
-            agent: Some(agent.to_string()),
-            session: Some(session.into()),
-            data: serde_json::to_value(&ctx.report).unwrap_or_default(),
-            ..NewEvent::default()
-        }];
-        for a in &ctx.report.activated {
-            let e = &view.get(&a.name).map(|s| s.entry.clone());
-            events.push(NewEvent {
-                kind: "skill_activated".into(),
-                scope: e.as_ref().map(|e| e.scope.to_string()),
-                skill: Some(a.name.clone()),
-                rev: Some(a.rev),
-                agent: Some(agent.to_string()),
-                session: Some(session.into()),
-                data: serde_json::json!({"reason": a.reason, "tokens": a.tokens, "source": "context"}),
-                ..NewEvent::default()
-            });
-        }
-        for o in &ctx.report.evicted {
-            events.push(NewEvent {
-                kind: "skill_evicted".into(),
-                skill: Some(o.name.to_string()),
-                agent: Some(agent.to_string()),
-                session: Some(session.into()),
-                data: serde_json::json!({"reason": o.reason}),
-                ..NewEvent::default()
-            });
-        }
-        if !ctx.report.catalog.name_only.is_empty() || !ctx.report.catalog.omitted.is_empty() {
-            events.push(NewEvent {
-                kind: "catalog_truncated".into(),
-                agent: Some(agent.to_string()),
-                session: Some(session.into()),
-                data: serde_json::json!({
-                    "name_only": ctx.report.catalog.name_only,
-                    "omitted": ctx.report.catalog.omitted,
-                }),
-                ..NewEvent::default()
-            });
-        }
-        self.store.append_events(&events).await?;
+        let events = turn_events(&view, agent, session, &ctx);
         if self.workspace_root.is_some() {
             for a in &ctx.report.activated {
                 if let Some(s) = view.get(&a.name)
@@ -531,7 +514,7 @@ impl Runtime {
                 }
             }
         }
-        Ok(ctx)
+        Ok((ctx, events))
     }
 
     /// Level 2, as [`crate::dispatch::Dispatcher::load`] makes it: with `run` (the session's driving
@@ -913,6 +896,95 @@ pub fn substitute(body: &str, args: &serde_json::Value) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The events of a turn. The `turn` event holds the report with its omissions summarized
+/// (counts, reasons, relevance ranks as ranges), what reached the prompt (activations, and the
+/// ranked catalog's full entries with their ranks; names listed by name only as ranks), plus
+/// the index generation and agent version the view was built from: with the message, enough to
+/// list the omissions again. It stays under 4 KB at any library size.
+fn turn_events(
+    view: &crate::view::AgentView,
+    agent: &AgentName,
+    session: &str,
+    ctx: &TurnContext,
+) -> Vec<NewEvent> {
+    let summary = crate::turn::OmissionDetail::Summary;
+    let mut data = if ctx.report.catalog.detail == summary {
+        serde_json::to_value(&ctx.report).unwrap_or_default()
+    } else {
+        let mut r = ctx.report.clone();
+        r.catalog.detail = summary;
+        serde_json::to_value(&r).unwrap_or_default()
+    };
+    // Smaller still than the answer's summary: a ranked catalog's full entries are the names of
+    // `shown` (which has their ranks), and the names listed by name only are given by their
+    // ranks, which with the message, index generation and agent version name them again.
+    if ctx.report.catalog.ranked
+        && let Some(c) = data.get_mut("catalog").and_then(|c| c.as_object_mut())
+    {
+        c.remove("full");
+        if let Some(groups) = c
+            .get_mut("name_only")
+            .and_then(|n| n.get_mut("by_reason"))
+            .and_then(|g| g.as_array_mut())
+        {
+            for g in groups.iter_mut().filter_map(|g| g.as_object_mut()) {
+                if g.contains_key("ranks") {
+                    g.remove("names");
+                }
+            }
+        }
+    }
+    if let Some(o) = data.as_object_mut() {
+        o.insert("generation".into(), view.generation.into());
+        o.insert("agent_version".into(), view.agent.version.into());
+    }
+    let mut events = vec![NewEvent {
+        kind: "turn".into(),
+        agent: Some(agent.to_string()),
+        session: Some(session.into()),
+        data,
+        ..NewEvent::default()
+    }];
+    for a in &ctx.report.activated {
+        let e = &view.get(&a.name).map(|s| s.entry.clone());
+        events.push(NewEvent {
+            kind: "skill_activated".into(),
+            scope: e.as_ref().map(|e| e.scope.to_string()),
+            skill: Some(a.name.clone()),
+            rev: Some(a.rev),
+            agent: Some(agent.to_string()),
+            session: Some(session.into()),
+            data: serde_json::json!({"reason": a.reason, "tokens": a.tokens, "source": "context"}),
+            ..NewEvent::default()
+        });
+    }
+    for o in &ctx.report.evicted {
+        events.push(NewEvent {
+            kind: "skill_evicted".into(),
+            skill: Some(o.name.to_string()),
+            agent: Some(agent.to_string()),
+            session: Some(session.into()),
+            data: serde_json::json!({"reason": o.reason}),
+            ..NewEvent::default()
+        });
+    }
+    let catalog = &ctx.report.catalog;
+    if !catalog.name_only.is_empty() || !catalog.omitted.is_empty() {
+        // Counts only: the `turn` event beside it has the summary.
+        events.push(NewEvent {
+            kind: "catalog_truncated".into(),
+            agent: Some(agent.to_string()),
+            session: Some(session.into()),
+            data: serde_json::json!({
+                "name_only": catalog.name_only.len(),
+                "omitted": catalog.omitted.len(),
+            }),
+            ..NewEvent::default()
+        });
+    }
+    events
 }
 
 #[cfg(test)]

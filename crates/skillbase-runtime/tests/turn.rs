@@ -16,6 +16,7 @@ use std::sync::Arc;
 mod bad_input;
 mod catalog;
 mod fixtures;
+mod growth;
 mod load_skill;
 mod report;
 mod session;

@@ -17,6 +17,7 @@ pub mod logging;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;
+pub mod retention;
 pub mod skills_ext;
 pub mod state;
 
@@ -212,6 +213,7 @@ pub async fn serve(
     check_dev_bind(&addr, state.options.dev)?;
     let app = router(state.clone());
     let sync = tokio::spawn(sync_loop(state.clone()));
+    let retention = tokio::spawn(retention::retention_loop(state.clone()));
     warm_up();
     state.ready.store(true, Ordering::SeqCst);
     let token = state.shutdown.clone();
@@ -228,6 +230,7 @@ pub async fn serve(
         })
         .await?;
     sync.abort();
+    retention.abort();
     state.dispatcher.flush().await;
     Ok(())
 }

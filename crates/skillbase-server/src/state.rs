@@ -57,6 +57,9 @@ pub struct ServerOptions {
     /// requests the direct path answers with the same bytes (see `mcp::direct`). For
     /// comparison tests, and a way out should the two ever differ.
     pub rmcp_only: bool,
+    /// The retention policy (`[retention]` of `skillbase.toml`) the server applies at start and
+    /// then every `interval`; none keeps everything.
+    pub retention: Option<skillbase_store::retention::RetentionPolicy>,
 }
 
 /// The state every handler receives (as `Arc<AppState>`): one store served to many agents.

@@ -14,10 +14,14 @@
 //!
 //! [agents.support.policies]
 //! failure_threshold = 3
+//!
+//! [retention]                 # see `retention`: calls, turns, activations, ended sessions
+//! events_max_age = "30d"
 //! ```
 
 use crate::error::{Result, StoreError};
 use crate::model::{AgentConfig, AgentName};
+use crate::retention::RetentionPolicy;
 use crate::store::Store;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -36,6 +40,12 @@ pub struct Config {
     /// The semantic ranking stage (`[semantic]`), read by the runtime.
     #[serde(default)]
     pub semantic: Option<toml::Table>,
+    /// The `[retention]` table as written (read into [`Config::retention`]).
+    #[serde(default, rename = "retention")]
+    retention_table: Option<toml::Table>,
+    /// The retention policy (`[retention]`), checked when the file is parsed.
+    #[serde(skip)]
+    pub retention: Option<RetentionPolicy>,
 }
 
 impl Config {
@@ -50,6 +60,9 @@ impl Config {
                 .clone()
                 .checked()
                 .map_err(|e| StoreError::InvalidAgent(format!("{origin}: [agents.{name}]: {e}")))?;
+        }
+        if let Some(t) = &config.retention_table {
+            config.retention = Some(RetentionPolicy::from_table(t, origin)?);
         }
         Ok(config)
     }
@@ -106,6 +119,24 @@ tools = ["web_fetch"]
         assert_eq!(s.eager, NameSet::All);
         assert_eq!(s.grants.tools, vec!["web_fetch"]);
         assert_eq!(c.agents["ops"].skills, NameSet::None);
+    }
+
+    #[test]
+    fn reads_the_retention_policy_and_refuses_a_bad_one() {
+        let c = Config::parse("[retention]\nevents_max_age = \"7d\"\n", "f").unwrap();
+        let p = c.retention.unwrap();
+        assert_eq!(
+            p.events_max_age,
+            Some(std::time::Duration::from_secs(7 * 86_400))
+        );
+        assert!(Config::parse("", "f").unwrap().retention.is_none());
+        let e = Config::parse("[retention]\nevents_max_age = \"soon\"\n", "skillbase.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("skillbase.toml: [retention] events_max_age"),
+            "{e}"
+        );
     }
 
     #[test]

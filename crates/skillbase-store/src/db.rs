@@ -151,6 +151,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0010_change_notify.sql"),
         include_str!("../migrations/postgres/0010_change_notify.sql"),
     ),
+    (
+        "retention",
+        include_str!("../migrations/sqlite/0011_retention.sql"),
+        include_str!("../migrations/postgres/0011_retention.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

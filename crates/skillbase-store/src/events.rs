@@ -66,6 +66,8 @@ pub enum EventKind {
     TokenCreated,
     /// An API token was revoked.
     TokenRevoked,
+    /// The retention job removed events and ended sessions (what, how many, under which policy).
+    EventsTrimmed,
 
     /// A kind this build does not name (a newer build's, say), kept as read. The default kind
     /// is the empty one (what `NewEvent::default()` carries until its kind is set).
@@ -80,7 +82,7 @@ impl Default for EventKind {
 
 impl EventKind {
     /// Every kind this build names, in the order above.
-    pub const KNOWN: [EventKind; 23] = [
+    pub const KNOWN: [EventKind; 24] = [
         EventKind::RevisionWritten,
         EventKind::RevisionPending,
         EventKind::Reverted,
@@ -104,7 +106,27 @@ impl EventKind {
         EventKind::RunFinished,
         EventKind::TokenCreated,
         EventKind::TokenRevoked,
+        EventKind::EventsTrimmed,
     ];
+
+    /// The kinds the retention job may remove: calls, turns and activations. Revisions, authoring,
+    /// status, agent, vault, token and seed events, run endings and the job's own records are
+    /// never trimmed (the migrations' triggers hold the same list).
+    pub const TRIMMABLE: &'static [&'static str] = &[
+        "tool_called",
+        "call_refused",
+        "call_started",
+        "call_finished",
+        "skill_activated",
+        "skill_evicted",
+        "turn",
+        "catalog_truncated",
+    ];
+
+    /// Whether the retention job may remove events of this kind.
+    pub fn trimmable(&self) -> bool {
+        EventKind::TRIMMABLE.contains(&self.as_str())
+    }
 
     /// The kind as stored.
     pub fn as_str(&self) -> &str {
@@ -132,6 +154,7 @@ impl EventKind {
             EventKind::RunFinished => "run_finished",
             EventKind::TokenCreated => "token_created",
             EventKind::TokenRevoked => "token_revoked",
+            EventKind::EventsTrimmed => "events_trimmed",
             EventKind::Other(s) => s,
         }
     }
@@ -155,6 +178,7 @@ impl EventKind {
                 | EventKind::RunFinished
                 | EventKind::TokenCreated
                 | EventKind::TokenRevoked
+                | EventKind::EventsTrimmed
         )
     }
 
@@ -184,6 +208,7 @@ impl EventKind {
             "run_finished" => EventKind::RunFinished,
             "token_created" => EventKind::TokenCreated,
             "token_revoked" => EventKind::TokenRevoked,
+            "events_trimmed" => EventKind::EventsTrimmed,
             _ => return None,
         })
     }
@@ -324,6 +349,34 @@ impl<'de> serde::Deserialize<'de> for EventKind {
 mod tests {
     use super::EventKind;
 
+    /// Only calls, turns and activations are trimmed, and both migrations' triggers hold the
+    /// same list as the code.
+    #[test]
+    fn trimmable_kinds_are_the_runtime_records_and_the_triggers_agree() {
+        for k in EventKind::TRIMMABLE {
+            assert!(EventKind::from(*k).trimmable() && !EventKind::from(*k).changes_index());
+        }
+        for k in EventKind::KNOWN
+            .iter()
+            .chain(&[EventKind::Other("x".into())])
+        {
+            if !EventKind::TRIMMABLE.contains(&k.as_str()) {
+                assert!(!k.trimmable(), "{}", k.as_str());
+            }
+        }
+        for sql in [
+            include_str!("../migrations/sqlite/0011_retention.sql"),
+            include_str!("../migrations/postgres/0011_retention.sql"),
+        ] {
+            let list: String = EventKind::TRIMMABLE
+                .iter()
+                .map(|k| format!("'{k}'"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            assert!(sql.contains(&format!("({list})")), "{sql}");
+        }
+    }
+
     /// The one decision of which events other servers must apply.
     #[test]
     fn runtime_kinds_do_not_change_the_index_and_every_other_kind_does() {
@@ -339,6 +392,7 @@ mod tests {
             "run_finished",
             "token_created",
             "token_revoked",
+            "events_trimmed",
         ] {
             assert!(!EventKind::from(k).changes_index(), "{k}");
         }

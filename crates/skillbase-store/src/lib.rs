@@ -21,6 +21,7 @@ pub mod index;
 pub mod model;
 pub mod pack;
 pub mod records;
+pub mod retention;
 pub mod seed;
 mod sql;
 pub mod store;

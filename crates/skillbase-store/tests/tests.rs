@@ -32,6 +32,7 @@ mod agents;
 mod events;
 mod faults;
 mod import;
+mod retention;
 mod seed;
 mod sessions;
 mod skills;

@@ -104,7 +104,15 @@ impl Dispatcher {
         message: &str,
         opts: &crate::turn::TurnOptions,
     ) -> Result<crate::turn::TurnContext, RuntimeError> {
-        let mut ctx = self.runtime.turn(agent, session, message, opts).await?;
+        let (mut ctx, events) = self
+            .runtime
+            .turn_unrecorded(agent, session, message, opts)
+            .await?;
+        // Written behind, as calls are: a turn answers even while the events table refuses
+        // writes (the writer retries, then stores what it can one by one).
+        for e in events {
+            self.events.record(e).await;
+        }
         let offered = self.offered(agent)?;
         for e in offered.entries.iter() {
             if ctx.tools.iter().any(|t| t.name == e.wire_name)

@@ -18,7 +18,8 @@ mod place;
 pub mod report;
 
 pub use report::{
-    Activation, CatalogReport, Name, Omission, OmissionList, Ranked, TokenCounts, TurnReport,
+    Activation, CatalogReport, Name, Omission, OmissionDetail, OmissionList, Ranked, TokenCounts,
+    TurnReport,
 };
 
 use crate::view::AgentView;

@@ -261,8 +261,158 @@ impl Serialize for OmissionList {
     }
 }
 
+/// How much of a catalog's omissions an answer carries.
+///
+/// At 10,000 skills a ranked catalog leaves out almost all of them; listing each in every answer
+/// and every `turn` event made a turn megabytes. The summary says how many, why, and the
+/// relevance ranks they held (as ranges), which with the same message, index and agent is
+/// enough to list them again; the full list is there on request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OmissionDetail {
+    /// Counts, reasons and ranks; names only of what reached the prompt (the default).
+    #[default]
+    Summary,
+    /// Every omitted skill by name, with its reason and rank.
+    Full,
+}
+
+impl std::str::FromStr for OmissionDetail {
+    type Err = String;
+    fn from_str(s: &str) -> Result<OmissionDetail, String> {
+        match s {
+            "summary" => Ok(OmissionDetail::Summary),
+            "full" => Ok(OmissionDetail::Full),
+            _ => Err("omissions must be `summary` or `full`".into()),
+        }
+    }
+}
+
+/// Omissions of one reason, as a summary gives them.
+struct Group<'a> {
+    reason: &'a str,
+    names: Vec<&'a Name>,
+    ranks: Vec<u32>,
+}
+
+impl OmissionList {
+    /// Entries grouped by reason, in order of first appearance.
+    fn groups(&self) -> Vec<Group<'_>> {
+        let mut groups: Vec<Group<'_>> = Vec::new();
+        for o in &self.head {
+            group_of(&mut groups, &o.reason).names.push(&o.name);
+            if let Some(r) = o.rank {
+                group_of(&mut groups, &o.reason).ranks.push(r as u32);
+            }
+        }
+        if let Some(table) = &self.table
+            && !self.ranked.is_empty()
+        {
+            let g = group_of(&mut groups, self.reason);
+            g.names.reserve(self.ranked.len());
+            g.ranks.reserve(self.ranked.len());
+            for &(index, rank) in &self.ranked {
+                g.names.push(&table[index as usize]);
+                g.ranks.push(rank);
+            }
+        }
+        for o in &self.tail {
+            group_of(&mut groups, &o.reason).names.push(&o.name);
+            if let Some(r) = o.rank {
+                group_of(&mut groups, &o.reason).ranks.push(r as u32);
+            }
+        }
+        groups
+    }
+
+    /// The compact form: `{"count", "by_reason": [{"reason", "count", "ranks", "names"?}]}`,
+    /// with names when `names` (what reached the prompt by name), else `"list"` saying how to
+    /// get them.
+    pub fn summary(&self, names: bool) -> serde_json::Value {
+        let by_reason: Vec<serde_json::Value> = self
+            .groups()
+            .into_iter()
+            .map(|g| {
+                let mut o = serde_json::Map::new();
+                o.insert("reason".into(), g.reason.into());
+                o.insert("count".into(), g.names.len().into());
+                if !g.ranks.is_empty() {
+                    o.insert("ranks".into(), rank_ranges(g.ranks).into());
+                }
+                if names {
+                    o.insert(
+                        "names".into(),
+                        g.names
+                            .iter()
+                            .map(|n| n.as_str())
+                            .collect::<Vec<_>>()
+                            .into(),
+                    );
+                }
+                serde_json::Value::Object(o)
+            })
+            .collect();
+        let mut o = serde_json::Map::new();
+        o.insert("count".into(), self.len().into());
+        o.insert("by_reason".into(), by_reason.into());
+        if !names && !self.is_empty() {
+            o.insert("list".into(), OMITTED_LIST.into());
+        }
+        serde_json::Value::Object(o)
+    }
+}
+
+/// How a summary's reader gets the names it leaves out.
+pub const OMITTED_LIST: &str =
+    "names left out of this answer; ask again with omissions = full for the whole list";
+
+fn group_of<'g, 'a>(groups: &'g mut Vec<Group<'a>>, reason: &'a str) -> &'g mut Group<'a> {
+    match groups.iter().position(|g| g.reason == reason) {
+        Some(i) => &mut groups[i],
+        None => {
+            groups.push(Group {
+                reason,
+                names: Vec::new(),
+                ranks: Vec::new(),
+            });
+            groups.last_mut().expect("just pushed")
+        }
+    }
+}
+
+/// Ranks as sorted ranges: `[3, 1, 2, 7, 9, 8]` is `"1-3,7-9"`.
+fn rank_ranges(mut ranks: Vec<u32>) -> String {
+    use std::fmt::Write;
+    ranks.sort_unstable();
+    ranks.dedup();
+    let mut s = String::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let start = ranks[i];
+        let mut end = start;
+        while i + 1 < ranks.len() && ranks[i + 1] == end + 1 {
+            i += 1;
+            end = ranks[i];
+        }
+        if !s.is_empty() {
+            s.push(',');
+        }
+        if start == end {
+            let _ = write!(s, "{start}");
+        } else {
+            let _ = write!(s, "{start}-{end}");
+        }
+        i += 1;
+    }
+    s
+}
+
 /// What the catalog showed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+///
+/// Serialized with the omissions as [`CatalogReport::detail`] says: by default `name_only` and
+/// `omitted` are summaries ([`OmissionList::summary`]; `name_only` keeps its names, they are in
+/// the prompt), with [`OmissionDetail::Full`] the lists themselves.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CatalogReport {
     /// The catalog budget this turn, in tokens.
     pub budget: u32,
@@ -278,12 +428,40 @@ pub struct CatalogReport {
     pub omitted: OmissionList,
     /// When the catalog was ranked: each skill listed in full, with its relevance rank and the
     /// stage that placed it there (`lexical` or `semantic`), best first.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shown: Vec<Ranked>,
     /// The ranking's stages this turn: `lexical`, or `lexical+semantic` with the embedder's
     /// model (absent when the catalog was not ranked).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub stages: Option<String>,
+    /// How the omissions are serialized (not itself serialized).
+    pub detail: OmissionDetail,
+}
+
+impl Serialize for CatalogReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut m = s.serialize_struct("CatalogReport", 8)?;
+        m.serialize_field("budget", &self.budget)?;
+        m.serialize_field("tokens", &self.tokens)?;
+        m.serialize_field("ranked", &self.ranked)?;
+        m.serialize_field("full", &self.full)?;
+        match self.detail {
+            OmissionDetail::Full => {
+                m.serialize_field("name_only", &self.name_only)?;
+                m.serialize_field("omitted", &self.omitted)?;
+            }
+            OmissionDetail::Summary => {
+                m.serialize_field("name_only", &self.name_only.summary(true))?;
+                m.serialize_field("omitted", &self.omitted.summary(false))?;
+            }
+        }
+        if !self.shown.is_empty() {
+            m.serialize_field("shown", &self.shown)?;
+        }
+        if let Some(stages) = &self.stages {
+            m.serialize_field("stages", stages)?;
+        }
+        m.end()
+    }
 }
 
 /// A skill the ranked catalog listed in full, and why it ranked there.

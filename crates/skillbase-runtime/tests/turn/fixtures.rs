@@ -74,7 +74,9 @@ fn run(path: &Path) -> Result<serde_json::Value, String> {
         catalog_budget: f.options.catalog_budget,
         context_budget: f.options.context_budget,
     };
-    let ctx = resolve(&view, &f.message, &opts);
+    let mut ctx = resolve(&view, &f.message, &opts);
+    // The fixtures pin every omission by name.
+    ctx.report.catalog.detail = skillbase_runtime::OmissionDetail::Full;
     let mut out = serde_json::to_value(&ctx).map_err(|e| e.to_string())?;
     // What `load_skill` may load this turn, by name (the context keeps indices).
     out["loadable"] = ctx

@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use skillbase_format::Cost;
-use skillbase_runtime::TurnOptions;
 use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_runtime::{OmissionDetail, TurnOptions};
 use skillbase_store::StoreError;
 use skillbase_store::error::DERIVED_SESSION_PREFIXES;
 use skillbase_store::{AgentName, EventFilter, EventRecord, SessionRecord};
@@ -53,6 +53,18 @@ pub enum CostClassDoc {
     Immediate,
     Seconds,
     TensOfSeconds,
+}
+
+/// How much of the catalog's omissions a turn's answer lists: `summary` (the default: counts,
+/// reasons and relevance ranks as ranges, names only of skills listed by name) or `full` (every
+/// omitted skill by name, with its reason and rank).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = OmissionDetail)]
+#[allow(dead_code)]
+pub enum OmissionDetailDoc {
+    Summary,
+    Full,
 }
 
 /// How a run ended.
@@ -104,6 +116,20 @@ pub struct TurnBody {
     /// Override the agent's context budget (tokens).
     #[schema(maximum = 10000000)]
     pub context_budget: Option<u32>,
+    /// How the answer lists what the catalog left out (default `summary`; the `omissions`
+    /// query parameter says the same and wins).
+    #[schema(value_type = Option<OmissionDetailDoc>)]
+    pub omissions: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TurnQuery {
+    /// `summary` (default): `context.report.catalog.omitted` is `{count, by_reason: [{reason,
+    /// count, ranks}], list}`, and `name_only` the same with the names; `full`: both are lists
+    /// of `{name, reason, rank}`. Omissions are always counted, never silent.
+    #[param(value_type = Option<OmissionDetailDoc>)]
+    pub omissions: Option<String>,
 }
 
 /// What the model gets this turn and why (as `skillbase turn --json` prints it).
@@ -315,7 +341,7 @@ pub async fn show(
 /// Resolve a turn: eager prefix, triggered bodies, the catalog, the offered tools and the
 /// activation report; recorded as events of the session.
 #[utoipa::path(post, path = "/v1/sessions/{id}/turns", tag = "sessions",
-    params(("id" = String, Path)), request_body = TurnBody,
+    params(("id" = String, Path), TurnQuery), request_body = TurnBody,
     responses((status = 200, body = TurnResult),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
@@ -323,9 +349,18 @@ pub async fn turn(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
     P(id): P<String>,
+    Q(q): Q<TurnQuery>,
     Body(b): Body<TurnBody>,
 ) -> ApiResult<Json<TurnResult>> {
     let agent = owner(&st, &p, &id).await?;
+    let detail = q
+        .omissions
+        .or(b.omissions)
+        .as_deref()
+        .map(|d| d.parse::<OmissionDetail>())
+        .transpose()
+        .map_err(|e| unprocessable("invalid-request", e))?
+        .unwrap_or_default();
     let max_cost = b
         .max_cost
         .as_deref()
@@ -337,7 +372,8 @@ pub async fn turn(
         catalog_budget: budget("catalog_budget", b.catalog_budget)?,
         context_budget: budget("context_budget", b.context_budget)?,
     };
-    let ctx = st.dispatcher.turn(&agent, &id, &b.message, &opts).await?;
+    let mut ctx = st.dispatcher.turn(&agent, &id, &b.message, &opts).await?;
+    ctx.report.catalog.detail = detail;
     st.metrics.turns.inc();
     Ok(Json(TurnResult {
         agent: agent.to_string(),

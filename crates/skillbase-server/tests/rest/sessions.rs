@@ -191,6 +191,51 @@ async fn sessions_turns_calls_pinned_finish_and_runs() {
         "{tools:?}"
     );
     assert!(t["context"]["report"]["catalog"]["full"].is_array());
+    // Omissions: a summary by default (counted, never silent), the list on request (query or
+    // body), anything else refused.
+    let omitted = &t["context"]["report"]["catalog"]["omitted"];
+    assert!(
+        omitted["count"].is_u64() && omitted["by_reason"].is_array(),
+        "{omitted}"
+    );
+    for (path, body) in [
+        (
+            "/v1/sessions/work-1/turns?omissions=full",
+            json!({"message": "a refund question"}),
+        ),
+        (
+            "/v1/sessions/work-1/turns",
+            json!({"message": "a refund question", "omissions": "full"}),
+        ),
+        (
+            "/v1/sessions/work-1/turns?omissions=full",
+            json!({"message": "a refund question", "omissions": "summary"}),
+        ),
+    ] {
+        let t = ok_json(
+            s.post(path, &s.alpha).json(&body).send().await.unwrap(),
+            200,
+        )
+        .await;
+        assert!(
+            t["context"]["report"]["catalog"]["omitted"].is_array(),
+            "{path} {body}: {t}"
+        );
+    }
+    for (path, body) in [
+        (
+            "/v1/sessions/work-1/turns?omissions=all",
+            json!({"message": "x"}),
+        ),
+        (
+            "/v1/sessions/work-1/turns",
+            json!({"message": "x", "omissions": "everything"}),
+        ),
+    ] {
+        let (st, p) = problem(s.post(path, &s.alpha).json(&body).send().await.unwrap()).await;
+        assert_eq!(st, 422, "{path} {body}");
+        assert!(p["detail"].as_str().unwrap().contains("summary"), "{p}");
+    }
     let (st, _) = problem(
         s.post("/v1/sessions/work-1/turns", &s.alpha)
             .json(&json!({"message": "x", "max_cost": "slow"}))

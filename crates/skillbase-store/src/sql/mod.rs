@@ -12,6 +12,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod events;
+pub(crate) mod retention;
 pub(crate) mod runs;
 pub(crate) mod sessions;
 pub(crate) mod skills;

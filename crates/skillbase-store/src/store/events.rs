@@ -29,6 +29,18 @@ impl Store {
         on_db!(self, events::append_event(ev))
     }
 
+    /// Apply a retention policy now (or as if at `now`, Unix ms, for tests): remove the calls,
+    /// turns and activations and the ended sessions it names, and record what was removed as an
+    /// `events_trimmed` event, all in one transaction. Nothing else is ever removed; the
+    /// database's trigger refuses any other deletion of events.
+    pub async fn apply_retention(
+        &self,
+        policy: &crate::retention::RetentionPolicy,
+        now: Option<i64>,
+    ) -> Result<crate::retention::RetentionReport> {
+        on_db!(self, retention::apply_retention(policy, now))
+    }
+
     /// Read events.
     pub async fn events(&self, filter: &EventFilter) -> Result<Vec<EventRecord>> {
         let mut evs = on_db!(self, events::events(filter))?;
