@@ -105,14 +105,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Output piped into `head` and closed early ends the program quietly, as Unix tools do,
-    // instead of a panic on a broken pipe.
-    #[cfg(unix)]
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     let cli = Cli::parse();
+    // Output piped into `head` and closed early ends the program quietly, as Unix tools do,
+    // instead of a panic on a broken pipe. Not for the servers: a client that hangs up on an
+    // HTTP response (or an MCP client that closes stdout) must be an error on that one write,
+    // never the end of the process, so they keep SIGPIPE ignored.
+    #[cfg(unix)]
+    if !matches!(cli.command, Command::Serve(_) | Command::Mcp(_)) {
+        // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let code = match cli.command {
         Command::Validate(a) => format_cmds::validate(a),
         Command::ReadProperties(a) => format_cmds::read_properties(a),

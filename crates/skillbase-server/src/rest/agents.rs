@@ -152,10 +152,15 @@ pub struct NewAgent {
 
 /// Parse and check a configuration.
 fn config(v: Value) -> ApiResult<AgentConfig> {
-    let v = if v.is_null() {
-        Value::Object(Default::default())
-    } else {
-        v
+    let v = match v {
+        Value::Null => Value::Object(Default::default()),
+        Value::Object(_) => v,
+        _ => {
+            return Err(unprocessable(
+                "invalid-agent",
+                "agent configuration: a JSON object ({\"skills\": ..., \"grants\": ...})",
+            ));
+        }
     };
     let c: AgentConfig = serde_json::from_value(v)
         .map_err(|e| unprocessable("invalid-agent", format!("agent configuration: {e}")))?;

@@ -41,6 +41,12 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
 /// written with a fraction are read as the integers they are before `T` sees them; anything
 /// else that does not fit answers 400 with serde's message (which says where).
 pub fn typed<T: DeserializeOwned>(mut v: serde_json::Value) -> ApiResult<T> {
+    // Every body is a JSON object (serde would read an array into a struct by position).
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "malformed JSON body: send a JSON object ({...})",
+        ));
+    }
     integral_floats(&mut v);
     serde_json::from_value(v)
         .map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))

@@ -603,7 +603,8 @@ pub async fn events(
 #[utoipa::path(get, path = "/v1/sessions/{id}/pinned", tag = "sessions",
     params(("id" = String, Path), PinnedQuery),
     responses((status = 200, body = PinnedResult),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A budget over the largest", body = Problem, content_type = "application/problem+json")))]
 pub async fn pinned(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,

@@ -906,7 +906,9 @@ pub async fn diff(
         ("skillbase-session" = Option<String>, Header, description = "Agent tokens: the session the write belongs to")),
     request_body = RevBody,
     responses((status = 200, body = WriteResult),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The skill is retired", body = Problem, content_type = "application/problem+json"),
         (status = 412, body = Problem, content_type = "application/problem+json")))]
 pub async fn revert(
     State(st): State<Arc<AppState>>,
@@ -1035,7 +1037,8 @@ macro_rules! status_route {
                 (status = 403, body = Problem, content_type = "application/problem+json"),
                 (status = 404, body = Problem, content_type = "application/problem+json"),
                 (status = 409, body = Problem, content_type = "application/problem+json"),
-                (status = 412, body = Problem, content_type = "application/problem+json")))]
+                (status = 412, body = Problem, content_type = "application/problem+json"),
+                (status = 422, description = "A reason that breaks the message rule", body = Problem, content_type = "application/problem+json")))]
         pub async fn $fn(
             State(st): State<Arc<AppState>>,
             Caller(p): Caller,

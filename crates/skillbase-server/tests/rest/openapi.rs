@@ -455,6 +455,25 @@ async fn the_server_refuses_what_the_schemas_forbid() {
         let (st, p) = problem(r).await;
         assert!(st == 400 || st == 422, "{body}: {st} {p}");
     }
+    // A body is an object: an array is not read into the fields by position.
+    for (path, body) in [
+        ("/v1/tokens", json!(["seq-label", null])),
+        ("/v1/sessions", json!([null, null])),
+        ("/v1/sessions/oa-1/calls", json!(["take_note", {}, false])),
+        ("/v1/agents", json!(["seqagent"])),
+    ] {
+        let r = send(Method::POST, path, body.clone()).await.unwrap();
+        let (st, p) = problem(r).await;
+        assert_eq!(st, 400, "{path} {body}: {p}");
+    }
+    let r = send(
+        Method::POST,
+        "/v1/agents",
+        json!({"name": "arr", "config": [1]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(problem(r).await.0, 422);
     // Integral numbers written with a fraction are the integers JSON Schema says they are.
     let r = send(
         Method::POST,
