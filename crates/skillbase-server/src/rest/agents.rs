@@ -13,13 +13,15 @@ use skillbase_store::{Agent, AgentConfig, AgentName, StoreError};
 use std::sync::Arc;
 use utoipa::ToSchema;
 
-/// A set of skill names: "all", "none", or a list of names.
+/// A set of skill names: "all" (or `true`), "none" (or `false`), or a list of names.
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
 #[schema(as = SkillSet)]
 #[allow(dead_code)]
 pub enum SkillSetDoc {
     Word(AllOrNone),
+    /// `true` is every skill, `false` none.
+    Flag(bool),
     List(#[schema(inline)] Vec<SkillNameDoc>),
 }
 

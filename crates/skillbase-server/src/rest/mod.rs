@@ -374,6 +374,29 @@ fn finish_json(doc: &mut serde_json::Value) {
                 body.insert("required".into(), Value::Bool(false));
             }
         }
+        // Headers are never `null`, and the ones the routes read have a grammar.
+        for param in op
+            .get_mut("parameters")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if param.get("in").and_then(Value::as_str) != Some("header") {
+                continue;
+            }
+            let pattern = match param.get("name").and_then(Value::as_str) {
+                Some("if-match") => Some(r#"^(\*|(W/)?"?[0-9]+"?)$"#),
+                Some("if-none-match") => Some(r"^\*$"),
+                Some("last-event-id") => Some(r"^[+-]?[0-9]+$"),
+                Some("skillbase-session") => Some(r"^[^/\\\u0000-\u001f\u007f-\u009f]{1,128}$"),
+                _ => None,
+            };
+            let mut schema = json!({"type": "string"});
+            if let Some(p) = pattern {
+                schema["pattern"] = Value::String(p.to_owned());
+            }
+            param["schema"] = schema;
+        }
         let zip =
             json!({"type": "string", "format": "binary", "contentMediaType": "application/zip"});
         if let Some(body) = op.get_mut("requestBody") {
@@ -386,12 +409,29 @@ fn finish_json(doc: &mut serde_json::Value) {
             .flat_map(|r| r.values_mut())
         {
             zip_is_binary(r, &zip);
-            // An event stream's events: OpenAPI 3.1 has no keyword for them (3.2's
-            // `itemSchema`), so an extension names the schema of each event's `data`.
+            // An event stream's events, as tools read a `text/event-stream` schema under 3.1:
+            // each event `{id, event, data}`, `data` the JSON of a SessionEvent (3.2 would say
+            // it with `itemSchema`); `x-sse-data` names that schema directly.
             if let Some(sse) = r
                 .pointer_mut("/content/text~1event-stream")
                 .and_then(Value::as_object_mut)
             {
+                sse.insert(
+                    "schema".into(),
+                    json!({
+                        "type": "object",
+                        "required": ["id", "event", "data"],
+                        "properties": {
+                            "id": {"type": "string", "pattern": "^[0-9]+$"},
+                            "event": {"type": "string"},
+                            "data": {
+                                "type": "string",
+                                "contentMediaType": "application/json",
+                                "contentSchema": {"$ref": "#/components/schemas/SessionEvent"}
+                            }
+                        }
+                    }),
+                );
                 sse.insert(
                     "x-sse-data".into(),
                     json!({"$ref": "#/components/schemas/SessionEvent"}),
