@@ -71,7 +71,7 @@ async fn reopen_and_other_writers(db: TestDb) {
     ignore = "PostgreSQL tests skipped: set SKILLBASE_TEST_POSTGRES_URL to run them"
 )]
 async fn a_write_committed_after_a_newer_one_still_reaches_other_servers_postgres() {
-    use sqlx::{Acquire, Connection};
+    use sqlx::Acquire;
     let db = TestDb::postgres();
     let a = db.open().await;
     let b = db.open().await;
@@ -85,18 +85,7 @@ async fn a_write_committed_after_a_newer_one_still_reaches_other_servers_postgre
         b.index().get(&Scope::Shared, "late").unwrap().status,
         Status::Active
     );
-    let skillbase_store::DbUrl::Postgres {
-        url,
-        schema: Some(schema),
-    } = &db.url
-    else {
-        unreachable!("a PostgreSQL test database")
-    };
-    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path TO {schema}")))
-        .execute(&mut c)
-        .await
-        .unwrap();
+    let mut c = raw_connection(&db).await;
     // The slow writer takes its event id now...
     let mut tx = sqlx::Connection::begin(&mut c).await.unwrap();
     let conn = tx.acquire().await.unwrap();
@@ -130,6 +119,25 @@ async fn a_write_committed_after_a_newer_one_still_reaches_other_servers_postgre
     a.close().await;
     b.close().await;
     db.cleanup().await;
+}
+
+/// A plain connection to a PostgreSQL test database's schema, outside any store (a writer the
+/// store does not know about).
+async fn raw_connection(db: &TestDb) -> sqlx::PgConnection {
+    use sqlx::Connection;
+    let skillbase_store::DbUrl::Postgres {
+        url,
+        schema: Some(schema),
+    } = &db.url
+    else {
+        unreachable!("a PostgreSQL test database")
+    };
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path TO {schema}")))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    c
 }
 
 suite!(reopen_and_other_writers,);
@@ -196,18 +204,7 @@ async fn committed_writes_are_announced_to_other_stores_postgres() {
     // A transaction that rolls back announces nothing.
     {
         use sqlx::Connection;
-        let skillbase_store::DbUrl::Postgres {
-            url,
-            schema: Some(schema),
-        } = &db.url
-        else {
-            unreachable!("a PostgreSQL test database")
-        };
-        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-        sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path TO {schema}")))
-            .execute(&mut c)
-            .await
-            .unwrap();
+        let mut c = raw_connection(&db).await;
         let mut tx = c.begin().await.unwrap();
         sqlx::query(
             "INSERT INTO events (at, kind, scope, skill, data) VALUES (0, 'retired', 'shared', 'fresh', '{}')",
