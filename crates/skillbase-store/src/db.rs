@@ -231,10 +231,7 @@ impl Db {
                     std::fs::create_dir_all(parent).map_err(|e| open_err(e.to_string()))?;
                 }
                 let opts = sqlite_options(path);
-                let pool = SqlitePoolOptions::new()
-                    .max_connections(8)
-                    .after_release(|conn, _| Box::pin(release_sqlite(conn)))
-                    .connect_with(opts)
+                let pool = sqlite_pool(opts)
                     .await
                     .map_err(|e| open_err(e.to_string()))?;
                 migrator("sqlite").run(&pool).await.map_err(migrate_error)?;
@@ -305,6 +302,16 @@ impl Db {
 /// that connection refused every write ("begin_with at non-zero transaction depth"), or kept
 /// SQLite's write lock ("database is locked") until a restart. Closing it ends whatever
 /// transaction it holds; the pool opens a fresh one when needed.
+/// The SQLite pool, writable or read-only: eight connections, each checked on release
+/// ([`release_sqlite`]) so none goes back to the pool inside a transaction.
+async fn sqlite_pool(opts: SqliteConnectOptions) -> std::result::Result<SqlitePool, sqlx::Error> {
+    SqlitePoolOptions::new()
+        .max_connections(8)
+        .after_release(|conn, _| Box::pin(release_sqlite(conn)))
+        .connect_with(opts)
+        .await
+}
+
 async fn release_sqlite(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
     if conn.is_in_transaction() {
         // A dropped transaction's ROLLBACK is queued, not yet run: let it run, then look again.
@@ -352,10 +359,7 @@ async fn open_sqlite_read_only(url: &DbUrl, path: &Path, why: &str) -> Result<Db
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(30))
         .pragma("mmap_size", "268435456");
-    let pool = SqlitePoolOptions::new()
-        .max_connections(8)
-        .after_release(|conn, _| Box::pin(release_sqlite(conn)))
-        .connect_with(opts)
+    let pool = sqlite_pool(opts)
         .await
         .map_err(|e| open_err(e.to_string()))?;
     let version: Option<i64> =

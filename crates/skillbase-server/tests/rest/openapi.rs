@@ -330,6 +330,17 @@ fn patterns_accept_exactly_what_the_server_accepts() {
         &ids,
         |v| check_session_id(v.as_str().unwrap()).is_ok(),
     );
+    // The Skillbase-Session header names a session id by the same rule.
+    let header = doc["paths"]["/v1/skills/{name}"]["put"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "skillbase-session")
+        .unwrap();
+    assert_eq!(
+        header["schema"]["pattern"],
+        doc["components"]["schemas"]["NewSession"]["properties"]["id"]["pattern"]
+    );
     let labels = strings(&[
         String::new(),
         "ci".into(),
