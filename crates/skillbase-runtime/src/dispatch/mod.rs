@@ -39,7 +39,6 @@ pub use crate::envelope::Envelope;
 use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::runtime::{Runtime, RuntimeError};
-use crate::tokens;
 use crate::tool::{CallContext, Permission, RegisteredTool, Registry, timeout_for};
 use crate::vault::Vault;
 use offer::{OfferedCache, Target};
@@ -114,7 +113,7 @@ impl Dispatcher {
             self.events.record(e).await;
         }
         let offered = self.offered(agent)?;
-        for e in offered.entries.iter() {
+        for (e, (def, t)) in offered.with_defs() {
             if ctx.tools.iter().any(|t| t.name == e.wire_name)
                 || matches!(
                     e.target,
@@ -128,15 +127,9 @@ impl Dispatcher {
             {
                 continue;
             }
-            let def = crate::turn::ToolDef {
-                name: e.wire_name.clone(),
-                description: format!("[{}] {}", e.id, e.description),
-                parameters: Arc::new(e.parameters.clone()),
-            };
-            let t = tokens::count(&serde_json::to_string(&def).unwrap_or_default());
             ctx.report.tokens.tools += t;
             ctx.report.tokens.total += t;
-            ctx.tools.push(def);
+            ctx.tools.push(def.clone());
         }
         ctx.report.withheld_tools = offered
             .withheld

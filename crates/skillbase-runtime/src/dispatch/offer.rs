@@ -65,12 +65,23 @@ pub struct OfferedSet {
     pub withheld: Vec<String>,
     #[serde(skip)]
     by_wire: HashMap<String, usize>,
+    /// Each entry as a turn offers it, with its token count: built once with the set, so a
+    /// turn copies them instead of serializing and counting every tool again.
+    #[serde(skip)]
+    defs: Vec<(crate::turn::ToolDef, u32)>,
 }
 
 impl OfferedSet {
     /// The entry the model calls by this name.
     pub fn get(&self, wire_name: &str) -> Option<&OfferedEntry> {
         self.by_wire.get(wire_name).map(|&i| &self.entries[i])
+    }
+
+    /// Every entry with the tool definition a turn offers for it and that definition's tokens.
+    pub(super) fn with_defs(
+        &self,
+    ) -> impl Iterator<Item = (&OfferedEntry, &(crate::turn::ToolDef, u32))> {
+        self.entries.iter().zip(&self.defs)
     }
 }
 
@@ -203,6 +214,19 @@ impl Dispatcher {
             .iter()
             .enumerate()
             .map(|(i, e)| (e.wire_name.clone(), i))
+            .collect();
+        set.defs = set
+            .entries
+            .iter()
+            .map(|e| {
+                let def = crate::turn::ToolDef {
+                    name: e.wire_name.clone(),
+                    description: format!("[{}] {}", e.id, e.description),
+                    parameters: Arc::new(e.parameters.clone()),
+                };
+                let tokens = crate::tokens::count(&serde_json::to_string(&def).unwrap_or_default());
+                (def, tokens)
+            })
             .collect();
         let offer = Offer {
             generation: view.generation,
