@@ -330,6 +330,12 @@ impl Bundle {
         let mut total = 0u64;
         let mut seen: HashMap<String, usize> = HashMap::with_capacity(files.len());
         for (i, f) in files.iter().enumerate() {
+            if f.path.as_str().len() > limits.max_path_bytes {
+                return Err(BundleError::UnsafePath {
+                    path: f.path.to_string(),
+                    reason: "path too long",
+                });
+            }
             let depth = f.path.depth();
             if depth > limits.max_depth {
                 return Err(BundleError::TooDeep {

@@ -104,7 +104,82 @@ pub fn check(raw: &str) -> (String, Vec<NameError>) {
     (n, errors)
 }
 
+/// Whether `c` may stand in a skill name written in canonical form: a letter or digit (Python's
+/// `isalnum`) that lowercasing leaves unchanged, that NFKC leaves unchanged whatever surrounds
+/// it (quick check "yes", combining class 0), so a name made of such characters and single
+/// hyphens is exactly what [`SkillName::parse`] returns for it.
+pub fn is_canonical_name_char(c: char) -> bool {
+    use unicode_normalization::{IsNormalized, is_nfkc_quick};
+    is_python_alnum(c)
+        && c.to_lowercase().eq(std::iter::once(c))
+        && unicode_normalization::char::canonical_combining_class(c) == 0
+        && is_nfkc_quick(std::iter::once(c)) == IsNormalized::Yes
+}
+
+/// A regular expression (the subset JSON Schema, Python's `re` and Rust's `regex` read alike)
+/// matching exactly the names [`SkillName::parse_canonical`] accepts: 1-64 canonical name
+/// characters ([`is_canonical_name_char`], listed as ranges of literal characters) in words
+/// joined by single hyphens. Built once (it walks the code points of planes 0-3).
+pub fn canonical_name_pattern() -> &'static str {
+    static PATTERN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATTERN.get_or_init(|| {
+        let mut class = String::new();
+        let mut push = |lo: char, hi: char| {
+            class.push(lo);
+            if hi != lo {
+                if u32::from(hi) > u32::from(lo) + 1 {
+                    class.push('-');
+                }
+                class.push(hi);
+            }
+        };
+        let mut run: Option<(char, char)> = None;
+        // Letters and digits stop at plane 3: planes 4-13 are unassigned, 14 holds tags and
+        // variation selectors, 15-16 private use (the server's tests sample every plane).
+        for c in (0..=0x3_FFFF).filter_map(char::from_u32) {
+            if is_canonical_name_char(c) {
+                run = match run {
+                    Some((lo, hi)) if u32::from(hi) + 1 == u32::from(c) => Some((lo, c)),
+                    Some((lo, hi)) => {
+                        push(lo, hi);
+                        Some((c, c))
+                    }
+                    None => Some((c, c)),
+                };
+            }
+        }
+        if let Some((lo, hi)) = run {
+            push(lo, hi);
+        }
+        format!("^(?=.{{1,{MAX_NAME_CHARS}}}$)[{class}]+(?:-[{class}]+)*$")
+    })
+}
+
 impl SkillName {
+    /// A name that must already be written as the name it stands for (for references to
+    /// skills, such as an agent's allowlist): valid, and made only of canonical name characters
+    /// and hyphens ([`is_canonical_name_char`]), so no trimming, NFKC or case folding changes
+    /// it. The error says what to write instead.
+    pub fn parse_canonical(raw: &str) -> Result<SkillName, String> {
+        let name = SkillName::parse(raw).map_err(|e| format!("{e} ({})", e.hint()))?;
+        if name.as_str() != raw {
+            return Err(format!(
+                "'{}' is not written as the name it stands for: write '{name}'",
+                crate::text::escape_controls(raw)
+            ));
+        }
+        if let Some(c) = raw
+            .chars()
+            .find(|&c| c != '-' && !is_canonical_name_char(c))
+        {
+            return Err(format!(
+                "'{raw}' holds '{c}' (U+{:04X}), which can combine with the characters around it; use another spelling",
+                u32::from(c)
+            ));
+        }
+        Ok(name)
+    }
+
     /// Parse a name, returning the first problem if it is invalid.
     pub fn parse(raw: &str) -> Result<SkillName, NameError> {
         let (n, errors) = check(raw);
@@ -166,6 +241,42 @@ mod tests {
         assert_eq!(SkillName::parse("  x  ").unwrap().as_str(), "x");
         // NFD input is normalised.
         assert_eq!(SkillName::parse("cafe\u{301}").unwrap().as_str(), "café");
+    }
+
+    /// References to skills are written as the names they stand for: what parsing would
+    /// change (spaces, NFD, compatibility characters, case) is refused with the name to write.
+    #[test]
+    fn canonical_names() {
+        for ok in [
+            "pdf-processing",
+            "技能",
+            "мой-навык",
+            "café",
+            "٣٤٥",
+            "a1-b2",
+        ] {
+            assert_eq!(SkillName::parse_canonical(ok).unwrap().as_str(), ok);
+        }
+        for (raw, says) in [
+            (" x", "write 'x'"),
+            ("cafe\u{301}", "write 'café'"),
+            ("ﬁle", "write 'file'"),
+            ("ǆ", "write 'dž'"),
+            ("Café", "must be lowercase"),
+            ("a--b", "consecutive hyphens"),
+        ] {
+            let e = SkillName::parse_canonical(raw).unwrap_err();
+            assert!(e.contains(says), "{raw:?}: {e}");
+        }
+        // A conjoining vowel alone is normalized text, but it would compose with a leading
+        // consonant beside it: not a canonical name character.
+        assert!(SkillName::parse("\u{1161}").is_ok());
+        let e = SkillName::parse_canonical("\u{1161}").unwrap_err();
+        assert!(e.contains("U+1161"), "{e}");
+        let p = canonical_name_pattern();
+        assert!(p.starts_with("^(?=.{1,64}$)[0-9a-z"), "{}", &p[..40]);
+        // Ranges of literal characters (the server's OpenAPI tests check it name by name).
+        assert!(!p.contains('A') && !p.contains('\\') && p.contains("一-"));
     }
 
     #[test]

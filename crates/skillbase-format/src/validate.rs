@@ -818,24 +818,27 @@ pub fn split_host_port(s: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// A destination host: a DNS name or IP literal, optionally `:port`; `*.` allows subdomains.
+/// A destination host: a DNS name or IPv4 address, or an IPv6 address in brackets (hex groups,
+/// no embedded IPv4 or zone), optionally `:port` (1-65535, written without a sign or leading
+/// zeros); `*.` before a DNS name allows its subdomains. The server's OpenAPI document states
+/// the same grammar as a pattern (its tests compare the two).
 pub fn check_host(s: &str) -> Option<&'static str> {
     if s.contains("://") || s.contains('/') {
         return Some("must be a host, not a URL (drop the scheme and path)");
     }
     let (host, port) = split_host_port(s);
-    if let Some(p) = port
-        && p.parse::<u16>().map_or(true, |p| p == 0)
-    {
-        return Some("has an invalid port");
+    if let Some(p) = port {
+        let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !p.starts_with('0');
+        if !digits || p.parse::<u16>().is_err() {
+            return Some("has an invalid port (1-65535)");
+        }
+    }
+    if host.starts_with('[') && host.ends_with(']') {
+        let inner = &host[1..host.len() - 1];
+        return (inner.contains('.') || inner.parse::<std::net::Ipv6Addr>().is_err())
+            .then_some("is not a valid IPv6 literal (hex groups in brackets)");
     }
     let host = host.strip_prefix("*.").unwrap_or(host);
-    if host.starts_with('[') && host.ends_with(']') {
-        return host[1..host.len() - 1]
-            .parse::<std::net::Ipv6Addr>()
-            .is_err()
-            .then_some("is not a valid IPv6 literal");
-    }
     let ok = !host.is_empty()
         && host.len() <= 253
         && host.split('.').all(|label| {
@@ -1065,7 +1068,22 @@ mod tests {
         ] {
             assert_eq!(check_host(ok), None, "{ok}");
         }
-        for bad in ["", "a..com", "-a.com", "a.com:0", "http://a.com", "a b.com"] {
+        for bad in [
+            "",
+            "a..com",
+            "-a.com",
+            "a.com:0",
+            "http://a.com",
+            "a b.com",
+            "a.com:+80",
+            "a.com:080",
+            "a.com:65536",
+            "a.com:",
+            "[::ffff:1.2.3.4]",
+            "[fe80::1%eth0]",
+            "*.[::1]",
+            "[::1",
+        ] {
             assert!(check_host(bad).is_some(), "{bad}");
         }
     }

@@ -482,6 +482,23 @@ fn path_longer_than_limit_is_rejected() {
     let long = format!("{}.md", "x".repeat(1100));
     let e = zip_err(&zip_of(&[("SKILL.md", SKILL), (&long, b"x")]));
     assert_contains(&e, &["path too long", &long[..40]]);
+    // The same limit for files given one by one (a JSON upload), at the byte count.
+    let files = |other: &str| {
+        [("SKILL.md", SKILL), (other, b"x".as_slice())]
+            .into_iter()
+            .map(|(p, bytes)| skillbase_format::BundleFile {
+                path: skillbase_format::BundlePath::parse(p).unwrap(),
+                digest: skillbase_format::Digest::of(bytes),
+                bytes: bytes.into(),
+                executable: false,
+            })
+            .collect::<Vec<_>>()
+    };
+    let e = Bundle::from_files(files(&long), &defaults()).unwrap_err();
+    assert!(matches!(e, BundleError::UnsafePath { .. }), "{e}");
+    assert_contains(&e.to_string(), &["path too long"]);
+    let at_limit = format!("{}.md", "x".repeat(1021));
+    assert!(Bundle::from_files(files(&at_limit), &defaults()).is_ok());
 }
 
 /// Offsets of every `signature` in `bytes`.

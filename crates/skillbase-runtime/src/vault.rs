@@ -15,6 +15,15 @@ use std::sync::Arc;
 pub const MIN_VALUE_CHARS: usize = 6;
 /// Largest value accepted, in bytes (64 KiB); the minimum above is in characters.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
+/// Longest entry description, in characters (one line: agents see it).
+pub const MAX_DESCRIPTION_CHARS: usize = 500;
+
+/// Whether an entry description is one the vault stores: at most [`MAX_DESCRIPTION_CHARS`]
+/// characters, no control characters (so one line).
+pub fn description_ok(description: &str) -> bool {
+    description.chars().count() <= MAX_DESCRIPTION_CHARS
+        && !description.chars().any(char::is_control)
+}
 
 /// Why a vault operation failed. Messages name entries, never values.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +48,12 @@ pub enum VaultError {
         "the value of '{0}' must be UTF-8 text of at least {MIN_VALUE_CHARS} characters and at most {MAX_VALUE_BYTES} bytes"
     )]
     BadValue(String),
+    /// The description of the entry named here is over [`MAX_DESCRIPTION_CHARS`] characters
+    /// or holds control characters; nothing was stored.
+    #[error(
+        "the description of '{0}' must be at most {MAX_DESCRIPTION_CHARS} characters on one line, without control characters"
+    )]
+    BadDescription(String),
     /// No entry of this name to remove.
     #[error("no vault entry '{0}'")]
     NotFound(String),
@@ -259,6 +274,9 @@ impl Vault {
     ) -> Result<(), VaultError> {
         if !valid_name(name) {
             return Err(VaultError::BadName(name.chars().take(130).collect()));
+        }
+        if !description_ok(description) {
+            return Err(VaultError::BadDescription(name.to_owned()));
         }
         let text_ok =
             std::str::from_utf8(value).is_ok_and(|s| s.chars().count() >= MIN_VALUE_CHARS);

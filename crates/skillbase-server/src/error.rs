@@ -138,14 +138,19 @@ impl From<StoreError> for ApiError {
                 ApiError::new(StatusCode::PRECONDITION_FAILED, "stale-revision", detail)
                     .with_extra(serde_json::json!({ "current_rev": actual }))
             }
-            StoreError::Retired { .. } | StoreError::StatusRefused { .. } => {
-                ApiError::conflict(detail)
-            }
+            StoreError::Retired { .. }
+            | StoreError::StatusRefused { .. }
+            | StoreError::NotPending { .. } => ApiError::conflict(detail),
             StoreError::InvalidAgent(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-agent", detail)
             }
-            StoreError::InvalidSkill(_) | StoreError::Bundle(_) | StoreError::Invalid(_) => {
+            StoreError::InvalidSkill(_) | StoreError::Bundle(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-skill", detail)
+            }
+            // Everything else the store refuses as malformed (a session id, a label, an
+            // archive that is not a zip, a run that is not open) is about the request.
+            StoreError::Invalid(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-request", detail)
             }
             StoreError::DiskFull(_) | StoreError::Unavailable(_) | StoreError::ReadOnly { .. } => {
                 let (status, kind) = storage_fault(&e).unwrap_or(UNAVAILABLE);

@@ -50,6 +50,16 @@ pub enum StoreError {
         /// The skill's name.
         name: String,
     },
+    /// Approving a revision that is not waiting for approval (committed, or already approved).
+    #[error("revision {rev} of '{name}' is not pending approval (it is {state})")]
+    NotPending {
+        /// The skill's name.
+        name: String,
+        /// The revision named.
+        rev: i64,
+        /// Its state (`committed`, say).
+        state: String,
+    },
     /// A status change the transition table refuses ([`crate::StatusChange::apply`]).
     #[error("{}", why.message(name))]
     StatusRefused {

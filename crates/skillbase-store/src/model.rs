@@ -390,20 +390,33 @@ impl<'de> Deserialize<'de> for NameSet {
         enum Raw {
             Word(String),
             Flag(bool),
-            List(Vec<SkillName>),
+            List(Vec<String>),
         }
-        match Raw::deserialize(d)? {
+        let raw = Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "a skill set is \"all\", \"none\", true, false or a list of skill names",
+            )
+        })?;
+        match raw {
             Raw::Word(w) if w == "all" => Ok(NameSet::All),
             Raw::Word(w) if w == "none" => Ok(NameSet::None),
             Raw::Flag(true) => Ok(NameSet::All),
             Raw::Flag(false) => Ok(NameSet::None),
-            Raw::List(mut l) => {
-                l.sort();
-                l.dedup();
-                Ok(NameSet::Names(l))
+            Raw::List(l) => {
+                // References are written as the names they stand for (what the OpenAPI
+                // document's SkillName pattern says), so a list means what it shows.
+                let mut names = l
+                    .iter()
+                    .map(|n| SkillName::parse_canonical(n))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(serde::de::Error::custom)?;
+                names.sort();
+                names.dedup();
+                Ok(NameSet::Names(names))
             }
             Raw::Word(w) => Err(serde::de::Error::custom(format!(
-                "'{w}' is not a skill set: use \"all\", \"none\" or a list of names"
+                "'{}' is not a skill set: use \"all\", \"none\" or a list of names",
+                skillbase_format::text::escape_controls(&w)
             ))),
         }
     }

@@ -225,7 +225,10 @@ fn file(path: &str, bytes: Vec<u8>) -> BundleFile {
 fn store_error(e: StoreError) -> ToolError {
     let kind = match &e {
         StoreError::Conflict { .. } => Failure::Stale,
-        StoreError::Retired { .. } | StoreError::AgentExists(_) => Failure::Conflict,
+        StoreError::Retired { .. }
+        | StoreError::AgentExists(_)
+        | StoreError::NotPending { .. }
+        | StoreError::StatusRefused { .. } => Failure::Conflict,
         StoreError::NotFound { .. } | StoreError::AgentNotFound(_) => Failure::NotFound,
         StoreError::NoSuchRevision { .. } => Failure::NoRevision,
         StoreError::InvalidSkill(_) | StoreError::Bundle(_) | StoreError::Invalid(_) => {

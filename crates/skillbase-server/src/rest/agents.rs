@@ -22,7 +22,7 @@ pub enum SkillSetDoc {
     Word(AllOrNone),
     /// `true` is every skill, `false` none.
     Flag(bool),
-    List(#[schema(inline)] Vec<SkillNameDoc>),
+    List(Vec<SkillNameDoc>),
 }
 
 /// Every skill, or none.
@@ -34,9 +34,10 @@ pub enum AllOrNone {
     None,
 }
 
-/// A skill name: 1-64 lowercase letters (any script), digits and single hyphens.
+/// A skill name (the derive inlines it; `finish_components` replaces the items with a
+/// reference to the `SkillName` schema and its pattern).
 #[derive(Serialize, ToSchema)]
-#[schema(as = SkillName, value_type = String, min_length = 1, max_length = 64)]
+#[schema(value_type = String, min_length = 1, max_length = 64)]
 #[allow(dead_code)]
 pub struct SkillNameDoc(String);
 
@@ -55,8 +56,15 @@ pub struct GrantsDoc {
     vault: Vec<VaultNameDoc>,
     /// Destination hosts (`host`, `host:port`, `*.domain`, `[v6]:port`).
     #[schema(required = false)]
-    hosts: Vec<String>,
+    hosts: Vec<HostPatternDoc>,
 }
+
+/// A destination host: a DNS name or IPv4 address, or an IPv6 address in brackets (hex groups),
+/// optionally `:port` (1-65535); `*.` before a DNS name allows its subdomains.
+#[derive(Serialize, ToSchema)]
+#[schema(as = HostPattern, value_type = String, pattern = r"^(?:(?:\*\.)?(?=[^:]{1,253}(?::|$))[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[(?:(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,7}:|(?:[0-9A-Fa-f]{1,4}:){1,6}:[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,5}(?::[0-9A-Fa-f]{1,4}){1,2}|(?:[0-9A-Fa-f]{1,4}:){1,4}(?::[0-9A-Fa-f]{1,4}){1,3}|(?:[0-9A-Fa-f]{1,4}:){1,3}(?::[0-9A-Fa-f]{1,4}){1,4}|(?:[0-9A-Fa-f]{1,4}:){1,2}(?::[0-9A-Fa-f]{1,4}){1,5}|[0-9A-Fa-f]{1,4}:(?::[0-9A-Fa-f]{1,4}){1,6}|:(?:(?::[0-9A-Fa-f]{1,4}){1,7}|:))\])(?::(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$")]
+#[allow(dead_code)]
+pub struct HostPatternDoc(String);
 
 /// A tool class.
 #[derive(Serialize, ToSchema)]
@@ -147,8 +155,9 @@ pub struct NewAgent {
     /// 1-64 lowercase letters, digits, `-` and `_`, not starting with `-` or `_`.
     #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")]
     pub name: String,
+    /// The configuration (absent or null: every default).
     #[serde(default)]
-    #[schema(value_type = AgentConfigDoc)]
+    #[schema(value_type = Option<AgentConfigDoc>)]
     pub config: Value,
 }
 
@@ -273,6 +282,7 @@ pub async fn put(
         Pre::Rev(v) => v == version,
         Pre::Exists => existing.is_some(),
         Pre::Absent => existing.is_none(),
+        Pre::Never => false,
     };
     if !ok {
         return Err(ApiError::new(

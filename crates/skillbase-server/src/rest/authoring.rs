@@ -48,19 +48,14 @@ impl<'a> Authoring<'a> {
         agent: &AgentName,
         headers: &HeaderMap,
     ) -> ApiResult<Authoring<'a>> {
-        let session = match headers.get(SESSION_HEADER) {
-            Some(v) => {
-                let id = v
-                    .to_str()
-                    .map_err(|_| ApiError::bad_request("Skillbase-Session is not ASCII"))?;
-                match st.store.session(id).await? {
-                    Some(r) if r.agent == agent.as_str() => id.to_owned(),
-                    _ => {
-                        let shown: String = id.chars().take(128).collect();
-                        return Err(ApiError::not_found(format!("no session '{shown}'")));
-                    }
+        let session = match super::extract::session_header(headers)? {
+            Some(id) => match st.store.session(id).await? {
+                Some(r) if r.agent == agent.as_str() => id.to_owned(),
+                _ => {
+                    let shown: String = id.chars().take(128).collect();
+                    return Err(ApiError::not_found(format!("no session '{shown}'")));
                 }
-            }
+            },
             None => format!("{REST_SESSION_PREFIX}{agent}"),
         };
         Ok(Authoring {

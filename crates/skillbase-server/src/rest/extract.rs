@@ -15,12 +15,32 @@ pub struct Caller(pub Principal);
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        // A malformed `Skillbase-Session` is refused on every route, whoever reads it.
+        session_header(&parts.headers)?;
         parts
             .extensions
             .get::<Principal>()
             .cloned()
             .map(Caller)
             .ok_or_else(|| ApiError::internal("the request reached a route without a principal"))
+    }
+}
+
+/// The `Skillbase-Session` header, if sent: a session id of 1-128 visible ASCII characters
+/// (no space, `/` or `\\`), as the OpenAPI document's pattern says. Anything else answers 400.
+pub fn session_header(headers: &HeaderMap) -> ApiResult<Option<&str>> {
+    let Some(v) = headers.get(crate::rest::SESSION_HEADER) else {
+        return Ok(None);
+    };
+    let b = v.as_bytes();
+    let ok = (1..=128).contains(&b.len())
+        && b.iter()
+            .all(|&c| c.is_ascii_graphic() && c != b'/' && c != b'\\');
+    match std::str::from_utf8(b) {
+        Ok(s) if ok => Ok(Some(s)),
+        _ => Err(ApiError::bad_request(
+            "Skillbase-Session must be a session id: 1-128 visible ASCII characters, no space, `/` or `\\`",
+        )),
     }
 }
 
@@ -177,39 +197,61 @@ pub enum Precondition {
     Exists,
     /// `If-None-Match: *`: the record must not exist.
     Absent,
+    /// Both `If-Match` and `If-None-Match: *`: the record would have to exist and not exist,
+    /// so the write fails its precondition (412) once the rest of the request has been read.
+    Never,
 }
 
-/// Read `If-Match` (`"3"`, `W/"3"`, `3` or `*`) and `If-None-Match: *`.
+/// Read `If-Match` (`"3"`, `W/"3"`, `3` or `*`; a revision is 1-18 digits) and
+/// `If-None-Match: *`. Both are read when both are sent; together they cannot both hold
+/// ([`Precondition::Never`]).
 pub fn precondition(headers: &HeaderMap) -> ApiResult<Precondition> {
-    if let Some(v) = headers.get(header::IF_MATCH) {
-        let s = v
-            .to_str()
-            .map_err(|_| ApiError::bad_request("If-Match is not ASCII"))?
-            .trim();
-        if s == "*" {
-            return Ok(Precondition::Exists);
+    let if_match = match headers.get(header::IF_MATCH) {
+        Some(v) => Some(if_match(v.as_bytes().trim_ascii()).ok_or_else(|| {
+            let shown: String = String::from_utf8_lossy(v.as_bytes())
+                .chars()
+                .take(40)
+                .collect();
+            ApiError::bad_request(format!(
+                "If-Match must be a revision as the ETag gives it (\"3\") or *, not {}",
+                skillbase_format::text::escape_controls(&shown)
+            ))
+        })?),
+        None => None,
+    };
+    let absent = match headers.get(header::IF_NONE_MATCH) {
+        Some(v) if v.as_bytes().trim_ascii() == b"*" => true,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "on writes, If-None-Match only takes * (create only)",
+            ));
         }
-        let tag = s.strip_prefix("W/").unwrap_or(s).trim_matches('"');
-        return tag
-            .parse::<i64>()
-            .ok()
-            .filter(|n| *n >= 0)
-            .map(Precondition::Rev)
-            .ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "If-Match must be a revision as the ETag gives it (\"3\") or *, not {s}"
-                ))
-            });
+        None => false,
+    };
+    match (if_match, absent) {
+        (Some(_), true) => Ok(Precondition::Never),
+        (Some(p), false) => Ok(p),
+        (None, true) => Ok(Precondition::Absent),
+        (None, false) => Ok(Precondition::None),
     }
-    if let Some(v) = headers.get(header::IF_NONE_MATCH) {
-        if v.as_bytes().trim_ascii() == b"*" {
-            return Ok(Precondition::Absent);
-        }
-        return Err(ApiError::bad_request(
-            "on writes, If-None-Match only takes * (create only)",
-        ));
+}
+
+/// `*`, or a revision: 1-18 digits, optionally quoted, optionally weak (`W/"3"`).
+fn if_match(s: &[u8]) -> Option<Precondition> {
+    if s == b"*" {
+        return Some(Precondition::Exists);
     }
-    Ok(Precondition::None)
+    let s = s.strip_prefix(b"W/").unwrap_or(s);
+    let s = s.strip_prefix(b"\"").unwrap_or(s);
+    let s = s.strip_suffix(b"\"").unwrap_or(s);
+    if !(1..=18).contains(&s.len()) || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(s)
+        .ok()?
+        .parse()
+        .ok()
+        .map(Precondition::Rev)
 }
 
 /// Before a precondition is checked: the records `name` may mean for this caller, read again
@@ -259,6 +301,7 @@ pub fn check_precondition(name: &str, pre: Precondition, head: i64) -> ApiResult
         Precondition::Rev(r) => r == head,
         Precondition::Exists => head > 0,
         Precondition::Absent => head == 0,
+        Precondition::Never => false,
     };
     if ok { Ok(()) } else { Err(stale(name, head)) }
 }

@@ -108,6 +108,36 @@ fn table(limits: BodyLimits) -> Vec<Route> {
     ]
 }
 
+/// Whether the server reads `value` for the request header `name` (`if-match`,
+/// `if-none-match`, `last-event-id`, `skillbase-session`), each sent alone: for the tests that
+/// compare the OpenAPI document's header grammars with the server's.
+#[doc(hidden)]
+pub fn header_accepted(name: &str, value: &[u8]) -> bool {
+    let Ok(v) = axum::http::HeaderValue::from_bytes(value) else {
+        return false;
+    };
+    let mut h = axum::http::HeaderMap::new();
+    match name {
+        "last-event-id" => sessions::last_event_id(value).is_ok(),
+        "if-match" | "if-none-match" | "skillbase-session" => {
+            h.insert(
+                axum::http::HeaderName::from_static(match name {
+                    "if-match" => "if-match",
+                    "if-none-match" => "if-none-match",
+                    _ => "skillbase-session",
+                }),
+                v,
+            );
+            if name == "skillbase-session" {
+                extract::session_header(&h).is_ok()
+            } else {
+                extract::precondition(&h).is_ok()
+            }
+        }
+        _ => false,
+    }
+}
+
 /// Every mounted route as (method, full path), e.g. `(GET, "/v1/skills/{name}")`.
 pub fn routes() -> Vec<(Method, String)> {
     table(BodyLimits {
@@ -340,6 +370,8 @@ pub fn openapi_text() -> &'static str {
 /// (not an array of integers).
 fn finish_json(doc: &mut serde_json::Value) {
     use serde_json::{Value, json};
+    finish_components(doc);
+    add_links(doc);
     let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
         return;
     };
@@ -385,14 +417,18 @@ fn finish_json(doc: &mut serde_json::Value) {
                 continue;
             }
             let pattern = match param.get("name").and_then(Value::as_str) {
-                Some("if-match") => Some(r#"^(\*|(W/)?"?[0-9]+"?)$"#),
+                Some("if-match") => Some(r#"^(\*|(W/)?"?[0-9]{1,18}"?)$"#),
                 Some("if-none-match") => Some(r"^\*$"),
-                Some("last-event-id") => Some(r"^[+-]?[0-9]+$"),
-                Some("skillbase-session") => Some(r"^[^/\\\u0000-\u001f\u007f-\u009f]{1,128}$"),
+                Some("last-event-id") => Some(r"^[0-9]{1,18}$"),
+                // A header carries visible ASCII: a session id without spaces or slashes.
+                Some("skillbase-session") => Some(r"^[!-.0-\[\]-~]{1,128}$"),
                 _ => None,
             };
             let mut schema = json!({"type": "string"});
-            if let Some(p) = pattern {
+            if param.get("name").and_then(Value::as_str) == Some("if-none-match") {
+                // One value; an enum is what generators read most reliably.
+                schema["enum"] = json!(["*"]);
+            } else if let Some(p) = pattern {
                 schema["pattern"] = Value::String(p.to_owned());
             }
             param["schema"] = schema;
@@ -440,6 +476,219 @@ fn finish_json(doc: &mut serde_json::Value) {
         }
     }
 }
+
+/// OpenAPI links from the operations that create a thing to the operations that use it (a
+/// session's id, a skill's name, an agent's name, a token's id, a detached call's id), so a
+/// client generator or a stateful tester can follow them.
+fn add_links(doc: &mut serde_json::Value) {
+    use serde_json::{Map, Value, json};
+    // (path, method, statuses, [(link name, target operationId, parameters)])
+    type Link = (&'static str, &'static str, Value);
+    let by_name = |v: &str| json!({"name": v});
+    let skill = "$request.path.name";
+    let skill_links: Vec<Link> = [
+        ("show", "skills_show"),
+        ("history", "skills_history"),
+        ("diff", "skills_diff"),
+        ("export", "skills_export"),
+        ("runs", "skills_runs"),
+        ("retire", "skills_retire"),
+        ("restore", "skills_restore"),
+        ("disable", "skills_disable"),
+        ("enable", "skills_enable"),
+        ("revert", "skills_revert"),
+        ("approve", "approvals_approve"),
+    ]
+    .into_iter()
+    .map(|(n, op)| (n, op, by_name(skill)))
+    .collect();
+    let session = json!({"id": "$response.body#/id"});
+    let agent = by_name("$response.body#/name");
+    let table: Vec<(&str, &str, &[&str], Vec<Link>)> = vec![
+        (
+            "/v1/skills/{name}",
+            "put",
+            &["200", "201", "202"],
+            skill_links,
+        ),
+        (
+            "/v1/sessions",
+            "post",
+            &["201"],
+            vec![
+                ("show", "sessions_show", session.clone()),
+                ("turn", "sessions_turn", session.clone()),
+                ("call", "sessions_call", session.clone()),
+                ("events", "sessions_events", session.clone()),
+                ("pinned", "sessions_pinned", session.clone()),
+                ("finish", "sessions_finish", session),
+            ],
+        ),
+        (
+            "/v1/sessions/{id}/calls",
+            "post",
+            &["202"],
+            vec![(
+                "result",
+                "sessions_call_result",
+                json!({"id": "$request.path.id", "call_id": "$response.body#/call_id"}),
+            )],
+        ),
+        (
+            "/v1/agents",
+            "post",
+            &["201"],
+            vec![
+                ("show", "agents_show", agent.clone()),
+                ("put", "agents_put", agent.clone()),
+                ("eval", "agents_eval", agent),
+            ],
+        ),
+        (
+            "/v1/tokens",
+            "post",
+            &["201"],
+            vec![(
+                "revoke",
+                "tokens_revoke",
+                json!({"id": "$response.body#/id"}),
+            )],
+        ),
+        (
+            "/v1/vault/{name}",
+            "put",
+            &["200"],
+            vec![("remove", "vault_remove", by_name("$request.path.name"))],
+        ),
+    ];
+    for (path, method, statuses, links) in table {
+        for status in statuses {
+            let Some(r) = doc
+                .pointer_mut(&format!(
+                    "/paths/{}/{method}/responses/{status}",
+                    path.replace('/', "~1")
+                ))
+                .and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            let mut out = Map::new();
+            for (name, op, parameters) in &links {
+                out.insert(
+                    (*name).into(),
+                    json!({"operationId": op, "parameters": parameters}),
+                );
+            }
+            r.insert("links".into(), Value::Object(out));
+        }
+    }
+}
+
+/// What the derive cannot say about the skill-file schemas: a file object has exactly one of
+/// `text` and `base64` (canonical standard base64, as the server decodes it), and `files` holds
+/// SKILL.md (or skill.md, not both) under safe relative paths: `/`-separated, no empty, `.` or
+/// `..` segment, no backslash or control character, no drive letter, at most 10 segments and
+/// 1024 characters, at most 512 files (`BundleLimits`' defaults; what a schema cannot say, such
+/// as two paths differing only in case or the 16 MiB total, the server refuses with 422).
+fn finish_components(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    // A skill name where a skill is named (an agent's skill sets), with the pattern that lists
+    // its characters (computed from the same rule the server checks).
+    if let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        schemas.insert(
+            "SkillName".into(),
+            json!({
+                "type": "string",
+                "description": "A skill name as written where a skill is named: 1-64 lowercase letters (any script) and digits in words joined by single hyphens, already in its canonical form (what NFKC, trimming and lowercasing leave unchanged).",
+                "minLength": 1,
+                "maxLength": skillbase_format::name::MAX_NAME_CHARS,
+                "pattern": skillbase_format::name::canonical_name_pattern(),
+            }),
+        );
+        if let Some(variants) = schemas
+            .get_mut("SkillSet")
+            .and_then(|s| s.get_mut("oneOf"))
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            for v in variants.iter_mut().filter(|v| v["type"] == "array") {
+                v["items"] = json!({"$ref": "#/components/schemas/SkillName"});
+            }
+        }
+    }
+    if let Some(file) = doc.pointer_mut("/components/schemas/FileObject") {
+        file["oneOf"] = json!([
+            {"required": ["text"], "properties": {"text": {"type": "string"}}},
+            {"required": ["base64"], "properties": {"base64": {"type": "string"}}}
+        ]);
+        if let Some(b64) = file.pointer_mut("/properties/base64") {
+            b64["pattern"] = json!(BASE64_PATTERN);
+        }
+    }
+    // An evaluation is either labelled cases or the graded form (tasks with relevance, and
+    // optionally an id map); what is not used is absent or null.
+    if let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        schemas.insert(
+            "EvalCase".into(),
+            json!({
+                "type": "object",
+                "description": "A labelled message: the skill that should reach the model, or null when none covers it.",
+                "required": ["message", "expected"],
+                "properties": {
+                    "message": {"type": "string"},
+                    "expected": {"type": ["string", "null"]},
+                    "kind": {"type": ["string", "null"], "description": "direct, paraphrase, trigger, lookalike, ... (for the per-kind figures)"},
+                    "lang": {"type": ["string", "null"], "description": "The message's language (for the per-language figures)"}
+                },
+                "additionalProperties": false
+            }),
+        );
+    }
+    if let Some(eval) = doc.pointer_mut("/components/schemas/EvalRequest") {
+        let list = json!({"type": "array", "minItems": 1, "maxItems": agents::MAX_EVAL_CASES});
+        let mut cases = list.clone();
+        cases["items"] = json!({"$ref": "#/components/schemas/EvalCase"});
+        let mut tasks = list;
+        tasks["items"] = json!({"type": "object"});
+        eval["oneOf"] = json!([
+            {"required": ["cases"], "properties": {
+                "cases": cases, "tasks": {"type": "null"},
+                "relevance": {"type": "null"}, "id_map": {"type": "null"}}},
+            {"required": ["tasks", "relevance"], "properties": {
+                "cases": {"type": "null"}, "tasks": tasks, "relevance": {"type": "object"}}}
+        ]);
+        if let Some(items) = eval.pointer_mut("/properties/cases/items") {
+            *items = json!({"$ref": "#/components/schemas/EvalCase"});
+        }
+    }
+    if let Some(files) = doc.pointer_mut("/components/schemas/PutSkill/properties/files")
+        && let Some(files) = files.as_object_mut()
+    {
+        files.remove("required");
+        files.insert(
+            "oneOf".into(),
+            json!([{"required": ["SKILL.md"]}, {"required": ["skill.md"]}]),
+        );
+        files.insert(
+            "propertyNames".into(),
+            json!({"type": "string", "maxLength": 1024, "pattern": BUNDLE_PATH_PATTERN}),
+        );
+        files.insert("maxProperties".into(), json!(512));
+    }
+}
+
+/// Canonical standard base64 (padded; the unused bits of the last character are zero).
+const BASE64_PATTERN: &str =
+    r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$";
+
+/// A safe relative path of a skill's file, as `BundlePath::parse` reads one (with the default
+/// depth limit of 10 segments).
+const BUNDLE_PATH_PATTERN: &str = r"^(?![A-Za-z]:)(?!(?:[^/]*/)*\.\.?(?:/|$))[^/\\\u0000-\u001f\u007f-\u009f]+(?:/[^/\\\u0000-\u001f\u007f-\u009f]+){0,9}$";
 
 /// This document: the OpenAPI 3.1 description of every route under /v1.
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "meta",

@@ -28,14 +28,29 @@ use std::sync::Arc;
 use std::time::Duration;
 use utoipa::{IntoParams, ToSchema};
 
+/// `Last-Event-ID`: an event id as the stream gives it, 1-18 digits.
+pub(super) fn last_event_id(v: &[u8]) -> ApiResult<i64> {
+    let s = v.trim_ascii();
+    let digits = (1..=18).contains(&s.len()) && s.iter().all(u8::is_ascii_digit);
+    std::str::from_utf8(s)
+        .ok()
+        .filter(|_| digits)
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be an event id (1-18 digits)"))
+}
+
+/// The largest event id a client may name (18 digits).
+const MAX_EVENT_ID: i64 = 999_999_999_999_999_999;
+
 /// How often an idle event stream looks for new events.
 const POLL: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewSession {
-    /// The agent. Required with an admin token (422 without); an agent token's own agent is
-    /// the default, and it may name no other.
+    /// The agent. An agent token's own agent is the default, and it may name no other; with an
+    /// admin token the default is the server's default agent (`serve --agent`), and without
+    /// one the request is refused (422).
     #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")]
     pub agent: Option<String>,
     /// The session id (1-128 characters, no slashes or control characters); default: a new
@@ -200,6 +215,7 @@ pub struct WaitQuery {
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Start after this event id (`Last-Event-ID` takes precedence when a client reconnects).
+    #[param(minimum = 0, maximum = 999_999_999_999_999_999_i64)]
     pub after: Option<i64>,
 }
 
@@ -299,12 +315,16 @@ pub async fn create(
             a
         }
         (None, Some(own)) => own.clone(),
-        (None, None) => {
-            return Err(unprocessable(
-                "invalid-request",
-                "name the session's agent: {\"agent\": \"<name>\"}",
-            ));
-        }
+        (None, None) => match &st.options.default_agent {
+            Some(a) => a.clone(),
+            None => {
+                return Err(unprocessable(
+                    "invalid-request",
+                    "name the session's agent: {\"agent\": \"<name>\"} (this server has no \
+                     default agent: `skillbase serve --agent NAME` sets one)",
+                ));
+            }
+        },
     };
     if st.store.agent_cached(&agent).is_none() && st.store.agent(&agent).await?.is_none() {
         return Err(ApiError::not_found(format!("no agent '{agent}'")));
@@ -353,14 +373,17 @@ pub async fn turn(
     Body(b): Body<TurnBody>,
 ) -> ApiResult<Json<TurnResult>> {
     let agent = owner(&st, &p, &id).await?;
-    let detail = q
-        .omissions
-        .or(b.omissions)
-        .as_deref()
-        .map(|d| d.parse::<OmissionDetail>())
-        .transpose()
-        .map_err(|e| unprocessable("invalid-request", e))?
-        .unwrap_or_default();
+    // Both are checked, whichever wins: a bad value is refused wherever it is written.
+    let parse = |d: Option<&str>| {
+        d.map(|d| d.parse::<OmissionDetail>())
+            .transpose()
+            .map_err(|e| unprocessable("invalid-request", e))
+    };
+    let (in_query, in_body) = (
+        parse(q.omissions.as_deref())?,
+        parse(b.omissions.as_deref())?,
+    );
+    let detail = in_query.or(in_body).unwrap_or_default();
     let max_cost = b
         .max_cost
         .as_deref()
@@ -547,14 +570,16 @@ pub async fn events(
     let _ = owner(&st, &p, &id).await?;
     let last = headers
         .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(|s| {
-            s.trim()
-                .parse::<i64>()
-                .map_err(|_| ApiError::bad_request("Last-Event-ID must be an event id"))
-        })
+        .map(|v| last_event_id(v.as_bytes()))
         .transpose()?;
-    let after = last.or(q.after).unwrap_or(0).max(0);
+    let after = match q.after {
+        Some(a) if !(0..=MAX_EVENT_ID).contains(&a) => {
+            return Err(ApiError::bad_request(format!(
+                "after must be an event id from 0 to {MAX_EVENT_ID}"
+            )));
+        }
+        a => last.or(a).unwrap_or(0),
+    };
     let tail = Tail {
         st: st.clone(),
         session: id,

@@ -81,7 +81,9 @@ pub struct ListQuery {
     pub status: Option<String>,
     /// Words that must all appear in the name or description (case and accents ignored).
     pub q: Option<String>,
-    /// `next_cursor` from the previous page.
+    /// `next_cursor` from the previous page (empty: the first page). Opaque: only the server's
+    /// own cursors are read, anything else answers 400.
+    #[param(pattern = r"^[A-Za-z0-9_-]*$")]
     pub cursor: Option<String>,
     /// Items per page (default: the server's page size; at most 1000).
     pub limit: Option<usize>,
@@ -509,7 +511,13 @@ pub async fn list(
         .limit
         .unwrap_or(st.options.limits.page_size)
         .clamp(1, MAX_PAGE);
-    let after = q.cursor.as_deref().map(decode_cursor).transpose()?;
+    // An empty cursor (`?cursor=` from a template with nothing to fill in) is the first page.
+    let after = q
+        .cursor
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .map(decode_cursor)
+        .transpose()?;
     let words: Vec<String> =
         q.q.as_deref()
             .map(|s| {
@@ -631,7 +639,7 @@ fn put_files(headers: &HeaderMap, body: &[u8]) -> ApiResult<(Files, Option<Strin
                         executable,
                     }) => (
                         base64::engine::general_purpose::STANDARD
-                            .decode(b.trim())
+                            .decode(b.as_bytes())
                             .map_err(|e| {
                                 ApiError::bad_request(format!("files.{path}: bad base64: {e}"))
                             })?,
@@ -796,7 +804,8 @@ pub async fn put(
             if matches!(path.as_str(), "SKILL.md" | "skill.md") {
                 md = Some(bytes);
             } else {
-                return Err(unprocessable(
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
                     "file-not-writable",
                     format!(
                         "an agent token sends only SKILL.md (the skill's other files are kept); '{path}' needs an admin token"
@@ -841,7 +850,7 @@ pub async fn put(
         Precondition::None => None,
         Precondition::Rev(r) => Some(r),
         Precondition::Exists => Some(head),
-        Precondition::Absent => Some(0),
+        Precondition::Absent | Precondition::Never => Some(0),
     };
     let o = st
         .store
@@ -1196,7 +1205,7 @@ pub async fn runs(
     responses((status = 200, body = WriteResult),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Not pending", body = Problem, content_type = "application/problem+json")))]
+        (status = 409, description = "The revision is not pending approval", body = Problem, content_type = "application/problem+json")))]
 pub async fn approve(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,

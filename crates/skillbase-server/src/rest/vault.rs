@@ -26,8 +26,10 @@ pub struct VaultValue {
     /// The secret (text of 6 characters to 64 KiB). Write-only.
     #[schema(write_only, min_length = 6, max_length = 65536)]
     pub value: String,
-    /// What the secret is for (visible to agents).
+    /// What the secret is for (visible to agents): at most 500 characters on one line, no
+    /// control characters.
     #[serde(default)]
+    #[schema(pattern = r"^[^\u0000-\u001f\u007f-\u009f]{0,500}$")]
     pub description: String,
 }
 
@@ -41,7 +43,7 @@ impl std::fmt::Debug for VaultValue {
 
 fn vault_error(e: VaultError) -> ApiError {
     match e {
-        VaultError::BadName(_) | VaultError::BadValue(_) => {
+        VaultError::BadName(_) | VaultError::BadValue(_) | VaultError::BadDescription(_) => {
             unprocessable("invalid-vault-entry", e.to_string())
         }
         VaultError::NotFound(_) => ApiError::not_found(e.to_string()),
@@ -88,12 +90,6 @@ pub async fn set(
     Body(b): Body<VaultValue>,
 ) -> ApiResult<Json<VaultEntry>> {
     p.require_admin()?;
-    if b.description.chars().count() > 500 || b.description.chars().any(char::is_control) {
-        return Err(unprocessable(
-            "invalid-vault-entry",
-            "description: at most 500 characters, no control characters",
-        ));
-    }
     st.vault
         .set(&name, &b.description, b.value.as_bytes(), &p.author())
         .await

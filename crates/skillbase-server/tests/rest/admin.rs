@@ -121,6 +121,34 @@ async fn agents_vault_and_tokens_for_admins() {
     )
     .await;
     assert_eq!(st, 422);
+    // Descriptions are one line agents see: control characters and megabytes are refused, and
+    // the entry keeps its description.
+    for description in ["two\nlines".to_owned(), "d".repeat(501)] {
+        let (st, p) = problem(
+            s.put("/v1/vault/PAYMENTS_KEY", &s.admin)
+                .json(&json!({"value": secret, "description": description}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(
+            (st, p["type"].as_str()),
+            (422, Some("urn:skillbase:problem:invalid-vault-entry")),
+            "{p}"
+        );
+        assert!(p["detail"].as_str().unwrap().contains("at most 500"), "{p}");
+        assert!(!p.to_string().contains(secret), "{p}");
+    }
+    let list = s
+        .get("/v1/vault", &s.admin)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!list.contains("two") && !list.contains("ddd"), "{list}");
     // A skill carrying the value is refused.
     let r = s
         .markdown(
@@ -286,7 +314,12 @@ async fn agent_token_writes_go_through_the_authoring_tools() {
         .send()
         .await
         .unwrap();
-    assert_eq!(problem(r).await.0, 422);
+    // A well-formed body the token may not send: forbidden, not malformed.
+    let (st, p) = problem(r).await;
+    assert_eq!(
+        (st, p["type"].as_str()),
+        (403, Some("urn:skillbase:problem:file-not-writable"))
+    );
     let r = s
         .markdown(
             "/v1/skills/tips?scope=shared",
@@ -448,7 +481,7 @@ async fn agent_token_writes_go_through_the_authoring_tools() {
         ok_json(s.get("/v1/approvals", &s.admin).send().await.unwrap(), 200).await,
         json!([])
     );
-    let (st, _) = problem(
+    let (st, p) = problem(
         s.post("/v1/skills/reviewed/approve?scope=agent:alpha", &s.admin)
             .json(&json!({"rev": 1}))
             .send()
@@ -456,6 +489,14 @@ async fn agent_token_writes_go_through_the_authoring_tools() {
             .unwrap(),
     )
     .await;
-    assert_eq!(st, 422, "not pending any more");
+    // A well-formed request the revision's state refuses: a conflict, saying what the state is.
+    assert_eq!(st, 409, "not pending any more: {p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not pending approval (it is committed)"),
+        "{p}"
+    );
     s.stop().await;
 }

@@ -3,7 +3,7 @@
 //! schemas' patterns and bounds accept exactly what the server's own validators accept.
 
 use serde_json::{Value, json};
-use skillbase_format::validate::{check_tool_class, check_vault_name};
+use skillbase_format::validate::{check_host, check_tool_class, check_vault_name};
 use skillbase_store::model::{
     MAX_CALLS_IN_FLIGHT, MAX_FAILURE_THRESHOLD, MAX_NETWORK_CALLS_PER_SESSION, check_message,
     check_session_id, check_token_label,
@@ -53,6 +53,61 @@ fn every_reference_resolves() {
             .strip_prefix('#')
             .unwrap_or_else(|| panic!("external ref {r}"));
         assert!(doc.pointer(pointer).is_some(), "{r} names nothing");
+    }
+}
+
+/// Links name operations that exist, with parameters those operations take, and the things
+/// a client creates (sessions, skills, agents, tokens, vault entries, detached calls) lead to
+/// the operations that use them.
+#[test]
+fn links_lead_from_what_is_created_to_what_uses_it() {
+    let doc = doc();
+    let ops = operations(&doc);
+    let by_id: std::collections::HashMap<String, &Value> = ops
+        .iter()
+        .map(|(_, _, op)| (op["operationId"].as_str().unwrap().to_owned(), op))
+        .collect();
+    let mut linked = std::collections::BTreeSet::new();
+    for (method, path, op) in &ops {
+        for (status, r) in op["responses"].as_object().unwrap() {
+            for (name, link) in r
+                .get("links")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                let target = link["operationId"].as_str().unwrap();
+                let t = by_id
+                    .get(target)
+                    .unwrap_or_else(|| panic!("{method} {path} {status} {name}: no {target}"));
+                let takes: Vec<&str> = t["parameters"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| p["name"].as_str().unwrap())
+                    .collect();
+                for (param, expr) in link["parameters"].as_object().unwrap() {
+                    assert!(takes.contains(&param.as_str()), "{target} takes no {param}");
+                    let expr = expr.as_str().unwrap();
+                    assert!(
+                        expr.starts_with("$response.body#/") || expr.starts_with("$request.path."),
+                        "{expr}"
+                    );
+                }
+                linked.insert(target.to_owned());
+            }
+        }
+    }
+    for target in [
+        "sessions_turn",
+        "sessions_call_result",
+        "skills_show",
+        "skills_revert",
+        "agents_eval",
+        "tokens_revoke",
+        "vault_remove",
+    ] {
+        assert!(linked.contains(target), "nothing links to {target}");
     }
 }
 
@@ -161,7 +216,51 @@ fn bodies_have_the_media_types_the_routes_read_and_answer() {
         sent.as_object().unwrap().keys().cloned().collect();
     assert_eq!(documented, sent);
     let files = &doc["components"]["schemas"]["PutSkill"]["properties"]["files"];
-    assert_eq!(files["required"], json!(["SKILL.md"]));
+    // SKILL.md (or skill.md, never both: they would collide) is required; at most 512 files.
+    assert_eq!(
+        files["oneOf"],
+        json!([{"required": ["SKILL.md"]}, {"required": ["skill.md"]}])
+    );
+    assert_eq!(files["maxProperties"], 512);
+    let v = validator(&doc, "/components/schemas/PutSkill/properties/files");
+    for (sample, ok) in [
+        (json!({"SKILL.md": "x"}), true),
+        (json!({"skill.md": "x", "a/b.md": {"base64": "YQ=="}}), true),
+        (json!({"SKILL.md": "x", "skill.md": "y"}), false),
+        (json!({"notes.md": "x"}), false),
+        (json!({"SKILL.md": {"text": "a", "base64": "YQ=="}}), false),
+        (json!({"SKILL.md": {"executable": true}}), false),
+        (json!({"SKILL.md": {"text": null, "base64": "YQ=="}}), true),
+        (json!({"SKILL.md": "x", "../up.md": "x"}), false),
+    ] {
+        assert_eq!(v.is_valid(&sample), ok, "{sample}");
+    }
+    // An evaluation is one form or the other.
+    let v = validator(&doc, "/components/schemas/EvalRequest");
+    let case = json!({"message": "refund my order", "expected": "refund"});
+    for (sample, ok) in [
+        (json!({"cases": [case]}), true),
+        (
+            json!({"cases": [case], "tasks": null, "id_map": null}),
+            true,
+        ),
+        (json!({"tasks": [{"task_id": "t"}], "relevance": {}}), true),
+        (
+            json!({"tasks": [{"task_id": "t"}], "relevance": {}, "id_map": {}}),
+            true,
+        ),
+        (
+            json!({"cases": [case], "tasks": [], "relevance": {}}),
+            false,
+        ),
+        (json!({"cases": []}), false),
+        (json!({"cases": [{"message": "m"}]}), false),
+        (json!({"tasks": [{"task_id": "t"}]}), false),
+        (json!({"cases": [case], "id_map": {}}), false),
+        (json!({}), false),
+    ] {
+        assert_eq!(v.is_valid(&sample), ok, "{sample}");
+    }
 }
 
 /// The schema at `pointer` (a `$ref` followed once), compiled.
@@ -236,6 +335,78 @@ fn patterns_accept_exactly_what_the_server_accepts() {
         |v| agent_ok(v),
     );
 
+    // Skill names where a skill is named (an agent's skill sets): the canonical form, in every
+    // script. Samples: hand-picked cases, then one or two code points from all over Unicode.
+    let mut skill_names: Vec<String> = [
+        "pdf-processing",
+        "a",
+        "123",
+        "技能",
+        "мой-навык",
+        "café",
+        "٣٤٥",
+        "ǆ",
+        "ß",
+        "ﬁle",
+        "Café",
+        "ÉCOLE",
+        " a",
+        "a ",
+        "a--b",
+        "-a",
+        "a-",
+        "",
+        "a_b",
+        "a.b",
+        "cafe\u{301}",
+        "\u{1100}\u{1161}",
+        "가",
+        "ᅡ",
+        "x\u{2160}",
+        "𝒶",
+        "𐐨",
+        "𐐀",
+        "Σ",
+        "σς",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    skill_names.push(long("a", 64));
+    skill_names.push(long("a", 65));
+    skill_names.push(long("技", 64));
+    skill_names.push(long("技", 65));
+    for cp in (0..=0x10FFFFu32).step_by(331).filter_map(char::from_u32) {
+        skill_names.push(cp.to_string());
+        skill_names.push(format!("a{cp}"));
+        skill_names.push(format!("{cp}-1"));
+    }
+    let canonical =
+        |v: &Value| skillbase_format::SkillName::parse_canonical(v.as_str().unwrap()).is_ok();
+    agree(
+        &doc,
+        "/components/schemas/SkillName",
+        &strings(&skill_names),
+        canonical,
+    );
+    // Both sets of an agent's configuration use it.
+    let set = validator(&doc, "/components/schemas/AgentConfig");
+    for (sample, ok) in [
+        (
+            json!({"skills": ["ñandú", "技能"], "eager": ["café"]}),
+            true,
+        ),
+        (json!({"skills": ["ǆ"]}), false),
+        (json!({"skills": ["Café"]}), false),
+        (json!({"eager": ["ﬁle"]}), false),
+        (json!({"skills": "all", "eager": true}), true),
+    ] {
+        let errors: Vec<String> = set.iter_errors(&sample).map(|e| e.to_string()).collect();
+        assert_eq!(errors.is_empty(), ok, "{sample}: {errors:?}");
+        let server = serde_json::from_value::<skillbase_store::AgentConfig>(sample.clone());
+        assert_eq!(server.is_ok(), ok, "{sample}: {server:?}");
+    }
+
     let scopes = strings(&[
         "shared".into(),
         "agent:support".into(),
@@ -288,6 +459,140 @@ fn patterns_accept_exactly_what_the_server_accepts() {
         check_vault_name(v.as_str().unwrap()).is_none()
     });
 
+    let label = long("a", 63);
+    let hosts = strings(&[
+        "api.x.com".into(),
+        "API.X.COM".into(),
+        "api.x.com:8443".into(),
+        "a.com:65535".into(),
+        "*.x.com".into(),
+        "*.x.com:443".into(),
+        "127.0.0.1".into(),
+        "localhost".into(),
+        "xn--bcher-kva.example".into(),
+        "[::1]".into(),
+        "[::]".into(),
+        "[::1]:8080".into(),
+        "[2001:db8::8a2e:370:7334]".into(),
+        "[1:2:3:4:5:6:7:8]".into(),
+        "[1:2:3:4:5:6:7::]".into(),
+        "[::2:3:4:5:6:7:8]".into(),
+        format!("{label}.com"),
+        format!("{}.com", long("a", 64)),
+        [label.as_str(); 4].join("."),
+        format!("{}.a", [label.as_str(); 4].join(".")),
+        String::new(),
+        "a..com".into(),
+        "-a.com".into(),
+        "a-.com".into(),
+        "a_b.com".into(),
+        "a.com:0".into(),
+        "a.com:+80".into(),
+        "a.com:080".into(),
+        "a.com:65536".into(),
+        "a.com:".into(),
+        "a.com:http".into(),
+        "https://a.com".into(),
+        "a.com/x".into(),
+        "a b.com".into(),
+        "*.*.a.com".into(),
+        "*.[::1]".into(),
+        "[::1".into(),
+        "[1:2:3:4:5:6:7:8:9]".into(),
+        "[1:2:3:4::5:6:7:8]".into(),
+        "[::ffff:1.2.3.4]".into(),
+        "[fe80::1%eth0]".into(),
+        "[12345::]".into(),
+        "bücher.example".into(),
+    ]);
+    agree(&doc, "/components/schemas/HostPattern", &hosts, |v| {
+        check_host(v.as_str().unwrap()).is_none()
+    });
+
+    // A skill's files: canonical base64, safe relative paths.
+    let b64 = strings(&[
+        String::new(),
+        "YQ==".into(),
+        "YWI=".into(),
+        "YWJj".into(),
+        "YR==".into(),
+        "YWJ=".into(),
+        "YQ".into(),
+        " YQ==".into(),
+        "YQ==\n".into(),
+        "Y===".into(),
+        "YWJj-_==".into(),
+        "?".into(),
+    ]);
+    agree(
+        &doc,
+        "/components/schemas/FileObject/properties/base64",
+        &b64,
+        |v| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(v.as_str().unwrap())
+                .is_ok()
+        },
+    );
+    let paths = strings(&[
+        "SKILL.md".into(),
+        "references/REFERENCE.md".into(),
+        "a/b/c/d/e/f/g/h/i/j".into(),
+        "a/b/c/d/e/f/g/h/i/j/k".into(),
+        ".hidden".into(),
+        "..x".into(),
+        "x..".into(),
+        "a/...".into(),
+        "é/ü.md".into(),
+        long("a", 1024),
+        long("a", 1025),
+        String::new(),
+        "/abs".into(),
+        "\\abs".into(),
+        "a\\b".into(),
+        "C:x".into(),
+        "c:/x".into(),
+        "1:x".into(),
+        ".".into(),
+        "..".into(),
+        "a/./b".into(),
+        "a/../b".into(),
+        "a/..".into(),
+        "a//b".into(),
+        "a/".into(),
+        "tab\tx".into(),
+        "c1\u{85}".into(),
+    ]);
+    agree(
+        &doc,
+        "/components/schemas/PutSkill/properties/files/propertyNames",
+        &paths,
+        |v| {
+            let raw = v.as_str().unwrap();
+            skillbase_format::BundlePath::parse(raw).is_ok_and(|p| {
+                let limits = skillbase_format::BundleLimits::default();
+                p.depth() <= limits.max_depth && raw.len() <= limits.max_path_bytes
+            })
+        },
+    );
+
+    let descriptions = strings(&[
+        String::new(),
+        "The payments API key".into(),
+        long("é", 500),
+        long("a", 501),
+        "two\nlines".into(),
+        "tab\there".into(),
+        "c1\u{85}".into(),
+    ]);
+    agree(
+        &doc,
+        "/components/schemas/VaultValue/properties/description",
+        &descriptions,
+        |v| skillbase_runtime::vault::description_ok(v.as_str().unwrap()),
+    );
+
     let messages = strings(&[
         String::new(),
         "first version".into(),
@@ -330,17 +635,81 @@ fn patterns_accept_exactly_what_the_server_accepts() {
         &ids,
         |v| check_session_id(v.as_str().unwrap()).is_ok(),
     );
-    // The Skillbase-Session header names a session id by the same rule.
-    let header = doc["paths"]["/v1/skills/{name}"]["put"]["parameters"]
+    // The request headers' grammars are the server's (each header alone, as its value).
+    let put = doc["paths"]["/v1/skills/{name}"]["put"]["parameters"]
         .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "skillbase-session")
         .unwrap();
-    assert_eq!(
-        header["schema"]["pattern"],
-        doc["components"]["schemas"]["NewSession"]["properties"]["id"]["pattern"]
-    );
+    let events = doc["paths"]["/v1/sessions/{id}/events"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    for (name, params, samples) in [
+        (
+            "skillbase-session",
+            put,
+            vec![
+                "s1",
+                "mcp:x:y",
+                "a",
+                &long("a", 128),
+                &long("a", 129),
+                "",
+                "a b",
+                "a/b",
+                "a\\b",
+                "~!",
+            ],
+        ),
+        (
+            "if-match",
+            put,
+            vec![
+                "*",
+                "3",
+                "\"3\"",
+                "W/\"3\"",
+                "\"3",
+                "0",
+                &long("9", 18),
+                &long("9", 19),
+                "",
+                "+3",
+                "-3",
+                "W/*",
+                "\"\"",
+                "3 4",
+                "**",
+            ],
+        ),
+        ("if-none-match", put, vec!["*", "0", "", "**", "\"*\""]),
+        (
+            "last-event-id",
+            events,
+            vec![
+                "0",
+                "42",
+                &long("9", 18),
+                &long("9", 19),
+                "",
+                "+1",
+                "-1",
+                "1.0",
+                "x",
+            ],
+        ),
+    ] {
+        let i = params.iter().position(|p| p["name"] == name).unwrap();
+        let pointer = if name == "last-event-id" {
+            format!("/paths/~1v1~1sessions~1{{id}}~1events/get/parameters/{i}/schema")
+        } else {
+            format!("/paths/~1v1~1skills~1{{name}}/put/parameters/{i}/schema")
+        };
+        agree(
+            &doc,
+            &pointer,
+            &strings(&samples.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+            |v| skillbase_server::rest::header_accepted(name, v.as_str().unwrap().as_bytes()),
+        );
+    }
     let labels = strings(&[
         String::new(),
         "ci".into(),

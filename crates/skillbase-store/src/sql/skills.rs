@@ -130,9 +130,11 @@ fn check_approve(name: &str, rev: i64, head: i64, state: Option<&str>) -> Result
             latest: head,
         }),
         Some("pending") => Ok(()),
-        Some(_) => Err(StoreError::Invalid(format!(
-            "revision {rev} of '{name}' is not pending approval"
-        ))),
+        Some(state) => Err(StoreError::NotPending {
+            name: name.to_owned(),
+            rev,
+            state: state.to_owned(),
+        }),
     }
 }
 
@@ -891,7 +893,7 @@ mod tests {
         ));
         assert!(matches!(
             check_approve("x", 2, 3, Some("committed")),
-            Err(StoreError::Invalid(_))
+            Err(StoreError::NotPending { rev: 2, .. })
         ));
     }
 
