@@ -141,6 +141,66 @@ fn serve_demo_prints_a_working_token_and_stops_on_sigterm() {
     assert!(out.contains("refund-procedure"), "{out}");
 }
 
+/// A client that hangs up on an event stream is the end of that stream, never of the server:
+/// `serve` keeps SIGPIPE ignored (the printing commands restore the default). The stream's
+/// socket is closed while the session keeps producing events, so the server writes to a socket
+/// the peer has closed (the second such write fails with EPIPE, which would kill a process with
+/// the default disposition).
+#[test]
+fn serve_survives_a_client_hanging_up_on_an_event_stream() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = serve(dir.path(), &["--demo"]);
+    let token = s
+        .stdout_lines
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the demo token on stdout");
+    let (st, body) = request(
+        &s.addr,
+        "POST",
+        "/v1/sessions",
+        Some(&token),
+        "{\"id\": \"hangup\"}",
+    );
+    assert_eq!(st, 201, "{body}");
+    for _ in 0..3 {
+        let mut stream = std::net::TcpStream::connect(&s.addr).unwrap();
+        write!(
+            stream,
+            "GET /v1/sessions/hangup/events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\r\n",
+            s.addr
+        )
+        .unwrap();
+        let mut head = [0u8; 64];
+        let n = stream.read(&mut head).unwrap();
+        assert!(
+            head[..n].starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&head[..n])
+        );
+        drop(stream);
+        // Events the stream must now write to the closed socket.
+        for i in 0..4 {
+            let (st, body) = request(
+                &s.addr,
+                "POST",
+                "/v1/sessions/hangup/turns",
+                Some(&token),
+                &format!("{{\"message\": \"refund order {i}\"}}"),
+            );
+            assert_eq!(st, 200, "{body}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        assert!(
+            s.child.try_wait().unwrap().is_none(),
+            "the server died after a client hung up on its event stream"
+        );
+    }
+    assert_eq!(http_get(&s.addr, "/readyz", None).0, 200);
+    let (code, log) = terminate(s);
+    assert_eq!(code, 0, "{log}");
+}
+
 #[test]
 fn serve_dev_refuses_a_public_address() {
     let dir = tempfile::tempdir().unwrap();

@@ -32,6 +32,8 @@
 //! - `SKILLBASE_BENCH_DUMP=FILE`: write the JSON of many turns (both agents, every message and
 //!   variants of it, several budgets and cadences) to FILE, one per line, and exit: diff two
 //!   builds' files to show a change kept every turn byte-identical.
+//! - `SKILLBASE_BENCH_PROFILE_TURN=N`: after the set-up, run N whole turns (`Dispatcher::turn`)
+//!   at every skill of the store through `profile_dispatcher_turn` and exit (for `perf record`).
 //! - `SKILLBASE_BENCH_PROFILE=N`: after the set-up, run N turns per agent through `profile_turn`
 //!   (never inlined; the context is dropped inside it, as in the criterion loop) and exit. For
 //!   counting instructions on a noisy machine:
@@ -723,6 +725,22 @@ fn allocs_per_call(n: usize, mut f: impl FnMut(usize)) -> (f64, f64) {
     ((a1 - a0) as f64 / n as f64, (b1 - b0) as f64 / n as f64)
 }
 
+/// One whole turn (`Dispatcher::turn`), context dropped: the unit `SKILLBASE_BENCH_PROFILE_TURN`
+/// counts.
+#[inline(never)]
+fn profile_dispatcher_turn(
+    rt: &tokio::runtime::Runtime,
+    d: &skillbase_runtime::dispatch::Dispatcher,
+    agent: &AgentName,
+    message: &str,
+    opts: &TurnOptions,
+) -> usize {
+    let ctx = rt
+        .block_on(d.turn(agent, "bench-profile", message, opts))
+        .unwrap();
+    ctx.tools.len()
+}
+
 /// One turn, context dropped: the unit `SKILLBASE_BENCH_PROFILE` counts (one function per
 /// agent, so a profile shows each apart).
 #[inline(never)]
@@ -989,6 +1007,24 @@ fn main() {
         None,
     );
     let every_label = f.skills.len().to_string();
+    if let Some(turns) = std::env::var("SKILLBASE_BENCH_PROFILE_TURN")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        let t = Instant::now();
+        let mut sum = 0;
+        for k in 0..turns {
+            let m = &f.big_messages[k % f.big_messages.len()];
+            sum += profile_dispatcher_turn(&rt, &d, &s.all, black_box(m), &opts);
+        }
+        let turned = t.elapsed();
+        rt.block_on(d.flush());
+        eprintln!(
+            "profile dispatcher_turn/{every_label}: {turns} turns in {turned:.1?}, their events stored {:.1?} later ({sum})",
+            t.elapsed() - turned
+        );
+        return;
+    }
     for (label, agent, msgs) in [
         ("1000", &s.big, &f.big_messages),
         (every_label.as_str(), &s.all, &f.big_messages),

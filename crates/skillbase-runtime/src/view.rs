@@ -124,6 +124,9 @@ pub struct AgentView {
     pub by_name: HashMap<String, usize>,
     /// The agent's eager skills that it may see, in order.
     pub eager: Vec<usize>,
+    /// `eager` as a mask over [`Self::skills`], for [`Self::is_eager`] (asked once per skill
+    /// per turn: a list search there was a third of a turn at 10,000 skills).
+    eager_mask: Vec<bool>,
     /// Eager names the agent does not allow (no-ops, reported by the doctor).
     pub eager_not_allowed: Vec<String>,
     /// Declared companions outside the allowlist: (skill, companion).
@@ -156,8 +159,9 @@ pub struct AgentView {
 pub struct LoadTool {
     /// `None` when nothing is loadable.
     pub tool: Option<crate::turn::ToolDef>,
-    /// The loadable skills (indices into [`AgentView::skills`]).
-    pub loadable: Vec<usize>,
+    /// The loadable skills (indices into [`AgentView::skills`]), shared with every turn's
+    /// context.
+    pub loadable: std::sync::Arc<[usize]>,
     /// Approximate tokens the enum's names add to the tool definition.
     pub name_tokens: u32,
 }
@@ -260,6 +264,10 @@ impl AgentView {
             triggers: &s.entry.meta.triggers[..],
             body: s.entry.body.as_str(),
         }));
+        let mut eager_mask = vec![false; skills.len()];
+        for &i in &eager {
+            eager_mask[i] = true;
+        }
         let full_tokens = skills.iter().map(|s| s.catalog_tokens).collect();
         let name_only_tokens = skills.iter().map(|s| s.name_tokens).collect();
         let names = skills.iter().map(|s| s.name_ref.clone()).collect();
@@ -269,6 +277,7 @@ impl AgentView {
             skills,
             by_name,
             eager,
+            eager_mask,
             eager_not_allowed,
             companions_not_allowed,
             triggers,
@@ -303,7 +312,7 @@ impl AgentView {
             LoadTool {
                 tool: (!loadable.is_empty())
                     .then(|| crate::dispatch::load_skill_tool(self, &loadable)),
-                loadable,
+                loadable: loadable.into(),
                 name_tokens,
             }
         })
@@ -344,7 +353,7 @@ impl AgentView {
     /// Whether `skills[i]` is one of the agent's eager skills (its body is in every turn's
     /// prefix, so it is never loaded, offered or listed in the catalog).
     pub fn is_eager(&self, i: usize) -> bool {
-        self.eager.contains(&i)
+        self.eager_mask.get(i).copied().unwrap_or(false)
     }
 }
 

@@ -126,7 +126,7 @@ impl Env {
             seen.entry(o.name.to_string()).or_default().push("evicted");
         }
         for n in &r.catalog.full {
-            seen.entry(n.clone()).or_default().push("catalog.full");
+            seen.entry(n.to_string()).or_default().push("catalog.full");
         }
         for o in &r.catalog.name_only {
             seen.entry(o.name.to_string())

@@ -64,7 +64,7 @@ pub struct TurnContext {
     pub report: TurnReport,
     /// Skill indices (in the view) loadable this turn.
     #[serde(skip)]
-    pub loadable: Vec<usize>,
+    pub loadable: Arc<[usize]>,
 }
 
 /// Resolve one turn (the lexical ranking alone).
@@ -100,7 +100,7 @@ pub fn resolve_with(
     report.catalog.full = plan
         .full
         .iter()
-        .map(|&i| view.skills[i].name().to_owned())
+        .map(|&i| view.skills[i].name_ref.clone())
         .collect();
     report.catalog.tokens = plan.tokens;
     report.tokens.catalog = plan.tokens;
@@ -126,7 +126,7 @@ fn tools(
     view: &AgentView,
     opts: &TurnOptions,
     report: &mut TurnReport,
-) -> (Vec<ToolDef>, Vec<usize>) {
+) -> (Vec<ToolDef>, Arc<[usize]>) {
     let cached = view.load_tool(opts.max_cost);
     let mut tools = Vec::new();
     let mut tool_tokens = 0;

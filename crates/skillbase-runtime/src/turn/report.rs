@@ -421,7 +421,7 @@ pub struct CatalogReport {
     /// Whether the catalog overflowed and entries were ranked by relevance.
     pub ranked: bool,
     /// Listed in full (name and description), in name order.
-    pub full: Vec<String>,
+    pub full: Vec<Name>,
     /// Listed by name only, with the reason.
     pub name_only: OmissionList,
     /// Not listed at all, with the reason (still loadable unless the reason says otherwise).
