@@ -54,6 +54,55 @@ pub struct SkillEntry {
     pub seed_path: Option<String>,
     /// When the record last changed (Unix milliseconds).
     pub updated_at: i64,
+    /// Where things are in the active revision's SKILL.md (for messages that name a line).
+    #[serde(skip)]
+    pub lines: Arc<SourceLines>,
+}
+
+/// Lines of a SKILL.md: where the body starts and where each top-level frontmatter key's value
+/// is, 1-based lines of the file (as the validator reports them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceLines {
+    /// The line of the first character of [`SkillEntry::body`] (the body trimmed).
+    pub body: u32,
+    /// Each top-level key and the line its value starts on, in file order.
+    pub keys: Vec<(String, u32)>,
+}
+
+impl SourceLines {
+    /// The lines of `text`, already parsed as `md`.
+    pub fn of(text: &str, md: &skillbase_format::SkillMd) -> SourceLines {
+        let first = md.yaml_first_line.saturating_sub(1);
+        let keys = md
+            .frontmatter
+            .entries
+            .iter()
+            .map(|(k, v)| (k.clone(), line_u32(v.line() + first)))
+            .collect();
+        // The body as `SkillMd` keeps it (line ends read as LF) follows the closing delimiter;
+        // the trimmed body starts after its leading blank lines.
+        let body = match skillbase_format::frontmatter::split(text) {
+            Ok(parts) => {
+                let head = &text[..text.len() - parts.body.len()];
+                let leading = &md.raw_body[..md.raw_body.len() - md.raw_body.trim_start().len()];
+                1 + head.matches('\n').count() + leading.matches('\n').count()
+            }
+            Err(_) => 1,
+        };
+        SourceLines {
+            body: line_u32(body),
+            keys,
+        }
+    }
+
+    /// The line of a top-level frontmatter key's value.
+    pub fn key(&self, key: &str) -> Option<u32> {
+        self.keys.iter().find(|(k, _)| k == key).map(|(_, l)| *l)
+    }
+}
+
+fn line_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl SkillEntry {
@@ -85,6 +134,7 @@ impl SkillEntry {
             files: Vec::new(),
             seed_path: None,
             updated_at: 0,
+            lines: Arc::new(SourceLines::of(text, &md)),
         })
     }
 }
