@@ -815,44 +815,48 @@ fn d012(inputs: &Inputs) -> Vec<Finding> {
         .collect()
 }
 
-/// Description similarity of every pair of the view's skills, from the ranker: each skill's
-/// description (with its name) scored against every skill, divided by its score against itself;
-/// a pair's similarity is the smaller of its two directions (both must read as the other).
-fn similarities(view: &crate::view::AgentView) -> Vec<Vec<f32>> {
-    let n = view.skills.len();
-    let mut rel = vec![vec![0.0f32; n]; n];
-    for (i, s) in view.skills.iter().enumerate() {
-        let query = format!("{} {}", s.name().replace('-', " "), s.entry.meta.description);
-        let scores = view.bm25.scores(&query);
-        let own = scores.get(i).copied().unwrap_or(0.0);
-        if own <= 0.0 {
-            continue;
-        }
-        for (j, sc) in scores.iter().enumerate() {
-            rel[i][j] = (sc / own).min(1.0);
-        }
-    }
-    rel
+/// Description similarity between the view's skills, from the ranker: each skill's name and
+/// description scored against every skill, divided by its score against itself. Per skill, the
+/// others it reads as at least [`NEAR_DUPLICATE`] (kept sparse: a view may hold thousands).
+fn near(view: &crate::view::AgentView) -> Vec<Vec<(usize, f32)>> {
+    view.skills
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let query = format!("{} {}", s.name().replace('-', " "), s.entry.meta.description);
+            let scores = view.bm25.scores(&query);
+            let own = scores.get(i).copied().unwrap_or(0.0);
+            if own <= 0.0 {
+                return Vec::new();
+            }
+            scores
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(j, sc)| (j, (sc / own).min(1.0)))
+                .filter(|&(_, r)| r >= NEAR_DUPLICATE)
+                .collect()
+        })
+        .collect()
 }
 
 /// D013: near-duplicate skills the agent sees — for each, the other it is most likely to be
-/// confused with, when their similarity is at least [`NEAR_DUPLICATE`] (companions excepted).
+/// confused with, when each reads as the other with a similarity of at least
+/// [`NEAR_DUPLICATE`] (the pair's similarity is the smaller direction; companions excepted).
 fn d013(a: &AgentInput) -> Vec<Finding> {
     let view = &a.view;
-    let n = view.skills.len();
-    if n < 2 {
-        return Vec::new();
-    }
-    let rel = similarities(view);
+    let near = near(view);
     let mut pairs: Vec<(usize, usize, f32)> = Vec::new();
-    for i in 0..n {
-        let best = (0..n)
-            .filter(|&j| j != i && !paired(&view.skills[i].entry, &view.skills[j].entry))
-            .map(|j| (j, rel[i][j].min(rel[j][i])))
+    for (i, list) in near.iter().enumerate() {
+        let best = list
+            .iter()
+            .filter(|(j, _)| !paired(&view.skills[i].entry, &view.skills[*j].entry))
+            .filter_map(|&(j, r)| {
+                let back = near[j].iter().find(|(k, _)| *k == i)?.1;
+                Some((j, r.min(back)))
+            })
             .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)));
-        if let Some((j, sim)) = best
-            && sim >= NEAR_DUPLICATE
-        {
+        if let Some((j, sim)) = best {
             let (x, y) = if i < j { (i, j) } else { (j, i) };
             if !pairs.iter().any(|p| p.0 == x && p.1 == y) {
                 pairs.push((x, y, sim));

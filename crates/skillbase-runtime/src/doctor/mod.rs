@@ -434,9 +434,25 @@ pub async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorReport> {
             }
         }
     }
-    let findings = match &opts.prompt {
-        Some(_) => checks::prompts_only(&inputs),
-        None => checks::all(&inputs, &mut unchecked),
+    // The checks are CPU work (the ranker's queries, the name automata): off the async workers.
+    let prompt_only = opts.prompt.is_some();
+    let checked = tokio::task::spawn_blocking(move || {
+        let findings = if prompt_only {
+            checks::prompts_only(&inputs)
+        } else {
+            checks::all(&inputs, &mut unchecked)
+        };
+        (findings, inputs, unchecked)
+    })
+    .await;
+    let (findings, inputs, unchecked) = match checked {
+        Ok(done) => done,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => {
+            return Err(RuntimeError::Invalid(
+                "the doctor's checks were cancelled".into(),
+            ));
+        }
     };
     let mut counts = Counts::default();
     for f in &findings {
