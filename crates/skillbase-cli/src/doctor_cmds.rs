@@ -7,7 +7,8 @@ use anyhow::{Result, anyhow};
 use clap::Args;
 use skillbase_format::text::escape_controls;
 use skillbase_runtime::doctor::{AdHocPrompt, DoctorOptions, DoctorReport, Finding, read_prompt_file};
-use skillbase_store::AgentName;
+use skillbase_runtime::RuntimeError;
+use skillbase_store::{AgentName, StoreError};
 use std::path::PathBuf;
 
 /// Report the drift between prompts, agents and the catalog (exit 1 on any error finding).
@@ -54,7 +55,12 @@ pub async fn doctor(s: &StoreArgs, a: DoctorArgs) -> Result<u8> {
             prompt,
             actor,
         })
-        .await?;
+        .await
+        .map_err(|e| match e {
+            // The store's error, for its hint (`skillbase agent create NAME`).
+            RuntimeError::UnknownAgent(name) => StoreError::AgentNotFound(name).into(),
+            e => anyhow::Error::from(e),
+        })?;
     d.flush().await;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
