@@ -738,8 +738,8 @@ fn d011(inputs: &Inputs) -> Vec<Finding> {
                 Code::D011,
                 Severity::Warning,
                 format!(
-                    "skill '{}' is disabled for drift since revision {} ({}), and nobody has reviewed it: no agent is offered it",
-                    e.name, d.rev, d.why
+                    "skill '{}' was disabled for drift ({}) and nobody has reviewed it since: no agent is offered it",
+                    e.name, d.why
                 ),
                 format!(
                     "read its runs (`skillbase runs {0}{1}`), then revert to a good revision (`skillbase revert {0} N{1}`), enable it again, or retire it",
@@ -769,9 +769,8 @@ fn d011(inputs: &Inputs) -> Vec<Finding> {
                     revs.join(", ")
                 ),
                 format!(
-                    "review it (`skillbase diff {0} {1} {2}{3}`), then approve it (`skillbase approve {0} {2}{3}`) or write a new revision",
+                    "read it (`skillbase show {0} --rev {1}{2}`), then approve it (`skillbase approve {0} {1}{2}`) or write a new revision",
                     e.name,
-                    e.active_rev,
                     p.revs.last().map_or(0, |r| r.0),
                     scope_flag(&e.scope)
                 ),

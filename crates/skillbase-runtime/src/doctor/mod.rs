@@ -303,7 +303,7 @@ pub(crate) struct Diverged {
 pub(crate) struct Drift {
     pub(crate) scope: Scope,
     pub(crate) name: String,
-    pub(crate) rev: i64,
+    /// The guard's reason (`revision N failed K runs in a row (threshold T)`).
     pub(crate) why: String,
 }
 
@@ -663,7 +663,6 @@ async fn drift(store: &skillbase_store::Store, index: &Index) -> Result<Vec<Drif
             out.push(Drift {
                 scope: e.scope.clone(),
                 name: e.name.clone(),
-                rev: ev.rev.unwrap_or(e.active_rev),
                 why: why.to_owned(),
             });
         }
