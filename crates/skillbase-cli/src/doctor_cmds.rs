@@ -6,8 +6,10 @@ use crate::{EXIT_INVALID, EXIT_OK};
 use anyhow::{Result, anyhow};
 use clap::Args;
 use skillbase_format::text::escape_controls;
-use skillbase_runtime::doctor::{AdHocPrompt, DoctorOptions, DoctorReport, Finding, read_prompt_file};
 use skillbase_runtime::RuntimeError;
+use skillbase_runtime::doctor::{
+    AdHocPrompt, DoctorOptions, DoctorReport, Finding, read_prompt_file,
+};
 use skillbase_store::{AgentName, StoreError};
 use std::path::PathBuf;
 

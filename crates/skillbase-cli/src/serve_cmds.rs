@@ -136,7 +136,9 @@ async fn ensure_demo_agent(store: &Store) -> Result<AgentName> {
         let config = AgentConfig {
             skills: NameSet::All,
             grants: Grants {
-                tools: ["notes", "skills", "workspace", "web_fetch"].map(String::from).to_vec(),
+                tools: ["notes", "skills", "workspace", "web_fetch"]
+                    .map(String::from)
+                    .to_vec(),
                 vault: vec!["PAYMENTS_API_KEY".into()],
                 hosts: vec!["api.payments.example.com".into()],
             },

@@ -28,7 +28,10 @@ impl Sb {
 
     /// The command on the examples (seeded, their agents applied), `stdin` as its input.
     fn run_with(&self, args: &[&str], stdin: &str) -> Run {
-        self.spawn(&[&["--seed", EXAMPLES, "--config", CONFIG], args].concat(), stdin)
+        self.spawn(
+            &[&["--seed", EXAMPLES, "--config", CONFIG], args].concat(),
+            stdin,
+        )
     }
 
     /// The command alone: no seed, no configuration re-applied over an agent changed since.
@@ -100,23 +103,46 @@ fn the_examples_are_clean_once_the_granted_key_is_set_and_an_error_exits_1() {
             .contains("error   D008  agent support · skill refund-procedure · SKILL.md:49"),
         "{r:?}"
     );
-    assert!(r.stdout.contains("fix: set it: `skillbase vault set PAYMENTS_API_KEY`"), "{r:?}");
-    assert!(r.stdout.contains("1 error, 0 warnings, 0 infos · checked 2 agents, 7 skills, 1 prompt, 0 turns"), "{r:?}");
+    assert!(
+        r.stdout
+            .contains("fix: set it: `skillbase vault set PAYMENTS_API_KEY`"),
+        "{r:?}"
+    );
+    assert!(
+        r.stdout.contains(
+            "1 error, 0 warnings, 0 infos · checked 2 agents, 7 skills, 1 prompt, 0 turns"
+        ),
+        "{r:?}"
+    );
     assert!(r.stdout.contains("not checked: the turn checks"), "{r:?}");
     assert!(r.stderr.is_empty() || !r.stderr.contains("Error"), "{r:?}");
-    let r = sb.run_with(&["vault", "set", "PAYMENTS_API_KEY"], "sk_live_abcdef123456\n");
+    let r = sb.run_with(
+        &["vault", "set", "PAYMENTS_API_KEY"],
+        "sk_live_abcdef123456\n",
+    );
     assert_eq!(r.code, 0, "{r:?}");
     let r = sb.run(&["doctor"]);
     assert_eq!(r.code, 0, "{r:?}");
-    assert!(r.stdout.contains("no findings · checked 2 agents, 7 skills, 1 prompt, 0 turns"), "{r:?}");
+    assert!(
+        r.stdout
+            .contains("no findings · checked 2 agents, 7 skills, 1 prompt, 0 turns"),
+        "{r:?}"
+    );
     let r = sb.run(&["doctor", "--json"]);
     assert_eq!(r.code, 0, "{r:?}");
     let j = json(&r);
     assert_eq!(j["findings"], serde_json::json!([]));
-    assert_eq!(j["counts"], serde_json::json!({"errors": 0, "warnings": 0, "infos": 0}));
+    assert_eq!(
+        j["counts"],
+        serde_json::json!({"errors": 0, "warnings": 0, "infos": 0})
+    );
     assert_eq!(j["checked"]["prompts"], 1);
     let r = sb.run(&["doctor", "--agent", "dev", "--json"]);
-    assert_eq!((r.code, json(&r)["agent"].as_str()), (0, Some("dev")), "{r:?}");
+    assert_eq!(
+        (r.code, json(&r)["agent"].as_str()),
+        (0, Some("dev")),
+        "{r:?}"
+    );
     assert_eq!(sb.doctor_events(), 4);
 }
 
@@ -131,20 +157,46 @@ fn a_prompt_checked_ad_hoc_names_skills_outside_the_allowlist() {
     let r = sb.run(&["doctor", "--agent", "support", "--prompt", "prompt.md"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stdout.starts_with("error   D001  agent support · prompt.md:2\n  the prompt names skill 'sql-migration-reviewer', which agent support may not load"), "{r:?}");
-    assert!(r.stdout.contains("1 error, 0 warnings, 0 infos · checked 1 agent, 0 skills, 1 prompt, 0 turns"), "{r:?}");
-    let r = sb.run(&["doctor", "--agent", "support", "--prompt", "prompt.md", "--json"]);
+    assert!(
+        r.stdout.contains(
+            "1 error, 0 warnings, 0 infos · checked 1 agent, 0 skills, 1 prompt, 0 turns"
+        ),
+        "{r:?}"
+    );
+    let r = sb.run(&[
+        "doctor",
+        "--agent",
+        "support",
+        "--prompt",
+        "prompt.md",
+        "--json",
+    ]);
     assert_eq!(r.code, 1, "{r:?}");
     let j = json(&r);
     let f = &j["findings"][0];
     assert_eq!(
-        (f["code"].as_str(), f["file"].as_str(), f["line"].as_u64(), f["related"].as_str()),
-        (Some("D001"), Some("prompt.md"), Some(2), Some("sql-migration-reviewer"))
+        (
+            f["code"].as_str(),
+            f["file"].as_str(),
+            f["line"].as_u64(),
+            f["related"].as_str()
+        ),
+        (
+            Some("D001"),
+            Some("prompt.md"),
+            Some(2),
+            Some("sql-migration-reviewer")
+        )
     );
     assert_eq!(j["findings"].as_array().unwrap().len(), 1);
     // The same prompt is fine for dev, which may load it (and has no refund skill to name).
     let r = sb.run(&["doctor", "--agent", "dev", "--prompt", "prompt.md"]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stdout.contains("'refund-procedure', which agent dev may not load"), "{r:?}");
+    assert!(
+        r.stdout
+            .contains("'refund-procedure', which agent dev may not load"),
+        "{r:?}"
+    );
     assert!(!r.stdout.contains("sql-migration-reviewer"), "{r:?}");
     // An agent's configured prompts, set from the command line (made absolute).
     std::fs::write(sb.path("ok.md"), "Load refund-procedure for refunds.\n").unwrap();
@@ -154,7 +206,10 @@ fn a_prompt_checked_ad_hoc_names_skills_outside_the_allowlist() {
     let shown = json(&r)["prompts"].clone();
     assert_eq!(shown, serde_json::json!([{"path": s(&sb.path("ok.md"))}]));
     let r = sb.bare(&["doctor", "--agent", "support"]);
-    assert!(r.stdout.contains("checked 1 agent, 7 skills, 1 prompt"), "{r:?}");
+    assert!(
+        r.stdout.contains("checked 1 agent, 7 skills, 1 prompt"),
+        "{r:?}"
+    );
     assert!(!r.stdout.contains("D001"), "{r:?}");
     let r = sb.bare(&["agent", "set", "support", "--prompts", "none"]);
     assert_eq!(r.code, 0, "{r:?}");
@@ -175,15 +230,43 @@ fn bad_input_is_refused_clearly_and_records_nothing() {
     std::fs::write(sb.path("huge.md"), "refund-procedure ".repeat(20_000)).unwrap();
     for (args, code, want) in [
         (&["doctor", "--agent", "nosuch"][..], 1, "no agent 'nosuch'"),
-        (&["doctor", "--agent", "nosuch"], 1, "skillbase agent create nosuch"),
+        (
+            &["doctor", "--agent", "nosuch"],
+            1,
+            "skillbase agent create nosuch",
+        ),
         (&["doctor", "--agent", "Bad Name"], 1, "invalid agent name"),
         (&["doctor", "--prompt", "p.md"], 2, "--agent"),
-        (&["doctor", "--agent", "support", "--prompt", "missing.md"], 2, "does not exist"),
-        (&["doctor", "--agent", "support", "--prompt", "folder"], 1, "is not a file"),
-        (&["doctor", "--agent", "support", "--prompt", "binary.md"], 1, "is not UTF-8 text"),
-        (&["doctor", "--agent", "support", "--prompt", "empty.md"], 1, "is empty"),
-        (&["doctor", "--agent", "support", "--prompt", "huge.md"], 1, "is over 262144 bytes"),
-        (&["doctor", "--agent", "nosuch", "--prompt", "empty.md"], 1, "is empty"),
+        (
+            &["doctor", "--agent", "support", "--prompt", "missing.md"],
+            2,
+            "does not exist",
+        ),
+        (
+            &["doctor", "--agent", "support", "--prompt", "folder"],
+            1,
+            "is not a file",
+        ),
+        (
+            &["doctor", "--agent", "support", "--prompt", "binary.md"],
+            1,
+            "is not UTF-8 text",
+        ),
+        (
+            &["doctor", "--agent", "support", "--prompt", "empty.md"],
+            1,
+            "is empty",
+        ),
+        (
+            &["doctor", "--agent", "support", "--prompt", "huge.md"],
+            1,
+            "is over 262144 bytes",
+        ),
+        (
+            &["doctor", "--agent", "nosuch", "--prompt", "empty.md"],
+            1,
+            "is empty",
+        ),
     ] {
         let r = sb.run(args);
         assert_eq!(r.code, code, "{args:?}: {r:?}");
@@ -197,7 +280,10 @@ fn bad_input_is_refused_clearly_and_records_nothing() {
     std::fs::write(sb.path(hostile), "Use `sql-migration-reviewer`.\n").unwrap();
     let r = sb.run(&["doctor", "--agent", "support", "--prompt", hostile]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(!r.stdout.contains('\u{1b}') && !r.stdout.contains('\u{202e}'), "{r:?}");
+    assert!(
+        !r.stdout.contains('\u{1b}') && !r.stdout.contains('\u{202e}'),
+        "{r:?}"
+    );
     assert!(r.stdout.contains("p\\u{1b}[31m\\u{202e}.md:1"), "{r:?}");
     // A configured prompt that cannot be read is reported unchecked, not as a finding.
     let r = sb.bare(&["agent", "set", "support", "--prompts", "gone.md,folder"]);
@@ -205,5 +291,8 @@ fn bad_input_is_refused_clearly_and_records_nothing() {
     let r = sb.bare(&["doctor", "--agent", "support"]);
     assert!(r.stdout.contains("gone.md: cannot be read"), "{r:?}");
     assert!(r.stdout.contains("folder: is not a file"), "{r:?}");
-    assert!(r.stdout.contains("checked 1 agent, 7 skills, 0 prompts"), "{r:?}");
+    assert!(
+        r.stdout.contains("checked 1 agent, 7 skills, 0 prompts"),
+        "{r:?}"
+    );
 }

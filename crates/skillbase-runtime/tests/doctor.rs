@@ -78,7 +78,12 @@ impl World {
         self.engine
             .vault()
             .unwrap()
-            .set(name, "a test secret", value.as_bytes(), &Author::Human("ops".into()))
+            .set(
+                name,
+                "a test secret",
+                value.as_bytes(),
+                &Author::Human("ops".into()),
+            )
             .await
             .unwrap();
     }
@@ -277,7 +282,10 @@ async fn the_labelled_fixture_is_reported_with_exactly_its_findings() {
     );
     // Every code is exercised.
     for c in Code::ALL {
-        assert!(report.findings.iter().any(|f| f.code == c), "{c} not exercised");
+        assert!(
+            report.findings.iter().any(|f| f.code == c),
+            "{c} not exercised"
+        );
     }
     // Errors first; the counts add up.
     let severities: Vec<Severity> = report.findings.iter().map(|f| f.severity).collect();
@@ -325,8 +333,12 @@ async fn one_agent_sees_its_findings_and_an_agent_token_only_its_own() {
         })
         .await;
     assert_eq!(r.agent.as_deref(), Some("store-demo"));
-    assert!(r.findings.iter().all(|f| f.agent.as_deref() == Some("store-demo")
-        || (f.agent.is_none() && f.skill.is_some())));
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.agent.as_deref() == Some("store-demo")
+                || (f.agent.is_none() && f.skill.is_some()))
+    );
     assert!(r.findings.iter().any(|f| f.code == Code::D013));
     assert!(r.findings.iter().all(|f| f.code != Code::D001));
     // D003 concerns order-lookup, which store-demo does not hold.
@@ -343,7 +355,14 @@ async fn one_agent_sees_its_findings_and_an_agent_token_only_its_own() {
     for f in &own.findings {
         assert_eq!(f.agent.as_deref(), Some("store-demo"), "{f:?}");
         let text = format!("{f:?}");
-        for other in ["support", "chatty", "order-lookup", "leaky", "pending-one", "diverge-me"] {
+        for other in [
+            "support",
+            "chatty",
+            "order-lookup",
+            "leaky",
+            "pending-one",
+            "diverge-me",
+        ] {
             assert!(!text.contains(other), "{other} in {text}");
         }
     }
@@ -362,7 +381,11 @@ async fn one_agent_sees_its_findings_and_an_agent_token_only_its_own() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ad_hoc_prompt_is_checked_alone_and_bad_input_changes_nothing() {
-    let w = World::new(&examples().join("skills"), &examples().join("skillbase.toml")).await;
+    let w = World::new(
+        &examples().join("skills"),
+        &examples().join("skillbase.toml"),
+    )
+    .await;
     let support = agent("support");
     let prompt = |text: &str| skillbase_runtime::doctor::AdHocPrompt {
         label: "p.md".into(),
@@ -443,9 +466,14 @@ async fn an_ad_hoc_prompt_is_checked_alone_and_bad_input_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bundled_examples_are_a_clean_fixture() {
-    let w = World::new(&examples().join("skills"), &examples().join("skillbase.toml")).await;
+    let w = World::new(
+        &examples().join("skills"),
+        &examples().join("skillbase.toml"),
+    )
+    .await;
     // The example config grants support the payments key: an install sets it.
-    w.set_secret("PAYMENTS_API_KEY", "sk_live_abcdef123456").await;
+    w.set_secret("PAYMENTS_API_KEY", "sk_live_abcdef123456")
+        .await;
     // Enough turns for the turn checks, in the words of each agent's users.
     let opts = skillbase_runtime::TurnOptions::default();
     let messages = [

@@ -180,7 +180,11 @@ tools = ["web_fetch"]
         );
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("skillbase.toml");
-        std::fs::write(&file, "[agents.a]\nprompts = [\"prompts/p.md\", \"/abs.md\"]\n").unwrap();
+        std::fs::write(
+            &file,
+            "[agents.a]\nprompts = [\"prompts/p.md\", \"/abs.md\"]\n",
+        )
+        .unwrap();
         let c = Config::load(&file).unwrap();
         assert_eq!(
             c.agents["a"].prompts,
@@ -200,10 +204,21 @@ tools = ["web_fetch"]
             let e = Config::parse(&format!("[agents.a]\n{bad}\n"), "skillbase.toml")
                 .unwrap_err()
                 .to_string();
-            assert!(e.contains("skillbase.toml") && e.contains("prompt"), "{bad}: {e}");
+            assert!(
+                e.contains("skillbase.toml") && e.contains("prompt"),
+                "{bad}: {e}"
+            );
         }
-        let many = format!("[agents.a]\nprompts = [{}]\n", vec!["\"p.md\""; 33].join(", "));
-        assert!(Config::parse(&many, "f").unwrap_err().to_string().contains("at most 32"));
+        let many = format!(
+            "[agents.a]\nprompts = [{}]\n",
+            vec!["\"p.md\""; 33].join(", ")
+        );
+        assert!(
+            Config::parse(&many, "f")
+                .unwrap_err()
+                .to_string()
+                .contains("at most 32")
+        );
     }
 
     #[test]

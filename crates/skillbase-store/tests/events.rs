@@ -57,13 +57,32 @@ async fn an_agents_newest_events_come_first(db: TestDb) {
     }
     store.append_events(&evs).await.unwrap();
     let recent = store.recent_events("a", "turn", 5).await.unwrap();
-    let got: Vec<i64> = recent.iter().map(|e| e.data["i"].as_i64().unwrap()).collect();
+    let got: Vec<i64> = recent
+        .iter()
+        .map(|e| e.data["i"].as_i64().unwrap())
+        .collect();
     assert_eq!(got, [29, 28, 27, 26, 25]);
-    assert!(recent.iter().all(|e| e.agent.as_deref() == Some("a") && e.kind == "turn"));
-    assert_eq!(store.recent_events("a", "turn", 100).await.unwrap().len(), 30);
-    assert!(store.recent_events("c", "turn", 5).await.unwrap().is_empty());
+    assert!(
+        recent
+            .iter()
+            .all(|e| e.agent.as_deref() == Some("a") && e.kind == "turn")
+    );
+    assert_eq!(
+        store.recent_events("a", "turn", 100).await.unwrap().len(),
+        30
+    );
+    assert!(
+        store
+            .recent_events("c", "turn", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     store.close().await;
     db.cleanup().await;
 }
 
-suite!(many_events_append_in_order, an_agents_newest_events_come_first);
+suite!(
+    many_events_append_in_order,
+    an_agents_newest_events_come_first
+);

@@ -472,7 +472,11 @@ async fn a_scan_of_stored_revisions_says_where_it_found_what(db: TestDb) {
         .await
         .unwrap();
     store
-        .put(put(Scope::Shared, skill("one", "holds NEEDLE-1 here"), None))
+        .put(put(
+            Scope::Shared,
+            skill("one", "holds NEEDLE-1 here"),
+            None,
+        ))
         .await
         .unwrap();
     // The same content in two records is stored once and found in both.
@@ -488,7 +492,11 @@ async fn a_scan_of_stored_revisions_says_where_it_found_what(db: TestDb) {
     // Enough contents for more than one page.
     for i in 0..300 {
         store
-            .put(put(Scope::Shared, skill(&format!("filler-{i}"), "nothing"), None))
+            .put(put(
+                Scope::Shared,
+                skill(&format!("filler-{i}"), "nothing"),
+                None,
+            ))
             .await
             .unwrap();
     }
@@ -510,8 +518,20 @@ async fn a_scan_of_stored_revisions_says_where_it_found_what(db: TestDb) {
     assert_eq!(
         found,
         [
-            ("agent:a".into(), "two".into(), 1, md.clone(), "NEEDLE-1".into()),
-            ("shared".into(), "one".into(), 2, md.clone(), "NEEDLE-1".into()),
+            (
+                "agent:a".into(),
+                "two".into(),
+                1,
+                md.clone(),
+                "NEEDLE-1".into()
+            ),
+            (
+                "shared".into(),
+                "one".into(),
+                2,
+                md.clone(),
+                "NEEDLE-1".into()
+            ),
             ("shared".into(), "three".into(), 1, None, "NEEDLE-2".into()),
             ("shared".into(), "two".into(), 1, md, "NEEDLE-1".into()),
         ]

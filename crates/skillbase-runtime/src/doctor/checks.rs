@@ -133,13 +133,18 @@ fn finish(inputs: &Inputs, mut out: Vec<Finding>) -> Vec<Finding> {
             }
             let shared_level = f.agent.is_none() || f.code == Code::D002;
             shared_level
-                && agent.is_some_and(|a| holds(&inputs.index, a, f.scope.as_deref(), f.skill.as_deref()))
+                && agent.is_some_and(|a| {
+                    holds(&inputs.index, a, f.scope.as_deref(), f.skill.as_deref())
+                })
         });
     }
     out.sort_by(|a, b| {
-        (a.severity, a.code, &a.agent, &a.skill, &a.scope, a.line, &a.related).cmp(&(
-            b.severity, b.code, &b.agent, &b.skill, &b.scope, b.line, &b.related,
-        ))
+        (
+            a.severity, a.code, &a.agent, &a.skill, &a.scope, a.line, &a.related,
+        )
+            .cmp(&(
+                b.severity, b.code, &b.agent, &b.skill, &b.scope, b.line, &b.related,
+            ))
     });
     out.dedup();
     out
@@ -147,7 +152,12 @@ fn finish(inputs: &Inputs, mut out: Vec<Finding>) -> Vec<Finding> {
 
 /// Whether `agent` holds the record (`scope`, `name`): allowed, and what the name resolves to
 /// for it.
-fn holds(index: &Index, agent: &skillbase_store::Agent, scope: Option<&str>, name: Option<&str>) -> bool {
+fn holds(
+    index: &Index,
+    agent: &skillbase_store::Agent,
+    scope: Option<&str>,
+    name: Option<&str>,
+) -> bool {
     let (Some(scope), Some(name)) = (scope, name) else {
         return false;
     };
@@ -822,7 +832,11 @@ fn near(view: &crate::view::AgentView) -> Vec<Vec<(usize, f32)>> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let query = format!("{} {}", s.name().replace('-', " "), s.entry.meta.description);
+            let query = format!(
+                "{} {}",
+                s.name().replace('-', " "),
+                s.entry.meta.description
+            );
             let scores = view.bm25.scores(&query);
             let own = scores.get(i).copied().unwrap_or(0.0);
             if own <= 0.0 {

@@ -383,7 +383,11 @@ pub async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorReport> {
             Vec::new()
         } else {
             let events = store
-                .recent_events(a.name.as_str(), EventKind::Turn.as_str(), RECENT_TURNS as i64)
+                .recent_events(
+                    a.name.as_str(),
+                    EventKind::Turn.as_str(),
+                    RECENT_TURNS as i64,
+                )
                 .await?;
             turns_read += events.len();
             events
@@ -466,8 +470,11 @@ pub async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorReport> {
         agent: opts.agent.as_ref().map(|a| a.to_string()),
         checked: Checked {
             agents: inputs.agents.len(),
+            // An agent token learns how many skills it sees, never how many the store holds.
             skills: if opts.prompt.is_some() {
                 0
+            } else if opts.own_only {
+                inputs.agents.iter().map(|a| a.view.skills.len()).sum()
             } else {
                 index.all().filter(|e| e.status != Status::Retired).count()
             },
@@ -500,7 +507,11 @@ fn check_prompt_text(label: &str, text: &str) -> Result<()> {
 }
 
 /// Read an agent's prompts; one that cannot be read is left unchecked, with the reason.
-fn read_prompts(agent: &AgentName, prompts: &[Prompt], unchecked: &mut Vec<String>) -> Vec<PromptText> {
+fn read_prompts(
+    agent: &AgentName,
+    prompts: &[Prompt],
+    unchecked: &mut Vec<String>,
+) -> Vec<PromptText> {
     let mut out = Vec::new();
     for (i, p) in prompts.iter().enumerate() {
         match p {
@@ -589,10 +600,9 @@ async fn diverged(store: &skillbase_store::Store, index: &Index) -> Result<Vec<D
         let (Some(scope), Some(name)) = (e.scope, e.skill) else {
             continue;
         };
-        let (Some(path), Some(digest)) = (
-            e.data["seed_path"].as_str(),
-            e.data["seed_digest"].as_str(),
-        ) else {
+        let (Some(path), Some(digest)) =
+            (e.data["seed_path"].as_str(), e.data["seed_digest"].as_str())
+        else {
             continue;
         };
         latest.insert((scope, name), (path.to_owned(), digest.to_owned()));

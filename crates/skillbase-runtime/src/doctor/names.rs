@@ -41,7 +41,10 @@ impl NameFinder {
     pub(crate) fn new(names: Vec<String>, prefix: &'static str) -> NameFinder {
         let matcher = TriggerMatcher::new(names.iter().enumerate().map(|(i, n)| (i, n.as_str())));
         let plain = names.iter().map(|n| !n.contains(['-', '_'])).collect();
-        let lens = names.iter().map(|n| fold_for_matching(n.trim()).len()).collect();
+        let lens = names
+            .iter()
+            .map(|n| fold_for_matching(n.trim()).len())
+            .collect();
         NameFinder {
             matcher,
             names,
@@ -141,10 +144,7 @@ mod tests {
             assert!(found(&["refund-policy"], text).is_empty(), "{text}");
         }
         // Once, at its first line.
-        assert_eq!(
-            found(&["a-b"], "x\na-b\na-b"),
-            [("a-b".into(), 2)]
-        );
+        assert_eq!(found(&["a-b"], "x\na-b\na-b"), [("a-b".into(), 2)]);
     }
 
     #[test]

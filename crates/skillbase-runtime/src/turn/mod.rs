@@ -17,12 +17,12 @@ mod catalog;
 mod place;
 pub mod report;
 
+/// The reasons a budgeted catalog gives for skills it lists by name only and leaves out.
+pub use catalog::{NAME_ONLY, NOT_LISTED};
 pub use report::{
     Activation, CatalogReport, Name, Omission, OmissionDetail, OmissionList, Ranked, TokenCounts,
     TurnReport,
 };
-/// The reasons a budgeted catalog gives for skills it lists by name only and leaves out.
-pub use catalog::{NAME_ONLY, NOT_LISTED};
 
 use crate::view::AgentView;
 use serde::Serialize;

@@ -126,9 +126,10 @@ pub async fn report(
     Q(q): Q<DoctorQuery>,
 ) -> ApiResult<Json<DoctorReport>> {
     let named = match q.agent.as_deref() {
-        Some(raw) => Some(AgentName::parse(raw).map_err(|e| {
-            ApiError::bad_request(format!("bad query string: agent: {e}"))
-        })?),
+        Some(raw) => Some(
+            AgentName::parse(raw)
+                .map_err(|e| ApiError::bad_request(format!("bad query string: agent: {e}")))?,
+        ),
         None => None,
     };
     let (agent, own_only) = match (p.agent(), named) {

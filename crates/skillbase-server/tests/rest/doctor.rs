@@ -62,7 +62,14 @@ fn keys(report: &Value) -> BTreeSet<(String, String, String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (s(&f["code"]), s(&f["agent"]), s(&f["skill"]), s(&f["related"])))
+        .map(|f| {
+            (
+                s(&f["code"]),
+                s(&f["agent"]),
+                s(&f["skill"]),
+                s(&f["related"]),
+            )
+        })
         .collect()
 }
 
@@ -83,13 +90,22 @@ async fn an_admin_sees_every_finding_and_an_agent_token_only_its_own() {
         ]),
         "{all:#}"
     );
-    assert_eq!(all["counts"], json!({"errors": 1, "warnings": 2, "infos": 0}));
+    assert_eq!(
+        all["counts"],
+        json!({"errors": 1, "warnings": 2, "infos": 0})
+    );
     let d001 = &all["findings"][0];
-    assert_eq!((d001["file"].as_str(), d001["line"].as_u64()), (Some("prompts[0]"), Some(2)));
+    assert_eq!(
+        (d001["file"].as_str(), d001["line"].as_u64()),
+        (Some("prompts[0]"), Some(2))
+    );
     assert!(!all.to_string().contains("beta-secret"), "{all}");
     // One agent, for an admin: its findings (shared-three is not alpha's, so no D005).
     let alpha = ok_json(
-        s.get("/v1/doctor?agent=alpha", &s.admin).send().await.unwrap(),
+        s.get("/v1/doctor?agent=alpha", &s.admin)
+            .send()
+            .await
+            .unwrap(),
         200,
     )
     .await;
@@ -102,6 +118,8 @@ async fn an_admin_sees_every_finding_and_an_agent_token_only_its_own() {
     for path in ["/v1/doctor", "/v1/doctor?agent=alpha"] {
         let own = ok_json(s.get(path, &s.alpha).send().await.unwrap(), 200).await;
         assert_eq!(keys(&own), keys(&alpha), "{path}");
+        // How many skills it sees (shared-one, shared-two, alpha-secret), not the store's five.
+        assert_eq!(own["checked"]["skills"], 3, "{path}");
         let text = own.to_string();
         for other in ["beta", "D005", "D006"] {
             assert!(!text.contains(other), "{path}: {other} in {text}");
@@ -114,13 +132,32 @@ async fn an_admin_sees_every_finding_and_an_agent_token_only_its_own() {
     );
     assert!(!beta.to_string().contains("alpha"), "{beta}");
     // Another agent answers exactly as a missing one.
-    let (st, other) = problem(s.get("/v1/doctor?agent=beta", &s.alpha).send().await.unwrap()).await;
-    let (st2, missing) =
-        problem(s.get("/v1/doctor?agent=nobody", &s.admin).send().await.unwrap()).await;
-    let (st3, missing_too) =
-        problem(s.get("/v1/doctor?agent=nobody", &s.alpha).send().await.unwrap()).await;
+    let (st, other) = problem(
+        s.get("/v1/doctor?agent=beta", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let (st2, missing) = problem(
+        s.get("/v1/doctor?agent=nobody", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let (st3, missing_too) = problem(
+        s.get("/v1/doctor?agent=nobody", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((st, st2, st3), (404, 404, 404));
-    assert_eq!(without(&other["detail"], "beta"), without(&missing["detail"], "nobody"));
+    assert_eq!(
+        without(&other["detail"], "beta"),
+        without(&missing["detail"], "nobody")
+    );
     assert_eq!(other["type"], missing["type"]);
     assert_eq!(missing, missing_too);
     // One event per answer, with who asked; the 404s recorded nothing.
@@ -130,7 +167,10 @@ async fn an_admin_sees_every_finding_and_an_agent_token_only_its_own() {
     assert_eq!(ev[2].actor.as_deref(), Some("agent:alpha/inline"));
     assert_eq!(ev[2].agent.as_deref(), Some("alpha"));
     assert_eq!(ev[2].data["own_only"], true);
-    assert_eq!(ev[0].data["codes"], json!({"D001": 1, "D005": 1, "D006": 1}));
+    assert_eq!(
+        ev[0].data["codes"],
+        json!({"D001": 1, "D005": 1, "D006": 1})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,8 +185,13 @@ async fn a_malformed_query_is_refused_and_records_nothing() {
         ("agent=alpha&agent=beta", "duplicate field"),
     ] {
         for token in [&s.admin, &s.alpha] {
-            let (st, p) =
-                problem(s.get(&format!("/v1/doctor?{query}"), token).send().await.unwrap()).await;
+            let (st, p) = problem(
+                s.get(&format!("/v1/doctor?{query}"), token)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
             assert_eq!(st, 400, "{query}: {p}");
             assert!(p["detail"].as_str().unwrap().contains(want), "{query}: {p}");
         }
@@ -164,7 +209,11 @@ async fn a_malformed_query_is_refused_and_records_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompts_are_checked_like_every_field_of_an_agent() {
     let s = TestServer::start().await;
-    let before = s.store.agent(&AgentName::parse("alpha").unwrap()).await.unwrap();
+    let before = s
+        .store
+        .agent(&AgentName::parse("alpha").unwrap())
+        .await
+        .unwrap();
     let many: Vec<Value> = (0..33).map(|i| json!(format!("p{i}.md"))).collect();
     for prompts in [
         json!([""]),
@@ -185,9 +234,16 @@ async fn prompts_are_checked_like_every_field_of_an_agent() {
             .unwrap();
         let (st, p) = problem(r).await;
         assert_eq!(st, 422, "{prompts}: {p}");
-        assert!(p["detail"].as_str().unwrap().contains("prompt"), "{prompts}: {p}");
+        assert!(
+            p["detail"].as_str().unwrap().contains("prompt"),
+            "{prompts}: {p}"
+        );
     }
-    let after = s.store.agent(&AgentName::parse("alpha").unwrap()).await.unwrap();
+    let after = s
+        .store
+        .agent(&AgentName::parse("alpha").unwrap())
+        .await
+        .unwrap();
     assert_eq!(before, after, "a refused configuration changed nothing");
     // A path, a path table and a text: shown as tables.
     let a = ok_json(
@@ -204,8 +260,18 @@ async fn prompts_are_checked_like_every_field_of_an_agent() {
         json!([{"path": "/srv/p.md"}, {"path": "q.md"}, {"text": "Be brief."}])
     );
     // A file that cannot be read is not checked, and the report says so.
-    let r = ok_json(s.get("/v1/doctor?agent=alpha", &s.admin).send().await.unwrap(), 200).await;
+    let r = ok_json(
+        s.get("/v1/doctor?agent=alpha", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
     let unchecked = r["unchecked"].to_string();
-    assert!(unchecked.contains("/srv/p.md") && unchecked.contains("q.md"), "{unchecked}");
+    assert!(
+        unchecked.contains("/srv/p.md") && unchecked.contains("q.md"),
+        "{unchecked}"
+    );
     assert_eq!(r["checked"]["prompts"], 1);
 }
