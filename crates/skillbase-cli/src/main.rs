@@ -1,6 +1,7 @@
 //! `skillbase`: the command line. Thin: parsing and printing only; the libraries do the work.
 
 mod dispatch_cmds;
+mod doctor_cmds;
 mod format_cmds;
 mod gc_cmds;
 mod model_cmds;
@@ -91,6 +92,9 @@ enum Command {
     Gc(gc_cmds::GcArgs),
     /// Dispatch a call as an agent would: every stage of the pipeline, refusals included.
     Call(dispatch_cmds::CallArgs),
+    /// Report the drift between prompts, agents and the catalog: each finding with its code
+    /// (D001...), where it is and the fix. Exit 1 when any finding is an error.
+    Doctor(doctor_cmds::DoctorArgs),
     /// Recent runs of a skill and their outcomes.
     Runs(dispatch_cmds::RunsArgs),
     /// Approve a revision waiting for review.
@@ -149,6 +153,7 @@ fn main() -> ExitCode {
         Command::Vault(a) => store_cmds::run(vault_cmds::vault(&cli.store, a)),
         Command::Model(a) => store_cmds::run(model_cmds::model(a)),
         Command::Call(a) => store_cmds::run(dispatch_cmds::call(&cli.store, a)),
+        Command::Doctor(a) => store_cmds::run(doctor_cmds::doctor(&cli.store, a)),
         Command::Runs(a) => store_cmds::run(dispatch_cmds::runs(&cli.store, a)),
         Command::Approve(a) => store_cmds::run(dispatch_cmds::approve(&cli.store, a)),
         Command::Gc(a) => store_cmds::run(gc_cmds::gc(&cli.store, a)),

@@ -126,15 +126,21 @@ async fn state_for(s: &StoreArgs, options: ServerOptions) -> Result<(Arc<Store>,
 /// The label of the token `serve --demo` mints (the one before it is revoked at each start).
 const DEMO_TOKEN_LABEL: &str = "demo";
 
-/// The `demo` agent: every shared skill, notes, no network.
+/// The `demo` agent: every shared skill, and what the example skills declare (so that none of
+/// their calls is refused; `skillbase doctor` reports any that would be): notes, authoring, the
+/// harness's `workspace` class, and `web_fetch` with the payments key to the example payments
+/// host only.
 async fn ensure_demo_agent(store: &Store) -> Result<AgentName> {
     let name = AgentName::parse("demo").map_err(|e| anyhow!(e))?;
     if store.agent(&name).await?.is_none() {
         let config = AgentConfig {
             skills: NameSet::All,
             grants: Grants {
-                tools: vec!["notes".into(), "skills".into()],
-                ..Grants::default()
+                tools: ["notes", "skills", "workspace", "web_fetch"]
+                    .map(String::from)
+                    .to_vec(),
+                vault: vec!["PAYMENTS_API_KEY".into()],
+                hosts: vec!["api.payments.example.com".into()],
             },
             description: "The demo agent: every shared skill".into(),
             ..AgentConfig::default()

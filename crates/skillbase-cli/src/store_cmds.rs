@@ -281,6 +281,10 @@ pub struct AgentEdit {
     review_envelope_expansion: Option<bool>,
     #[arg(long)]
     description: Option<String>,
+    /// Prompt files of the harness (its instructions to this agent, which the doctor reads for
+    /// skills they name), comma-separated; `none` for none. Relative paths are made absolute.
+    #[arg(long)]
+    prompts: Option<String>,
 }
 
 fn split_list(s: &str) -> Vec<String> {
@@ -325,6 +329,20 @@ impl AgentEdit {
         }
         if let Some(d) = &self.description {
             c.description = d.clone();
+        }
+        if let Some(p) = &self.prompts {
+            c.prompts = if p.trim() == "none" {
+                Vec::new()
+            } else {
+                split_list(p)
+                    .into_iter()
+                    .map(|f| {
+                        std::path::absolute(&f)
+                            .map(|p| skillbase_store::Prompt::Path(p.display().to_string()))
+                            .map_err(|e| anyhow!("--prompts: {f}: {e}"))
+                    })
+                    .collect::<Result<_>>()?
+            };
         }
         Ok(())
     }

@@ -1,9 +1,10 @@
 //! The command line's integration tests, one binary (as ripgrep's `tests/tests.rs`), each module
 //! running the real `skillbase` binary: its interface (`cli`), `serve` and `token`, the store
-//! commands on both backends, and `turn`.
+//! commands on both backends, `turn`, and `doctor`.
 
 mod cli;
 mod common;
+mod doctor_cli;
 mod serve_cli;
 mod store_cli;
 mod turn_cli;

@@ -351,6 +351,14 @@ impl Engine {
             .await?)
     }
 
+    /// The doctor's findings (see [`crate::doctor`]); one `doctor` event is recorded.
+    pub async fn doctor(
+        &self,
+        opts: &crate::doctor::DoctorOptions,
+    ) -> Result<crate::doctor::DoctorReport, EngineError> {
+        Ok(self.dispatcher.doctor(opts).await?)
+    }
+
     /// Store every event recorded so far and close the store.
     pub async fn close(self) {
         self.dispatcher.flush().await;

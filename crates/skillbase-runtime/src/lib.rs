@@ -19,11 +19,14 @@
 //! - [`eval`]: routing evaluation — labelled messages through the real turn path, recall@k,
 //!   visibility under the budget, false triggers, confusions.
 //! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
+//! - [`doctor`]: the drift between prompts, agents and the catalog, from mechanical inputs only
+//!   (names, allowlists, identities, declared keys, recorded turns), each finding with a code.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod dispatch;
+pub mod doctor;
 pub mod engine;
 mod envelope;
 pub mod eval;

@@ -286,21 +286,35 @@ impl TriggerMatcher {
 
     /// [`TriggerMatcher::find`] on a message already passed through [`fold_fast`].
     pub fn find_folded(&self, folded: &str) -> Vec<TriggerHit> {
+        let mut hits: Vec<TriggerHit> = Vec::new();
+        for hit in self.every_folded(folded) {
+            if !hits.iter().any(|h| h.skill == hit.skill) {
+                hits.push(hit);
+            }
+        }
+        hits.sort_by_key(|h| h.at);
+        hits
+    }
+
+    /// Every whole-word occurrence of every phrase in `text` (already passed through
+    /// [`fold_fast`] and with whitespace runs squashed to single spaces, so offsets are offsets
+    /// of `text`), in order of their end: several per skill, overlapping ones included.
+    pub fn every_folded(&self, text: &str) -> Vec<TriggerHit> {
         let Some(ac) = &self.ac else {
             return Vec::new();
         };
         let squashed;
-        let text: &str = if needs_squash(folded) {
-            squashed = squash(folded);
+        let text: &str = if needs_squash(text) {
+            squashed = squash(text);
             &squashed
         } else {
-            folded
+            text
         };
-        let mut hits: Vec<TriggerHit> = Vec::new();
         let bytes = text.as_bytes();
         let matches = match_states(ac, bytes)
             .or_else(|| match_states_one_way(ac, bytes))
             .unwrap_or_default();
+        let mut out = Vec::new();
         for (end, sid) in matches {
             for k in 0..ac.match_len(sid) {
                 let pid = ac.match_pattern(sid, k);
@@ -309,19 +323,29 @@ impl TriggerMatcher {
                     continue;
                 }
                 let (skill, phrase) = &self.patterns[pid.as_usize()];
-                if hits.iter().any(|h| h.skill == *skill) {
-                    continue;
-                }
-                hits.push(TriggerHit {
+                out.push(TriggerHit {
                     skill: *skill,
                     phrase: phrase.clone(),
                     at: start,
                 });
             }
         }
-        hits.sort_by_key(|h| h.at);
-        hits
+        out
     }
+
+    /// The phrases as kept (folded, whitespace squashed), each with its skill index: two equal
+    /// phrases fire on exactly the same messages.
+    pub fn folded_phrases(&self) -> impl Iterator<Item = (usize, String)> + '_ {
+        self.patterns
+            .iter()
+            .map(|(skill, phrase)| (*skill, squash(&fold_fast(phrase))))
+    }
+}
+
+/// Text folded as phrases are ([`fold_fast`]) with whitespace runs squashed, so offsets into it
+/// are the offsets [`TriggerMatcher::every_folded`] reports.
+pub fn fold_for_matching(text: &str) -> String {
+    squash(&fold_fast(text))
 }
 
 #[cfg(test)]

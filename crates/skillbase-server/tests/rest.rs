@@ -16,6 +16,7 @@ use crate::common::{TestServer, ok_json, problem, put_skill, skill_md};
 mod admin;
 mod auth;
 mod bad_input;
+mod doctor;
 mod eval;
 mod openapi;
 mod routes;

@@ -15,12 +15,15 @@
 //! [agents.support.policies]
 //! failure_threshold = 3
 //!
+//! # the harness's own instructions, read by the doctor (paths relative to this file's folder)
+//! # prompts = ["prompts/support.md", { text = "Answer in English." }]
+//!
 //! [retention]                 # see `retention`: calls, turns, activations, ended sessions
 //! events_max_age = "30d"
 //! ```
 
 use crate::error::{Result, StoreError};
-use crate::model::{AgentConfig, AgentName};
+use crate::model::{AgentConfig, AgentName, Prompt};
 use crate::retention::RetentionPolicy;
 use crate::store::Store;
 use serde::Deserialize;
@@ -67,13 +70,34 @@ impl Config {
         Ok(config)
     }
 
-    /// Read and parse the file at `path`.
+    /// Read and parse the file at `path`. An agent's prompt paths are relative to the file's
+    /// folder (made absolute here, so the stored configuration names the file wherever the
+    /// command runs).
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path).map_err(|source| StoreError::Io {
             path: path.display().to_string(),
             source,
         })?;
-        Config::parse(&text, &path.display().to_string())
+        let mut config = Config::parse(&text, &path.display().to_string())?;
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+        for (name, agent) in config.agents.iter_mut() {
+            for p in &mut agent.prompts {
+                if let Prompt::Path(file) = p
+                    && Path::new(file.as_str()).is_relative()
+                {
+                    *file = folder.join(&*file).display().to_string();
+                }
+            }
+            // Joined paths are checked again (a long folder can push one over the limit).
+            crate::model::check_prompts(&agent.prompts).map_err(|e| {
+                StoreError::InvalidAgent(format!("{}: [agents.{name}]: {e}", path.display()))
+            })?;
+        }
+        Ok(config)
     }
 
     /// Write every declared agent whose stored configuration differs. Returns the names changed.
@@ -136,6 +160,64 @@ tools = ["web_fetch"]
         assert!(
             e.contains("skillbase.toml: [retention] events_max_age"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn prompts_are_paths_or_text_and_relative_paths_are_the_files_folder() {
+        let c = Config::parse(
+            "[agents.a]\nprompts = [\"p.md\", { path = \"/etc/q.md\" }, { text = \"Use refund-procedure.\" }]\n",
+            "f",
+        )
+        .unwrap();
+        assert_eq!(
+            c.agents["a"].prompts,
+            [
+                Prompt::Path("p.md".into()),
+                Prompt::Path("/etc/q.md".into()),
+                Prompt::Text("Use refund-procedure.".into())
+            ]
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("skillbase.toml");
+        std::fs::write(
+            &file,
+            "[agents.a]\nprompts = [\"prompts/p.md\", \"/abs.md\"]\n",
+        )
+        .unwrap();
+        let c = Config::load(&file).unwrap();
+        assert_eq!(
+            c.agents["a"].prompts,
+            [
+                Prompt::Path(dir.path().join("prompts/p.md").display().to_string()),
+                Prompt::Path("/abs.md".into())
+            ]
+        );
+        for bad in [
+            "prompts = [\"\"]",
+            "prompts = [{ text = \"\" }]",
+            "prompts = [{ path = \"a\", text = \"b\" }]",
+            "prompts = [{ file = \"a\" }]",
+            "prompts = [3]",
+            "prompts = [\"a\\u0007b\"]",
+        ] {
+            let e = Config::parse(&format!("[agents.a]\n{bad}\n"), "skillbase.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("skillbase.toml") && e.contains("prompt"),
+                "{bad}: {e}"
+            );
+        }
+        let many = format!(
+            "[agents.a]\nprompts = [{}]\n",
+            vec!["\"p.md\""; 33].join(", ")
+        );
+        assert!(
+            Config::parse(&many, "f")
+                .unwrap_err()
+                .to_string()
+                .contains("at most 32")
         );
     }
 

@@ -156,6 +156,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0011_retention.sql"),
         include_str!("../migrations/postgres/0011_retention.sql"),
     ),
+    (
+        "events_by_agent",
+        include_str!("../migrations/sqlite/0012_events_by_agent.sql"),
+        include_str!("../migrations/postgres/0012_events_by_agent.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

@@ -68,6 +68,8 @@ pub enum EventKind {
     TokenRevoked,
     /// The retention job removed events and ended sessions (what, how many, under which policy).
     EventsTrimmed,
+    /// The doctor ran (who asked, for which agent, how many findings of each code).
+    Doctor,
 
     /// A kind this build does not name (a newer build's, say), kept as read. The default kind
     /// is the empty one (what `NewEvent::default()` carries until its kind is set).
@@ -82,7 +84,7 @@ impl Default for EventKind {
 
 impl EventKind {
     /// Every kind this build names, in the order above.
-    pub const KNOWN: [EventKind; 24] = [
+    pub const KNOWN: [EventKind; 25] = [
         EventKind::RevisionWritten,
         EventKind::RevisionPending,
         EventKind::Reverted,
@@ -107,6 +109,7 @@ impl EventKind {
         EventKind::TokenCreated,
         EventKind::TokenRevoked,
         EventKind::EventsTrimmed,
+        EventKind::Doctor,
     ];
 
     /// The kinds the retention job may remove: calls, turns and activations. Revisions, authoring,
@@ -155,6 +158,7 @@ impl EventKind {
             EventKind::TokenCreated => "token_created",
             EventKind::TokenRevoked => "token_revoked",
             EventKind::EventsTrimmed => "events_trimmed",
+            EventKind::Doctor => "doctor",
             EventKind::Other(s) => s,
         }
     }
@@ -179,6 +183,7 @@ impl EventKind {
                 | EventKind::TokenCreated
                 | EventKind::TokenRevoked
                 | EventKind::EventsTrimmed
+                | EventKind::Doctor
         )
     }
 
@@ -209,6 +214,7 @@ impl EventKind {
             "token_created" => EventKind::TokenCreated,
             "token_revoked" => EventKind::TokenRevoked,
             "events_trimmed" => EventKind::EventsTrimmed,
+            "doctor" => EventKind::Doctor,
             _ => return None,
         })
     }
@@ -393,6 +399,7 @@ mod tests {
             "token_created",
             "token_revoked",
             "events_trimmed",
+            "doctor",
         ] {
             assert!(!EventKind::from(k).changes_index(), "{k}");
         }

@@ -54,6 +54,75 @@ pub struct SkillEntry {
     pub seed_path: Option<String>,
     /// When the record last changed (Unix milliseconds).
     pub updated_at: i64,
+    /// Where things are in the active revision's SKILL.md (for messages that name a line).
+    #[serde(skip)]
+    pub lines: Arc<SourceLines>,
+}
+
+/// Lines of a SKILL.md: where the body starts and where each top-level frontmatter key's value
+/// is, 1-based lines of the file (as the validator reports them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceLines {
+    /// The line of the first character of [`SkillEntry::body`] (the body trimmed).
+    pub body: u32,
+    /// Each top-level key and its line, in file order.
+    pub keys: Vec<(String, u32)>,
+}
+
+impl SourceLines {
+    /// The lines of `text`, already parsed as `md`.
+    pub fn of(text: &str, md: &skillbase_format::SkillMd) -> SourceLines {
+        let first = md.yaml_first_line.saturating_sub(1);
+        let split = skillbase_format::frontmatter::split(text).ok();
+        // A top-level key of a block mapping starts its line (`key:`); a flow mapping's keys,
+        // or a key that cannot be found so, are placed at their value's line.
+        let key_line = |key: &str, value_line: usize| -> usize {
+            let Some(parts) = split else {
+                return value_line + first;
+            };
+            parts
+                .yaml
+                .lines()
+                .position(|l| {
+                    [key.to_owned(), format!("\"{key}\""), format!("'{key}'")]
+                        .iter()
+                        .any(|k| {
+                            l.strip_prefix(k.as_str())
+                                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+                        })
+                })
+                .map_or(value_line + first, |i| i + parts.yaml_first_line)
+        };
+        let keys = md
+            .frontmatter
+            .entries
+            .iter()
+            .map(|(k, v)| (k.clone(), line_u32(key_line(k, v.line()))))
+            .collect();
+        // The body as `SkillMd` keeps it (line ends read as LF) follows the closing delimiter;
+        // the trimmed body starts after its leading blank lines.
+        let body = match split {
+            Some(parts) => {
+                let head = &text[..text.len() - parts.body.len()];
+                let leading = &md.raw_body[..md.raw_body.len() - md.raw_body.trim_start().len()];
+                1 + head.matches('\n').count() + leading.matches('\n').count()
+            }
+            None => 1,
+        };
+        SourceLines {
+            body: line_u32(body),
+            keys,
+        }
+    }
+
+    /// The line of a top-level frontmatter key.
+    pub fn key(&self, key: &str) -> Option<u32> {
+        self.keys.iter().find(|(k, _)| k == key).map(|(_, l)| *l)
+    }
+}
+
+fn line_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl SkillEntry {
@@ -85,6 +154,7 @@ impl SkillEntry {
             files: Vec::new(),
             seed_path: None,
             updated_at: 0,
+            lines: Arc::new(SourceLines::of(text, &md)),
         })
     }
 }
@@ -202,5 +272,28 @@ impl Index {
     /// Whether there is no record at all.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_of_keys_and_body() {
+        let text = "---\nname: a\ndescription: >-\n  d\ntriggers: [x]\ncapabilities:\n  tools:\n    - notes\neager: true\n---\n\n\n# Body\nline\n";
+        let e = SkillEntry::from_skill_md(Scope::Shared, text, "t").unwrap();
+        assert_eq!(e.lines.key("name"), Some(2));
+        assert_eq!(e.lines.key("description"), Some(3));
+        assert_eq!(e.lines.key("triggers"), Some(5));
+        assert_eq!(e.lines.key("capabilities"), Some(6));
+        assert_eq!(e.lines.key("eager"), Some(9));
+        assert_eq!(e.lines.key("nope"), None);
+        assert_eq!(e.lines.body, 13);
+        assert!(e.body.starts_with("# Body"));
+        // CRLF and a BOM count the same lines.
+        let crlf = format!("\u{feff}{}", text.replace('\n', "\r\n"));
+        let e = SkillEntry::from_skill_md(Scope::Shared, &crlf, "t").unwrap();
+        assert_eq!((e.lines.key("eager"), e.lines.body), (Some(9), 13));
     }
 }

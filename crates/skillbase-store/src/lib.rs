@@ -29,15 +29,15 @@ pub mod store;
 pub use db::{DbUrl, SCHEMA_VERSION, default_home};
 pub use error::{Result, StoreError};
 pub use events::EventKind;
-pub use index::{FileRef, Index, SkillEntry};
+pub use index::{FileRef, Index, SkillEntry, SourceLines};
 pub use model::{
-    Agent, AgentConfig, AgentName, Author, Grants, MAX_BUDGET, NameSet, Policies, Scope, Status,
-    StatusChange, StatusRefusal, check_budget,
+    Agent, AgentConfig, AgentName, Author, Grants, MAX_BUDGET, NameSet, Policies, Prompt, Scope,
+    Status, StatusChange, StatusRefusal, check_budget,
 };
 pub use records::{
     ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, RunRecord, SessionRecord,
     TokenRecord, VaultRow, WriteKind, WriteOutcome,
 };
 pub use store::{
-    Change, ChangeListener, ContentGuard, ImportReport, PutRequest, Store, WriteGuard,
+    Change, ChangeListener, ContentGuard, ImportReport, PutRequest, Store, StoredMatch, WriteGuard,
 };

@@ -511,6 +511,86 @@ pub fn check_budget(field: &str, tokens: u32) -> Result<u32, String> {
     }
 }
 
+/// Most prompts an agent may list.
+pub const MAX_PROMPTS: usize = 32;
+/// Largest prompt file (or prompt given to check) the doctor reads, in bytes: a harness's
+/// instructions, never a corpus.
+pub const MAX_PROMPT_BYTES: usize = 256 * 1024;
+/// Longest prompt written inline in an agent's configuration, in characters.
+pub const MAX_PROMPT_CHARS: usize = 65_536;
+/// Longest prompt path, in characters.
+pub const MAX_PROMPT_PATH_CHARS: usize = 4096;
+
+/// One of the harness's own instructions to the agent, which the doctor reads for the skills
+/// they name: a file (a bare string is a path) or the text itself. Written as
+/// `"prompts/support.md"`, `{path = "..."}` or `{text = "..."}`; stored and shown as a table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Prompt {
+    /// A file holding the prompt (relative paths in `skillbase.toml` are read from its folder).
+    Path(String),
+    /// The prompt itself.
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for Prompt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "lowercase")]
+        enum Table {
+            Path(String),
+            Text(String),
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Path(String),
+            Table(Table),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "a prompt is a path, {\"path\": \"...\"} or {\"text\": \"...\"}",
+            )
+        })? {
+            Raw::Path(p) | Raw::Table(Table::Path(p)) => Ok(Prompt::Path(p)),
+            Raw::Table(Table::Text(t)) => Ok(Prompt::Text(t)),
+        }
+    }
+}
+
+/// Check an agent's prompts: at most [`MAX_PROMPTS`]; a path of 1 to
+/// [`MAX_PROMPT_PATH_CHARS`] characters with no control characters; a text of 1 to
+/// [`MAX_PROMPT_CHARS`] characters. The error names the entry.
+pub fn check_prompts(prompts: &[Prompt]) -> Result<(), String> {
+    if prompts.len() > MAX_PROMPTS {
+        return Err(format!(
+            "prompts: at most {MAX_PROMPTS} prompts, not {}",
+            prompts.len()
+        ));
+    }
+    for (i, p) in prompts.iter().enumerate() {
+        match p {
+            Prompt::Path(path) => {
+                let n = path.chars().count();
+                if n == 0 || n > MAX_PROMPT_PATH_CHARS || path.chars().any(char::is_control) {
+                    return Err(format!(
+                        "prompts[{i}]: a path is 1 to {MAX_PROMPT_PATH_CHARS} characters with no control characters"
+                    ));
+                }
+            }
+            Prompt::Text(text) => {
+                let n = text.chars().count();
+                if n == 0 || n > MAX_PROMPT_CHARS {
+                    return Err(format!(
+                        "prompts[{i}]: a prompt's text is 1 to {MAX_PROMPT_CHARS} characters ({n} given)"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn default_budget() -> u32 {
     DEFAULT_CATALOG_BUDGET
 }
@@ -544,14 +624,18 @@ pub struct AgentConfig {
     #[serde(default)]
     /// What the agent is for, in the operator's words.
     pub description: String,
+    /// The harness's own instructions to this agent (files or text), read by the doctor for
+    /// skills they name that the agent may not load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<Prompt>,
 }
 
 impl AgentConfig {
     /// The configuration checked and normalised — the one check, made by the store on every
     /// write of an agent, so the CLI, REST and `skillbase.toml` accept exactly the same: tool
     /// classes, vault entry names and host patterns in the format crate's grammars (hosts
-    /// lowercased), `failure_threshold` and `max_calls_in_flight` at least 1. The error names the
-    /// field and says what to fix.
+    /// lowercased), `failure_threshold` and `max_calls_in_flight` at least 1, prompts within
+    /// [`check_prompts`]. The error names the field and says what to fix.
     pub fn checked(mut self) -> Result<AgentConfig, String> {
         use skillbase_format::validate::{check_host, check_tool_class, check_vault_name};
         for t in &self.grants.tools {
@@ -572,6 +656,7 @@ impl AgentConfig {
         }
         check_budget("catalog_budget", self.catalog_budget)?;
         check_budget("context_budget", self.context_budget)?;
+        check_prompts(&self.prompts)?;
         let p = &self.policies;
         for (field, value, min, max) in [
             (
@@ -614,6 +699,7 @@ impl Default for AgentConfig {
             context_budget: DEFAULT_CONTEXT_BUDGET,
             policies: Policies::default(),
             description: String::new(),
+            prompts: Vec::new(),
         }
     }
 }

@@ -40,4 +40,49 @@ async fn many_events_append_in_order(db: TestDb) {
     db.cleanup().await;
 }
 
-suite!(many_events_append_in_order,);
+/// An agent's newest events of a kind, newest first (what the doctor reads of its turns).
+async fn an_agents_newest_events_come_first(db: TestDb) {
+    let store = db.open().await;
+    let ev = |agent: &str, kind: &str, i: i64| skillbase_store::NewEvent {
+        kind: kind.into(),
+        agent: Some(agent.into()),
+        data: serde_json::json!({"i": i}),
+        ..Default::default()
+    };
+    let mut evs = Vec::new();
+    for i in 0..30 {
+        evs.push(ev("a", "turn", i));
+        evs.push(ev("b", "turn", i));
+        evs.push(ev("a", "tool_called", i));
+    }
+    store.append_events(&evs).await.unwrap();
+    let recent = store.recent_events("a", "turn", 5).await.unwrap();
+    let got: Vec<i64> = recent
+        .iter()
+        .map(|e| e.data["i"].as_i64().unwrap())
+        .collect();
+    assert_eq!(got, [29, 28, 27, 26, 25]);
+    assert!(
+        recent
+            .iter()
+            .all(|e| e.agent.as_deref() == Some("a") && e.kind == "turn")
+    );
+    assert_eq!(
+        store.recent_events("a", "turn", 100).await.unwrap().len(),
+        30
+    );
+    assert!(
+        store
+            .recent_events("c", "turn", 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.close().await;
+    db.cleanup().await;
+}
+
+suite!(
+    many_events_append_in_order,
+    an_agents_newest_events_come_first
+);

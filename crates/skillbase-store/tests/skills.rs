@@ -462,8 +462,88 @@ async fn history_is_append_only(db: TestDb) {
     db.cleanup().await;
 }
 
+/// A scan of every stored revision (files, each content once, and messages) finds what the
+/// finder looks for, with where: unscrubbed, and only the finder's answer leaves the store.
+async fn a_scan_of_stored_revisions_says_where_it_found_what(db: TestDb) {
+    let store = db.open().await;
+    let a = agent("a");
+    store
+        .put(put(Scope::Shared, skill("one", "plain"), None))
+        .await
+        .unwrap();
+    store
+        .put(put(
+            Scope::Shared,
+            skill("one", "holds NEEDLE-1 here"),
+            None,
+        ))
+        .await
+        .unwrap();
+    // The same content in two records is stored once and found in both.
+    for scope in [Scope::Shared, Scope::Agent(a.clone())] {
+        store
+            .put(put(scope, skill("two", "NEEDLE-1 again"), None))
+            .await
+            .unwrap();
+    }
+    let mut in_message = put(Scope::Shared, skill("three", "clean"), None);
+    in_message.message = "mentions NEEDLE-2".into();
+    store.put(in_message).await.unwrap();
+    // Enough contents for more than one page.
+    for i in 0..300 {
+        store
+            .put(put(
+                Scope::Shared,
+                skill(&format!("filler-{i}"), "nothing"),
+                None,
+            ))
+            .await
+            .unwrap();
+    }
+    let find = |b: &[u8]| {
+        let t = String::from_utf8_lossy(b);
+        ["NEEDLE-1", "NEEDLE-2"]
+            .into_iter()
+            .find(|n| t.contains(n))
+            .map(str::to_owned)
+    };
+    let found: Vec<(String, String, i64, Option<String>, String)> = store
+        .find_in_revisions(&find)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.scope.to_string(), m.name, m.rev, m.file, m.found))
+        .collect();
+    let md = Some("SKILL.md".to_owned());
+    assert_eq!(
+        found,
+        [
+            (
+                "agent:a".into(),
+                "two".into(),
+                1,
+                md.clone(),
+                "NEEDLE-1".into()
+            ),
+            (
+                "shared".into(),
+                "one".into(),
+                2,
+                md.clone(),
+                "NEEDLE-1".into()
+            ),
+            ("shared".into(), "three".into(), 1, None, "NEEDLE-2".into()),
+            ("shared".into(), "two".into(), 1, md, "NEEDLE-1".into()),
+        ]
+    );
+    assert!(store.find_in_revisions(&|_| None).await.unwrap().is_empty());
+    store.close().await;
+    db.cleanup().await;
+}
+
 suite!(
     revisions_and_revert,
+    a_scan_of_stored_revisions_says_where_it_found_what,
     conflict_changes_nothing,
     statuses,
     status_changes_honour_the_expected_revision,

@@ -91,6 +91,11 @@ impl Dispatcher {
         &self.registry
     }
 
+    /// The vault the calls resolve secrets from, when one was given.
+    pub fn vault(&self) -> Option<&Arc<Vault>> {
+        self.vault.as_ref()
+    }
+
     /// A whole turn as a harness shows it to the model: [`Runtime::turn`] (eager prefix,
     /// triggered bodies, catalog, `load_skill`/`search_skills`, the report), then the rest of the
     /// agent's offered set (granted tools and skill entries, within the turn's cadence) added to

@@ -14,10 +14,9 @@ use crate::tokens;
 use crate::view::AgentView;
 
 /// The reason of a skill listed by name only.
-pub(super) const NAME_ONLY: &str =
-    "budget: listed by name only, below the full entries in relevance rank";
+pub const NAME_ONLY: &str = "budget: listed by name only, below the full entries in relevance rank";
 /// The reason of a skill not listed.
-pub(super) const NOT_LISTED: &str =
+pub const NOT_LISTED: &str =
     "budget: not listed (lowest in relevance rank); found by search_skills and loadable";
 
 const CATALOG_HEAD: &str = "<available_skills>\n";

@@ -17,6 +17,8 @@ mod catalog;
 mod place;
 pub mod report;
 
+/// The reasons a budgeted catalog gives for skills it lists by name only and leaves out.
+pub use catalog::{NAME_ONLY, NOT_LISTED};
 pub use report::{
     Activation, CatalogReport, Name, Omission, OmissionDetail, OmissionList, Ranked, TokenCounts,
     TurnReport,
@@ -65,6 +67,19 @@ pub struct TurnContext {
     /// Skill indices (in the view) loadable this turn.
     #[serde(skip)]
     pub loadable: Arc<[usize]>,
+}
+
+/// Tokens of a catalog listing every skill of the view in full (all but the eager ones): the
+/// smallest catalog budget under which no turn ranks, shortens or leaves out an entry.
+pub fn full_catalog_tokens(view: &AgentView) -> u32 {
+    let entries: u32 = (0..view.skills.len())
+        .filter(|&i| !view.is_eager(i))
+        .map(|i| view.full_tokens[i])
+        .sum();
+    if entries == 0 {
+        return 0;
+    }
+    catalog::fixed_tokens().0 + entries
 }
 
 /// Resolve one turn (the lexical ranking alone).

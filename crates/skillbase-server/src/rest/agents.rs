@@ -104,6 +104,46 @@ pub struct PoliciesDoc {
     max_result_tokens: u32,
 }
 
+/// One of the harness's own instructions to the agent, read by the doctor for the skills it
+/// names: a path (a bare string, or `{"path": ...}`), or the text itself (`{"text": ...}`).
+/// Shown as `{"path": ...}` or `{"text": ...}`.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[schema(as = Prompt)]
+#[allow(dead_code)]
+pub enum PromptDoc {
+    Path(PromptPathDoc),
+    File(PromptFileDoc),
+    Text(PromptTextDoc),
+}
+
+/// A prompt file's path: 1-4096 characters, no control characters (relative paths in
+/// `skillbase.toml` are read from its folder; elsewhere from the server's working folder).
+#[derive(Serialize, ToSchema)]
+#[schema(as = PromptPath, value_type = String, min_length = 1, max_length = 4096, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
+#[allow(dead_code)]
+pub struct PromptPathDoc(String);
+
+/// A prompt held in a file.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = PromptFile)]
+#[allow(dead_code)]
+pub struct PromptFileDoc {
+    path: PromptPathDoc,
+}
+
+/// A prompt written inline.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = PromptText)]
+#[allow(dead_code)]
+pub struct PromptTextDoc {
+    /// 1-65536 characters.
+    #[schema(min_length = 1, max_length = 65536)]
+    text: String,
+}
+
 /// An agent's configuration. Every field is optional; missing ones take their defaults.
 #[derive(Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -129,6 +169,9 @@ pub struct AgentConfigDoc {
     /// What the agent is for, in the operator's words.
     #[schema(required = false)]
     description: String,
+    /// The harness's own instructions to the agent, at most 32 [none].
+    #[schema(required = false, max_items = 32)]
+    prompts: Vec<PromptDoc>,
 }
 
 /// A stored agent: its name, configuration and version.
@@ -144,6 +187,9 @@ pub struct AgentDoc {
     context_budget: u32,
     policies: PoliciesDoc,
     description: String,
+    /// Absent when the agent lists none.
+    #[schema(required = false)]
+    prompts: Vec<PromptDoc>,
     /// Bumped on every change (the ETag).
     version: i64,
 }

@@ -6,6 +6,7 @@
 
 mod agents;
 mod authoring;
+mod doctor;
 mod extract;
 mod sessions;
 mod skills;
@@ -83,6 +84,7 @@ fn table(limits: BodyLimits) -> Vec<Route> {
         (Method::GET, "/agents/{name}", get(agents::show)),
         (Method::PUT, "/agents/{name}", put(agents::put)),
         (Method::POST, "/agents/{name}/eval", post(agents::eval)),
+        (Method::GET, "/doctor", get(doctor::report)),
         (Method::GET, "/vault", get(vault::list)),
         (Method::PUT, "/vault/{name}", put(vault::set)),
         (Method::DELETE, "/vault/{name}", delete(vault::remove)),
@@ -335,6 +337,7 @@ fn zip_is_binary(body: &mut serde_json::Value, schema: &serde_json::Value) {
         skills::revert, skills::retire, skills::restore, skills::disable, skills::enable,
         skills::export, skills::runs, skills::approve, skills::import, skills::approvals,
         agents::list, agents::create, agents::show, agents::put, agents::eval,
+        doctor::report,
         vault::list, vault::set, vault::remove,
         tokens::list, tokens::create, tokens::revoke,
         sessions::create, sessions::show, sessions::turn, sessions::call, sessions::call_result,
@@ -345,6 +348,7 @@ fn zip_is_binary(body: &mut serde_json::Value, schema: &serde_json::Value) {
         (name = "skills", description = "Skills and their revisions"),
         (name = "approvals", description = "Revisions waiting for review"),
         (name = "agents", description = "Agents: what each may see and use"),
+        (name = "doctor", description = "Drift between prompts, agents and the catalog"),
         (name = "vault", description = "Secrets, write-only"),
         (name = "tokens", description = "API tokens"),
         (name = "sessions", description = "Turns, calls and events of an agent's session"),

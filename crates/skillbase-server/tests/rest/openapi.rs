@@ -334,6 +334,70 @@ fn patterns_accept_exactly_what_the_server_accepts() {
         &names,
         |v| agent_ok(v),
     );
+    let doctor_agent = doc["paths"]["/v1/doctor"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|p| p["name"] == "agent")
+        .unwrap();
+    agree(
+        &doc,
+        &format!("/paths/~1v1~1doctor/get/parameters/{doctor_agent}/schema"),
+        &names,
+        agent_ok,
+    );
+
+    // An agent's prompts: a path (alone or as a table) or a text, within the store's bounds.
+    use skillbase_store::Prompt;
+    use skillbase_store::model::check_prompts;
+    let paths = strings(&[
+        "prompts/support.md".into(),
+        "/srv/a b/é.md".into(),
+        long("é", 4096),
+        long("a", 4097),
+        String::new(),
+        " ".into(),
+        "a\nb".into(),
+        "a\u{7}b".into(),
+        "a\u{85}b".into(),
+        "a\u{a0}b".into(),
+    ]);
+    let path_ok = |v: &Value| check_prompts(&[Prompt::Path(v.as_str().unwrap().into())]).is_ok();
+    agree(&doc, "/components/schemas/PromptPath", &paths, path_ok);
+    let tables: Vec<Value> = paths.iter().map(|p| json!({"path": p})).collect();
+    agree(&doc, "/components/schemas/PromptFile", &tables, |v| {
+        path_ok(&v["path"])
+    });
+    let texts: Vec<Value> = [
+        String::new(),
+        "Use refund-procedure.\n".into(),
+        long("é", 65_536),
+        long("a", 65_537),
+        "\u{0}".into(),
+    ]
+    .iter()
+    .map(|t| json!({"text": t}))
+    .collect();
+    agree(&doc, "/components/schemas/PromptText", &texts, |v| {
+        check_prompts(&[Prompt::Text(v["text"].as_str().unwrap().into())]).is_ok()
+    });
+    // Any entry, as the store reads it.
+    let mut entries: Vec<Value> = paths.clone();
+    entries.extend(tables);
+    entries.extend(texts);
+    entries.extend([
+        json!({"file": "a.md"}),
+        json!({"path": "a.md", "text": "b"}),
+        json!(3),
+        json!(null),
+        json!({}),
+    ]);
+    agree(&doc, "/components/schemas/Prompt", &entries, |v| {
+        serde_json::from_value::<Prompt>(v.clone())
+            .map_err(|e| e.to_string())
+            .and_then(|p| check_prompts(&[p]))
+            .is_ok()
+    });
 
     // Skill names where a skill is named (an agent's skill sets): the canonical form, in every
     // script. Samples: hand-picked cases, then one or two code points from all over Unicode.
@@ -743,6 +807,10 @@ fn bounds_and_enums_are_the_servers() {
             "{schema}.{field}"
         );
     }
+    assert_eq!(
+        s["AgentConfig"]["properties"]["prompts"]["maxItems"],
+        skillbase_store::model::MAX_PROMPTS
+    );
     let p = &s["Policies"]["properties"];
     assert_eq!(p["failure_threshold"]["maximum"], MAX_FAILURE_THRESHOLD);
     assert_eq!(p["failure_threshold"]["minimum"], 1);

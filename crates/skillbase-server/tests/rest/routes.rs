@@ -56,7 +56,8 @@ async fn openapi_document_lists_exactly_the_mounted_routes() {
         assert_ne!(status, 405, "{method} {path}: {body}");
         assert!(!body.contains("no route for"), "{method} {path}: {body}");
     }
-    // The agent configuration schema names exactly the fields the store reads.
+    // The agent configuration schema names exactly the fields the store reads (prompts are
+    // left out of the JSON when there are none).
     let schema = &doc["components"]["schemas"]["AgentConfig"]["properties"];
     let documented: BTreeSet<&str> = schema
         .as_object()
@@ -64,7 +65,11 @@ async fn openapi_document_lists_exactly_the_mounted_routes() {
         .keys()
         .map(|k| k.as_str())
         .collect();
-    let real = serde_json::to_value(skillbase_store::AgentConfig::default()).unwrap();
+    let real = serde_json::to_value(skillbase_store::AgentConfig {
+        prompts: vec![skillbase_store::Prompt::Text("Be brief.".into())],
+        ..skillbase_store::AgentConfig::default()
+    })
+    .unwrap();
     let real: BTreeSet<&str> = real
         .as_object()
         .unwrap()

@@ -109,6 +109,21 @@ macro_rules! statements {
             Ok(rows.into_iter().map(event_from_row).collect())
         }
 
+        /// The newest `limit` events of one agent and kind, newest first (index
+        /// `events_agent_kind`, migration 12).
+        pub async fn recent_events(pool: &Pool<Db>, agent: &str, kind: &str, limit: i64) -> Result<Vec<EventRecord>> {
+            let rows: Vec<EventRow> = sqlx::query_as(concat!(
+                "SELECT id, at, kind, scope, skill, rev, agent, session, actor, data FROM events ",
+                "WHERE agent = $1 AND kind = $2 ORDER BY id DESC LIMIT $3"
+            ))
+            .bind(agent)
+            .bind(kind)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?;
+            Ok(rows.into_iter().map(event_from_row).collect())
+        }
+
         /// Append events (one multi-row INSERT per 100 events) and add calls to runs'
         /// counters, all in one transaction.
         pub async fn append_events_and_count(pool: &Pool<Db>, evs: &[NewEvent], counts: &[(i64, u32)]) -> Result<()> {

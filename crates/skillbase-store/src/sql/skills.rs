@@ -726,6 +726,41 @@ macro_rules! statements {
                 .collect())
         }
 
+        /// Stored file contents in digest order, `limit` at a time after `after` (a scan of every
+        /// revision's files, each content once).
+        pub async fn blob_page(pool: &Pool<Db>, after: &str, limit: i64) -> Result<Vec<(String, Vec<u8>)>> {
+            Ok(sqlx::query_as("SELECT digest, bytes FROM blobs WHERE digest > $1 ORDER BY digest LIMIT $2")
+                .bind(after)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?)
+        }
+
+        /// Where a content is stored: (scope, skill, revision, path), in that order.
+        pub async fn blob_uses(pool: &Pool<Db>, digest: &str) -> Result<Vec<(String, String, i64, String)>> {
+            Ok(sqlx::query_as(concat!(
+                "SELECT s.scope, s.name, f.rev, f.path FROM revision_files f JOIN skills s ON s.id = f.skill_id ",
+                "WHERE f.digest = $1 ORDER BY s.scope, s.name, f.rev, f.path"
+            ))
+            .bind(digest)
+            .fetch_all(pool)
+            .await?)
+        }
+
+        /// Revision messages in (skill id, revision) order, `limit` at a time after `after`:
+        /// (skill id, revision, scope, skill, message).
+        pub async fn message_page(pool: &Pool<Db>, after: (i64, i64), limit: i64) -> Result<Vec<(i64, i64, String, String, String)>> {
+            Ok(sqlx::query_as(concat!(
+                "SELECT r.skill_id, r.rev, s.scope, s.name, r.message FROM revisions r JOIN skills s ON s.id = r.skill_id ",
+                "WHERE r.skill_id > $1 OR (r.skill_id = $1 AND r.rev > $2) ORDER BY r.skill_id, r.rev LIMIT $3"
+            ))
+            .bind(after.0)
+            .bind(after.1)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?)
+        }
+
         /// The files of one revision, with bytes.
         pub async fn revision_files(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64) -> Result<Vec<(String, bool, Vec<u8>)>> {
             Ok(sqlx::query_as(concat!(

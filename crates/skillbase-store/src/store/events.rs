@@ -41,6 +41,23 @@ impl Store {
         on_db!(self, retention::apply_retention(policy, now))
     }
 
+    /// The newest `limit` events of one agent and kind, newest first, scrubbed as
+    /// [`Store::events`] (the doctor reads an agent's recent turns with it).
+    pub async fn recent_events(
+        &self,
+        agent: &str,
+        kind: &str,
+        limit: i64,
+    ) -> Result<Vec<EventRecord>> {
+        let mut evs = on_db!(self, events::recent_events(agent, kind, limit))?;
+        if let Some(g) = self.guard() {
+            for e in &mut evs {
+                scrub_json(&*g, &mut e.data);
+            }
+        }
+        Ok(evs)
+    }
+
     /// Read events.
     pub async fn events(&self, filter: &EventFilter) -> Result<Vec<EventRecord>> {
         let mut evs = on_db!(self, events::events(filter))?;

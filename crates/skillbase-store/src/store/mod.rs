@@ -39,7 +39,7 @@ mod vectors;
 
 use guard::scrub_entry;
 pub use guard::{ContentGuard, WriteGuard};
-pub use skills::{ImportReport, PutRequest};
+pub use skills::{ImportReport, PutRequest, StoredMatch};
 use sync::SyncWindow;
 pub use sync::{Change, ChangeListener, SYNC_LOOKBACK};
 
@@ -291,6 +291,7 @@ fn to_entry_raw(r: RawEntry) -> Result<SkillEntry> {
         files,
         seed_path: r.seed_path.clone(),
         updated_at: r.updated_at,
+        lines: Arc::new(crate::index::SourceLines::of(text, &md)),
         name: r.name,
     })
 }

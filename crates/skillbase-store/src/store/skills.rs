@@ -372,4 +372,83 @@ impl Store {
         let (_, right) = self.bundle(scope, name, Some(b)).await?;
         Ok(crate::diff::unified(&left, &right, a, b))
     }
+
+    /// Every stored revision's files and message given to `find` as stored, never scrubbed
+    /// (each file content once, however many revisions hold it): a scan for what must not be
+    /// there, such as the doctor's search for current vault values. Only `find`'s answers leave
+    /// the store, with where each was found; the bytes never do.
+    pub async fn find_in_revisions(
+        &self,
+        find: &(dyn Fn(&[u8]) -> Option<String> + Send + Sync),
+    ) -> Result<Vec<StoredMatch>> {
+        const PAGE: i64 = 256;
+        let mut out = Vec::new();
+        let mut after = String::new();
+        loop {
+            let page = on_db!(self, skills::blob_page(&after, PAGE))?;
+            let Some((last, _)) = page.last() else { break };
+            after = last.clone();
+            let full = page.len() as i64 == PAGE;
+            for (digest, bytes) in page {
+                let Some(found) = find(&bytes) else { continue };
+                for (scope, name, rev, path) in on_db!(self, skills::blob_uses(&digest))? {
+                    out.push(StoredMatch {
+                        scope: scope.parse().map_err(StoreError::Corrupt)?,
+                        name,
+                        rev,
+                        file: Some(path),
+                        found: found.clone(),
+                    });
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        let mut after = (0, 0);
+        loop {
+            let page = on_db!(self, skills::message_page(after, PAGE))?;
+            let Some(last) = page.last() else { break };
+            after = (last.0, last.1);
+            let full = page.len() as i64 == PAGE;
+            for (_, rev, scope, name, message) in page {
+                if let Some(found) = find(message.as_bytes()) {
+                    out.push(StoredMatch {
+                        scope: scope.parse().map_err(StoreError::Corrupt)?,
+                        name,
+                        rev,
+                        file: None,
+                        found,
+                    });
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        out.sort_by(|a, b| {
+            (a.scope.to_string(), &a.name, a.rev, &a.file).cmp(&(
+                b.scope.to_string(),
+                &b.name,
+                b.rev,
+                &b.file,
+            ))
+        });
+        Ok(out)
+    }
+}
+
+/// Where [`Store::find_in_revisions`] found something.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMatch {
+    /// The skill record's scope.
+    pub scope: Scope,
+    /// The skill's name.
+    pub name: String,
+    /// The revision.
+    pub rev: i64,
+    /// The file of the revision, or `None` for its message.
+    pub file: Option<String>,
+    /// What the finder answered.
+    pub found: String,
 }
