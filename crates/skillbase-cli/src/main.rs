@@ -111,9 +111,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Output piped into `head` and closed early ends the program quietly, as Unix tools do,
-    // instead of a panic on a broken pipe. Not for the servers: a client that hangs up on an
-    // HTTP response (or an MCP client that closes stdout) must be an error on that one write,
-    // never the end of the process, so they keep SIGPIPE ignored.
+    // instead of a panic on a broken pipe. Not for the servers: a reader of their log that goes
+    // away (or an MCP client that closes stdout) must be an error on that one write, never the
+    // end of the process, so they keep SIGPIPE ignored (sockets never raise it).
     #[cfg(unix)]
     if !matches!(cli.command, Command::Serve(_) | Command::Mcp(_)) {
         // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.

@@ -245,8 +245,16 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
         ms = started.elapsed().as_millis() as u64,
         "skillbase serving"
     );
-    eprintln!("Skillbase is serving on http://{addr}");
-    eprintln!(
+    // The banner is for a reader who may already be gone (a supervisor that closed the pipe):
+    // a write that fails is dropped, never a panic that takes the server down.
+    macro_rules! say {
+        ($($t:tt)*) => {{
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), $($t)*);
+        }};
+    }
+    say!("Skillbase is serving on http://{addr}");
+    say!(
         "  REST     http://{addr}/v1   (OpenAPI: http://{addr}/v1/openapi.json{})",
         if a.dev {
             ""
@@ -254,29 +262,30 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
             ", with a bearer token like every route"
         }
     );
-    eprintln!("  MCP      http://{addr}/mcp  (streamable HTTP, Skills extension)");
-    eprintln!(
-        "  probes   http://{addr}/healthz  http://{addr}/readyz   metrics: http://{addr}/metrics"
-    );
+    say!("  MCP      http://{addr}/mcp  (streamable HTTP, Skills extension)");
+    say!("  probes   http://{addr}/healthz  http://{addr}/readyz   metrics: http://{addr}/metrics");
     if let Some(t) = &demo_token {
-        eprintln!();
-        eprintln!(
+        say!();
+        say!(
             "Demo agent `demo` token (shown once; only its hash is stored; the one an earlier --demo start printed is revoked):"
         );
-        println!("{t}");
-        eprintln!();
-        eprintln!("Try (T is the token above):");
-        eprintln!("  T={t}");
-        eprintln!("  curl -H \"Authorization: Bearer $T\" http://{addr}/v1/skills");
-        eprintln!(
+        {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stdout(), "{t}");
+        }
+        say!();
+        say!("Try (T is the token above):");
+        say!("  T={t}");
+        say!("  curl -H \"Authorization: Bearer $T\" http://{addr}/v1/skills");
+        say!(
             "  curl -H \"Authorization: Bearer $T\" -H 'Content-Type: application/json' -d '{{\"id\":\"s1\"}}' http://{addr}/v1/sessions"
         );
-        eprintln!(
+        say!(
             "  curl -H \"Authorization: Bearer $T\" -H 'Content-Type: application/json' -d '{{\"message\":\"A customer wants a refund\"}}' http://{addr}/v1/sessions/s1/turns"
         );
-        eprintln!("  MCP client: url http://{addr}/mcp, header Authorization: Bearer {t}");
+        say!("  MCP client: url http://{addr}/mcp, header Authorization: Bearer {t}");
     } else if a.dev {
-        eprintln!("--dev: authentication is OFF (loopback only).");
+        say!("--dev: authentication is OFF (loopback only).");
     }
     let shutdown = async {
         let ctrl_c = tokio::signal::ctrl_c();
