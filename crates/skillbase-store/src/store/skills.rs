@@ -321,11 +321,14 @@ impl Store {
                 executable,
             });
         }
-        // Stored bundles were checked on write; limits are not re-applied to history.
+        // Stored bundles were checked on write; limits are not re-applied to history (a path
+        // longer than today's limit, written through JSON before the limit covered it, still
+        // reads).
         let unlimited = BundleLimits {
             max_files: usize::MAX,
             max_total_bytes: u64::MAX,
             max_depth: usize::MAX,
+            max_path_bytes: usize::MAX,
             ..BundleLimits::default()
         };
         let bundle =
