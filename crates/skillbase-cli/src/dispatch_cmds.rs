@@ -51,14 +51,14 @@ pub struct ApproveArgs {
     author: AuthorArg,
 }
 
-/// The dispatcher over the store, with the vault and the configured tools.
 /// A dispatcher with the configured tools, `web_fetch` and the vault; skill files go under
-/// `workspace` (default: `$SKILLBASE_HOME/workspaces`).
+/// `workspace` (default: `$SKILLBASE_HOME/workspaces`). Upstream MCP servers of `--config` are
+/// connected (waiting up to 30 s for each to answer or fail) before it is returned.
 pub async fn dispatcher(
     s: &StoreArgs,
     store: Arc<Store>,
     workspace: Option<std::path::PathBuf>,
-) -> Result<Arc<Dispatcher>> {
+) -> Result<Loaded> {
     let key = VaultKey::load(&skillbase_store::default_home())?;
     let workspace = workspace.unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
     let engine = Engine::builder()
@@ -66,7 +66,44 @@ pub async fn dispatcher(
         .vault_key(key)
         .workspace(workspace)
         .web_fetch();
-    Ok(configured(s, engine)?.build().await?.dispatcher().clone())
+    let engine = configured(s, engine)?.build().await?;
+    if let Some(g) = engine.gateway() {
+        g.settled(std::time::Duration::from_secs(30)).await;
+        for st in g.status() {
+            if let Some(why) = &st.reason {
+                eprintln!("upstream MCP server '{}' is not connected: {why}", st.name);
+            }
+        }
+    }
+    Ok(Loaded { engine })
+}
+
+/// An engine for one command: its dispatcher, and its upstream connections until
+/// [`Loaded::finish`].
+pub struct Loaded {
+    engine: Engine,
+}
+
+impl std::ops::Deref for Loaded {
+    type Target = Dispatcher;
+    fn deref(&self) -> &Dispatcher {
+        self.engine.dispatcher()
+    }
+}
+
+impl Loaded {
+    /// Store the events and stop the upstream servers (stdio ones exit).
+    pub async fn finish(&self) {
+        if let Some(g) = self.engine.gateway() {
+            g.shutdown().await;
+        }
+        self.engine.dispatcher().flush().await;
+    }
+
+    /// The engine (its gateway, for `skillbase tools`).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
 }
 
 /// An engine builder with what `--config` declares beyond agents (which [`StoreArgs::open`]
@@ -83,6 +120,14 @@ pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuil
             let c = skillbase_runtime::semantic::SemanticConfig::from_table(table)
                 .map_err(|e| anyhow!("{}: {e}", path.display()))?;
             engine = engine.semantic_config(c);
+        }
+        for server in skillbase_runtime::gateway::servers_from_table(
+            &config.mcp_servers,
+            config.folder.as_deref(),
+        )
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?
+        {
+            engine = engine.mcp_server(server);
         }
     }
     Ok(engine)
@@ -106,7 +151,7 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
             outcome = o;
         }
     }
-    d.flush().await;
+    d.finish().await;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {
@@ -124,6 +169,13 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
                 println!("{}", outcome.for_model());
             }
             CallOutcome::Started { call_id } => println!("{call_id}: still running"),
+            CallOutcome::Authorized { call_id, tool } => {
+                eprintln!("{call_id}: authorized");
+                println!(
+                    "'{tool}' runs in the harness: post its result to /v1/sessions/{}/calls/{call_id}/result on a server",
+                    a.session
+                );
+            }
             CallOutcome::Refused {
                 call_id,
                 rule,
@@ -149,7 +201,9 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
     }
     store.close().await;
     Ok(match outcome {
-        CallOutcome::Done { .. } | CallOutcome::Started { .. } => EXIT_OK,
+        CallOutcome::Done { .. } | CallOutcome::Started { .. } | CallOutcome::Authorized { .. } => {
+            EXIT_OK
+        }
         _ => EXIT_INVALID,
     })
 }
@@ -190,6 +244,94 @@ pub async fn approve(s: &StoreArgs, a: ApproveArgs) -> Result<u8> {
         "{} ({}): revision {} approved and active",
         o.name, o.scope, o.rev
     );
+    store.close().await;
+    Ok(EXIT_OK)
+}
+
+/// List every tool: built-ins, `[[tools]]` entries and the tools of the upstream MCP servers
+/// of `--config` (connected first), with source, class, status and the agents granted each.
+#[derive(Args)]
+pub struct ToolsArgs {
+    /// Only the tools this agent is granted.
+    #[arg(long)]
+    agent: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
+    let store = s.open().await?;
+    let mut agents = store.agents().await?;
+    if let Some(name) = &a.agent {
+        let name = AgentName::parse(name).map_err(|e| anyhow!(e))?;
+        agents.retain(|x| x.name == name);
+        if agents.is_empty() {
+            store.close().await;
+            return Err(anyhow!("no agent '{name}' (see `skillbase agent list`)"));
+        }
+    }
+    let d = dispatcher(s, store.clone(), None).await?;
+    let mut tools =
+        skillbase_runtime::gateway::listing(&d, d.engine().gateway().map(|g| g.as_ref()), &agents);
+    if a.agent.is_some() {
+        tools.retain(|t| !t.agents.is_empty());
+    }
+    let servers = d.engine().gateway().map(|g| g.status()).unwrap_or_default();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"tools": tools, "servers": servers}))?
+        );
+    } else {
+        let w = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+        let wc = tools
+            .iter()
+            .map(|t| t.class.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        println!(
+            "{:w$}  {:9}  {:wc$}  {:10}  AGENTS",
+            "NAME", "SOURCE", "CLASS", "STATUS"
+        );
+        for t in &tools {
+            let source = match &t.server {
+                Some(s) => format!("mcp:{s}"),
+                None if t.http => "http".to_owned(),
+                None => t.source.to_owned(),
+            };
+            let agents = if t.agents.is_empty() {
+                "-".to_owned()
+            } else {
+                t.agents.join(",")
+            };
+            println!(
+                "{:w$}  {:9}  {:wc$}  {:10}  {agents}",
+                t.name, source, t.class, t.status
+            );
+        }
+        for sv in &servers {
+            println!(
+                "\nmcp server '{}' ({}): {:?}, {} tools{}{}",
+                sv.name,
+                sv.transport,
+                sv.state,
+                sv.tools,
+                sv.server_info
+                    .as_ref()
+                    .map(|i| format!(", {i}"))
+                    .unwrap_or_default(),
+                sv.reason
+                    .as_ref()
+                    .map(|r| format!("\n  {r}"))
+                    .unwrap_or_default()
+            );
+            for sk in &sv.skipped {
+                println!("  left out: {sk}");
+            }
+        }
+    }
+    d.finish().await;
     store.close().await;
     Ok(EXIT_OK)
 }

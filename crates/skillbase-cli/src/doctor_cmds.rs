@@ -63,7 +63,7 @@ pub async fn doctor(s: &StoreArgs, a: DoctorArgs) -> Result<u8> {
             RuntimeError::UnknownAgent(name) => StoreError::AgentNotFound(name).into(),
             e => anyhow::Error::from(e),
         })?;
-    d.flush().await;
+    d.finish().await;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

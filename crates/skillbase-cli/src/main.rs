@@ -95,6 +95,9 @@ enum Command {
     /// Report the drift between prompts, agents and the catalog: each finding with its code
     /// (D001...), where it is and the fix. Exit 1 when any finding is an error.
     Doctor(doctor_cmds::DoctorArgs),
+    /// Every tool (built-ins, `[[tools]]`, upstream MCP servers' tools) with its source, class,
+    /// status (connected, down, declared, ...) and the agents granted it.
+    Tools(dispatch_cmds::ToolsArgs),
     /// Recent runs of a skill and their outcomes.
     Runs(dispatch_cmds::RunsArgs),
     /// Approve a revision waiting for review.
@@ -154,6 +157,7 @@ fn main() -> ExitCode {
         Command::Model(a) => store_cmds::run(model_cmds::model(a)),
         Command::Call(a) => store_cmds::run(dispatch_cmds::call(&cli.store, a)),
         Command::Doctor(a) => store_cmds::run(doctor_cmds::doctor(&cli.store, a)),
+        Command::Tools(a) => store_cmds::run(dispatch_cmds::tools(&cli.store, a)),
         Command::Runs(a) => store_cmds::run(dispatch_cmds::runs(&cli.store, a)),
         Command::Approve(a) => store_cmds::run(dispatch_cmds::approve(&cli.store, a)),
         Command::Gc(a) => store_cmds::run(gc_cmds::gc(&cli.store, a)),

@@ -76,7 +76,7 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
     let mut ctx = d.turn(&agent, &session, &a.message, &opts).await?;
     ctx.report.catalog.detail = a.omissions;
     // The turn's events are written behind; store them before the process ends.
-    d.flush().await;
+    d.finish().await;
     if a.json {
         let v = serde_json::json!({"agent": agent, "session": session, "context": ctx});
         println!("{}", serde_json::to_string_pretty(&v)?);

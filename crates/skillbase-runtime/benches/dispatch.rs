@@ -133,6 +133,7 @@ fn dispatch(c: &mut Criterion) {
                 class: "noop".into(),
                 permissions: vec![Permission::None],
                 cost: skillbase_format::Cost::Immediate,
+                ..ToolDecl::default()
             },
             Some(handler),
         )

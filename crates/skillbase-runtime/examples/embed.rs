@@ -55,6 +55,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         class: "orders".into(),
         permissions: vec![Permission::None],
         cost: skillbase_format::Cost::Immediate,
+        ..ToolDecl::default()
     };
     let engine = Engine::builder()
         .sqlite(dir.path().join("skillbase.db"))

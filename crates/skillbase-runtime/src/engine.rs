@@ -66,6 +66,7 @@ pub struct EngineBuilder {
     seeds: Vec<PathBuf>,
     semantic: Option<Arc<crate::semantic::Semantic>>,
     semantic_config: Option<crate::semantic::SemanticConfig>,
+    mcp_servers: Vec<crate::gateway::McpServerConfig>,
 }
 
 impl EngineBuilder {
@@ -141,6 +142,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Put an upstream MCP server behind the engine (an `[mcp_servers.<name>]` table): its tools
+    /// join the registry once it is connected (see [`crate::gateway`]).
+    pub fn mcp_server(mut self, server: crate::gateway::McpServerConfig) -> Self {
+        self.mcp_servers.push(server);
+        self
+    }
+
     /// Rank with this semantic stage (a `[semantic]` table in a configuration replaces it).
     pub fn semantic(mut self, semantic: Arc<crate::semantic::Semantic>) -> Self {
         self.semantic = Some(semantic);
@@ -167,6 +175,28 @@ impl EngineBuilder {
             (None, None) => None,
         };
         let mut registry = Registry::new();
+        let mut mcp_servers = self.mcp_servers;
+        // `http` tools share one web_fetch client (and its destination policy).
+        let http_client = Arc::new(crate::web_fetch::WebFetch::new());
+        let attach = |registry: &mut Registry,
+                      mut decl: ToolDecl,
+                      handler: Option<Arc<dyn ToolHandler>>|
+         -> Result<(), RegistryError> {
+            match (&decl.http, handler) {
+                (Some(spec), None) => {
+                    if !decl.permissions.contains(&crate::tool::Permission::Network) {
+                        decl.permissions.push(crate::tool::Permission::Network);
+                    }
+                    let h: Arc<dyn ToolHandler> = Arc::new(crate::gateway::HttpTool::new(
+                        spec.clone(),
+                        http_client.clone(),
+                    ));
+                    let id = format!("tool:{}", decl.name);
+                    registry.register_from(decl, Some(h), crate::tool::ToolSource::Config, id)
+                }
+                (_, handler) => registry.register(decl, handler),
+            }
+        };
         let mut semantic = self.semantic.map(Ok);
         if let Some(c) = &self.semantic_config {
             semantic = Some(
@@ -189,12 +219,26 @@ impl EngineBuilder {
                 .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
             for decl in decls {
                 if !self.tools.iter().any(|(d, _)| d.name == decl.name) {
-                    registry.register(decl, None)?;
+                    attach(&mut registry, decl, None)?;
                 }
             }
+            mcp_servers.extend(
+                crate::gateway::servers_from_table(&config.mcp_servers, config.folder.as_deref())
+                    .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
+            );
         }
         for (decl, handler) in self.tools {
-            registry.register(decl, handler)?;
+            attach(&mut registry, decl, handler)?;
+        }
+        let mut names = std::collections::HashSet::new();
+        for s in &mcp_servers {
+            if !names.insert(s.name.clone()) {
+                return Err(StoreError::Invalid(format!(
+                    "[mcp_servers.{}] is configured twice",
+                    s.name
+                ))
+                .into());
+            }
         }
         if self.web_fetch {
             crate::web_fetch::register(&mut registry)?;
@@ -211,10 +255,14 @@ impl EngineBuilder {
         }
         let runtime = Arc::new(runtime);
         let dispatcher = Arc::new(Dispatcher::new(runtime, registry, vault.clone()));
+        let gateway = (!mcp_servers.is_empty()).then(|| {
+            crate::gateway::Gateway::start(mcp_servers, dispatcher.tools().clone(), vault.clone())
+        });
         Ok(Engine {
             store,
             vault,
             dispatcher,
+            gateway,
         })
     }
 }
@@ -224,6 +272,7 @@ pub struct Engine {
     store: Arc<Store>,
     vault: Option<Arc<Vault>>,
     dispatcher: Arc<Dispatcher>,
+    gateway: Option<Arc<crate::gateway::Gateway>>,
 }
 
 impl Engine {
@@ -251,6 +300,24 @@ impl Engine {
     /// The vault, when a key was given.
     pub fn vault(&self) -> Option<&Arc<Vault>> {
         self.vault.as_ref()
+    }
+
+    /// The upstream MCP servers' connections, when any are configured.
+    pub fn gateway(&self) -> Option<&Arc<crate::gateway::Gateway>> {
+        self.gateway.as_ref()
+    }
+
+    /// The result of a harness-run tool's call (see [`Dispatcher::post_result`]).
+    pub async fn post_result(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        call_id: &str,
+        result: Result<serde_json::Value, String>,
+    ) -> Result<CallOutcome, crate::dispatch::PostResultError> {
+        self.dispatcher
+            .post_result(agent, session, call_id, result)
+            .await
     }
 
     /// What the model is shown this turn: the eager prefix, the bodies triggered by `message`,
@@ -361,6 +428,9 @@ impl Engine {
 
     /// Store every event recorded so far and close the store.
     pub async fn close(self) {
+        if let Some(g) = &self.gateway {
+            g.shutdown().await;
+        }
         self.dispatcher.flush().await;
         self.store.close().await;
     }

@@ -32,6 +32,7 @@ mod envelope;
 pub mod eval;
 mod events;
 pub mod files;
+pub mod gateway;
 mod lang;
 mod rank;
 pub mod redact;

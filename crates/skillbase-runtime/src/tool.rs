@@ -55,6 +55,77 @@ pub struct ToolDecl {
     /// whether it may be detached, and which turn cadences offer it.
     #[serde(default)]
     pub cost: Cost,
+    /// Who executes the tool: `skillbase` (default: a handler in this process: an embedder's,
+    /// an upstream MCP server's, an `http` request) or `harness` (the platform runs it itself:
+    /// the dispatcher authorizes each call, returns its id, and takes the result the harness
+    /// posts back for redaction, caps, recording and run accounting).
+    #[serde(default, skip_serializing_if = "Runs::is_skillbase")]
+    pub runs: Runs,
+    /// The tool is one HTTP request (see [`crate::gateway::HttpSpec`]): made by `web_fetch`'s
+    /// client, under the call's destination policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<crate::gateway::HttpSpec>,
+}
+
+impl Default for ToolDecl {
+    /// An immediate tool of no class with no arguments: fill in `name`, `description`, `class`.
+    fn default() -> ToolDecl {
+        ToolDecl {
+            name: String::new(),
+            description: String::new(),
+            parameters: empty_object_schema(),
+            returns: None,
+            class: String::new(),
+            permissions: Vec::new(),
+            cost: Cost::default(),
+            runs: Runs::default(),
+            http: None,
+        }
+    }
+}
+
+/// Who executes a tool's calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runs {
+    /// A handler in this process.
+    #[default]
+    Skillbase,
+    /// The harness: authorized here, executed there, its result posted back.
+    Harness,
+}
+
+impl Runs {
+    fn is_skillbase(&self) -> bool {
+        *self == Runs::Skillbase
+    }
+}
+
+/// Where a registered tool comes from (what `skillbase tools` shows as its source).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolSource {
+    /// A `[[tools]]` entry of `skillbase.toml` (declared; runnable when a handler is attached,
+    /// it `runs = "harness"`, or it is an `http` tool).
+    Config,
+    /// Registered by the program embedding the engine, with its handler.
+    Embedder,
+    /// A tool of an upstream MCP server (`[mcp_servers.<server>]`).
+    Mcp {
+        /// The server's name in the configuration.
+        server: String,
+        /// The tool's name on that server.
+        tool: String,
+    },
+}
+
+/// Whether a tool can run right now (an upstream server may be down).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Availability {
+    /// Calls go through.
+    Ready,
+    /// Calls are refused with [`Rule::ToolUnavailable`] and this reason (for the model).
+    Unavailable(String),
 }
 
 fn empty_object_schema() -> serde_json::Value {
@@ -101,6 +172,8 @@ pub enum Failure {
     Invalid,
     /// The store failed.
     Internal,
+    /// An upstream server answered with an error, or its connection failed during the call.
+    Upstream,
 }
 
 impl ToolError {
@@ -148,6 +221,12 @@ pub trait ToolHandler: Send + Sync {
     /// Run one call. `args` already passed the tool's parameters schema and the call passed
     /// the capability gate; vault values and destinations go through `ctx`'s checks.
     fn call(&self, ctx: CallContext, args: serde_json::Value) -> ToolFuture;
+
+    /// Whether calls can run now; checked at the handler stage, before the call's bounds are
+    /// taken. A handler whose backend can go away (an upstream MCP server) says so here.
+    fn availability(&self) -> Availability {
+        Availability::Ready
+    }
 }
 
 impl<F> ToolHandler for F
@@ -245,13 +324,19 @@ pub struct RegisteredTool {
     /// `decl.parameters` compiled at registration; every call's arguments are checked with it.
     pub validator: jsonschema::Validator,
     /// What runs the tool; `None` for a declared-only tool, whose calls are refused with
-    /// `no_handler`.
+    /// `no_handler` (and for a harness-run tool, which the harness executes).
     pub handler: Option<Arc<dyn ToolHandler>>,
+    /// Where the tool comes from.
+    pub source: ToolSource,
+    /// The offered entry's id: `tool:<name>`, or `tool:<server>/<name>` for an upstream tool.
+    pub id: String,
 }
 
-/// The tools an install declares (the operator's `[[tools]]` and an embedder's own), by name;
-/// an agent is offered one only while its class is granted.
-#[derive(Default)]
+/// The tools an install declares (the operator's `[[tools]]`, an embedder's own, and the tools
+/// of upstream MCP servers), by wire name; an agent is offered one only while its class is
+/// granted. Cheap to clone (the tools are shared): the dispatcher swaps in a new registry when
+/// an upstream server's tool list changes.
+#[derive(Default, Clone)]
 pub struct Registry {
     tools: HashMap<String, Arc<RegisteredTool>>,
 }
@@ -281,6 +366,14 @@ pub enum RegistryError {
     /// The name is a built-in tool's ([`Builtin`]); built-ins are not in the registry.
     #[error("tool '{0}': the name is one of Skillbase's built-in tools; choose another")]
     Reserved(String),
+    /// The `http` table is not a request Skillbase can make, or contradicts `runs`.
+    #[error("tool '{name}': {message}")]
+    BadHttp {
+        /// The tool whose declaration was refused.
+        name: String,
+        /// What to fix.
+        message: String,
+    },
 }
 
 fn valid_tool_name(n: &str) -> bool {
@@ -303,6 +396,23 @@ impl Registry {
         decl: ToolDecl,
         handler: Option<Arc<dyn ToolHandler>>,
     ) -> Result<(), RegistryError> {
+        let source = if handler.is_some() {
+            ToolSource::Embedder
+        } else {
+            ToolSource::Config
+        };
+        let id = format!("tool:{}", decl.name);
+        self.register_from(decl, handler, source, id)
+    }
+
+    /// Register a tool with its source and offered id (the gateway's tools).
+    pub fn register_from(
+        &mut self,
+        decl: ToolDecl,
+        handler: Option<Arc<dyn ToolHandler>>,
+        source: ToolSource,
+        id: String,
+    ) -> Result<(), RegistryError> {
         if !valid_tool_name(&decl.name) {
             return Err(RegistryError::BadName(decl.name));
         }
@@ -315,6 +425,18 @@ impl Registry {
         if self.tools.contains_key(&decl.name) {
             return Err(RegistryError::Duplicate(decl.name));
         }
+        if let Some(h) = &decl.http {
+            let bad = |message: String| RegistryError::BadHttp {
+                name: decl.name.clone(),
+                message,
+            };
+            if decl.runs == Runs::Harness {
+                return Err(bad(
+                    "an `http` tool is run by Skillbase; drop `runs = \"harness\"` or the `http` table".into(),
+                ));
+            }
+            h.check().map_err(bad)?;
+        }
         let validator =
             jsonschema::validator_for(&decl.parameters).map_err(|e| RegistryError::BadSchema {
                 name: decl.name.clone(),
@@ -326,9 +448,22 @@ impl Registry {
                 decl,
                 validator,
                 handler,
+                source,
+                id,
             }),
         );
         Ok(())
+    }
+
+    /// Drop every tool of upstream server `server` (before its new list is registered).
+    pub fn remove_server(&mut self, server: &str) {
+        self.tools
+            .retain(|_, t| !matches!(&t.source, ToolSource::Mcp { server: s, .. } if s == server));
+    }
+
+    /// Whether a wire name is taken (by a registered tool or a built-in).
+    pub fn is_taken(&self, name: &str) -> bool {
+        self.tools.contains_key(name) || Builtin::from_name(name).is_some()
     }
 
     /// Attach or replace the handler of a declared tool.
@@ -340,6 +475,8 @@ impl Registry {
                     validator: jsonschema::validator_for(&t.decl.parameters)
                         .expect("compiled once already"),
                     handler: Some(handler),
+                    source: t.source.clone(),
+                    id: t.id.clone(),
                 });
                 self.tools.insert(name.to_owned(), t);
                 true
@@ -383,4 +520,49 @@ pub fn decls_from_toml(text: &str) -> Result<Vec<ToolDecl>, String> {
     }
     let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
     Ok(f.tools)
+}
+
+/// The registry in force. Swapped whole (copy on write) when an upstream server's tools change,
+/// so a call or a turn always reads one consistent registry; each swap ticks
+/// [`ToolTable::subscribe`] (a server sends `tools/list_changed` to its clients from it).
+pub struct ToolTable {
+    current: arc_swap::ArcSwap<Registry>,
+    write: Mutex<()>,
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl ToolTable {
+    /// A table holding `registry`.
+    pub fn new(registry: Registry) -> ToolTable {
+        ToolTable {
+            current: arc_swap::ArcSwap::from_pointee(registry),
+            write: Mutex::new(()),
+            changed: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// The registry now.
+    pub fn current(&self) -> Arc<Registry> {
+        self.current.load_full()
+    }
+
+    /// How many times the registry was replaced (what the offered-set cache is keyed by).
+    pub fn generation(&self) -> u64 {
+        *self.changed.borrow()
+    }
+
+    /// Change the registry: `f` edits a copy, which then replaces it (writers are serialized).
+    pub fn update<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
+        let _w = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = (*self.current.load_full()).clone();
+        let out = f(&mut next);
+        self.current.store(Arc::new(next));
+        self.changed.send_modify(|g| *g += 1);
+        out
+    }
+
+    /// Ticks after every change of the registry.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
 }

@@ -115,6 +115,7 @@ pub fn declaration() -> ToolDecl {
         class: NAME.into(),
         permissions: vec![Permission::Network],
         cost: Cost::Seconds,
+        ..ToolDecl::default()
     }
 }
 
@@ -193,7 +194,7 @@ impl WebFetch {
         }
     }
 
-    fn client(&self) -> Result<reqwest::Client, ToolError> {
+    pub(crate) fn client(&self) -> Result<reqwest::Client, ToolError> {
         self.client
             .get_or_init(|| build_client(&self.config, self.lookup.clone()))
             .clone()
@@ -229,6 +230,13 @@ impl ToolHandler for WebFetch {
         let client = self.client();
         let max_redirects = self.config.max_redirects;
         Box::pin(async move { fetch(client?, max_redirects, ctx, args).await })
+    }
+}
+
+impl WebFetch {
+    /// Redirect hops this client follows.
+    pub(crate) fn max_redirects(&self) -> usize {
+        self.config.max_redirects
     }
 }
 
@@ -462,7 +470,7 @@ fn credential_header(name: &HeaderName) -> bool {
     matches!(name.as_str(), "authorization" | "cookie")
 }
 
-fn header_name(name: &str) -> Result<HeaderName, ToolError> {
+pub(crate) fn header_name(name: &str) -> Result<HeaderName, ToolError> {
     let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
         // Input is not quoted back (see `Rule::NotOffered`).
         ToolError::new("a header name is not valid: use letters, digits and `-`")
@@ -543,7 +551,7 @@ async fn fetch(
 ) -> Result<serde_json::Value, ToolError> {
     let args: Args = serde_json::from_value(args)
         .map_err(|e| ToolError::new(format!("web_fetch arguments: {e}")))?;
-    let mut method = match args.method.as_deref().unwrap_or("GET") {
+    let method = match args.method.as_deref().unwrap_or("GET") {
         "GET" => Method::GET,
         "HEAD" => Method::HEAD,
         "POST" => Method::POST,
@@ -553,17 +561,8 @@ async fn fetch(
             ));
         }
     };
-    let mut body = args.body;
-    if let Some(b) = &body {
-        if b.len() > MAX_BODY_BYTES {
-            return Err(ToolError::new(format!(
-                "the body is {} bytes, over the {MAX_BODY_BYTES}-byte limit",
-                b.len()
-            )));
-        }
-        if method != Method::POST {
-            return Err(ToolError::new("a body can only be sent with POST"));
-        }
+    if args.body.is_some() && method != Method::POST {
+        return Err(ToolError::new("a body can only be sent with POST"));
     }
     let cap = match args.max_bytes {
         Some(0) => return Err(ToolError::new("max_bytes must be at least 1")),
@@ -572,7 +571,7 @@ async fn fetch(
             .min(ctx.max_response_bytes),
         None => ctx.max_response_bytes,
     };
-    let origin = Url::parse(&args.url)
+    let url = Url::parse(&args.url)
         .map_err(|e| ToolError::new(format!("`url` is not a valid URL: {e}")))?;
     let mut headers = HeaderMap::new();
     for (name, value) in &args.headers {
@@ -581,33 +580,87 @@ async fn fetch(
             .map_err(|_| ToolError::new("a header value is not valid (visible ASCII only)"))?;
         headers.insert(n, v);
     }
+    let mut auth = Vec::new();
+    if let Some(a) = &args.auth {
+        let prefix = if a.scheme.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", a.scheme)
+        };
+        auth.push((header_name(&a.header)?, a.vault.clone(), prefix));
+    }
+    let request = Request {
+        method,
+        url,
+        headers,
+        body: args.body.map(String::into_bytes),
+        auth,
+        cap,
+    };
+    execute(&client, max_redirects, &ctx, request).await
+}
+
+/// One request as `web_fetch` makes it (also what an `http` tool sends).
+pub(crate) struct Request {
+    /// The method (a body goes with any method but GET and HEAD).
+    pub method: Method,
+    /// Where it goes first.
+    pub url: Url,
+    /// Headers set by the caller (never the reserved ones).
+    pub headers: HeaderMap,
+    /// The body, at most [`MAX_BODY_BYTES`].
+    pub body: Option<Vec<u8>>,
+    /// Headers whose value is a vault entry: (header, entry, text before the value); resolved
+    /// through the call's envelope, sent only to the original origin.
+    pub auth: Vec<(HeaderName, String, String)>,
+    /// Most body bytes returned.
+    pub cap: usize,
+}
+
+/// Make `request` under the call's destination policy, following redirects by hand.
+pub(crate) async fn execute(
+    client: &reqwest::Client,
+    max_redirects: usize,
+    ctx: &CallContext,
+    request: Request,
+) -> Result<serde_json::Value, ToolError> {
+    let Request {
+        mut method,
+        url: origin,
+        headers,
+        mut body,
+        auth: auth_spec,
+        cap,
+    } = request;
+    if let Some(b) = &body
+        && b.len() > MAX_BODY_BYTES
+    {
+        return Err(ToolError::new(format!(
+            "the body is {} bytes, over the {MAX_BODY_BYTES}-byte limit",
+            b.len()
+        )));
+    }
     let r = ctx.redactor();
     let r = &*r;
     // Check the first destination before touching the vault: a refused URL resolves nothing.
-    check_destination(&origin, &ctx.hosts_allowed, r).map_err(|m| refuse(&ctx, m))?;
-    let auth = match &args.auth {
-        None => None,
-        Some(a) => {
-            let name = header_name(&a.header)?;
-            let secret = ctx.secret(&a.vault)?;
-            let mut raw = Vec::with_capacity(a.scheme.len() + 1 + secret.expose().len());
-            if !a.scheme.is_empty() {
-                raw.extend_from_slice(a.scheme.as_bytes());
-                raw.push(b' ');
-            }
-            raw.extend_from_slice(secret.expose());
-            let value = HeaderValue::from_bytes(&raw);
-            zeroize::Zeroize::zeroize(&mut raw);
-            let mut value = value.map_err(|_| {
-                ToolError::new(format!(
-                    "vault entry '{}' cannot be sent as a header value",
-                    a.vault
-                ))
-            })?;
-            value.set_sensitive(true);
-            Some((name, value))
-        }
-    };
+    check_destination(&origin, &ctx.hosts_allowed, r).map_err(|m| refuse(ctx, m))?;
+    let mut auth = Vec::with_capacity(auth_spec.len());
+    for (name, vault, prefix) in &auth_spec {
+        let secret = ctx.secret(vault)?;
+        let mut raw = Vec::with_capacity(prefix.len() + secret.expose().len());
+        raw.extend_from_slice(prefix.as_bytes());
+        raw.extend_from_slice(secret.expose());
+        let value = HeaderValue::from_bytes(&raw);
+        zeroize::Zeroize::zeroize(&mut raw);
+        let mut value = value.map_err(|_| {
+            ToolError::new(format!(
+                "vault entry '{vault}' cannot be sent as a header value"
+            ))
+        })?;
+        value.set_sensitive(true);
+        auth.push((name.clone(), value));
+    }
+    let ctx = ctx.clone();
 
     let deadline = tokio::time::Instant::now() + ctx.deadline;
     let run = async {
@@ -634,8 +687,10 @@ async fn fetch(
             if !same_origin {
                 strip_credentials(&mut hop_headers);
             }
-            if same_origin && let Some((n, v)) = &auth {
-                hop_headers.insert(n.clone(), v.clone());
+            if same_origin {
+                for (n, v) in &auth {
+                    hop_headers.insert(n.clone(), v.clone());
+                }
             }
             let shown = short_url(r, &url);
             tracing::debug!(call = %ctx.call_id, method = %method, url = %shown, hop = hops, "web_fetch");

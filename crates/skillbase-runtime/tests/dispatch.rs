@@ -170,6 +170,7 @@ fn decl(
         class: class.into(),
         permissions,
         cost,
+        ..ToolDecl::default()
     }
 }
 

@@ -7,5 +7,6 @@ mod common;
 mod dispatch;
 mod doctor;
 mod eval;
+mod gateway;
 mod semantic;
 mod turn;

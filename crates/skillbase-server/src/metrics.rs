@@ -149,7 +149,7 @@ impl Metrics {
     pub fn call(&self, outcome: &CallOutcome) {
         let i = match outcome {
             CallOutcome::Done { .. } => 0,
-            CallOutcome::Started { .. } => 1,
+            CallOutcome::Started { .. } | CallOutcome::Authorized { .. } => 1,
             CallOutcome::Refused { .. } => 2,
             CallOutcome::Failed { .. } => 3,
         };

@@ -43,6 +43,13 @@ pub struct Config {
     /// The semantic ranking stage (`[semantic]`), read by the runtime.
     #[serde(default)]
     pub semantic: Option<toml::Table>,
+    /// Upstream MCP servers (`[mcp_servers.<name>]`), read by the runtime's gateway.
+    #[serde(default)]
+    pub mcp_servers: toml::Table,
+    /// The folder the file was read from (set by [`Config::load`]): relative paths in the
+    /// tables the runtime reads (an upstream's `cwd`) are relative to it.
+    #[serde(skip)]
+    pub folder: Option<std::path::PathBuf>,
     /// The `[retention]` table as written (read into [`Config::retention`]).
     #[serde(default, rename = "retention")]
     retention_table: Option<toml::Table>,
@@ -84,6 +91,7 @@ impl Config {
             _ => Path::new("."),
         };
         let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+        config.folder = Some(folder.clone());
         for (name, agent) in config.agents.iter_mut() {
             for p in &mut agent.prompts {
                 if let Prompt::Path(file) = p

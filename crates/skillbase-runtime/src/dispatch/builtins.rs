@@ -205,6 +205,7 @@ impl Builtin {
             class: self.class().into(),
             permissions: vec![Permission::None],
             cost: Cost::Immediate,
+            ..ToolDecl::default()
         }
     }
 
@@ -219,8 +220,10 @@ impl Builtin {
                     RegisteredTool {
                         validator: jsonschema::validator_for(&decl.parameters)
                             .expect("built-in schemas compile (tested)"),
+                        id: format!("tool:{}", decl.name),
                         decl,
                         handler: None,
+                        source: crate::tool::ToolSource::Config,
                     }
                 })
                 .collect()

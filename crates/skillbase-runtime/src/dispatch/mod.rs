@@ -39,7 +39,10 @@ pub use crate::envelope::Envelope;
 use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::runtime::{Runtime, RuntimeError};
-use crate::tool::{CallContext, Permission, RegisteredTool, Registry, timeout_for};
+use crate::tool::{
+    Availability, CallContext, Permission, RegisteredTool, Registry, Runs, ToolError, ToolTable,
+    timeout_for,
+};
 use crate::vault::Vault;
 use offer::{OfferedCache, Target};
 pub(crate) use outcome::schema_problem;
@@ -56,7 +59,7 @@ use tokio::sync::{Semaphore, watch};
 pub struct Dispatcher {
     /// The runtime whose views and session cache every turn, load and call goes through.
     pub runtime: Arc<Runtime>,
-    registry: Arc<Registry>,
+    registry: Arc<ToolTable>,
     vault: Option<Arc<Vault>>,
     /// Per agent: the limit its semaphore was made for, and the semaphore.
     inflight: Mutex<HashMap<AgentName, (u32, Arc<Semaphore>)>>,
@@ -64,6 +67,26 @@ pub struct Dispatcher {
     next_id: std::sync::atomic::AtomicU64,
     events: EventSink,
     offered_cache: Mutex<OfferedCache>,
+    /// Harness-run calls authorized and not yet answered: call id → who may answer, and where.
+    harness: Arc<Mutex<HashMap<String, PendingHarness>>>,
+}
+
+/// A harness-run call waiting for its result.
+struct PendingHarness {
+    agent: AgentName,
+    session: String,
+    tx: tokio::sync::oneshot::Sender<Result<serde_json::Value, ToolError>>,
+}
+
+/// Why a posted harness result was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PostResultError {
+    /// No harness-run call of this id awaits a result from this agent and session: it was
+    /// never authorized, its result was already posted, or its time ran out.
+    #[error(
+        "no harness-run call with this id awaits a result in this session (never authorized, already answered, or past its time limit)"
+    )]
+    NotAwaiting,
 }
 
 /// Detached results kept in memory; beyond this, finished ones nobody collected are dropped
@@ -77,17 +100,24 @@ impl Dispatcher {
             events: EventSink::start(runtime.store.clone()),
             offered_cache: Mutex::new(HashMap::new()),
             runtime,
-            registry: Arc::new(registry),
+            registry: Arc::new(ToolTable::new(registry)),
             vault,
+            harness: Arc::new(Mutex::new(HashMap::new())),
             inflight: Mutex::new(HashMap::new()),
             results: Mutex::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(1),
         }
     }
 
-    /// The tools registered by the operator and the harness (the built-ins are
-    /// [`Builtin::ALL`]).
-    pub fn registry(&self) -> &Registry {
+    /// The tools registered by the operator and the harness, and those of upstream MCP
+    /// servers, as they are now (the built-ins are [`Builtin::ALL`]).
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.current()
+    }
+
+    /// The live registry: the gateway replaces an upstream server's tools through it, and a
+    /// server listens to it for `tools/list_changed`.
+    pub fn tools(&self) -> &Arc<ToolTable> {
         &self.registry
     }
 
@@ -219,6 +249,11 @@ impl Dispatcher {
                 data.insert("arguments".into(), safe_args);
                 "call_started"
             }
+            CallOutcome::Authorized { .. } => {
+                data.insert("arguments".into(), safe_args);
+                data.insert("runs".into(), Value::String("harness".into()));
+                "call_started"
+            }
             CallOutcome::Done {
                 tokens, truncated, ..
             } => {
@@ -307,13 +342,7 @@ impl Dispatcher {
                     .await;
             }
             Target::Builtin(b) => (b.tool(), Some(*b), None),
-            Target::Tool(name) => {
-                let t = self
-                    .registry
-                    .get(name)
-                    .expect("offered tools are registered");
-                (t, None, Some(t))
-            }
+            Target::Tool(t) => (t, None, Some(t)),
         };
         let d = &tool.decl;
         // 2. Arguments.
@@ -384,17 +413,28 @@ impl Dispatcher {
             return Box::pin(b.run(&call, args)).await;
         }
         let tool = registered.expect("not a built-in: registered").clone();
-        // 4. Handler lookup.
-        let Some(handler) = tool.handler.clone() else {
-            return refuse(
-                Rule::NoHandler,
-                format!(
-                    "tool '{}' is declared but has no handler in this process",
-                    d.name
-                ),
-            );
+        // 4. Handler lookup: a harness-run tool has none here (the harness runs it); any other
+        // needs one that can take calls now.
+        let harness = d.runs == Runs::Harness;
+        let handler = match tool.handler.clone() {
+            _ if harness => None,
+            None => {
+                return refuse(
+                    Rule::NoHandler,
+                    format!(
+                        "tool '{}' is declared but has no handler in this process",
+                        d.name
+                    ),
+                );
+            }
+            Some(h) => {
+                if let Availability::Unavailable(why) = h.availability() {
+                    return refuse(Rule::ToolUnavailable, why);
+                }
+                Some(h)
+            }
         };
-        if mode == CallMode::Detach && d.cost == Cost::Immediate {
+        if !harness && mode == CallMode::Detach && d.cost == Cost::Immediate {
             return refuse(
                 Rule::CannotDetach,
                 format!("'{}' is immediate; call it without detaching", d.name),
@@ -457,16 +497,43 @@ impl Dispatcher {
         let run_id = run.as_ref().map(|r| r.id);
         let failure_threshold = a.config.policies.failure_threshold;
         let refusals = ctx.refusals.clone();
-        let dispatcher_call = Box::pin(run_tool(
-            handler,
-            tool.clone(),
-            ctx,
-            args.clone(),
-            redactor.clone(),
-            max_tokens,
-            call_id.to_owned(),
-        ));
-        if mode == CallMode::Detach && d.cost != Cost::Immediate {
+        let dispatcher_call: std::pin::Pin<
+            Box<dyn std::future::Future<Output = CallOutcome> + Send>,
+        > = match handler {
+            Some(handler) => Box::pin(run_tool(
+                handler,
+                tool.clone(),
+                ctx,
+                args.clone(),
+                redactor.clone(),
+                max_tokens,
+                call_id.to_owned(),
+            )),
+            None => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                self.harness
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(
+                        call_id.to_owned(),
+                        PendingHarness {
+                            agent: agent.clone(),
+                            session: session.to_owned(),
+                            tx,
+                        },
+                    );
+                Box::pin(harness_result(
+                    rx,
+                    self.harness.clone(),
+                    tool.clone(),
+                    ctx.deadline,
+                    redactor.clone(),
+                    max_tokens,
+                    call_id.to_owned(),
+                ))
+            }
+        };
+        if harness || (mode == CallMode::Detach && d.cost != Cost::Immediate) {
             let (tx, rx) = watch::channel(None);
             {
                 let mut results = self.results.lock().unwrap_or_else(|p| p.into_inner());
@@ -513,6 +580,12 @@ impl Dispatcher {
                     .await;
                 let _ = tx.send(Some(outcome));
             });
+            if harness {
+                return Ok(CallOutcome::Authorized {
+                    call_id: call_id.to_owned(),
+                    tool: d.name.clone(),
+                });
+            }
             return Ok(CallOutcome::Started {
                 call_id: call_id.to_owned(),
             });
@@ -535,6 +608,37 @@ impl Dispatcher {
         }
         .finish(outcome, &refusals)
         .await)
+    }
+
+    /// The result of a harness-run call, posted by the harness (`Ok`: the tool's value; `Err`:
+    /// its failure message): redacted, capped to the agent's `max_result_tokens`, recorded as
+    /// the call's `call_finished` event, counted in the driving skill's run like any call, and
+    /// returned as the call's outcome. Only the agent and session the call was authorized for
+    /// may post it, once, within the tool's cost-class limit.
+    pub async fn post_result(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        call_id: &str,
+        result: Result<serde_json::Value, String>,
+    ) -> Result<CallOutcome, PostResultError> {
+        let pending = {
+            let mut m = self.harness.lock().unwrap_or_else(|p| p.into_inner());
+            match m.get(call_id) {
+                Some(p) if p.agent == *agent && p.session == session => m.remove(call_id),
+                _ => None,
+            }
+        };
+        let Some(p) = pending else {
+            return Err(PostResultError::NotAwaiting);
+        };
+        if p.tx.send(result.map_err(ToolError::new)).is_err() {
+            return Err(PostResultError::NotAwaiting);
+        }
+        // The call's task redacts, caps and records it; its outcome arrives here.
+        self.wait(call_id, std::time::Duration::from_secs(30))
+            .await
+            .ok_or(PostResultError::NotAwaiting)
     }
 
     /// Wait for a detached call's outcome (up to `timeout`).
@@ -600,5 +704,46 @@ async fn run_tool(
             from_tool_result(&call_id, Err(e), &redactor, max_tokens)
         }
         Ok(res) => from_tool_result(&call_id, res, &redactor, max_tokens),
+    }
+}
+
+/// A harness-run call: wait for the harness's result until the tool's limit.
+async fn harness_result(
+    rx: tokio::sync::oneshot::Receiver<Result<serde_json::Value, ToolError>>,
+    pending: Arc<Mutex<HashMap<String, PendingHarness>>>,
+    tool: Arc<RegisteredTool>,
+    deadline: std::time::Duration,
+    redactor: Arc<Redactor>,
+    max_tokens: u32,
+    call_id: String,
+) -> CallOutcome {
+    match tokio::time::timeout(deadline, rx).await {
+        Ok(Ok(res)) => from_tool_result(&call_id, res, &redactor, max_tokens),
+        Ok(Err(_)) => CallOutcome::Failed {
+            call_id,
+            message: format!(
+                "'{}': the call was abandoned before its result",
+                tool.decl.name
+            ),
+            rule: None,
+            failure: None,
+        },
+        Err(_) => {
+            pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&call_id);
+            CallOutcome::Failed {
+                message: format!(
+                    "the harness posted no result for '{}' within its {} s limit ({} class)",
+                    tool.decl.name,
+                    deadline.as_secs(),
+                    tool.decl.cost
+                ),
+                call_id,
+                rule: Some(Rule::Timeout),
+                failure: None,
+            }
+        }
     }
 }

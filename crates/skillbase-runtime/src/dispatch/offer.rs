@@ -8,6 +8,7 @@ use super::Dispatcher;
 use super::builtins::{ACTIVATION_CLASS, Builtin};
 use crate::envelope::Envelope;
 use crate::runtime::RuntimeError;
+use crate::tool::{RegisteredTool, ToolSource};
 use serde::Serialize;
 use skillbase_format::Cost;
 use skillbase_store::{Agent, AgentName};
@@ -46,14 +47,36 @@ pub struct OfferedEntry {
 }
 
 /// What an offered entry runs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub(super) enum Target {
     /// One of the runtime's own tools.
     Builtin(Builtin),
-    /// A registered tool, by name.
-    Tool(String),
+    /// A registered tool, as the registry held it when the set was built (a call keeps using
+    /// it even if an upstream's list changes meanwhile).
+    Tool(Arc<RegisteredTool>),
     /// A skill with inputs, by name.
     Skill(String),
+}
+
+impl PartialEq for Target {
+    fn eq(&self, other: &Target) -> bool {
+        match (self, other) {
+            (Target::Builtin(a), Target::Builtin(b)) => a == b,
+            (Target::Tool(a), Target::Tool(b)) => Arc::ptr_eq(a, b),
+            (Target::Skill(a), Target::Skill(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Builtin(b) => write!(f, "Builtin({})", b.name()),
+            Target::Tool(t) => write!(f, "Tool({})", t.decl.name),
+            Target::Skill(s) => write!(f, "Skill({s})"),
+        }
+    }
 }
 
 /// What a turn offers, and what was withheld.
@@ -91,6 +114,7 @@ impl OfferedSet {
 pub(super) struct Offer {
     generation: u64,
     version: i64,
+    tools: u64,
     pub(super) set: Arc<OfferedSet>,
     pub(super) vault: Arc<Vec<String>>,
     pub(super) hosts: Arc<Vec<String>>,
@@ -120,6 +144,7 @@ impl Dispatcher {
     ) -> Result<(Arc<Agent>, Offer), RuntimeError> {
         let a = self.agent(agent)?;
         let generation = self.runtime.store.index().generation;
+        let tools = self.registry.generation();
         if let Some(offer) = self
             .offered_cache
             .lock()
@@ -127,6 +152,7 @@ impl Dispatcher {
             .get(agent)
             && offer.generation == generation
             && offer.version == a.version
+            && offer.tools == tools
         {
             return Ok((a, offer.clone()));
         }
@@ -163,21 +189,25 @@ impl Dispatcher {
                 target: Target::Builtin(b),
             });
         }
-        for t in self.registry.all() {
+        let registry = self.registry.current();
+        for t in registry.all() {
             let d = &t.decl;
             if !Envelope::for_call(&a, None).class_granted(&d.class) {
                 set.withheld.push(d.name.clone());
                 continue;
             }
             set.entries.push(OfferedEntry {
-                id: format!("tool:{}", d.name),
+                id: t.id.clone(),
                 wire_name: d.name.clone(),
                 kind: EntryKind::Tool,
-                author: "operator".into(),
+                author: match &t.source {
+                    ToolSource::Mcp { server, .. } => format!("mcp:{server}"),
+                    _ => "operator".into(),
+                },
                 description: d.description.clone(),
                 parameters: d.parameters.clone(),
                 cost: d.cost,
-                target: Target::Tool(d.name.clone()),
+                target: Target::Tool(t.clone()),
             });
         }
         for (i, s) in view.skills.iter().enumerate() {
@@ -231,6 +261,7 @@ impl Dispatcher {
         let offer = Offer {
             generation: view.generation,
             version: a.version,
+            tools,
             set: Arc::new(set),
             vault: Arc::new(Envelope::for_call(&a, None).vault()),
             hosts: Arc::new(Envelope::for_call(&a, None).hosts()),

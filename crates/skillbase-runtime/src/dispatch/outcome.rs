@@ -38,6 +38,9 @@ pub enum Rule {
     /// An authoring tool was asked for a skill declaring capabilities the agent is not granted
     /// (and the install does not hold such skills for review).
     CapabilitiesNotGranted,
+    /// The tool's backend cannot take calls now (its upstream MCP server is down or still
+    /// connecting); the call did not start.
+    ToolUnavailable,
 }
 
 impl Rule {
@@ -58,6 +61,7 @@ impl Rule {
             Rule::VaultNotAllowed => "vault_not_allowed",
             Rule::DestinationNotAllowed => "destination_not_allowed",
             Rule::CapabilitiesNotGranted => "capabilities_not_granted",
+            Rule::ToolUnavailable => "tool_unavailable",
         }
     }
 }
@@ -84,6 +88,14 @@ pub enum CallOutcome {
     Started {
         /// The id to pass to [`Dispatcher::wait`](super::Dispatcher::wait) and to find the `call_finished` event by.
         call_id: String,
+    },
+    /// A harness-run tool's call passed every stage: the harness executes it and posts the
+    /// result (`Dispatcher::post_result`) within the tool's cost-class limit.
+    Authorized {
+        /// The id to post the result under.
+        call_id: String,
+        /// The tool the harness is to run (its declared name).
+        tool: String,
     },
     /// The call was refused: by a stage before the tool ran, or inside the tool (a vault entry
     /// or destination outside the envelope) when that refusal stopped it.
@@ -116,6 +128,7 @@ impl CallOutcome {
         match self {
             CallOutcome::Done { call_id, .. }
             | CallOutcome::Started { call_id }
+            | CallOutcome::Authorized { call_id, .. }
             | CallOutcome::Refused { call_id, .. }
             | CallOutcome::Failed { call_id, .. } => call_id,
         }
@@ -130,6 +143,9 @@ impl CallOutcome {
             },
             CallOutcome::Started { call_id } => {
                 format!("started as call {call_id}; the result will arrive as an event")
+            }
+            CallOutcome::Authorized { call_id, tool } => {
+                format!("authorized as call {call_id}; the harness runs '{tool}'")
             }
             CallOutcome::Refused { rule, message, .. } => {
                 format!("refused ({}): {message}", rule.as_str())

@@ -494,7 +494,9 @@ async fn call_tool(
     state.metrics.call(&outcome);
     let text = vec![ContentBlock::text(outcome.for_model())];
     Ok(match outcome {
-        CallOutcome::Done { .. } | CallOutcome::Started { .. } => CallToolResult::success(text),
+        CallOutcome::Done { .. } | CallOutcome::Started { .. } | CallOutcome::Authorized { .. } => {
+            CallToolResult::success(text)
+        }
         CallOutcome::Refused { .. } | CallOutcome::Failed { .. } => CallToolResult::error(text),
     }
     .into())
@@ -1005,12 +1007,16 @@ async fn watch_changes(
 ) {
     let mut rx = state.store.subscribe();
     rx.borrow_and_update();
+    // The registry changes too: an upstream MCP server's tools come, go or change.
+    let mut tools = state.dispatcher.tools().subscribe();
+    tools.borrow_and_update();
     let mut last = Seen::of(&state, &agent);
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = state.shutdown.cancelled() => return,
             r = rx.changed() => if r.is_err() { return },
+            r = tools.changed() => if r.is_err() { return },
         }
         let now = Seen::of(&state, &agent);
         let (resources, tools) = (now.resources != last.resources, now.tools != last.tools);

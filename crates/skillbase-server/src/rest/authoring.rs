@@ -79,9 +79,11 @@ impl<'a> Authoring<'a> {
             CallOutcome::Failed {
                 message, failure, ..
             } => Err(self.failure(name, failure, message)),
-            CallOutcome::Started { call_id } => Err(ApiError::internal(format!(
-                "authoring tool {tool} was started apart ({call_id}); it should run at once"
-            ))),
+            CallOutcome::Started { call_id } | CallOutcome::Authorized { call_id, .. } => {
+                Err(ApiError::internal(format!(
+                    "authoring tool {tool} was started apart ({call_id}); it should run at once"
+                )))
+            }
         }
     }
 
@@ -102,7 +104,7 @@ impl<'a> Authoring<'a> {
             Some(Failure::NotFound) => hidden(name),
             Some(Failure::NoRevision) => ApiError::not_found(message),
             Some(Failure::Conflict) => ApiError::conflict(message),
-            Some(Failure::Internal) => ApiError::internal(message),
+            Some(Failure::Internal | Failure::Upstream) => ApiError::internal(message),
             Some(Failure::Invalid) | None => unprocessable("invalid-skill", message),
         }
     }

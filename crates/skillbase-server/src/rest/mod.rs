@@ -11,6 +11,7 @@ mod extract;
 mod sessions;
 mod skills;
 mod tokens;
+mod tools;
 mod vault;
 
 pub use authoring::{REST_SESSION_PREFIX, SESSION_HEADER};
@@ -85,6 +86,7 @@ fn table(limits: BodyLimits) -> Vec<Route> {
         (Method::PUT, "/agents/{name}", put(agents::put)),
         (Method::POST, "/agents/{name}/eval", post(agents::eval)),
         (Method::GET, "/doctor", get(doctor::report)),
+        (Method::GET, "/tools", get(tools::list)),
         (Method::GET, "/vault", get(vault::list)),
         (Method::PUT, "/vault/{name}", put(vault::set)),
         (Method::DELETE, "/vault/{name}", delete(vault::remove)),
@@ -99,6 +101,11 @@ fn table(limits: BodyLimits) -> Vec<Route> {
             Method::GET,
             "/sessions/{id}/calls/{call_id}",
             get(sessions::call_result),
+        ),
+        (
+            Method::POST,
+            "/sessions/{id}/calls/{call_id}/result",
+            post(sessions::post_result),
         ),
         (Method::GET, "/sessions/{id}/events", get(sessions::events)),
         (Method::GET, "/sessions/{id}/pinned", get(sessions::pinned)),
@@ -338,9 +345,11 @@ fn zip_is_binary(body: &mut serde_json::Value, schema: &serde_json::Value) {
         skills::export, skills::runs, skills::approve, skills::import, skills::approvals,
         agents::list, agents::create, agents::show, agents::put, agents::eval,
         doctor::report,
+        tools::list,
         vault::list, vault::set, vault::remove,
         tokens::list, tokens::create, tokens::revoke,
         sessions::create, sessions::show, sessions::turn, sessions::call, sessions::call_result,
+        sessions::post_result,
         sessions::events, sessions::pinned, sessions::finish,
     ),
     components(schemas(crate::error::Problem, skills::FileContent, sessions::SessionEventDoc)),
@@ -349,6 +358,7 @@ fn zip_is_binary(body: &mut serde_json::Value, schema: &serde_json::Value) {
         (name = "approvals", description = "Revisions waiting for review"),
         (name = "agents", description = "Agents: what each may see and use"),
         (name = "doctor", description = "Drift between prompts, agents and the catalog"),
+        (name = "tools", description = "Configured tools and upstream MCP servers"),
         (name = "vault", description = "Secrets, write-only"),
         (name = "tokens", description = "API tokens"),
         (name = "sessions", description = "Turns, calls and events of an agent's session"),

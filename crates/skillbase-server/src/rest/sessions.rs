@@ -173,14 +173,17 @@ pub struct CallBody {
     pub detach: bool,
 }
 
-/// A call's outcome: `status` is done, started, refused or failed.
+/// A call's outcome: `status` is done, started, authorized, refused or failed.
 #[derive(ToSchema)]
 #[schema(as = CallOutcome)]
 #[allow(dead_code)]
 pub struct CallOutcomeDoc {
-    /// done, started, refused or failed.
+    /// done, started, authorized (a harness-run tool: the harness runs it and posts the
+    /// result), refused or failed.
     status: String,
     call_id: String,
+    /// authorized: the tool the harness is to run.
+    tool: Option<String>,
     /// done: the result (capped and redacted).
     #[schema(value_type = Option<Object>)]
     result: Option<Value>,
@@ -191,7 +194,7 @@ pub struct CallOutcomeDoc {
     /// refused or failed: why.
     message: Option<String>,
     /// failed, when the tool says what kind of failure: stale, conflict, not_found,
-    /// no_revision, invalid or internal.
+    /// no_revision, invalid, internal or upstream.
     failure: Option<String>,
 }
 
@@ -411,7 +414,7 @@ pub async fn turn(
 #[utoipa::path(post, path = "/v1/sessions/{id}/calls", tag = "sessions",
     params(("id" = String, Path)), request_body = CallBody,
     responses((status = 200, description = "done, refused or failed", body = CallOutcomeDoc),
-        (status = 202, description = "started apart (detach)", body = CallOutcomeDoc),
+        (status = 202, description = "started apart (detach), or authorized for the harness to run (a `runs = \"harness\"` tool: post its result to .../calls/{call_id}/result)", body = CallOutcomeDoc),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 pub async fn call(
     State(st): State<Arc<AppState>>,
@@ -430,7 +433,10 @@ pub async fn call(
         .call(&agent, &id, &b.name, Value::Object(b.arguments), mode)
         .await?;
     st.metrics.call(&outcome);
-    let status = if matches!(outcome, CallOutcome::Started { .. }) {
+    let status = if matches!(
+        outcome,
+        CallOutcome::Started { .. } | CallOutcome::Authorized { .. }
+    ) {
         StatusCode::ACCEPTED
     } else {
         StatusCode::OK
@@ -511,6 +517,75 @@ pub async fn call_result(
         }),
     )
         .into_response())
+}
+
+/// The result of a harness-run call: exactly one of `result` (what the tool returned) and
+/// `error` (why it failed).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PostedResult {
+    /// The tool's value (any JSON); redacted and capped before anyone sees it.
+    #[schema(value_type = Option<Object>)]
+    #[serde(default, deserialize_with = "present")]
+    pub result: Option<Value>,
+    /// The tool's failure, in words for the model.
+    #[schema(max_length = 65536)]
+    pub error: Option<String>,
+}
+
+/// A present `result` is `Some` even when it is `null`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// Post the result of a harness-run tool's call (one authorized with status `authorized`):
+/// redacted, capped to the agent's `max_result_tokens`, recorded as `call_finished` and counted
+/// in the driving skill's run; the answer is the call's final outcome. A call that was not
+/// authorized in this session, already answered or past its time limit is refused (409).
+#[utoipa::path(post, path = "/v1/sessions/{id}/calls/{call_id}/result", tag = "sessions",
+    params(("id" = String, Path), ("call_id" = String, Path)), request_body = PostedResult,
+    responses((status = 200, description = "the call's outcome (done or failed)", body = CallOutcomeDoc),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "No harness-run call of this id awaits a result", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Neither or both of result and error", body = Problem, content_type = "application/problem+json")))]
+pub async fn post_result(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P((id, call_id)): P<(String, String)>,
+    Body(b): Body<PostedResult>,
+) -> ApiResult<Response> {
+    let agent = owner(&st, &p, &id).await?;
+    let posted = match (b.result, b.error) {
+        (Some(v), None) => Ok(v),
+        (None, Some(e)) if !e.is_empty() && e.len() <= 65536 => Err(e),
+        (None, Some(_)) => {
+            return Err(unprocessable(
+                "invalid-request",
+                "error: give 1-65,536 bytes saying why the tool failed",
+            ));
+        }
+        _ => {
+            return Err(unprocessable(
+                "invalid-request",
+                "give exactly one of `result` (the tool's value) and `error` (why it failed)",
+            ));
+        }
+    };
+    match st
+        .dispatcher
+        .post_result(&agent, &id, &call_id, posted)
+        .await
+    {
+        Ok(outcome) => {
+            st.metrics.call(&outcome);
+            Ok((StatusCode::OK, Json(outcome)).into_response())
+        }
+        Err(e) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "call-not-awaiting",
+            e.to_string(),
+        )),
+    }
 }
 
 struct Tail {
