@@ -304,7 +304,11 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
             let _ = ctrl_c.await;
         }
     };
+    let gateway = state.gateway.clone();
     skillbase_server::serve(state, listener, shutdown).await?;
+    if let Some(g) = gateway {
+        g.shutdown().await;
+    }
     drop(watcher);
     store.close().await;
     tracing::info!("stopped");
@@ -325,7 +329,11 @@ pub async fn mcp(s: &StoreArgs, a: McpArgs) -> Result<u8> {
             "no agent '{agent}'; create it with `skillbase agent create {agent}`"
         ));
     }
+    let gateway = state.gateway.clone();
     skillbase_server::mcp::serve_stdio(state, agent).await?;
+    if let Some(g) = gateway {
+        g.shutdown().await;
+    }
     store.close().await;
     Ok(EXIT_OK)
 }

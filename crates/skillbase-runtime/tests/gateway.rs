@@ -738,3 +738,152 @@ async fn a_harness_result_never_posted_times_out_and_is_refused_after() {
     assert_eq!(late, Err(PostResultError::NotAwaiting));
     e.close().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// HTTP tools.
+
+/// A loopback HTTP server that answers every request with the request line and whether the
+/// expected credential arrived; the requests it saw are kept.
+async fn echo_server() -> (u16, Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let kept = kept.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16384];
+                let mut n = 0;
+                loop {
+                    let Ok(m) = s.read(&mut buf[n..]).await else {
+                        return;
+                    };
+                    if m == 0 {
+                        break;
+                    }
+                    n += m;
+                    let text = String::from_utf8_lossy(&buf[..n]).to_string();
+                    if let Some(head) = text.find("\r\n\r\n") {
+                        let len = text
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if n >= head + 4 + len {
+                            break;
+                        }
+                    }
+                }
+                let text = String::from_utf8_lossy(&buf[..n]).to_string();
+                let line = text.lines().next().unwrap_or("").to_owned();
+                let authorized = text.contains(&format!("authorization: Bearer {SECRET}"))
+                    || text.contains(&format!("Authorization: Bearer {SECRET}"));
+                let body_start = text.find("\r\n\r\n").map_or(n, |h| h + 4);
+                let body = format!(
+                    "{line} authorized={authorized} body={}",
+                    &text[body_start..]
+                );
+                kept.lock().unwrap().push(text);
+                let _ = s
+                    .write_all(
+                        format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    )
+                    .await;
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[tokio::test]
+async fn an_http_tool_is_one_request_under_the_destination_policy_and_the_vault_envelope() {
+    let (port, seen) = echo_server().await;
+    let config = format!(
+        r#"
+[agents.ops]
+[agents.ops.grants]
+tools = ["orders"]
+vault = ["UPSTREAM_SECRET"]
+hosts = ["127.0.0.1:{port}"]
+
+[agents.nokey]
+[agents.nokey.grants]
+tools = ["orders"]
+hosts = ["127.0.0.1:{port}"]
+
+[agents.nohost]
+[agents.nohost.grants]
+tools = ["orders"]
+vault = ["UPSTREAM_SECRET"]
+
+[[tools]]
+name = "add_note"
+description = "Add a note to an order."
+class = "orders"
+parameters = {{ type = "object", properties = {{ id = {{ type = "string" }}, lang = {{ type = "string" }}, text = {{ type = "string" }} }}, required = ["id", "text"], additionalProperties = false }}
+[tools.http]
+method = "POST"
+url = "http://127.0.0.1:{port}/orders/{{id}}/notes"
+query = ["lang"]
+headers = {{ Authorization = {{ vault = "UPSTREAM_SECRET", prefix = "Bearer " }}, X-Team = "ops" }}
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, e) = engine(dir.path(), &config).await;
+    let o = call(
+        &e,
+        "ops",
+        "s1",
+        "add_note",
+        json!({"id": "ord/1", "lang": "en", "text": "refund sent"}),
+    )
+    .await;
+    let t = done_text(&o);
+    assert!(
+        t.contains("POST /orders/ord%2F1/notes?lang=en HTTP/1.1"),
+        "{t}"
+    );
+    assert!(t.contains("authorized=true"), "{t}");
+    assert!(t.contains(r#"body={\"text\":\"refund sent\"}"#), "{t}");
+    assert!(!t.contains(SECRET), "{t}");
+    assert!(seen.lock().unwrap()[0].contains("x-team: ops"));
+    // The vault entry outside the agent's grants: refused inside the tool, nothing sent.
+    let before = seen.lock().unwrap().len();
+    let o = call(
+        &e,
+        "nokey",
+        "s2",
+        "add_note",
+        json!({"id": "1", "text": "x"}),
+    )
+    .await;
+    assert_eq!(refused_rule(&o), Rule::VaultNotAllowed, "{o:?}");
+    // The host outside the agent's grants: refused before any request.
+    let o = call(
+        &e,
+        "nohost",
+        "s3",
+        "add_note",
+        json!({"id": "1", "text": "x"}),
+    )
+    .await;
+    assert_eq!(refused_rule(&o), Rule::DestinationNotAllowed, "{o:?}");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        before,
+        "a refused call reached the server"
+    );
+    // An HTTP tool is a network call: it counts against the session's budget.
+    let offered = e.offered(&agent("ops")).unwrap();
+    assert!(offered.get("add_note").is_some());
+    e.close().await;
+}

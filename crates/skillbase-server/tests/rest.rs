@@ -22,6 +22,7 @@ mod openapi;
 mod routes;
 mod sessions;
 mod skills;
+mod tools;
 
 fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(Cursor::new(Vec::new()));

@@ -25,6 +25,16 @@ skills = ["shared-one", "beta-secret"]
 tools = ["notes"]
 "#;
 
+/// A tool the harness runs (class `deploy`, granted to no fixture agent until a test grants it).
+pub const HARNESS_TOOLS: &str = r#"
+[[tools]]
+name = "deploy"
+description = "Deploy a service; the harness runs it and posts the result."
+class = "deploy"
+runs = "harness"
+parameters = { type = "object", properties = { service = { type = "string" } }, required = ["service"], additionalProperties = false }
+"#;
+
 pub struct TestServer {
     pub addr: SocketAddr,
     pub base: String,
@@ -162,6 +172,7 @@ impl TestServer {
             .vault(vault)
             .workspace(dir.path().join("workspaces"))
             .web_fetch()
+            .config_toml(HARNESS_TOOLS)
             .build()
             .await
             .unwrap();
