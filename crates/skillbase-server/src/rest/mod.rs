@@ -680,6 +680,15 @@ fn finish_components(doc: &mut serde_json::Value) {
             *items = json!({"$ref": "#/components/schemas/EvalCase"});
         }
     }
+    if let Some(posted) = doc.pointer_mut("/components/schemas/PostedResult") {
+        posted["properties"]["error"] =
+            json!({"type": "string", "minLength": 1, "maxLength": 65536});
+        posted["additionalProperties"] = json!(false);
+        posted["oneOf"] = json!([
+            {"required": ["result"], "not": {"required": ["error"]}},
+            {"required": ["error"], "not": {"required": ["result"]}}
+        ]);
+    }
     if let Some(files) = doc.pointer_mut("/components/schemas/PutSkill/properties/files")
         && let Some(files) = files.as_object_mut()
     {

@@ -528,9 +528,10 @@ pub struct PostedResult {
     #[schema(value_type = Option<Object>)]
     #[serde(default, deserialize_with = "present")]
     pub result: Option<Value>,
-    /// The tool's failure, in words for the model.
-    #[schema(max_length = 65536)]
-    pub error: Option<String>,
+    /// The tool's failure, in words for the model (1-65,536 bytes).
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 65536)]
+    #[serde(default, deserialize_with = "present")]
+    pub error: Option<Value>,
 }
 
 /// A present `result` is `Some` even when it is `null`.
@@ -557,7 +558,7 @@ pub async fn post_result(
     let agent = owner(&st, &p, &id).await?;
     let posted = match (b.result, b.error) {
         (Some(v), None) => Ok(v),
-        (None, Some(e)) if !e.is_empty() && e.len() <= 65536 => Err(e),
+        (None, Some(Value::String(e))) if !e.is_empty() && e.len() <= 65536 => Err(e),
         (None, Some(_)) => {
             return Err(unprocessable(
                 "invalid-request",
