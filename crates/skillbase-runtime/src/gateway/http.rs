@@ -21,7 +21,7 @@
 //! or not at all (`body = "none"`). The result is `web_fetch`'s: status, final URL, a few
 //! headers, the body as text (cut, redacted).
 
-use super::mcp::Value;
+use super::Value;
 use crate::tool::{CallContext, ToolError, ToolFuture, ToolHandler};
 use crate::web_fetch::{self, WebFetch};
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -55,38 +55,10 @@ pub struct HttpSpec {
     /// Request headers: text, or `{ vault = "NAME", prefix = "…" }` resolved through the call's
     /// envelope.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, HeaderSpec>,
+    pub headers: BTreeMap<String, Value>,
     /// The body (default: `json` for POST, PUT and PATCH, `none` otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<HttpBody>,
-}
-
-/// A header value of an HTTP tool (the gateway's [`Value`], serializable for listings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum HeaderSpec {
-    /// Written in the file.
-    Text(String),
-    /// A vault entry, with text before it.
-    Vault {
-        /// The entry.
-        vault: String,
-        /// Text before the value.
-        #[serde(default)]
-        prefix: String,
-    },
-}
-
-impl From<&HeaderSpec> for Value {
-    fn from(h: &HeaderSpec) -> Value {
-        match h {
-            HeaderSpec::Text(t) => Value::Text(t.clone()),
-            HeaderSpec::Vault { vault, prefix } => Value::Vault {
-                vault: vault.clone(),
-                prefix: prefix.clone(),
-            },
-        }
-    }
 }
 
 fn default_method() -> String {
@@ -178,22 +150,12 @@ impl HttpSpec {
         }
         for (name, v) in &self.headers {
             web_fetch::header_name(name).map_err(|e| format!("http.headers: {e}"))?;
-            match v {
-                HeaderSpec::Text(t) => {
-                    HeaderValue::from_str(t).map_err(|_| {
-                        format!("http.headers.{name}: the value cannot be sent in a header")
-                    })?;
-                }
-                HeaderSpec::Vault { vault, prefix } => {
-                    if let Some(why) = skillbase_format::validate::check_vault_name(vault) {
-                        return Err(format!("http.headers.{name}: vault entry {why}"));
-                    }
-                    if prefix.contains(['\r', '\n', '\0']) {
-                        return Err(format!(
-                            "http.headers.{name}: the prefix cannot hold NUL or line breaks"
-                        ));
-                    }
-                }
+            v.check()
+                .map_err(|why| format!("http.headers.{name}: {why}"))?;
+            if let Value::Text(t) = v {
+                HeaderValue::from_str(t).map_err(|_| {
+                    format!("http.headers.{name}: the value cannot be sent in a header")
+                })?;
             }
         }
         if self.body() == HttpBody::Json && matches!(method, Method::GET | Method::HEAD) {
@@ -206,10 +168,7 @@ impl HttpSpec {
     pub fn vault_entries(&self) -> Vec<&str> {
         self.headers
             .values()
-            .filter_map(|h| match h {
-                HeaderSpec::Vault { vault, .. } => Some(vault.as_str()),
-                HeaderSpec::Text(_) => None,
-            })
+            .filter_map(Value::vault_entry)
             .collect()
     }
 
@@ -250,14 +209,12 @@ impl HttpSpec {
         for (name, v) in &self.headers {
             let n = web_fetch::header_name(name)?;
             match v {
-                HeaderSpec::Text(t) => {
+                Value::Text(t) => {
                     let value = HeaderValue::from_str(t)
                         .map_err(|_| ToolError::new("a declared header value is not valid"))?;
                     headers.insert(n, value);
                 }
-                HeaderSpec::Vault { vault, prefix } => {
-                    auth.push((n, vault.clone(), prefix.clone()))
-                }
+                Value::Vault { vault, prefix } => auth.push((n, vault.clone(), prefix.clone())),
             }
         }
         let body = match self.body() {

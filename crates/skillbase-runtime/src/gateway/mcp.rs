@@ -1,7 +1,7 @@
 //! One upstream MCP server: its configuration, the connection kept by a supervising task, and
 //! the handler its tools run through.
 
-use super::{ServerState, ServerStatus};
+use super::{ServerState, ServerStatus, Value};
 use crate::tool::{
     Availability, CallContext, Failure, Permission, Registry, ToolDecl, ToolError, ToolFuture,
     ToolHandler, ToolSource, ToolTable,
@@ -34,23 +34,6 @@ const MAX_DESCRIPTION: usize = 4096;
 const MAX_TOOLS: usize = 512;
 /// Largest JSON answer read from an HTTP upstream.
 const MAX_HTTP_RESPONSE: usize = 8 * 1024 * 1024;
-
-/// A configured value: literal text, or a vault entry resolved into the client only (with an
-/// optional prefix, e.g. `Bearer `).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum Value {
-    /// Written in the file.
-    Text(String),
-    /// `{ vault = "NAME", prefix = "Bearer " }`.
-    Vault {
-        /// The vault entry.
-        vault: String,
-        /// Text before the value.
-        #[serde(default)]
-        prefix: String,
-    },
-}
 
 /// How Skillbase reaches the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,23 +116,8 @@ struct Raw {
 }
 
 fn check_value(server: &str, key: &str, v: &Value) -> Result<(), String> {
-    match v {
-        Value::Text(t) if t.contains(['\0', '\r', '\n']) => Err(format!(
-            "[mcp_servers.{server}] {key}: values cannot hold NUL or line breaks"
-        )),
-        Value::Vault { vault, prefix } => {
-            if let Some(why) = skillbase_format::validate::check_vault_name(vault) {
-                return Err(format!("[mcp_servers.{server}] {key}: vault entry {why}"));
-            }
-            if prefix.contains(['\0', '\r', '\n']) {
-                return Err(format!(
-                    "[mcp_servers.{server}] {key}: the prefix cannot hold NUL or line breaks"
-                ));
-            }
-            Ok(())
-        }
-        Value::Text(_) => Ok(()),
-    }
+    v.check()
+        .map_err(|why| format!("[mcp_servers.{server}] {key}: {why}"))
 }
 
 /// Whether a server name is acceptable (it becomes part of wire names and ids).
@@ -288,13 +256,7 @@ impl McpServerConfig {
             Transport::Stdio { env, .. } => env.values().collect(),
             Transport::Http { headers, .. } => headers.values().collect(),
         };
-        values
-            .into_iter()
-            .filter_map(|v| match v {
-                Value::Vault { vault, .. } => Some(vault.as_str()),
-                Value::Text(_) => None,
-            })
-            .collect()
+        values.into_iter().filter_map(Value::vault_entry).collect()
     }
 }
 
@@ -608,11 +570,11 @@ impl Upstream {
                         .unwrap_or_else(|| format!("The '{tool}' tool of {}", c.name));
                     cut(&d, MAX_DESCRIPTION)
                 });
-                let mut wire = wire_name(&c.name, &tool);
+                let base = wire_name(&c.name, &tool);
+                let mut wire = base.clone();
                 let mut n = 2;
                 while registry.is_taken(&wire) {
                     let suffix = format!("_{n}");
-                    let base = wire_name(&c.name, &tool);
                     wire = format!("{}{suffix}", &base[..base.len().min(64 - suffix.len())]);
                     n += 1;
                 }

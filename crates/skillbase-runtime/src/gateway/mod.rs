@@ -17,14 +17,59 @@
 mod http;
 mod mcp;
 
-pub use http::{HeaderSpec, HttpBody, HttpSpec, HttpTool};
-pub use mcp::{McpServerConfig, McpToolOverride, Transport, Value};
+pub use http::{HttpBody, HttpSpec, HttpTool};
+pub use mcp::{McpServerConfig, McpToolOverride, Transport};
 
 use crate::tool::ToolTable;
 use crate::vault::Vault;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A configured value (an upstream's environment or header, an HTTP tool's header): literal
+/// text, or a vault entry with an optional prefix (e.g. `Bearer `), never written in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Value {
+    /// Written in the file.
+    Text(String),
+    /// `{ vault = "NAME", prefix = "Bearer " }`.
+    Vault {
+        /// The vault entry.
+        vault: String,
+        /// Text before the value.
+        #[serde(default)]
+        prefix: String,
+    },
+}
+
+impl Value {
+    /// Text without NUL or line breaks; a vault entry's name by the vault's grammar.
+    pub fn check(&self) -> Result<(), String> {
+        let bad = |t: &str| t.contains(['\0', '\r', '\n']);
+        match self {
+            Value::Text(t) if bad(t) => Err("values cannot hold NUL or line breaks".into()),
+            Value::Text(_) => Ok(()),
+            Value::Vault { vault, prefix } => {
+                if let Some(why) = skillbase_format::validate::check_vault_name(vault) {
+                    return Err(format!("vault entry {why}"));
+                }
+                if bad(prefix) {
+                    return Err("the prefix cannot hold NUL or line breaks".into());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The vault entry it names, if any.
+    pub fn vault_entry(&self) -> Option<&str> {
+        match self {
+            Value::Vault { vault, .. } => Some(vault),
+            Value::Text(_) => None,
+        }
+    }
+}
 
 /// The state of one upstream server, as `skillbase tools` and `GET /v1/tools` show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
