@@ -7,4 +7,5 @@ mod common;
 mod doctor_cli;
 mod serve_cli;
 mod store_cli;
+mod tools_cli;
 mod turn_cli;

@@ -166,3 +166,63 @@ async fn revoking_a_token_ends_its_listen_stream() {
     assert_eq!(r.status(), 401);
     s.stop().await;
 }
+
+/// The registry changing (what the gateway does when an upstream MCP server's tools change)
+/// reaches an MCP session as `tools/list_changed`, only when the agent's offered set changed.
+#[tokio::test]
+async fn tools_list_changed_reaches_a_session_when_the_registry_changes() {
+    use skillbase_runtime::tool::ToolDecl;
+    let s = TestServer::start().await;
+    let (c, _) = Client::new(&s, Some(&s.alpha), Wire::Stateful).open().await;
+    let get = s
+        .http
+        .get(s.url("/mcp"))
+        .bearer_auth(&s.alpha)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", c.session.as_deref().unwrap())
+        .header("mcp-protocol-version", STATEFUL)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200);
+    let mut rx = stream_messages(get);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    const TOOLS_CHANGED: &str = "notifications/tools/list_changed";
+    let decl = |name: &str, class: &str| ToolDecl {
+        name: name.into(),
+        description: format!("The {name} tool."),
+        class: class.into(),
+        ..ToolDecl::default()
+    };
+    // A tool of a class alpha is not granted: its offered set is the same, nothing is sent.
+    s.state
+        .dispatcher
+        .tools()
+        .update(|r| r.register(decl("up__hidden", "elsewhere"), None))
+        .unwrap();
+    assert!(
+        next_with_method(&mut rx, TOOLS_CHANGED, Duration::from_millis(700))
+            .await
+            .is_none(),
+        "alpha was told about a tool it is not offered"
+    );
+    // A tool of a class alpha holds (notes): notified, and listed.
+    s.state
+        .dispatcher
+        .tools()
+        .update(|r| r.register(decl("up__jot", "notes"), None))
+        .unwrap();
+    assert!(
+        next_with_method(&mut rx, TOOLS_CHANGED, Duration::from_secs(10))
+            .await
+            .is_some(),
+        "no tools/list_changed after the registry gained a tool alpha is offered"
+    );
+    let offered = s
+        .state
+        .dispatcher
+        .offered(&AgentName::parse("alpha").unwrap())
+        .unwrap();
+    assert!(offered.get("up__jot").is_some());
+    s.stop().await;
+}
