@@ -46,6 +46,9 @@ pub struct Config {
     /// Upstream MCP servers (`[mcp_servers.<name>]`), read by the runtime's gateway.
     #[serde(default)]
     pub mcp_servers: toml::Table,
+    /// What the API may configure of the gateway (`[gateway]`), read by the runtime.
+    #[serde(default)]
+    pub gateway: Option<toml::Table>,
     /// The folder the file was read from (set by [`Config::load`]): relative paths in the
     /// tables the runtime reads (an upstream's `cwd`) are relative to it.
     #[serde(skip)]

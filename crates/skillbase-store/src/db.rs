@@ -161,6 +161,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0012_events_by_agent.sql"),
         include_str!("../migrations/postgres/0012_events_by_agent.sql"),
     ),
+    (
+        "mcp_servers",
+        include_str!("../migrations/sqlite/0013_mcp_servers.sql"),
+        include_str!("../migrations/postgres/0013_mcp_servers.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

@@ -82,6 +82,10 @@ pub enum StoreError {
     #[error("invalid bundle: {0}")]
     /// A bundle over the limits, or with an unsafe path.
     Bundle(#[from] skillbase_format::BundleError),
+    /// A write that would pass a configured limit on how many of something there may be
+    /// (upstream servers configured through the API). Nothing was written.
+    #[error("{0}")]
+    LimitReached(String),
     #[error("invalid input: {0}")]
     /// An input the store refuses (message, session id, label...).
     Invalid(String),

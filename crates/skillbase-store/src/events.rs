@@ -42,6 +42,10 @@ pub enum EventKind {
     VaultRemoved,
     /// A seed folder changed after its skill was edited in the store.
     SeedDiverged,
+    /// An upstream MCP server was configured through the API (added or replaced).
+    McpServerSet,
+    /// An upstream MCP server configured through the API was removed.
+    McpServerRemoved,
 
     // The runtime's own (and the server's tokens): none of them changes the index or the agents.
     /// A tool call finished (successfully or not) within the call.
@@ -84,7 +88,7 @@ impl Default for EventKind {
 
 impl EventKind {
     /// Every kind this build names, in the order above.
-    pub const KNOWN: [EventKind; 25] = [
+    pub const KNOWN: [EventKind; 27] = [
         EventKind::RevisionWritten,
         EventKind::RevisionPending,
         EventKind::Reverted,
@@ -97,6 +101,8 @@ impl EventKind {
         EventKind::VaultSet,
         EventKind::VaultRemoved,
         EventKind::SeedDiverged,
+        EventKind::McpServerSet,
+        EventKind::McpServerRemoved,
         EventKind::ToolCalled,
         EventKind::CallRefused,
         EventKind::CallStarted,
@@ -146,6 +152,8 @@ impl EventKind {
             EventKind::VaultSet => "vault_set",
             EventKind::VaultRemoved => "vault_removed",
             EventKind::SeedDiverged => "seed_diverged",
+            EventKind::McpServerSet => "mcp_server_set",
+            EventKind::McpServerRemoved => "mcp_server_removed",
             EventKind::ToolCalled => "tool_called",
             EventKind::CallRefused => "call_refused",
             EventKind::CallStarted => "call_started",
@@ -202,6 +210,8 @@ impl EventKind {
             "vault_set" => EventKind::VaultSet,
             "vault_removed" => EventKind::VaultRemoved,
             "seed_diverged" => EventKind::SeedDiverged,
+            "mcp_server_set" => EventKind::McpServerSet,
+            "mcp_server_removed" => EventKind::McpServerRemoved,
             "tool_called" => EventKind::ToolCalled,
             "call_refused" => EventKind::CallRefused,
             "call_started" => EventKind::CallStarted,
@@ -416,6 +426,8 @@ mod tests {
             "vault_set",
             "vault_removed",
             "seed_diverged",
+            "mcp_server_set",
+            "mcp_server_removed",
             "a_kind_added_later",
             "",
         ] {

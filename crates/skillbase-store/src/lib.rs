@@ -35,8 +35,8 @@ pub use model::{
     Status, StatusChange, StatusRefusal, check_budget,
 };
 pub use records::{
-    ActivationRecord, EventFilter, EventRecord, NewEvent, RevisionInfo, RunRecord, SessionRecord,
-    TokenRecord, VaultRow, WriteKind, WriteOutcome,
+    ActivationRecord, EventFilter, EventRecord, McpServerRow, NewEvent, RevisionInfo, RunRecord,
+    SessionRecord, TokenRecord, VaultRow, WriteKind, WriteOutcome,
 };
 pub use store::{
     Change, ChangeListener, ContentGuard, ImportReport, PutRequest, Store, StoredMatch, WriteGuard,

@@ -260,6 +260,22 @@ pub struct TokenRecord {
 
 // ---- Vault ----
 
+/// An upstream MCP server configured through the API: its `[mcp_servers.<name>]` table as JSON
+/// (vault entries named, never their values), checked by the runtime's gateway before writing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServerRow {
+    /// The server's name.
+    pub name: String,
+    /// The configuration, as the API received it (after the gateway's check).
+    pub config: serde_json::Value,
+    /// When it was first written (Unix milliseconds).
+    pub created_at: i64,
+    /// When it was last written (Unix milliseconds).
+    pub updated_at: i64,
+    /// Who last wrote it.
+    pub updated_by: String,
+}
+
 /// A vault entry as stored: the value only in encrypted form.
 #[derive(Clone, PartialEq, Eq)]
 pub struct VaultRow {

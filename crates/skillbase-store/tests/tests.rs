@@ -37,4 +37,5 @@ mod seed;
 mod sessions;
 mod skills;
 mod sync;
+mod upstreams;
 mod vectors;

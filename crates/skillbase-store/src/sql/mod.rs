@@ -18,6 +18,7 @@ pub(crate) mod sessions;
 pub(crate) mod skills;
 pub(crate) mod sync;
 pub(crate) mod tokens;
+pub(crate) mod upstreams;
 pub(crate) mod vault;
 pub(crate) mod vectors;
 

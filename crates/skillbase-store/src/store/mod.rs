@@ -34,6 +34,7 @@ mod sessions;
 mod skills;
 mod sync;
 mod tokens;
+mod upstreams;
 mod vault;
 mod vectors;
 
