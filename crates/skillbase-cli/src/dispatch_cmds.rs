@@ -67,12 +67,11 @@ pub async fn dispatcher(
         .workspace(workspace)
         .web_fetch();
     let engine = configured(s, engine)?.build().await?;
-    if let Some(g) = engine.gateway() {
-        g.settled(std::time::Duration::from_secs(30)).await;
-        for st in g.status() {
-            if let Some(why) = &st.reason {
-                eprintln!("upstream MCP server '{}' is not connected: {why}", st.name);
-            }
+    let g = engine.gateway();
+    g.settled(std::time::Duration::from_secs(30)).await;
+    for st in g.status() {
+        if let Some(why) = &st.reason {
+            eprintln!("upstream MCP server '{}' is not connected: {why}", st.name);
         }
     }
     Ok(Loaded { engine })
@@ -94,9 +93,7 @@ impl std::ops::Deref for Loaded {
 impl Loaded {
     /// Store the events and stop the upstream servers (stdio ones exit).
     pub async fn finish(&self) {
-        if let Some(g) = self.engine.gateway() {
-            g.shutdown().await;
-        }
+        self.engine.gateway().shutdown().await;
         self.engine.dispatcher().flush().await;
     }
 
@@ -120,6 +117,11 @@ pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuil
             let c = skillbase_runtime::semantic::SemanticConfig::from_table(table)
                 .map_err(|e| anyhow!("{}: {e}", path.display()))?;
             engine = engine.semantic_config(c);
+        }
+        if let Some(t) = &config.gateway {
+            let settings = skillbase_runtime::gateway::GatewaySettings::from_table(t)
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            engine = engine.gateway_settings(settings);
         }
         for server in skillbase_runtime::gateway::servers_from_table(
             &config.mcp_servers,
@@ -271,12 +273,11 @@ pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
         }
     }
     let d = dispatcher(s, store.clone(), None).await?;
-    let mut tools =
-        skillbase_runtime::gateway::listing(&d, d.engine().gateway().map(|g| g.as_ref()), &agents);
+    let mut tools = skillbase_runtime::gateway::listing(&d, Some(d.engine().gateway()), &agents);
     if a.agent.is_some() {
         tools.retain(|t| !t.agents.is_empty());
     }
-    let servers = d.engine().gateway().map(|g| g.status()).unwrap_or_default();
+    let servers = d.engine().gateway().servers();
     if a.json {
         println!(
             "{}",
@@ -310,9 +311,14 @@ pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
                 t.name, source, t.class, t.status
             );
         }
-        for sv in &servers {
+        for entry in &servers {
+            let sv = &entry.status;
+            let origin = match entry.origin {
+                skillbase_runtime::gateway::Origin::File => "skillbase.toml",
+                skillbase_runtime::gateway::Origin::Api => "the API",
+            };
             println!(
-                "\nmcp server '{}' ({}): {:?}, {} tools{}{}",
+                "\nmcp server '{}' ({}, from {origin}): {:?}, {} tools{}{}",
                 sv.name,
                 sv.transport,
                 sv.state,

@@ -306,9 +306,7 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
     };
     let gateway = state.gateway.clone();
     skillbase_server::serve(state, listener, shutdown).await?;
-    if let Some(g) = gateway {
-        g.shutdown().await;
-    }
+    gateway.shutdown().await;
     drop(watcher);
     store.close().await;
     tracing::info!("stopped");
@@ -331,9 +329,7 @@ pub async fn mcp(s: &StoreArgs, a: McpArgs) -> Result<u8> {
     }
     let gateway = state.gateway.clone();
     skillbase_server::mcp::serve_stdio(state, agent).await?;
-    if let Some(g) = gateway {
-        g.shutdown().await;
-    }
+    gateway.shutdown().await;
     store.close().await;
     Ok(EXIT_OK)
 }

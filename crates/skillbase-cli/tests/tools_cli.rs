@@ -91,7 +91,8 @@ fn tools_lists_sources_statuses_and_grants_and_reports_a_server_that_is_down() {
     assert!(r.stdout.contains("take_note"), "{r:?}");
     assert!(!r.stdout.contains("page_oncall"), "{r:?}");
     assert!(
-        r.stdout.contains("mcp server 'ghost' (stdio): Down"),
+        r.stdout
+            .contains("mcp server 'ghost' (stdio, from skillbase.toml): Down"),
         "{r:?}"
     );
 

@@ -67,6 +67,7 @@ pub struct EngineBuilder {
     semantic: Option<Arc<crate::semantic::Semantic>>,
     semantic_config: Option<crate::semantic::SemanticConfig>,
     mcp_servers: Vec<crate::gateway::McpServerConfig>,
+    gateway_settings: Option<crate::gateway::GatewaySettings>,
 }
 
 impl EngineBuilder {
@@ -149,6 +150,13 @@ impl EngineBuilder {
         self
     }
 
+    /// What the API may configure of the gateway (a `[gateway]` table in a configuration
+    /// replaces it).
+    pub fn gateway_settings(mut self, settings: crate::gateway::GatewaySettings) -> Self {
+        self.gateway_settings = Some(settings);
+        self
+    }
+
     /// Rank with this semantic stage (a `[semantic]` table in a configuration replaces it).
     pub fn semantic(mut self, semantic: Arc<crate::semantic::Semantic>) -> Self {
         self.semantic = Some(semantic);
@@ -176,6 +184,7 @@ impl EngineBuilder {
         };
         let mut registry = Registry::new();
         let mut mcp_servers = self.mcp_servers;
+        let mut gateway_settings = self.gateway_settings.unwrap_or_default();
         // `http` tools share one web_fetch client (and its destination policy).
         let http_client = Arc::new(crate::web_fetch::WebFetch::new());
         let attach = |registry: &mut Registry,
@@ -226,6 +235,10 @@ impl EngineBuilder {
                 crate::gateway::servers_from_table(&config.mcp_servers, config.folder.as_deref())
                     .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
             );
+            if let Some(t) = &config.gateway {
+                gateway_settings = crate::gateway::GatewaySettings::from_table(t)
+                    .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+            }
         }
         for (decl, handler) in self.tools {
             attach(&mut registry, decl, handler)?;
@@ -255,9 +268,15 @@ impl EngineBuilder {
         }
         let runtime = Arc::new(runtime);
         let dispatcher = Arc::new(Dispatcher::new(runtime, registry, vault.clone()));
-        let gateway = (!mcp_servers.is_empty()).then(|| {
-            crate::gateway::Gateway::start(mcp_servers, dispatcher.tools().clone(), vault.clone())
-        });
+        let gateway = crate::gateway::Gateway::start(
+            mcp_servers,
+            gateway_settings,
+            dispatcher.tools().clone(),
+            vault.clone(),
+            store.clone(),
+        );
+        // The servers configured through the API, as stored.
+        gateway.refresh().await?;
         Ok(Engine {
             store,
             vault,
@@ -272,7 +291,7 @@ pub struct Engine {
     store: Arc<Store>,
     vault: Option<Arc<Vault>>,
     dispatcher: Arc<Dispatcher>,
-    gateway: Option<Arc<crate::gateway::Gateway>>,
+    gateway: Arc<crate::gateway::Gateway>,
 }
 
 impl Engine {
@@ -302,9 +321,10 @@ impl Engine {
         self.vault.as_ref()
     }
 
-    /// The upstream MCP servers' connections, when any are configured.
-    pub fn gateway(&self) -> Option<&Arc<crate::gateway::Gateway>> {
-        self.gateway.as_ref()
+    /// The upstream MCP servers' connections (those of the file, and those configured through
+    /// the API).
+    pub fn gateway(&self) -> &Arc<crate::gateway::Gateway> {
+        &self.gateway
     }
 
     /// The result of a harness-run tool's call (see [`Dispatcher::post_result`]).
@@ -428,9 +448,7 @@ impl Engine {
 
     /// Store every event recorded so far and close the store.
     pub async fn close(self) {
-        if let Some(g) = &self.gateway {
-            g.shutdown().await;
-        }
+        self.gateway.shutdown().await;
         self.dispatcher.flush().await;
         self.store.close().await;
     }

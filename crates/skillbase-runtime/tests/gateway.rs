@@ -129,7 +129,7 @@ class = "time"
 }
 
 async fn connected(e: &Engine, servers: &[&str]) {
-    let g = e.gateway().expect("servers configured");
+    let g = e.gateway();
     for s in servers {
         assert!(
             g.connected(s, 1, Duration::from_secs(60)).await,
@@ -356,7 +356,7 @@ async fn a_killed_upstream_is_refused_while_down_then_restarted() {
     let dir = tempfile::tempdir().unwrap();
     let (_store, e) = engine(dir.path(), &stdio_config("")).await;
     connected(&e, &["time"]).await;
-    let g = e.gateway().unwrap();
+    let g = e.gateway();
     let status = |name: &str| g.status().into_iter().find(|s| s.name == name).unwrap();
     let pid = status("time").pid.expect("a stdio server has a pid");
     let killed = std::process::Command::new("kill")
@@ -565,7 +565,7 @@ tools = ["ghost"]
 command = "/nonexistent/skillbase-test-no-such-server"
 "#;
     let (_store, e) = engine(dir.path(), config).await;
-    let g = e.gateway().unwrap();
+    let g = e.gateway();
     g.settled(Duration::from_secs(10)).await;
     let s = &g.status()[0];
     assert_eq!(s.state, ServerState::Down);
@@ -885,5 +885,183 @@ headers = {{ Authorization = {{ vault = "UPSTREAM_SECRET", prefix = "Bearer " }}
     // An HTTP tool is a network call: it counts against the session's budget.
     let offered = e.offered(&agent("ops")).unwrap();
     assert!(offered.get("add_note").is_some());
+    e.close().await;
+}
+
+/// Servers configured at run time (what `PUT /v1/mcp-servers/{name}` does): a stdio server
+/// only for a program `[gateway] api_commands` lists; started at once, its tools offered, then
+/// removed (its process exits, its tools leave the registry); another engine on the store (a
+/// restart, another server) starts what is stored; the file's servers cannot be changed.
+#[tokio::test]
+#[cfg_attr(
+    not(skillbase_upstreams),
+    ignore = "needs the upstream MCP servers: run .ci/upstreams and set SKILLBASE_TEST_UPSTREAMS"
+)]
+async fn servers_configured_at_run_time_start_stop_and_persist() {
+    use skillbase_runtime::gateway::{GatewayError, Origin};
+    let time = venv_bin("mcp-server-time").display().to_string();
+    let config = format!(
+        r#"
+[gateway]
+api_commands = [{time:?}]
+
+[agents.clock]
+[agents.clock.grants]
+tools = ["clock"]
+
+[mcp_servers.filed]
+command = {time:?}
+"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (store, e) = engine(dir.path(), &config).await;
+    let g = e.gateway();
+    let admin = Author::Human("ops".into());
+    // A program the file does not list, a file server's name, a bad table: refused, nothing stored.
+    let e1 = g
+        .put(
+            "sh",
+            json!({"command": "/bin/sh", "args": ["-c", "id"]}),
+            &admin,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e1, GatewayError::CommandNotAllowed(_)), "{e1}");
+    assert!(e1.to_string().contains("api_commands"), "{e1}");
+    let e2 = g
+        .put("filed", json!({"command": time}), &admin)
+        .await
+        .unwrap_err();
+    assert!(matches!(e2, GatewayError::FileConfigured(_)), "{e2}");
+    assert!(matches!(
+        g.remove("filed", &admin).await,
+        Err(GatewayError::FileConfigured(_))
+    ));
+    let e3 = g
+        .put(
+            "clock",
+            json!({"command": time, "env": {"K": {"vault": "NOT_SET"}}}),
+            &admin,
+        )
+        .await
+        .unwrap_err();
+    assert!(e3.to_string().contains("'NOT_SET' is not set"), "{e3}");
+    assert!(matches!(
+        g.remove("clock", &admin).await,
+        Err(GatewayError::NotFound(_))
+    ));
+    assert!(store.mcp_servers().await.unwrap().is_empty());
+
+    // Added: connected, its tools offered to the agent granted its class.
+    let created = g
+        .put(
+            "clock",
+            json!({"command": time, "args": ["--local-timezone", "UTC"], "class": "clock"}),
+            &admin,
+        )
+        .await
+        .unwrap();
+    assert!(created);
+    assert!(
+        g.connected("clock", 1, Duration::from_secs(60)).await,
+        "{:?}",
+        g.status()
+    );
+    let entry = g
+        .servers()
+        .into_iter()
+        .find(|s| s.status.name == "clock")
+        .unwrap();
+    assert_eq!(entry.origin, Origin::Api);
+    assert_eq!(entry.config.as_ref().unwrap()["class"], "clock");
+    assert_eq!(entry.updated_by.as_deref(), Some("human:ops"));
+    let o = call(
+        &e,
+        "clock",
+        "s1",
+        "clock__get_current_time",
+        json!({"timezone": "UTC"}),
+    )
+    .await;
+    assert!(done_text(&o).contains("UTC"), "{o:?}");
+    let pid = entry.status.pid.expect("a stdio server has a pid");
+
+    // Another engine on the same store (a restart) starts it from the store.
+    let e_b = Engine::builder()
+        .store(store.clone())
+        .config_toml(&config)
+        .build()
+        .await
+        .unwrap();
+    assert!(
+        e_b.gateway()
+            .connected("clock", 1, Duration::from_secs(60))
+            .await
+    );
+    // (Not `close`: the store is shared with the first engine.)
+    e_b.gateway().shutdown().await;
+    drop(e_b);
+
+    // Replaced: restarted with the new configuration (a new process).
+    assert!(
+        !g.put(
+            "clock",
+            json!({"command": time, "class": "clock", "exclude": ["convert_time"]}),
+            &admin
+        )
+        .await
+        .unwrap()
+    );
+    assert!(g.connected("clock", 1, Duration::from_secs(60)).await);
+    let st = g.status().into_iter().find(|s| s.name == "clock").unwrap();
+    assert_ne!(st.pid, Some(pid));
+    assert_eq!(st.tools, 1, "{st:?}");
+    let pid = st.pid.unwrap();
+
+    // Removed: the process exits, the tools are gone, the next call is not offered.
+    g.remove("clock", &admin).await.unwrap();
+    assert!(g.status().iter().all(|s| s.name != "clock"));
+    assert!(
+        e.dispatcher()
+            .registry()
+            .all()
+            .iter()
+            .all(|t| !t.id.starts_with("tool:clock/")),
+        "tools left behind"
+    );
+    let o = call(
+        &e,
+        "clock",
+        "s1",
+        "clock__get_current_time",
+        json!({"timezone": "UTC"}),
+    )
+    .await;
+    assert!(matches!(o, CallOutcome::Refused { .. }), "{o:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the removed server's process {pid} still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Events: who configured what, never a value.
+    let kinds: Vec<String> = store
+        .events(&skillbase_store::EventFilter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|ev| ev.data["server"] == "clock")
+        .map(|ev| ev.kind.as_str().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["mcp_server_set", "mcp_server_set", "mcp_server_removed"]
+    );
     e.close().await;
 }

@@ -96,14 +96,11 @@ pub struct McpServerConfig {
 #[serde(deny_unknown_fields)]
 struct Raw {
     command: Option<String>,
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, Value>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, Value>>,
     cwd: Option<String>,
     url: Option<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, Value>,
+    headers: Option<BTreeMap<String, Value>>,
     class: Option<String>,
     #[serde(default)]
     permissions: Vec<Permission>,
@@ -146,6 +143,42 @@ impl McpServerConfig {
         }
         let raw =
             Raw::deserialize(value.clone()).map_err(|e| format!("[mcp_servers.{name}]: {e}"))?;
+        McpServerConfig::from_raw(name, raw, folder)
+    }
+
+    /// One server's configuration as JSON (the API's body: the same keys as the table). A
+    /// working directory must be absolute (there is no file to be relative to), and no value
+    /// may be `null` (leave the key out).
+    pub fn from_json(name: &str, value: &serde_json::Value) -> Result<McpServerConfig, String> {
+        if !valid_server_name(name) {
+            return Err(format!(
+                "'{}': a server name is 1-32 lowercase letters, digits, `_` and `-`, starting with a letter or digit",
+                name.escape_debug()
+            ));
+        }
+        if !value.is_object() {
+            return Err(format!(
+                "[mcp_servers.{name}]: the configuration is a JSON object ({{\"url\": …}} or {{\"command\": …}})"
+            ));
+        }
+        if let Some(path) = null_at(value, String::new()) {
+            return Err(format!(
+                "[mcp_servers.{name}] {path}: null is not a value here; leave the key out"
+            ));
+        }
+        let raw = Raw::deserialize(value).map_err(|e| format!("[mcp_servers.{name}]: {e}"))?;
+        if let Some(c) = &raw.cwd
+            && !Path::new(c).is_absolute()
+        {
+            return Err(format!(
+                "[mcp_servers.{name}] cwd: give an absolute path ('{}' is relative)",
+                c.escape_debug()
+            ));
+        }
+        McpServerConfig::from_raw(name, raw, None)
+    }
+
+    fn from_raw(name: &str, raw: Raw, folder: Option<&Path>) -> Result<McpServerConfig, String> {
         let transport = match (raw.command, raw.url) {
             (Some(_), Some(_)) => {
                 return Err(format!(
@@ -158,15 +191,19 @@ impl McpServerConfig {
                 ));
             }
             (Some(command), None) => {
-                if command.trim().is_empty() || command.contains('\0') {
-                    return Err(format!("[mcp_servers.{name}] command: empty or holds NUL"));
+                if command.trim().is_empty() || command.chars().any(char::is_control) {
+                    return Err(format!(
+                        "[mcp_servers.{name}] command: empty, or holds control characters"
+                    ));
                 }
-                if !raw.headers.is_empty() {
+                if raw.headers.is_some() {
                     return Err(format!(
                         "[mcp_servers.{name}]: `headers` are for `url` servers; a stdio server takes `env`"
                     ));
                 }
-                for (k, v) in &raw.env {
+                let env = raw.env.unwrap_or_default();
+                let args = raw.args.unwrap_or_default();
+                for (k, v) in &env {
                     if k.is_empty() || k.contains(['=', '\0']) {
                         return Err(format!(
                             "[mcp_servers.{name}] env: '{}' is not a variable name",
@@ -175,8 +212,15 @@ impl McpServerConfig {
                     }
                     check_value(name, &format!("env.{k}"), v)?;
                 }
-                if raw.args.iter().any(|a| a.contains('\0')) {
+                if args.iter().any(|a| a.contains('\0')) {
                     return Err(format!("[mcp_servers.{name}] args: an argument holds NUL"));
+                }
+                if raw
+                    .cwd
+                    .as_ref()
+                    .is_some_and(|c| c.is_empty() || c.contains('\0'))
+                {
+                    return Err(format!("[mcp_servers.{name}] cwd: empty or holds NUL"));
                 }
                 let cwd = raw.cwd.map(|c| {
                     let p = PathBuf::from(c);
@@ -187,25 +231,39 @@ impl McpServerConfig {
                 });
                 Transport::Stdio {
                     command,
-                    args: raw.args,
-                    env: raw.env,
+                    args,
+                    env,
                     cwd,
                 }
             }
             (None, Some(url)) => {
-                let parsed = reqwest::Url::parse(&url)
-                    .map_err(|e| format!("[mcp_servers.{name}] url: not a URL: {e}"))?;
-                if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+                // Written as it is read: no spaces or control characters (which URL parsing
+                // would silently drop), and the scheme's `//` present.
+                if url.bytes().any(|b| b <= b' ' || b == 0x7f) {
+                    return Err(format!(
+                        "[mcp_servers.{name}] url: no spaces or control characters (percent-encode them)"
+                    ));
+                }
+                let lower = url.to_ascii_lowercase();
+                if !lower.starts_with("http://") && !lower.starts_with("https://") {
                     return Err(format!(
                         "[mcp_servers.{name}] url: use an http:// or https:// URL with a host"
                     ));
                 }
-                if raw.cwd.is_some() || !raw.env.is_empty() || !raw.args.is_empty() {
+                let parsed = reqwest::Url::parse(&url)
+                    .map_err(|e| format!("[mcp_servers.{name}] url: not a URL: {e}"))?;
+                if parsed.host_str().is_none_or(str::is_empty) {
+                    return Err(format!(
+                        "[mcp_servers.{name}] url: use an http:// or https:// URL with a host"
+                    ));
+                }
+                if raw.cwd.is_some() || raw.env.is_some() || raw.args.is_some() {
                     return Err(format!(
                         "[mcp_servers.{name}]: `args`, `env` and `cwd` are for `command` servers"
                     ));
                 }
-                for (k, v) in &raw.headers {
+                let headers = raw.headers.unwrap_or_default();
+                for (k, v) in &headers {
                     if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
                         return Err(format!(
                             "[mcp_servers.{name}] headers: '{}' is not a header name",
@@ -214,10 +272,7 @@ impl McpServerConfig {
                     }
                     check_value(name, &format!("headers.{k}"), v)?;
                 }
-                Transport::Http {
-                    url,
-                    headers: raw.headers,
-                }
+                Transport::Http { url, headers }
             }
         };
         let class = raw.class.unwrap_or_else(|| name.to_owned());
@@ -232,7 +287,8 @@ impl McpServerConfig {
                 check_class(c, &format!("tools.{t}.class"))?;
             }
             if let Some(d) = &o.description
-                && (d.trim().is_empty() || d.len() > MAX_DESCRIPTION)
+                && (d.chars().all(|c| c.is_whitespace() || c.is_control())
+                    || d.len() > MAX_DESCRIPTION)
             {
                 return Err(format!(
                     "[mcp_servers.{name}] tools.{t}.description: 1-{MAX_DESCRIPTION} bytes"
@@ -250,6 +306,14 @@ impl McpServerConfig {
         })
     }
 
+    /// `stdio` or `http`.
+    pub fn transport_kind(&self) -> &'static str {
+        match self.transport {
+            Transport::Stdio { .. } => "stdio",
+            Transport::Http { .. } => "http",
+        }
+    }
+
     /// The vault entries its headers and environment name.
     pub fn vault_entries(&self) -> Vec<&str> {
         let values: Vec<&Value> = match &self.transport {
@@ -257,6 +321,26 @@ impl McpServerConfig {
             Transport::Http { headers, .. } => headers.values().collect(),
         };
         values.into_iter().filter_map(Value::vault_entry).collect()
+    }
+}
+
+/// The path of the first `null` in `v`, if any (`tools.x.class`, `args[2]`).
+fn null_at(v: &serde_json::Value, at: String) -> Option<String> {
+    let join = |k: &str| {
+        if at.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match v {
+        serde_json::Value::Null => Some(if at.is_empty() { "the body".into() } else { at }),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| null_at(x, format!("{at}[{i}]"))),
+        serde_json::Value::Object(m) => m.iter().find_map(|(k, x)| null_at(x, join(k))),
+        _ => None,
     }
 }
 
@@ -410,10 +494,7 @@ impl Upstream {
         let i = self.lock();
         ServerStatus {
             name: self.config.name.clone(),
-            transport: match self.config.transport {
-                Transport::Stdio { .. } => "stdio",
-                Transport::Http { .. } => "http",
-            },
+            transport: self.config.transport_kind(),
             state: i.state.clone(),
             reason: i.reason.clone(),
             server_info: i.live.as_ref().and_then(|l| l.server_info.clone()),
@@ -932,7 +1013,13 @@ cost = "seconds"
             ("a", "", "give `command`"),
             ("a", "command = \"x\"\nurl = \"http://h/\"", "not both"),
             ("a", "url = \"ftp://h/\"", "http:// or https://"),
-            ("a", "url = \"not a url\"", "not a URL"),
+            ("a", "url = \"not a url\"", "no spaces"),
+            ("a", "url = \"http://[\"", "not a URL"),
+            (
+                "a",
+                "url = \"http://h/\"\nheaders = { A = { vault = \"X\", prefx = \"b\" } }",
+                "unknown key `prefx`",
+            ),
             (
                 "a",
                 "command = \"x\"\nheaders = { A = \"b\" }",
@@ -979,6 +1066,59 @@ cost = "seconds"
         ] {
             let e = parse(name, text).expect_err(text);
             assert!(e.contains(wanted), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_json_configuration_reads_like_the_table_and_refuses_what_the_api_cannot_mean() {
+        use serde_json::json;
+        let c = McpServerConfig::from_json(
+            "docs",
+            &json!({"url": "https://mcp.example.com/mcp",
+                    "headers": {"Authorization": {"vault": "DOCS_TOKEN", "prefix": "Bearer "}},
+                    "class": "docs", "cost": "seconds",
+                    "tools": {"search": {"class": "docs_search"}}, "exclude": ["delete"]}),
+        )
+        .unwrap();
+        assert_eq!(c.vault_entries(), vec!["DOCS_TOKEN"]);
+        assert_eq!(c.cost, Cost::Seconds);
+        assert_eq!(c.transport_kind(), "http");
+        let stdio =
+            McpServerConfig::from_json("t", &json!({"command": "uvx", "cwd": "/srv/t"})).unwrap();
+        assert_eq!(stdio.transport_kind(), "stdio");
+        for (name, body, wanted) in [
+            ("Docs", json!({"url": "http://h/"}), "lowercase"),
+            ("a", json!({"url": null}), "url: null is not a value"),
+            (
+                "a",
+                json!({"command": "x", "args": ["y", null]}),
+                "args[1]: null",
+            ),
+            (
+                "a",
+                json!({"url": "http://h/", "tools": {"t": {"class": null}}}),
+                "tools.t.class: null",
+            ),
+            (
+                "a",
+                json!({"command": "x", "cwd": "rel/dir"}),
+                "absolute path",
+            ),
+            (
+                "a",
+                json!({"url": "http://h/", "surprise": 1}),
+                "unknown field",
+            ),
+            ("a", json!({"url": 7}), "invalid type"),
+            (
+                "a",
+                json!({"url": "http://h/", "headers": {"A": {"vault": "X", "prefx": "b"}}}),
+                "unknown key `prefx`",
+            ),
+            ("a", json!({}), "give `command`"),
+        ] {
+            let e = McpServerConfig::from_json(name, &body).expect_err(&body.to_string());
+            assert!(e.contains(wanted), "{body}: {e}");
         }
     }
 

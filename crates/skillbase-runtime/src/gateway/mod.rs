@@ -19,16 +19,17 @@ mod mcp;
 
 pub use http::{HttpBody, HttpSpec, HttpTool};
 pub use mcp::{McpServerConfig, McpToolOverride, Transport};
+use serde::Deserialize;
 
 use crate::tool::ToolTable;
 use crate::vault::Vault;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// A configured value (an upstream's environment or header, an HTTP tool's header): literal
 /// text, or a vault entry with an optional prefix (e.g. `Bearer `), never written in the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Value {
     /// Written in the file.
@@ -41,6 +42,50 @@ pub enum Value {
         #[serde(default)]
         prefix: String,
     },
+}
+
+impl<'de> Deserialize<'de> for Value {
+    /// Text, or a table of `vault` and optionally `prefix` (no other keys), with a message that
+    /// says so.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        struct V;
+        const WHAT: &str = "text, or { vault = \"NAME\", prefix = \"...\" }";
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Value;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(WHAT)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
+                Ok(Value::Text(v.to_owned()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
+                use serde::de::Error;
+                let (mut vault, mut prefix) = (None, None);
+                while let Some(k) = m.next_key::<String>()? {
+                    match k.as_str() {
+                        "vault" if vault.is_none() => vault = Some(m.next_value::<String>()?),
+                        "prefix" if prefix.is_none() => prefix = Some(m.next_value::<String>()?),
+                        "vault" | "prefix" => {
+                            return Err(A::Error::custom(format!("`{k}` is given twice")));
+                        }
+                        other => {
+                            return Err(A::Error::custom(format!(
+                                "unknown key `{other}` in a vault value; a value is {WHAT}"
+                            )));
+                        }
+                    }
+                }
+                let vault = vault.ok_or_else(|| {
+                    A::Error::custom(format!("a vault value needs `vault`; a value is {WHAT}"))
+                })?;
+                Ok(Value::Vault {
+                    vault,
+                    prefix: prefix.unwrap_or_default(),
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Value {
@@ -113,47 +158,239 @@ pub struct ServerStatus {
     pub connections: u64,
 }
 
-/// The upstream servers of one engine, each kept connected by its own task.
-pub struct Gateway {
-    servers: Vec<Arc<mcp::Upstream>>,
+/// Where an upstream server's configuration comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// `[mcp_servers.<name>]` in `skillbase.toml` (changed by editing the file and restarting).
+    File,
+    /// Written through the API (`PUT /v1/mcp-servers/{name}`), kept in the store: every server
+    /// on the store follows it.
+    Api,
+}
+
+/// The `[gateway]` table: what the API may configure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewaySettings {
+    /// Programs an API-configured stdio server may run, exactly as written in its `command`
+    /// (default: none, so the API can add only streamable HTTP servers; a stdio server runs a
+    /// program on this host, which only the operator's file may allow).
+    pub api_commands: Vec<String>,
+    /// Most servers the API may configure (default 64).
+    pub api_servers: usize,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> GatewaySettings {
+        GatewaySettings {
+            api_commands: Vec::new(),
+            api_servers: 64,
+        }
+    }
+}
+
+impl GatewaySettings {
+    /// The `[gateway]` table; errors name the key.
+    pub fn from_table(table: &toml::Table) -> Result<GatewaySettings, String> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Raw {
+            #[serde(default)]
+            api_commands: Vec<String>,
+            api_servers: Option<usize>,
+        }
+        let raw = Raw::deserialize(toml::Value::Table(table.clone()))
+            .map_err(|e| format!("[gateway]: {e}"))?;
+        if let Some(c) = raw
+            .api_commands
+            .iter()
+            .find(|c| c.trim().is_empty() || c.contains('\0'))
+        {
+            return Err(format!(
+                "[gateway] api_commands: '{}' is not a program (empty, or holds NUL)",
+                c.escape_debug()
+            ));
+        }
+        let api_servers = raw.api_servers.unwrap_or(64);
+        if !(1..=1024).contains(&api_servers) {
+            return Err("[gateway] api_servers: 1 to 1024".into());
+        }
+        Ok(GatewaySettings {
+            api_commands: raw.api_commands,
+            api_servers,
+        })
+    }
+}
+
+/// Why the gateway refused an API write. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// A configuration the gateway cannot use (the message names the key and says what to write).
+    #[error("{0}")]
+    Invalid(String),
+    /// The server is configured in `skillbase.toml`; the API cannot change it.
+    #[error(
+        "upstream server '{0}' is configured in skillbase.toml; change it there (the API configures only the servers it added)"
+    )]
+    FileConfigured(String),
+    /// A stdio server whose program `[gateway] api_commands` does not list.
+    #[error(
+        "an API-configured stdio server may run only the programs `[gateway] api_commands` in skillbase.toml lists; '{0}' is not one of them (add it there, or use a streamable HTTP `url`)"
+    )]
+    CommandNotAllowed(String),
+    /// No server of that name was configured through the API.
+    #[error("no upstream server '{0}' was configured through the API")]
+    NotFound(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] skillbase_store::StoreError),
+}
+
+/// One upstream server as the API lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerEntry {
+    /// Its state.
+    #[serde(flatten)]
+    pub status: ServerStatus,
+    /// `file` or `api`.
+    pub origin: Origin,
+    /// The configuration as written through the API (vault entries by name). Not shown for a
+    /// server of the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
+    /// When the API last wrote it (Unix milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<i64>,
+    /// Who last wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+struct Running {
+    upstream: Arc<mcp::Upstream>,
+    origin: Origin,
+    /// The stored row it was started from (API servers).
+    row: Option<skillbase_store::McpServerRow>,
     stop: tokio::sync::watch::Sender<bool>,
-    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// The upstream servers of one engine, each kept connected by its own task: those of the file,
+/// fixed at start, and those written through the API, followed in the store
+/// ([`Gateway::refresh`]).
+pub struct Gateway {
+    tools: Arc<ToolTable>,
+    vault: Option<Arc<Vault>>,
+    store: Arc<skillbase_store::Store>,
+    settings: GatewaySettings,
+    /// The file's servers in configuration order, then the API's by name.
+    servers: std::sync::Mutex<Vec<Running>>,
+    /// One change of the API's set at a time.
+    changing: tokio::sync::Mutex<()>,
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Gateway {
-    /// Start one supervising task per server (inside a tokio runtime): connect, list, register
-    /// its tools in `tools`, and reconnect with backoff whenever it goes away.
+    /// Start one supervising task per server of the file (inside a tokio runtime): connect,
+    /// list, register its tools in `tools`, and reconnect with backoff whenever it goes away.
+    /// The API's servers join with [`Gateway::refresh`].
     pub fn start(
         configs: Vec<McpServerConfig>,
+        settings: GatewaySettings,
         tools: Arc<ToolTable>,
         vault: Option<Arc<Vault>>,
+        store: Arc<skillbase_store::Store>,
     ) -> Arc<Gateway> {
-        let (stop, _) = tokio::sync::watch::channel(false);
-        let mut servers = Vec::new();
-        let mut tasks = Vec::new();
-        for c in configs {
-            let u = Arc::new(mcp::Upstream::new(c, vault.clone()));
-            tasks.push(tokio::spawn(
-                u.clone().supervise(tools.clone(), stop.subscribe()),
-            ));
-            servers.push(u);
-        }
-        Arc::new(Gateway {
-            servers,
-            stop,
-            tasks: std::sync::Mutex::new(tasks),
-        })
+        let g = Gateway {
+            tools,
+            vault,
+            store,
+            settings,
+            servers: std::sync::Mutex::new(Vec::new()),
+            changing: tokio::sync::Mutex::new(()),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        };
+        let running: Vec<Running> = configs
+            .into_iter()
+            .map(|c| g.spawn(c, Origin::File, None))
+            .collect();
+        *g.lock() = running;
+        Arc::new(g)
     }
 
-    /// Every server's status, in configuration order.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Running>> {
+        self.servers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn spawn(
+        &self,
+        config: McpServerConfig,
+        origin: Origin,
+        row: Option<skillbase_store::McpServerRow>,
+    ) -> Running {
+        let (stop, rx) = tokio::sync::watch::channel(false);
+        let upstream = Arc::new(mcp::Upstream::new(config, self.vault.clone()));
+        let task = tokio::spawn(upstream.clone().supervise(self.tools.clone(), rx));
+        Running {
+            upstream,
+            origin,
+            row,
+            stop,
+            task,
+        }
+    }
+
+    /// Stop a server's task (its child is killed with it) and, unless shutting down, take its
+    /// tools out of the registry.
+    async fn stop(&self, r: Running, forget: bool) {
+        let _ = r.stop.send(true);
+        let mut task = r.task;
+        if tokio::time::timeout(Duration::from_secs(5), &mut task)
+            .await
+            .is_err()
+        {
+            task.abort();
+            let _ = task.await;
+        }
+        if forget {
+            let name = r.upstream.name().to_owned();
+            self.tools.update(|reg| reg.remove_server(&name));
+        }
+    }
+
+    fn upstreams(&self) -> Vec<Arc<mcp::Upstream>> {
+        self.lock().iter().map(|r| r.upstream.clone()).collect()
+    }
+
+    /// Every server's status: the file's in configuration order, then the API's by name.
     pub fn status(&self) -> Vec<ServerStatus> {
-        self.servers.iter().map(|s| s.status()).collect()
+        self.lock().iter().map(|r| r.upstream.status()).collect()
+    }
+
+    /// Every server with where it comes from and, for the API's, its configuration.
+    pub fn servers(&self) -> Vec<ServerEntry> {
+        self.lock()
+            .iter()
+            .map(|r| ServerEntry {
+                status: r.upstream.status(),
+                origin: r.origin,
+                config: r.row.as_ref().map(|row| row.config.clone()),
+                updated_at: r.row.as_ref().map(|row| row.updated_at),
+                updated_by: r.row.as_ref().map(|row| row.updated_by.clone()),
+            })
+            .collect()
+    }
+
+    /// The settings of `[gateway]`.
+    pub fn settings(&self) -> &GatewaySettings {
+        &self.settings
     }
 
     /// Wait until every server has either connected or failed at least once (or `timeout`).
     pub async fn settled(&self, timeout: Duration) {
+        let servers = self.upstreams();
         let wait = async {
-            for s in &self.servers {
+            for s in &servers {
                 s.settled().await;
             }
         };
@@ -163,7 +400,7 @@ impl Gateway {
     /// Wait until server `name` is connected with at least `connections` connections made
     /// (or `timeout`); whether it is.
     pub async fn connected(&self, name: &str, connections: u64, timeout: Duration) -> bool {
-        let Some(s) = self.servers.iter().find(|s| s.name() == name) else {
+        let Some(s) = self.upstreams().into_iter().find(|s| s.name() == name) else {
             return false;
         };
         tokio::time::timeout(timeout, s.wait_connected(connections))
@@ -171,19 +408,151 @@ impl Gateway {
             .is_ok()
     }
 
+    /// Follow the API's servers in the store: start the new, restart the changed, stop the
+    /// removed (their tools leave the registry). Cheap when nothing changed (one small read);
+    /// the server's sync loop calls it with every poll and announcement, so a write on one
+    /// server reaches every server on the store.
+    pub async fn refresh(&self) -> Result<(), skillbase_store::StoreError> {
+        let _one = self.changing.lock().await;
+        let rows = self.store.mcp_servers().await?;
+        if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
+        let (stale, keep): (Vec<Running>, Vec<Running>) = {
+            let mut servers = self.lock();
+            std::mem::take(&mut *servers).into_iter().partition(|r| {
+                r.origin == Origin::Api
+                    && !rows.iter().any(|row| {
+                        r.row.as_ref().is_some_and(|mine| {
+                            mine.name == row.name
+                                && mine.updated_at == row.updated_at
+                                && mine.config == row.config
+                        })
+                    })
+            })
+        };
+        *self.lock() = keep;
+        for r in stale {
+            tracing::info!(server = %r.upstream.name(), "upstream MCP server removed or changed through the API");
+            self.stop(r, true).await;
+        }
+        for row in rows {
+            let known = self.lock().iter().any(|r| r.upstream.name() == row.name);
+            if known {
+                // Running as stored, or a server of the file by that name (which wins).
+                if self
+                    .lock()
+                    .iter()
+                    .any(|r| r.origin == Origin::File && r.upstream.name() == row.name)
+                {
+                    tracing::debug!(server = %row.name, "an API-configured upstream server has the name of one in skillbase.toml; the file's is used");
+                }
+                continue;
+            }
+            match McpServerConfig::from_json(&row.name, &row.config) {
+                Ok(config) => {
+                    let r = self.spawn(config, Origin::Api, Some(row));
+                    let mut servers = self.lock();
+                    servers.push(r);
+                    // Stable: the file's keep their order; the API's by name after them.
+                    servers.sort_by(|a, b| match (a.origin, b.origin) {
+                        (Origin::File, Origin::File) => std::cmp::Ordering::Equal,
+                        (Origin::File, Origin::Api) => std::cmp::Ordering::Less,
+                        (Origin::Api, Origin::File) => std::cmp::Ordering::Greater,
+                        (Origin::Api, Origin::Api) => a.upstream.name().cmp(b.upstream.name()),
+                    });
+                }
+                Err(why) => {
+                    tracing::warn!(server = %row.name, "a stored upstream server's configuration cannot be used (written by another version?): {why}")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Configure server `name` through the API (replacing its earlier configuration): checked
+    /// whole, stored with an event, then started here (other servers on the store follow within
+    /// their sync interval). Whether it is new. `config` is the `[mcp_servers.<name>]` table as
+    /// JSON; vault entries it names must be set.
+    pub async fn put(
+        &self,
+        name: &str,
+        config: serde_json::Value,
+        actor: &skillbase_store::Author,
+    ) -> Result<bool, GatewayError> {
+        if self.is_file_server(name) {
+            return Err(GatewayError::FileConfigured(name.to_owned()));
+        }
+        let parsed = McpServerConfig::from_json(name, &config).map_err(GatewayError::Invalid)?;
+        if let Transport::Stdio { command, .. } = &parsed.transport
+            && !self.settings.api_commands.contains(command)
+        {
+            return Err(GatewayError::CommandNotAllowed(command.clone()));
+        }
+        for entry in parsed.vault_entries() {
+            if self.vault.as_ref().and_then(|v| v.resolve(entry)).is_none() {
+                return Err(GatewayError::Invalid(format!(
+                    "[mcp_servers.{name}]: vault entry '{entry}' is not set; set it first (PUT /v1/vault/{entry})"
+                )));
+            }
+        }
+        let summary = serde_json::json!({
+            "transport": parsed.transport_kind(),
+            "class": parsed.class,
+        });
+        let created = self
+            .store
+            .mcp_server_put(name, &config, summary, self.settings.api_servers, actor)
+            .await?;
+        self.refresh().await?;
+        Ok(created)
+    }
+
+    /// Remove a server configured through the API: its connection closes and its tools leave the
+    /// registry (other servers on the store follow within their sync interval).
+    pub async fn remove(
+        &self,
+        name: &str,
+        actor: &skillbase_store::Author,
+    ) -> Result<(), GatewayError> {
+        if self.is_file_server(name) {
+            return Err(GatewayError::FileConfigured(name.to_owned()));
+        }
+        if !self.store.mcp_server_remove(name, actor).await? {
+            return Err(GatewayError::NotFound(name.to_owned()));
+        }
+        self.refresh().await?;
+        Ok(())
+    }
+
+    fn is_file_server(&self, name: &str) -> bool {
+        self.lock()
+            .iter()
+            .any(|r| r.origin == Origin::File && r.upstream.name() == name)
+    }
+
     /// Close every connection (stdio servers are asked to exit, then killed) and stop.
     pub async fn shutdown(&self) {
-        let _ = self.stop.send(true);
-        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
-        for t in tasks {
-            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        let _one = self.changing.lock().await;
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let all = std::mem::take(&mut *self.lock());
+        for r in all {
+            self.stop(r, false).await;
         }
     }
 }
 
 impl Drop for Gateway {
     fn drop(&mut self) {
-        let _ = self.stop.send(true);
+        for r in self
+            .servers
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = r.stop.send(true);
+        }
     }
 }
 
