@@ -140,7 +140,8 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Retired { .. }
             | StoreError::StatusRefused { .. }
-            | StoreError::NotPending { .. } => ApiError::conflict(detail),
+            | StoreError::NotPending { .. }
+            | StoreError::LimitReached(_) => ApiError::conflict(detail),
             StoreError::InvalidAgent(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-agent", detail)
             }

@@ -347,4 +347,8 @@ async fn apply_changes(state: &AppState) {
         }
         Err(e) => tracing::warn!(error = %e, "reading the vault failed"),
     }
+    // Upstream servers configured through the API (on any server of the store).
+    if let Err(e) = state.gateway.refresh().await {
+        tracing::warn!(error = %e, "reading the upstream servers configured through the API failed");
+    }
 }

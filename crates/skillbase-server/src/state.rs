@@ -86,7 +86,7 @@ pub struct AppState {
     /// Cancelled at shutdown: event streams and MCP sessions end so the server can stop.
     pub shutdown: CancellationToken,
     /// The upstream MCP servers' connections (kept here: they stop when the last holder goes).
-    pub gateway: Option<Arc<skillbase_runtime::gateway::Gateway>>,
+    pub gateway: Arc<skillbase_runtime::gateway::Gateway>,
 }
 
 impl AppState {
@@ -108,7 +108,7 @@ impl AppState {
             dispatcher,
             vault,
             options,
-            gateway: engine.gateway().cloned(),
+            gateway: engine.gateway().clone(),
         }))
     }
 }

@@ -18,6 +18,7 @@ mod auth;
 mod bad_input;
 mod doctor;
 mod eval;
+mod mcp_servers;
 mod openapi;
 mod routes;
 mod sessions;

@@ -229,3 +229,78 @@ async fn writes_by_another_process_reach_the_server() {
     other.close().await;
     s.stop().await;
 }
+
+/// The server applies `[retention]` at start and again every interval (not only once): turns
+/// made after it started are trimmed by a later pass, each pass recorded as `events_trimmed`,
+/// and what retention never trims (revisions, agent and token events) stays.
+#[tokio::test]
+async fn the_server_applies_the_retention_policy_every_interval() {
+    use skillbase_store::EventFilter;
+    use skillbase_store::retention::RetentionPolicy;
+    let policy = RetentionPolicy {
+        events_max_age: None,
+        events_max_size: Some(1),
+        sessions_max_age: None,
+        interval: std::time::Duration::from_millis(200),
+    };
+    let s = TestServer::start_with(ServerOptions {
+        retention: Some(policy),
+        ..ServerOptions::default()
+    })
+    .await;
+    let kept_before = s
+        .store
+        .events(&EventFilter::default())
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| !e.kind.trimmable() && e.kind.as_str() != "events_trimmed")
+        .count();
+    let trimmed = |events: &[skillbase_store::EventRecord]| {
+        events
+            .iter()
+            .filter(|e| e.kind.as_str() == "events_trimmed")
+            .count()
+    };
+    // Let the first pass (at start) happen, then make turns well after it.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let passes_before = trimmed(&s.store.events(&EventFilter::default()).await.unwrap());
+    let r = s
+        .post("/v1/sessions", &s.alpha)
+        .json(&serde_json::json!({"id": "ret-1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    for i in 0..5 {
+        let r = s
+            .post("/v1/sessions/ret-1/turns", &s.alpha)
+            .json(&serde_json::json!({"message": format!("turn {i} about shared things")}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+    s.state.dispatcher.flush().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let events = s.store.events(&EventFilter::default()).await.unwrap();
+        let turns = events.iter().filter(|e| e.kind.as_str() == "turn").count();
+        if turns == 0 && trimmed(&events) > passes_before {
+            // Nothing retention may not trim went away.
+            let kept = events
+                .iter()
+                .filter(|e| !e.kind.trimmable() && e.kind.as_str() != "events_trimmed")
+                .count();
+            assert!(kept >= kept_before, "{kept} < {kept_before}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "turns made after start were never trimmed: {turns} turn events, {} passes",
+            trimmed(&events)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    s.stop().await;
+}

@@ -8,6 +8,7 @@ mod agents;
 mod authoring;
 mod doctor;
 mod extract;
+mod mcp_servers;
 mod sessions;
 mod skills;
 mod tokens;
@@ -87,6 +88,22 @@ fn table(limits: BodyLimits) -> Vec<Route> {
         (Method::POST, "/agents/{name}/eval", post(agents::eval)),
         (Method::GET, "/doctor", get(doctor::report)),
         (Method::GET, "/tools", get(tools::list)),
+        (Method::GET, "/mcp-servers", get(mcp_servers::list_servers)),
+        (
+            Method::GET,
+            "/mcp-servers/{name}",
+            get(mcp_servers::show_server),
+        ),
+        (
+            Method::PUT,
+            "/mcp-servers/{name}",
+            put(mcp_servers::put_server),
+        ),
+        (
+            Method::DELETE,
+            "/mcp-servers/{name}",
+            delete(mcp_servers::remove_server),
+        ),
         (Method::GET, "/vault", get(vault::list)),
         (Method::PUT, "/vault/{name}", put(vault::set)),
         (Method::DELETE, "/vault/{name}", delete(vault::remove)),
@@ -329,6 +346,105 @@ fn zip_is_binary(body: &mut serde_json::Value, schema: &serde_json::Value) {
     }
 }
 
+/// The schemas of upstream MCP servers, written out: a configuration is a stdio server or a
+/// streamable HTTP one (each with exactly its keys, no `null` anywhere), and a server's state as
+/// the tools listing and `/v1/mcp-servers` show it.
+fn mcp_server_schemas(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(serde_json::Value::as_object_mut)
+    else {
+        return;
+    };
+    let text = json!({"type": "string", "pattern": "^[^\\u0000\\r\\n]*$"});
+    schemas.insert(
+        "ConfiguredValue".into(),
+        json!({
+            "description": "Literal text (no NUL or line breaks), or a vault entry whose value is used (resolved into the upstream connection only, never shown), after an optional prefix such as `Bearer `.",
+            "oneOf": [
+                text,
+                {"type": "object", "required": ["vault"], "additionalProperties": false,
+                 "properties": {
+                     "vault": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$"},
+                     "prefix": text}}
+            ]
+        }),
+    );
+    let value = json!({"$ref": "#/components/schemas/ConfiguredValue"});
+    let class = json!({"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"});
+    let permissions = json!({"type": "array", "items": {"type": "string", "enum": ["network", "filesystem", "none"]}});
+    let cost = json!({"type": "string", "enum": ["immediate", "seconds", "tens_of_seconds"]});
+    let common = json!({
+        "class": class,
+        "permissions": permissions,
+        "cost": cost,
+        "tools": {"type": "object", "description": "Overrides by upstream tool name.",
+                  "additionalProperties": {"type": "object", "additionalProperties": false, "properties": {
+                      "class": class, "permissions": permissions, "cost": cost,
+                      "description": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "[^\\s\\u0000-\\u001f\\u007f-\\u009f]"}}}},
+        "exclude": {"type": "array", "items": {"type": "string"}, "description": "Upstream tools never offered."}
+    });
+    let with = |own: serde_json::Value| {
+        let mut p = common.clone();
+        for (k, v) in own.as_object().into_iter().flatten() {
+            p[k] = v.clone();
+        }
+        p
+    };
+    let no_nul = json!({"type": "string", "pattern": "^[^\\u0000]*$"});
+    schemas.insert(
+        "McpServerConfig".into(),
+        json!({
+            "description": "An upstream MCP server: the `[mcp_servers.<name>]` table of skillbase.toml as JSON. A stdio server (`command`) runs a program on the host: allowed through the API only for programs `[gateway] api_commands` lists (403 otherwise).",
+            "oneOf": [
+                {"title": "stdio", "type": "object", "required": ["command"], "additionalProperties": false,
+                 "properties": with(json!({
+                     "command": {"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"},
+                     "args": {"type": "array", "items": no_nul},
+                     "env": {"type": "object", "propertyNames": {"pattern": "^[^=\\u0000]+$"}, "additionalProperties": value},
+                     "cwd": {"type": "string", "pattern": "^/[^\\u0000]*$", "description": "An absolute path."}
+                 }))},
+                {"title": "streamable HTTP", "type": "object", "required": ["url"], "additionalProperties": false,
+                 "properties": with(json!({
+                     "url": {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp]([Ss])?://[^\\u0000-\\u0020\\u007f]+$"},
+                     "headers": {"type": "object", "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"}, "additionalProperties": value}
+                 }))}
+            ]
+        }),
+    );
+    let status = json!({
+        "name": {"type": "string"},
+        "transport": {"type": "string", "enum": ["stdio", "http"]},
+        "state": {"type": "string", "enum": ["connecting", "connected", "down"]},
+        "reason": {"type": "string", "description": "Why it is down, or the last connection problem."},
+        "server_info": {"type": "string"},
+        "protocol": {"type": "string"},
+        "pid": {"type": "integer", "minimum": 0},
+        "tools": {"type": "integer", "minimum": 0},
+        "skipped": {"type": "array", "items": {"type": "string"}},
+        "connections": {"type": "integer", "minimum": 0}
+    });
+    let required = json!(["name", "transport", "state", "tools", "connections"]);
+    schemas.insert(
+        "UpstreamServer".into(),
+        json!({"type": "object", "required": required, "properties": status}),
+    );
+    let mut entry = status.clone();
+    entry["origin"] = json!({"type": "string", "enum": ["file", "api"]});
+    entry["config"] = json!({"$ref": "#/components/schemas/McpServerConfig"});
+    entry["updated_at"] = json!({"type": "integer"});
+    entry["updated_by"] = json!({"type": "string"});
+    let mut required_entry = required.clone();
+    if let Some(r) = required_entry.as_array_mut() {
+        r.push(json!("origin"));
+    }
+    schemas.insert(
+        "McpServer".into(),
+        json!({"type": "object", "required": required_entry, "properties": entry}),
+    );
+}
+
 /// The OpenAPI document.
 #[derive(OpenApi)]
 #[openapi(
@@ -346,6 +462,7 @@ fn zip_is_binary(body: &mut serde_json::Value, schema: &serde_json::Value) {
         agents::list, agents::create, agents::show, agents::put, agents::eval,
         doctor::report,
         tools::list,
+        mcp_servers::list_servers, mcp_servers::show_server, mcp_servers::put_server, mcp_servers::remove_server,
         vault::list, vault::set, vault::remove,
         tokens::list, tokens::create, tokens::revoke,
         sessions::create, sessions::show, sessions::turn, sessions::call, sessions::call_result,
@@ -606,6 +723,7 @@ fn add_links(doc: &mut serde_json::Value) {
 /// as two paths differing only in case or the 16 MiB total, the server refuses with 422).
 fn finish_components(doc: &mut serde_json::Value) {
     use serde_json::json;
+    mcp_server_schemas(doc);
     // A skill name where a skill is named (an agent's skill sets), with the pattern that lists
     // its characters (computed from the same rule the server checks).
     if let Some(schemas) = doc

@@ -95,13 +95,12 @@ pub async fn list(
             .unwrap_or_default(),
         None => st.store.agents().await?,
     };
-    let mut tools =
-        skillbase_runtime::gateway::listing(&st.dispatcher, st.gateway.as_deref(), &agents);
+    let mut tools = skillbase_runtime::gateway::listing(&st.dispatcher, Some(&st.gateway), &agents);
     let servers = if p.agent().is_some() {
         tools.retain(|t| !t.agents.is_empty());
         Vec::new()
     } else {
-        st.gateway.as_ref().map(|g| g.status()).unwrap_or_default()
+        st.gateway.status()
     };
     Ok(Json(ToolsReport { tools, servers }))
 }

@@ -789,6 +789,73 @@ fn patterns_accept_exactly_what_the_server_accepts() {
     );
 }
 
+/// An upstream server's configuration: the document's oneOf (stdio or HTTP) accepts exactly
+/// what the gateway's check does, on samples whose URLs parse (a URL that does not parse, and a
+/// vault entry that is not set, are the 422s no schema can say).
+#[test]
+fn the_mcp_server_schema_accepts_exactly_what_the_gateway_accepts() {
+    use skillbase_runtime::gateway::McpServerConfig;
+    let doc = doc();
+    let samples = [
+        json!({"url": "http://h/"}),
+        json!({"url": "HTTPS://h/x?y=1"}),
+        json!({"url": "http:/h"}),
+        json!({"url": " http://h/"}),
+        json!({"url": "http://h/ x"}),
+        json!({"url": "http://h/\u{7f}"}),
+        json!({"url": "ftp://h/"}),
+        json!({"url": null}),
+        json!({"url": 7}),
+        json!({"url": "http://h/", "headers": {"X-Key": "v"}}),
+        json!({"url": "http://h/", "headers": {"bad name": "v"}}),
+        json!({"url": "http://h/", "headers": {"A": "v\n"}}),
+        json!({"url": "http://h/", "headers": {"A": "v\u{0}"}}),
+        json!({"url": "http://h/", "headers": {"A": {"vault": "K"}}}),
+        json!({"url": "http://h/", "headers": {"A": {"vault": "K", "prefix": "Bearer "}}}),
+        json!({"url": "http://h/", "headers": {"A": {"vault": "bad name"}}}),
+        json!({"url": "http://h/", "headers": {"A": {"vault": "K", "x": 1}}}),
+        json!({"url": "http://h/", "headers": {"A": {}}}),
+        json!({"url": "http://h/", "headers": {"A": 5}}),
+        json!({"url": "http://h/", "headers": {"A": null}}),
+        json!({"url": "http://h/", "args": []}),
+        json!({"url": "http://h/", "env": {}}),
+        json!({"url": "http://h/", "cwd": "/srv"}),
+        json!({"url": "http://h/", "class": "ok_1-2"}),
+        json!({"url": "http://h/", "class": "Bad"}),
+        json!({"url": "http://h/", "class": ""}),
+        json!({"url": "http://h/", "permissions": ["network", "none"]}),
+        json!({"url": "http://h/", "permissions": ["root"]}),
+        json!({"url": "http://h/", "cost": "seconds"}),
+        json!({"url": "http://h/", "cost": "slow"}),
+        json!({"url": "http://h/", "tools": {"t": {"description": "d", "class": "c"}}}),
+        json!({"url": "http://h/", "tools": {"t": {"description": ""}}}),
+        json!({"url": "http://h/", "tools": {"t": {"description": " \u{1c}\n"}}}),
+        json!({"url": "http://h/", "tools": {"t": {"surprise": 1}}}),
+        json!({"url": "http://h/", "tools": {"t": {"cost": "slow"}}}),
+        json!({"url": "http://h/", "exclude": ["a"]}),
+        json!({"url": "http://h/", "exclude": "a"}),
+        json!({"url": "http://h/", "extra": 1}),
+        json!({"command": "x"}),
+        json!({"command": "/usr/bin/mcp-server-time", "args": ["--x", ""], "env": {"TZ": "UTC", "K": {"vault": "K"}}, "cwd": "/srv"}),
+        json!({"command": "   "}),
+        json!({"command": ""}),
+        json!({"command": "a\u{1c}"}),
+        json!({"command": "a\tb"}),
+        json!({"command": "x", "args": ["a", "b\u{0}"]}),
+        json!({"command": "x", "env": {"A=B": "c"}}),
+        json!({"command": "x", "env": {"": "c"}}),
+        json!({"command": "x", "cwd": "rel"}),
+        json!({"command": "x", "cwd": ""}),
+        json!({"command": "x", "url": "http://h/"}),
+        json!({"command": "x", "headers": {}}),
+        json!({}),
+        json!([]),
+    ];
+    agree(&doc, "/components/schemas/McpServerConfig", &samples, |v| {
+        McpServerConfig::from_json("x", v).is_ok()
+    });
+}
+
 #[test]
 fn bounds_and_enums_are_the_servers() {
     let doc = doc();
