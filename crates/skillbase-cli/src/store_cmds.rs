@@ -279,6 +279,9 @@ pub struct AgentEdit {
     /// Require review of skills declaring capabilities beyond the agent's grants.
     #[arg(long)]
     review_envelope_expansion: Option<bool>,
+    /// Record each turn's user message (redacted) for `skillbase dream`.
+    #[arg(long)]
+    record_conversations: Option<bool>,
     #[arg(long)]
     description: Option<String>,
     /// Prompt files of the harness (its instructions to this agent, which the doctor reads for
@@ -326,6 +329,9 @@ impl AgentEdit {
         }
         if let Some(v) = self.review_envelope_expansion {
             c.policies.review_envelope_expansion = v;
+        }
+        if let Some(v) = self.record_conversations {
+            c.policies.record_conversations = v;
         }
         if let Some(d) = &self.description {
             c.description = d.clone();

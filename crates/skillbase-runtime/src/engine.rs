@@ -446,6 +446,17 @@ impl Engine {
         Ok(self.dispatcher.doctor(opts).await?)
     }
 
+    /// Capture recurring procedures of the agent's sessions as skills (see [`crate::dream`]);
+    /// the events recorded so far are stored first, so the dream sees them.
+    pub async fn dream(
+        &self,
+        agent: &AgentName,
+        opts: &crate::dream::DreamOptions,
+    ) -> Result<crate::dream::DreamReport, EngineError> {
+        self.dispatcher.flush().await;
+        Ok(self.dispatcher.dream(agent, opts).await?)
+    }
+
     /// Store every event recorded so far and close the store.
     pub async fn close(self) {
         self.gateway.shutdown().await;

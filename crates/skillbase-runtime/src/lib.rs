@@ -27,6 +27,7 @@
 
 pub mod dispatch;
 pub mod doctor;
+pub mod dream;
 pub mod engine;
 mod envelope;
 pub mod eval;

@@ -6,6 +6,7 @@
 mod common;
 mod dispatch;
 mod doctor;
+mod dream;
 mod eval;
 mod gateway;
 mod semantic;

@@ -166,6 +166,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0013_mcp_servers.sql"),
         include_str!("../migrations/postgres/0013_mcp_servers.sql"),
     ),
+    (
+        "conversations",
+        include_str!("../migrations/sqlite/0015_conversations.sql"),
+        include_str!("../migrations/postgres/0015_conversations.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

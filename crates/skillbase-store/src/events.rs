@@ -74,6 +74,14 @@ pub enum EventKind {
     EventsTrimmed,
     /// The doctor ran (who asked, for which agent, how many findings of each code).
     Doctor,
+    /// A user's message in a session: a turn's, when the agent records conversations, or one
+    /// imported with a transcript (redacted like everything else).
+    UserMessage,
+    /// A tool call of an imported transcript (it ran elsewhere; recorded for learning).
+    TranscriptCall,
+    /// A dream run: the skills it created or changed with their evidence, and the candidates
+    /// it rejected with why.
+    Dream,
 
     /// A kind this build does not name (a newer build's, say), kept as read. The default kind
     /// is the empty one (what `NewEvent::default()` carries until its kind is set).
@@ -88,7 +96,7 @@ impl Default for EventKind {
 
 impl EventKind {
     /// Every kind this build names, in the order above.
-    pub const KNOWN: [EventKind; 27] = [
+    pub const KNOWN: [EventKind; 30] = [
         EventKind::RevisionWritten,
         EventKind::RevisionPending,
         EventKind::Reverted,
@@ -116,6 +124,9 @@ impl EventKind {
         EventKind::TokenRevoked,
         EventKind::EventsTrimmed,
         EventKind::Doctor,
+        EventKind::UserMessage,
+        EventKind::TranscriptCall,
+        EventKind::Dream,
     ];
 
     /// The kinds the retention job may remove: calls, turns and activations. Revisions, authoring,
@@ -130,6 +141,8 @@ impl EventKind {
         "skill_evicted",
         "turn",
         "catalog_truncated",
+        "user_message",
+        "transcript_call",
     ];
 
     /// Whether the retention job may remove events of this kind.
@@ -167,6 +180,9 @@ impl EventKind {
             EventKind::TokenRevoked => "token_revoked",
             EventKind::EventsTrimmed => "events_trimmed",
             EventKind::Doctor => "doctor",
+            EventKind::UserMessage => "user_message",
+            EventKind::TranscriptCall => "transcript_call",
+            EventKind::Dream => "dream",
             EventKind::Other(s) => s,
         }
     }
@@ -192,6 +208,9 @@ impl EventKind {
                 | EventKind::TokenRevoked
                 | EventKind::EventsTrimmed
                 | EventKind::Doctor
+                | EventKind::UserMessage
+                | EventKind::TranscriptCall
+                | EventKind::Dream
         )
     }
 
@@ -225,6 +244,9 @@ impl EventKind {
             "token_revoked" => EventKind::TokenRevoked,
             "events_trimmed" => EventKind::EventsTrimmed,
             "doctor" => EventKind::Doctor,
+            "user_message" => EventKind::UserMessage,
+            "transcript_call" => EventKind::TranscriptCall,
+            "dream" => EventKind::Dream,
             _ => return None,
         })
     }
@@ -381,8 +403,8 @@ mod tests {
             }
         }
         for sql in [
-            include_str!("../migrations/sqlite/0011_retention.sql"),
-            include_str!("../migrations/postgres/0011_retention.sql"),
+            include_str!("../migrations/sqlite/0015_conversations.sql"),
+            include_str!("../migrations/postgres/0015_conversations.sql"),
         ] {
             let list: String = EventKind::TRIMMABLE
                 .iter()
@@ -410,6 +432,9 @@ mod tests {
             "token_revoked",
             "events_trimmed",
             "doctor",
+            "user_message",
+            "transcript_call",
+            "dream",
         ] {
             assert!(!EventKind::from(k).changes_index(), "{k}");
         }

@@ -470,6 +470,9 @@ pub struct Policies {
     pub max_network_calls_per_session: u32,
     /// Tokens per tool result before it is cut.
     pub max_result_tokens: u32,
+    /// Each turn's user message is recorded (redacted, as a `user_message` event) beside the
+    /// calls, for learning (`skillbase dream`). Off by default.
+    pub record_conversations: bool,
 }
 
 impl Default for Policies {
@@ -481,6 +484,7 @@ impl Default for Policies {
             max_calls_in_flight: 8,
             max_network_calls_per_session: 50,
             max_result_tokens: 4000,
+            record_conversations: false,
         }
     }
 }

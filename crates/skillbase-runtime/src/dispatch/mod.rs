@@ -93,6 +93,9 @@ pub enum PostResultError {
 /// (they stay readable as `call_finished` events).
 const MAX_PENDING_RESULTS: usize = 1_024;
 
+/// The longest user message recorded for learning, in bytes (the rest is cut).
+pub const MAX_RECORDED_MESSAGE: usize = 8 * 1024;
+
 impl Dispatcher {
     /// A dispatcher over a runtime. Create it inside a tokio runtime: it starts the event writer.
     pub fn new(runtime: Arc<Runtime>, registry: Registry, vault: Option<Arc<Vault>>) -> Dispatcher {
@@ -147,6 +150,10 @@ impl Dispatcher {
         for e in events {
             self.events.record(e).await;
         }
+        if self.agent(agent)?.config.policies.record_conversations {
+            self.record_user_message(agent, session, message, "turn")
+                .await;
+        }
         let offered = self.offered(agent)?;
         for (e, (def, t)) in offered.with_defs() {
             if ctx.tools.iter().any(|t| t.name == e.wire_name)
@@ -200,6 +207,35 @@ impl Dispatcher {
             .map(|d| d.as_millis())
             .unwrap_or(0);
         call_id_text(ms, n)
+    }
+
+    /// Record a user's message of `session` (a turn's, or a transcript's): redacted, cut at
+    /// [`MAX_RECORDED_MESSAGE`] bytes, as a `user_message` event.
+    pub(crate) async fn record_user_message(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        message: &str,
+        source: &str,
+    ) {
+        let redacted = self.redactor().redact(message).into_owned();
+        let mut end = redacted.len().min(MAX_RECORDED_MESSAGE);
+        while !redacted.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.events
+            .record(NewEvent {
+                kind: skillbase_store::EventKind::UserMessage,
+                agent: Some(agent.to_string()),
+                session: Some(session.into()),
+                data: serde_json::json!({
+                    "message": &redacted[..end],
+                    "source": source,
+                    "cut": end < redacted.len(),
+                }),
+                ..NewEvent::default()
+            })
+            .await;
     }
 
     /// Dispatch one call by its wire name.

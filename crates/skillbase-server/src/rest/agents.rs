@@ -102,6 +102,9 @@ pub struct PoliciesDoc {
     /// Tokens per tool result before it is cut [4000].
     #[schema(required = false, minimum = 0, maximum = 10000000)]
     max_result_tokens: u32,
+    /// Each turn's user message is recorded (redacted) for learning [false].
+    #[schema(required = false)]
+    record_conversations: bool,
 }
 
 /// One of the harness's own instructions to the agent, read by the doctor for the skills it

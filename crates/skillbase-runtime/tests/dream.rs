@@ -1,0 +1,294 @@
+//! Dreaming end to end through the engine: sessions call real (embedder) tools and turn
+//! messages are recorded; a dream captures the recurring procedure as one skill citing its
+//! sessions, within the agent's grants, and rejects what is too rare, already covered or
+//! outside the envelope; a learned skill is reverted like any other.
+
+use crate::common::{open_store, req, text};
+use serde_json::{Value, json};
+use skillbase_format::Bundle;
+use skillbase_runtime::Engine;
+use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_runtime::dream::DreamOptions;
+use skillbase_runtime::tool::{ToolDecl, ToolFuture};
+use skillbase_store::{AgentName, Author, Scope, Store};
+use std::sync::Arc;
+
+const CONFIG: &str = r#"
+[agents.shop]
+skills = "all"
+[agents.shop.grants]
+tools = ["orders", "mail", "notes"]
+[agents.shop.policies]
+record_conversations = true
+"#;
+
+fn tool(name: &str, class: &str) -> (ToolDecl, Arc<dyn skillbase_runtime::tool::ToolHandler>) {
+    let decl = ToolDecl {
+        name: name.into(),
+        description: format!("The {name} tool."),
+        parameters: json!({"type": "object"}),
+        class: class.into(),
+        ..ToolDecl::default()
+    };
+    let n = name.to_owned();
+    let h = move |_ctx, args: Value| -> ToolFuture {
+        let n = n.clone();
+        Box::pin(async move { Ok(json!({"tool": n, "ok": true, "args": args})) })
+    };
+    (decl, Arc::new(h))
+}
+
+async fn engine(dir: &std::path::Path) -> (Arc<Store>, Engine) {
+    let store = Arc::new(open_store(&dir.join("skillbase.db")).await);
+    let mut b = Engine::builder().store(store.clone()).config_toml(CONFIG);
+    for (name, class) in [
+        ("lookup_order", "orders"),
+        ("check_policy", "orders"),
+        ("issue_refund", "orders"),
+        ("email_customer", "mail"),
+        ("weather", "orders"),
+        ("stock_level", "orders"),
+    ] {
+        let (d, h) = tool(name, class);
+        b = b.tool(d, h);
+    }
+    (store, b.build().await.unwrap())
+}
+
+fn shop() -> AgentName {
+    AgentName::parse("shop").unwrap()
+}
+
+async fn call(e: &Engine, session: &str, tool: &str, args: Value) {
+    let o = e
+        .call(&shop(), session, tool, args, CallMode::Wait)
+        .await
+        .unwrap();
+    assert!(matches!(o, CallOutcome::Done { .. }), "{tool}: {o:?}");
+}
+
+/// A session that refunds order `n`: a message, then the four-step procedure.
+async fn refund_session(e: &Engine, session: &str, n: u32) {
+    e.turn(
+        &shop(),
+        session,
+        &format!("Customer says order {n} arrived broken, please refund order {n}"),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    call(
+        e,
+        session,
+        "lookup_order",
+        json!({"order_id": format!("ord_{n}")}),
+    )
+    .await;
+    call(
+        e,
+        session,
+        "check_policy",
+        json!({"order_id": format!("ord_{n}"), "amount_cents": n * 100}),
+    )
+    .await;
+    call(
+        e,
+        session,
+        "issue_refund",
+        json!({"order_id": format!("ord_{n}"), "amount_cents": n * 100}),
+    )
+    .await;
+    call(
+        e,
+        session,
+        "email_customer",
+        json!({"order_id": format!("ord_{n}"), "template": "refund"}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn five_sessions_of_one_procedure_become_one_skill_citing_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, e) = engine(dir.path()).await;
+    for i in 0..5 {
+        refund_session(&e, &format!("refund-{i}"), 100 + i).await;
+    }
+    // Unrelated sessions: different calls each time.
+    for (i, t) in ["weather", "stock_level", "lookup_order"]
+        .iter()
+        .enumerate()
+    {
+        e.turn(
+            &shop(),
+            &format!("misc-{i}"),
+            "what is the weather",
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+        call(&e, &format!("misc-{i}"), t, json!({"q": i})).await;
+    }
+    // A dry run writes nothing.
+    let before = store.index().len();
+    let dry = e
+        .dream(
+            &shop(),
+            &DreamOptions {
+                dry_run: true,
+                ..DreamOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(dry.created.len(), 1, "{dry:#?}");
+    assert_eq!(dry.created[0].status, "dry_run");
+    assert_eq!(store.index().len(), before);
+
+    let r = e.dream(&shop(), &DreamOptions::default()).await.unwrap();
+    assert_eq!(r.created.len(), 1, "{r:#?}");
+    let l = &r.created[0];
+    assert_eq!(l.status, "active");
+    assert_eq!(l.evidence.support, 5);
+    let mut cited = l.evidence.sessions.clone();
+    cited.sort();
+    assert_eq!(
+        cited,
+        ["refund-0", "refund-1", "refund-2", "refund-3", "refund-4"]
+    );
+    assert!(
+        l.evidence
+            .calls
+            .iter()
+            .all(|c| c.len() == 4 && c.iter().all(|id| !id.is_empty()))
+    );
+    assert_eq!(l.steps.len(), 4, "{:?}", l.steps);
+    let mut caps = l.capabilities.clone();
+    caps.sort();
+    assert_eq!(caps, ["mail", "orders"]);
+    assert!(l.name.contains("refund"), "{}", l.name);
+    // Stored in the agent's scope, authored by dreaming, active, and loadable.
+    let entry = store
+        .index()
+        .get(&Scope::Agent(shop()), &l.name)
+        .cloned()
+        .expect("stored");
+    assert_eq!(entry.author, format!("agent:shop/dreaming"));
+    assert!(entry.body.contains("`issue_refund`"), "{}", entry.body);
+    assert!(
+        !entry.body.contains("ord_101"),
+        "argument values leaked: {}",
+        entry.body
+    );
+    // The report is an event too.
+    let events = store
+        .events(&skillbase_store::EventFilter {
+            kind: Some("dream".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].data["created"][0]["name"], l.name.as_str());
+
+    // Dreaming again: the procedure is covered by the learned skill now, nothing new.
+    let again = e.dream(&shop(), &DreamOptions::default()).await.unwrap();
+    assert!(again.created.is_empty(), "{again:#?}");
+    assert!(
+        again
+            .rejected
+            .iter()
+            .any(|x| x.reason == "already_covered" && x.detail.contains(&l.name)),
+        "{again:#?}"
+    );
+
+    // Revert undoes it like any other skill: retire it and the next dream may learn it again.
+    store
+        .set_status(
+            &Scope::Agent(shop()),
+            &l.name,
+            skillbase_store::StatusChange::Retire,
+            &Author::Human("ops".into()),
+            json!("not wanted"),
+        )
+        .await
+        .unwrap();
+    let view = e.runtime().view(&shop()).unwrap();
+    assert!(
+        view.get(&l.name).is_none(),
+        "a retired learned skill is still visible"
+    );
+    e.close().await;
+}
+
+#[tokio::test]
+async fn what_is_rare_covered_or_outside_the_envelope_is_rejected_with_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, e) = engine(dir.path()).await;
+    // Twice only: too rare.
+    for i in 0..2 {
+        e.turn(
+            &shop(),
+            &format!("stock-{i}"),
+            "restock please",
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+        call(
+            &e,
+            &format!("stock-{i}"),
+            "stock_level",
+            json!({"sku": "a"}),
+        )
+        .await;
+        call(&e, &format!("stock-{i}"), "weather", json!({"city": "x"})).await;
+    }
+    // A covered procedure: a skill already names its tools.
+    store
+        .put(req(
+            Scope::Shared,
+            Bundle::single(text(
+                "refund-procedure",
+                "Refund an order. Use when a customer asks for a refund.",
+                "",
+                "Call `lookup_order`, then `check_policy`, then `issue_refund`, then `email_customer`.",
+            ))
+            .unwrap(),
+        ))
+        .await
+        .unwrap();
+    for i in 0..3 {
+        refund_session(&e, &format!("covered-{i}"), i).await;
+    }
+    let r = e.dream(&shop(), &DreamOptions::default()).await.unwrap();
+    assert!(r.created.is_empty(), "{r:#?}");
+    let reasons: Vec<&str> = r.rejected.iter().map(|x| x.reason).collect();
+    assert!(reasons.contains(&"already_covered"), "{r:#?}");
+    assert!(reasons.contains(&"too_rare"), "{r:#?}");
+
+    // Outside the envelope: the mail class revoked after the sessions ran.
+    store
+        .set_status(
+            &Scope::Shared,
+            "refund-procedure",
+            skillbase_store::StatusChange::Retire,
+            &Author::Human("ops".into()),
+            json!("gone"),
+        )
+        .await
+        .unwrap();
+    let mut c = store.agent(&shop()).await.unwrap().unwrap().config;
+    c.grants.tools.retain(|t| t != "mail");
+    store.set_agent(&shop(), &c).await.unwrap();
+    let r = e.dream(&shop(), &DreamOptions::default()).await.unwrap();
+    assert!(r.created.is_empty(), "{r:#?}");
+    let outside = r
+        .rejected
+        .iter()
+        .find(|x| x.reason == "outside_envelope")
+        .unwrap_or_else(|| panic!("{r:#?}"));
+    assert!(outside.detail.contains("`mail`"), "{}", outside.detail);
+    assert_eq!(outside.support, 3);
+    e.close().await;
+}
