@@ -2,6 +2,7 @@
 
 mod dispatch_cmds;
 mod doctor_cmds;
+mod dream_cmds;
 mod format_cmds;
 mod gc_cmds;
 mod model_cmds;
@@ -95,6 +96,9 @@ enum Command {
     /// Report the drift between prompts, agents and the catalog: each finding with its code
     /// (D001...), where it is and the fix. Exit 1 when any finding is an error.
     Doctor(doctor_cmds::DoctorArgs),
+    /// Capture procedures the agents' sessions repeated as skills, with a report citing the
+    /// sessions (and what was rejected, and why).
+    Dream(dream_cmds::DreamArgs),
     /// Every tool (built-ins, `[[tools]]`, upstream MCP servers' tools) with its source, class,
     /// status (connected, down, declared, ...) and the agents granted it.
     Tools(dispatch_cmds::ToolsArgs),
@@ -157,6 +161,7 @@ fn main() -> ExitCode {
         Command::Model(a) => store_cmds::run(model_cmds::model(a)),
         Command::Call(a) => store_cmds::run(dispatch_cmds::call(&cli.store, a)),
         Command::Doctor(a) => store_cmds::run(doctor_cmds::doctor(&cli.store, a)),
+        Command::Dream(a) => store_cmds::run(dream_cmds::dream(&cli.store, a)),
         Command::Tools(a) => store_cmds::run(dispatch_cmds::tools(&cli.store, a)),
         Command::Runs(a) => store_cmds::run(dispatch_cmds::runs(&cli.store, a)),
         Command::Approve(a) => store_cmds::run(dispatch_cmds::approve(&cli.store, a)),

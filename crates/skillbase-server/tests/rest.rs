@@ -17,6 +17,7 @@ mod admin;
 mod auth;
 mod bad_input;
 mod doctor;
+mod dream;
 mod eval;
 mod mcp_servers;
 mod openapi;

@@ -65,7 +65,7 @@ pub struct Dispatcher {
     inflight: Mutex<HashMap<AgentName, (u32, Arc<Semaphore>)>>,
     results: Mutex<HashMap<String, watch::Receiver<Option<CallOutcome>>>>,
     next_id: std::sync::atomic::AtomicU64,
-    events: EventSink,
+    pub(crate) events: EventSink,
     offered_cache: Mutex<OfferedCache>,
     /// Harness-run calls authorized and not yet answered: call id → who may answer, and where.
     harness: Arc<Mutex<HashMap<String, PendingHarness>>>,

@@ -57,7 +57,7 @@ impl Driver {
 impl Dispatcher {
     /// The session's state, loaded once (the session is created if new): the runtime's session
     /// cache entry, with its driving run read on first use.
-    pub(super) async fn session(
+    pub(crate) async fn session(
         &self,
         agent: &AgentName,
         session: &str,

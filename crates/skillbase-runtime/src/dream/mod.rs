@@ -11,6 +11,7 @@
 
 pub mod draft;
 pub mod mine;
+pub mod transcript;
 
 use crate::dispatch::Dispatcher;
 use crate::runtime::RuntimeError;
@@ -76,6 +77,9 @@ pub struct Learned {
     pub capabilities: Vec<String>,
     /// Where it comes from.
     pub evidence: Evidence,
+    /// Whether the agent's allowlist lets it see the skill (an explicit list must name it:
+    /// `skills = [..., "<name>"]`; a dream does not change what an agent is configured with).
+    pub visible: bool,
     /// The SKILL.md written.
     pub skill_md: String,
 }
@@ -434,6 +438,7 @@ pub async fn dream(
             steps: p.steps.iter().map(step_text).collect(),
             capabilities: classes,
             evidence,
+            visible: a.config.skills.contains(name.as_str()),
             skill_md: md,
         };
         if !opts.dry_run {

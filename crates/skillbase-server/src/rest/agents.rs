@@ -525,3 +525,70 @@ where
         .await
         .map_err(|_| ApiError::internal("the evaluation stopped"))
 }
+
+/// What to dream about. Every field is optional.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DreamRequest {
+    /// Only events at or after this time (Unix milliseconds, up to the year 2100).
+    #[schema(minimum = 0, maximum = 4102444800000_i64)]
+    #[serde(default)]
+    pub since: Option<i64>,
+    /// Report what would be created; write nothing [false].
+    #[serde(default)]
+    pub dry_run: Option<bool>,
+    /// Distinct sessions a procedure must occur in [3].
+    #[schema(minimum = 2, maximum = 1000)]
+    #[serde(default)]
+    pub min_support: Option<u32>,
+}
+
+/// Capture the procedures the agent's sessions repeated as skills in its own scope, authored
+/// `agent:<name>/dreaming` (active, or pending when its `review_agent_revisions` says so), and
+/// answer the dream report: each created skill with its evidence (sessions, call ids, support)
+/// and every rejected candidate with why (`too_rare`, `already_covered`, `outside_envelope`,
+/// `part_of`, `unknown_tool`, `invalid`). A dream never widens what the agent is granted. An
+/// agent token may dream for its own agent only.
+#[utoipa::path(post, path = "/v1/agents/{name}/dream", tag = "agents",
+    params(("name" = String, Path, description = "The agent's name", pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")),
+    request_body = DreamRequest,
+    responses((status = 200, description = "The dream report", body = Object),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json")))]
+pub async fn dream(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P(name): P<String>,
+    Body(b): Body<DreamRequest>,
+) -> ApiResult<Json<skillbase_runtime::dream::DreamReport>> {
+    let name = visible_agent(&p, &name)?;
+    if b.since
+        .is_some_and(|t| !(0..=4_102_444_800_000).contains(&t))
+    {
+        return Err(unprocessable(
+            "invalid-request",
+            "since: a time in Unix milliseconds, from 0 to 4102444800000 (the year 2100)",
+        ));
+    }
+    let min_support = b.min_support.unwrap_or(3);
+    if !(2..=1000).contains(&min_support) {
+        return Err(unprocessable(
+            "invalid-request",
+            "min_support: 2 to 1000 sessions",
+        ));
+    }
+    st.dispatcher.flush().await;
+    let report = st
+        .dispatcher
+        .dream(
+            &name,
+            &skillbase_runtime::dream::DreamOptions {
+                since: b.since,
+                dry_run: b.dry_run.unwrap_or(false),
+                min_support: min_support as usize,
+                actor: p.author(),
+            },
+        )
+        .await?;
+    Ok(Json(report))
+}

@@ -86,6 +86,7 @@ fn table(limits: BodyLimits) -> Vec<Route> {
         (Method::GET, "/agents/{name}", get(agents::show)),
         (Method::PUT, "/agents/{name}", put(agents::put)),
         (Method::POST, "/agents/{name}/eval", post(agents::eval)),
+        (Method::POST, "/agents/{name}/dream", post(agents::dream)),
         (Method::GET, "/doctor", get(doctor::report)),
         (Method::GET, "/tools", get(tools::list)),
         (Method::GET, "/mcp-servers", get(mcp_servers::list_servers)),
@@ -123,6 +124,11 @@ fn table(limits: BodyLimits) -> Vec<Route> {
             Method::POST,
             "/sessions/{id}/calls/{call_id}/result",
             post(sessions::post_result),
+        ),
+        (
+            Method::POST,
+            "/sessions/{id}/transcript",
+            post(sessions::transcript),
         ),
         (Method::GET, "/sessions/{id}/events", get(sessions::events)),
         (Method::GET, "/sessions/{id}/pinned", get(sessions::pinned)),
@@ -445,6 +451,46 @@ fn mcp_server_schemas(doc: &mut serde_json::Value) {
     );
 }
 
+/// A chat transcript (the OpenAI chat format, as `POST /v1/sessions/{id}/transcript` reads it).
+fn transcript_schemas(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(serde_json::Value::as_object_mut)
+    else {
+        return;
+    };
+    let string = json!({"type": "string"});
+    schemas.insert(
+        "Transcript".into(),
+        json!({
+            "type": "object", "required": ["messages"], "additionalProperties": false,
+            "properties": {"messages": {"type": "array", "minItems": 1, "maxItems": 2000, "items": {
+                "type": "object", "required": ["role"], "additionalProperties": false,
+                "properties": {
+                    "role": {"type": "string", "enum": ["system", "user", "assistant", "tool"]},
+                    "content": {"anyOf": [
+                        {"type": "string"}, {"type": "null"},
+                        {"type": "array", "items": {"type": "object", "required": ["type", "text"],
+                            "additionalProperties": false,
+                            "properties": {"type": string, "text": string}}}]},
+                    "tool_calls": {"anyOf": [{"type": "null"}, {"type": "array", "items": {
+                        "type": "object", "required": ["id", "type", "function"], "additionalProperties": false,
+                        "properties": {"id": string, "type": string, "function": {
+                            "type": "object", "required": ["name", "arguments"], "additionalProperties": false,
+                            "properties": {"name": string, "arguments": string}}}}}]},
+                    "tool_call_id": {"type": ["string", "null"]},
+                    "name": {"type": ["string", "null"]}
+                }}}}
+        }),
+    );
+    schemas.insert(
+        "Imported".into(),
+        json!({"type": "object", "required": ["messages", "calls"], "properties": {
+            "messages": {"type": "integer", "minimum": 0}, "calls": {"type": "integer", "minimum": 0}}}),
+    );
+}
+
 /// The OpenAPI document.
 #[derive(OpenApi)]
 #[openapi(
@@ -459,14 +505,14 @@ fn mcp_server_schemas(doc: &mut serde_json::Value) {
         skills::list, skills::show, skills::put, skills::history, skills::diff,
         skills::revert, skills::retire, skills::restore, skills::disable, skills::enable,
         skills::export, skills::runs, skills::approve, skills::import, skills::approvals,
-        agents::list, agents::create, agents::show, agents::put, agents::eval,
+        agents::list, agents::create, agents::show, agents::put, agents::eval, agents::dream,
         doctor::report,
         tools::list,
         mcp_servers::list_servers, mcp_servers::show_server, mcp_servers::put_server, mcp_servers::remove_server,
         vault::list, vault::set, vault::remove,
         tokens::list, tokens::create, tokens::revoke,
         sessions::create, sessions::show, sessions::turn, sessions::call, sessions::call_result,
-        sessions::post_result,
+        sessions::post_result, sessions::transcript,
         sessions::events, sessions::pinned, sessions::finish,
     ),
     components(schemas(crate::error::Problem, skills::FileContent, sessions::SessionEventDoc)),
@@ -724,6 +770,7 @@ fn add_links(doc: &mut serde_json::Value) {
 fn finish_components(doc: &mut serde_json::Value) {
     use serde_json::json;
     mcp_server_schemas(doc);
+    transcript_schemas(doc);
     // A skill name where a skill is named (an agent's skill sets), with the pattern that lists
     // its characters (computed from the same rule the server checks).
     if let Some(schemas) = doc

@@ -777,3 +777,54 @@ pub(super) fn budget(field: &str, tokens: Option<u32>) -> ApiResult<Option<u32>>
         .transpose()
         .map_err(|e| unprocessable("invalid-request", e))
 }
+
+/// A conversation that happened elsewhere (the OpenAI chat format). Its schema is written out in
+/// `finish_components`.
+#[derive(ToSchema)]
+#[schema(as = Transcript)]
+#[allow(dead_code)]
+pub struct TranscriptDoc {
+    messages: Vec<Value>,
+}
+
+/// What an import recorded.
+#[derive(ToSchema)]
+#[schema(as = Imported)]
+#[allow(dead_code)]
+pub struct ImportedDoc {
+    /// Users' messages recorded.
+    messages: u64,
+    /// Tool calls recorded.
+    calls: u64,
+}
+
+/// Import a conversation that happened elsewhere into the session, for learning (`dream`):
+/// messages in the OpenAI chat format (`system`, `user`, `assistant` with `tool_calls`, `tool`
+/// answering a call by `tool_call_id`), at most 2,000 messages and 5,000 calls, each text at
+/// most 64 KiB. Checked whole: a message that cannot be imported answers 422 naming it, and
+/// nothing is recorded. Users' messages and tool calls are recorded redacted.
+#[utoipa::path(post, path = "/v1/sessions/{id}/transcript", tag = "sessions",
+    params(("id" = String, Path)), request_body = TranscriptDoc,
+    responses((status = 200, body = ImportedDoc),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 422, body = Problem, content_type = "application/problem+json")))]
+pub async fn transcript(
+    State(st): State<Arc<AppState>>,
+    Caller(p): Caller,
+    P(id): P<String>,
+    Body(t): Body<Value>,
+) -> ApiResult<Json<skillbase_runtime::dream::transcript::Imported>> {
+    let agent = owner(&st, &p, &id).await?;
+    let t: skillbase_runtime::dream::transcript::Transcript = serde_json::from_value(t)
+        .map_err(|e| unprocessable("invalid-transcript", format!("transcript: {e}")))?;
+    use skillbase_runtime::dream::transcript::TranscriptError;
+    let imported = st
+        .dispatcher
+        .import_transcript(&agent, &id, &t)
+        .await
+        .map_err(|e| match e {
+            TranscriptError::Invalid(m) => unprocessable("invalid-transcript", m),
+            TranscriptError::Runtime(r) => r.into(),
+        })?;
+    Ok(Json(imported))
+}
