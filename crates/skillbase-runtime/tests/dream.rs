@@ -292,3 +292,160 @@ async fn what_is_rare_covered_or_outside_the_envelope_is_rejected_with_why() {
     assert_eq!(outside.support, 3);
     e.close().await;
 }
+
+/// The miner on the labelled scenarios of `eval/dreaming/scenarios.toml`: precision and recall
+/// over every scenario, printed per scenario (BENCHMARKS.md keeps the figures), and held to the
+/// measured level so a change that loses quality fails.
+#[test]
+fn the_miner_is_measured_on_the_labelled_scenarios() {
+    use skillbase_runtime::dream::mine::{LoggedCall, MineOptions, SessionLog, mine};
+    #[derive(serde::Deserialize)]
+    struct File {
+        scenario: Vec<Scenario>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Scenario {
+        name: String,
+        noise: Noise,
+        procedures: Vec<Procedure>,
+        expected: Vec<usize>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Noise {
+        tools: u64,
+        calls: usize,
+        sessions: usize,
+    }
+    #[derive(serde::Deserialize)]
+    struct Procedure {
+        steps: Vec<String>,
+        sessions: usize,
+        #[serde(default)]
+        interleave: usize,
+        #[serde(default)]
+        optional_key: Option<String>,
+        #[serde(default)]
+        repeat: Option<usize>,
+    }
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../eval/dreaming/scenarios.toml"
+    );
+    let file: File = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut seed = 7u64;
+    let mut rand = move |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n.max(1)
+    };
+    let step_call = |spec: &str, v: u64, extra: Option<&str>| {
+        let (tool, keys) = spec.trim_end_matches(')').split_once('(').unwrap();
+        let mut m = serde_json::Map::new();
+        for k in keys.split(',').filter(|k| !k.is_empty()).chain(extra) {
+            m.insert(k.into(), json!(format!("v{v}")));
+        }
+        LoggedCall {
+            call_id: format!("c{v}"),
+            tool: tool.into(),
+            arguments: Value::Object(m),
+        }
+    };
+    let (mut found_all, mut matched_found, mut expected_all, mut expected_hit) = (0, 0, 0, 0);
+    let mut table = String::new();
+    for sc in &file.scenario {
+        let total = sc
+            .noise
+            .sessions
+            .max(sc.procedures.iter().map(|p| p.sessions).max().unwrap_or(0));
+        let mut sessions: Vec<SessionLog> = (0..total)
+            .map(|i| SessionLog {
+                session: format!("s{i}"),
+                calls: (0..sc.noise.calls)
+                    .map(|_| {
+                        let t = rand(sc.noise.tools);
+                        step_call(&format!("noise_{t}(arg)"), rand(1000), None)
+                    })
+                    .collect(),
+                messages: Vec::new(),
+            })
+            .collect();
+        for p in &sc.procedures {
+            // Distinct sessions, in a shuffled order.
+            let mut order: Vec<usize> = (0..total).collect();
+            for i in (1..order.len()).rev() {
+                order.swap(i, rand(i as u64 + 1) as usize);
+            }
+            for (n, &s) in order.iter().take(p.sessions).enumerate() {
+                for _ in 0..p.repeat.unwrap_or(1) {
+                    let mut calls: Vec<LoggedCall> = p
+                        .steps
+                        .iter()
+                        .enumerate()
+                        .map(|(k, st)| {
+                            let extra = (k == 0 && n % 2 == 0)
+                                .then_some(p.optional_key.as_deref())
+                                .flatten();
+                            step_call(st, rand(1000), extra)
+                        })
+                        .collect();
+                    if n < p.interleave {
+                        let at = 1 + rand(calls.len() as u64 - 1) as usize;
+                        calls.insert(at, step_call("unrelated_call(x)", rand(1000), None));
+                    }
+                    let at = rand(sessions[s].calls.len() as u64 + 1) as usize;
+                    sessions[s].calls.splice(at..at, calls);
+                }
+            }
+        }
+        let m = mine(&sessions, MineOptions::default());
+        let holds =
+            |pattern: &[String], steps: &[String]| pattern.windows(steps.len()).any(|w| w == steps);
+        let texts: Vec<Vec<String>> = m
+            .patterns
+            .iter()
+            .map(|p| {
+                p.steps
+                    .iter()
+                    .map(|s| format!("{}({})", s.tool, s.keys.join(",")))
+                    .collect()
+            })
+            .collect();
+        // A pattern is right when it is the first to match an expected procedure (a second
+        // pattern for the same procedure is a duplicate: wrong).
+        let mut claimed = std::collections::HashSet::new();
+        let good = texts
+            .iter()
+            .filter(|t| {
+                sc.expected
+                    .iter()
+                    .find(|&&e| !claimed.contains(&e) && holds(t, &sc.procedures[e].steps))
+                    .is_some_and(|&e| claimed.insert(e))
+            })
+            .count();
+        let hit = sc
+            .expected
+            .iter()
+            .filter(|&&e| texts.iter().any(|t| holds(t, &sc.procedures[e].steps)))
+            .count();
+        found_all += texts.len();
+        matched_found += good;
+        expected_all += sc.expected.len();
+        expected_hit += hit;
+        table.push_str(&format!(
+            "{:<62} found {:>2} ({} right)  expected {} (found {})\n",
+            sc.name,
+            texts.len(),
+            good,
+            sc.expected.len(),
+            hit
+        ));
+    }
+    let precision = matched_found as f64 / found_all.max(1) as f64;
+    let recall = expected_hit as f64 / expected_all.max(1) as f64;
+    eprintln!(
+        "{table}dream miner: precision {precision:.3} ({matched_found}/{found_all}), recall {recall:.3} ({expected_hit}/{expected_all})"
+    );
+    assert!(precision >= 0.9, "precision {precision:.3}\n{table}");
+    assert!(recall >= 0.9, "recall {recall:.3}\n{table}");
+}

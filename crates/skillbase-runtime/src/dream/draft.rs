@@ -261,6 +261,16 @@ mod tests {
                         tool: "lookup_order".into(),
                         arguments: json!({"order_id": format!("ord_{i}")}),
                     },
+                    LoggedCall {
+                        call_id: format!("c{i}d"),
+                        tool: format!("unrelated_{i}"),
+                        arguments: json!({}),
+                    },
+                    LoggedCall {
+                        call_id: format!("c{i}e"),
+                        tool: format!("other_{i}"),
+                        arguments: json!({}),
+                    },
                 ],
                 messages: vec![format!(
                     "Please refund order {i}, the parcel arrived damaged"

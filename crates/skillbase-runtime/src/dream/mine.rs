@@ -4,9 +4,16 @@
 //! of its arguments, values masked (an order id, a path and a count are the same step whatever
 //! their values). Contiguous runs of 2 to 8 steps are counted once per session; a run found in
 //! at least `min_support` distinct sessions is a candidate. Only closed candidates are kept (no
-//! longer run containing it has the same support), ranked by support, then length, then the
-//! steps themselves (so the result is the same on every run); a candidate inside one already
-//! kept is dropped as part of it, so one procedure gives one pattern.
+//! longer run containing it has the same support). Longer candidates are taken first; one
+//! inside a kept procedure is dropped as part of it unless it also occurs on its own in enough
+//! other sessions, so one procedure gives one pattern. Chance is tested too: steps drawn from an
+//! agent's usual tools repeat by themselves (with 12 tools and 12 calls a session, any given
+//! pair is in one session of 13), so a pattern is kept only when independent draws would make
+//! it that frequent with probability under [`ALPHA`] (Poisson, corrected for the runs tested),
+//! and when neither end is a chance call beside a real procedure. Patterns of the same tools in
+//! the same order whose argument shapes differ (an optional argument) are one procedure: merged,
+//! keys those every occurrence has. The result is ranked by support, then length, then the
+//! steps (the same on every run).
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -108,8 +115,74 @@ impl Default for MineOptions {
 pub struct Mined {
     /// The closed patterns kept, best first.
     pub patterns: Vec<Pattern>,
-    /// Closed patterns dropped because a kept one contains them.
+    /// Closed patterns dropped because kept ones contain them (the index of the first).
     pub contained: Vec<(Pattern, usize)>,
+    /// Closed patterns dropped because chance alone would make them that frequent (with the
+    /// number of sessions chance gives).
+    pub chance: Vec<(Pattern, f64)>,
+}
+
+/// The chance a kept pattern may have of being noise, after correcting for how many runs were
+/// tested.
+pub const ALPHA: f64 = 0.01;
+
+/// P(Y ≥ k) for Y binomial with `n` trials of probability `p`.
+pub fn binomial_tail(n: usize, k: usize, p: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if k > n || p <= 0.0 {
+        return 0.0;
+    }
+    if p >= 1.0 {
+        return 1.0;
+    }
+    let ln_choose = |n: usize, i: usize| -> f64 {
+        let (a, b) = (i.min(n - i), n);
+        (0..a)
+            .map(|j| ((b - j) as f64).ln() - ((j + 1) as f64).ln())
+            .sum()
+    };
+    let (lp, lq) = (p.ln(), (1.0 - p).ln());
+    (k..=n)
+        .map(|i| (ln_choose(n, i) + i as f64 * lp + (n - i) as f64 * lq).exp())
+        .sum::<f64>()
+        .min(1.0)
+}
+
+/// P(X ≥ k) for X Poisson with mean `lambda`.
+pub fn poisson_tail(lambda: f64, k: usize) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if lambda <= 0.0 {
+        return 0.0;
+    }
+    if (k as f64) <= lambda {
+        let mut term = (-lambda).exp();
+        let mut cdf = 0.0;
+        for i in 0..k {
+            if i > 0 {
+                term *= lambda / i as f64;
+            }
+            cdf += term;
+        }
+        return (1.0 - cdf).clamp(0.0, 1.0);
+    }
+    let ln_fact: f64 = (2..=k).map(|i| (i as f64).ln()).sum();
+    let mut log_t = -lambda + k as f64 * lambda.ln() - ln_fact;
+    let mut sum = 0.0;
+    let mut i = k;
+    loop {
+        let t = log_t.exp();
+        sum += t;
+        if t <= sum * 1e-12 || i > k + 100_000 {
+            break;
+        }
+        i += 1;
+        log_t += lambda.ln() - (i as f64).ln();
+    }
+    sum.min(1.0)
 }
 
 /// Find the recurring procedures of `sessions`.
@@ -149,47 +222,195 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
         }
     }
     by_run.retain(|_, occ| occ.len() >= min_support);
-    // Closed: no run one step longer (on either side) with the same support. Checking one step
-    // longer is enough: support only falls as a run grows. Each run marks its prefix and
-    // suffix, so this is linear in the runs kept.
-    let mut not_closed: std::collections::HashSet<&[u32]> = std::collections::HashSet::new();
+    // Chance first. Each step's share of all calls, and the positions a run of each length has.
+    let total: usize = seqs.iter().map(Vec::len).sum();
+    let mut freq = vec![0usize; steps.len()];
+    for seq in &seqs {
+        for &x in seq {
+            freq[x as usize] += 1;
+        }
+    }
+    let share = |x: u32| freq[x as usize] as f64 / total.max(1) as f64;
+    let distinct = steps.len().max(1) as f64;
+    let positions: Vec<f64> = (0..=max_len)
+        .map(|l| {
+            seqs.iter()
+                .map(|s| s.len().saturating_sub(l.max(1) - 1) as f64)
+                .sum()
+        })
+        .collect();
+    // How many sessions independent draws would give a run of `s` occurrences: each step with
+    // its share of the calls outside those occurrences (a procedure's own calls would otherwise
+    // make it look expected in a small store), add-one smoothed.
+    let by_chance = |r: &[u32], s: usize| -> f64 {
+        let rest = (total.saturating_sub(s * r.len()) as f64 + distinct).max(1.0);
+        let p: f64 = r
+            .iter()
+            .map(|&x| {
+                let own = s * r.iter().filter(|&&y| y == x).count();
+                (freq[x as usize].saturating_sub(own) as f64 + 1.0) / rest
+            })
+            .product();
+        (positions[r.len()] * p).min(sessions.len() as f64)
+    };
+    // Significant as a whole (Poisson, corrected for every run of its length that could have
+    // been), and neither end a chance call beside the rest: an end step is kept when at least
+    // half of its calls are in the run, or when, given the rest of the run in n sessions, it is
+    // there in s of them more often than its share of all calls would make it (binomial,
+    // corrected for every step that could have been there).
+    let significant = |run: &[u32], s: usize| -> bool {
+        let tests = distinct.powi(run.len() as i32).min(total.max(1) as f64);
+        if poisson_tail(by_chance(run, s), s) * tests >= ALPHA {
+            return false;
+        }
+        if run.len() > min_len {
+            // An end is the procedure's own when most of that step's calls are in it, or when
+            // it follows the rest far more often than its share would make it.
+            let end = |sub: &[u32], x: u32| {
+                let n = by_run.get(sub).map_or(s, Vec::len);
+                s * 2 >= freq[x as usize] || binomial_tail(n, s, share(x)) * distinct < ALPHA
+            };
+            if !end(&run[1..], run[0]) || !end(&run[..run.len() - 1], run[run.len() - 1]) {
+                return false;
+            }
+        }
+        true
+    };
+    let mut chance: Vec<(&[u32], &Vec<Occurrence>)> = Vec::new();
+    let mut sig: HashMap<&[u32], &Vec<Occurrence>> = HashMap::new();
     for (run, occ) in &by_run {
+        if significant(run, occ.len()) {
+            sig.insert(run, occ);
+        } else {
+            chance.push((run, occ));
+        }
+    }
+    // Closed among the significant: no run one step longer (on either side) with the same
+    // support (support only falls as a run grows, so one step is enough). Each run marks its
+    // prefix and suffix: linear in the runs.
+    let mut not_closed: std::collections::HashSet<&[u32]> = std::collections::HashSet::new();
+    for (run, occ) in &sig {
         if run.len() > min_len {
             for sub in [&run[1..], &run[..run.len() - 1]] {
-                if by_run.get(sub).is_some_and(|o| o.len() == occ.len()) {
+                if sig.get(sub).is_some_and(|o| o.len() == occ.len()) {
                     not_closed.insert(sub);
                 }
             }
         }
     }
-    let mut closed: Vec<(&[u32], &Vec<Occurrence>)> = by_run
+    let mut closed: Vec<(&[u32], &Vec<Occurrence>)> = sig
         .iter()
         .filter(|(run, _)| !not_closed.contains(*run))
-        .map(|(r, o)| (*r, o))
+        .map(|(r, o)| (*r, *o))
         .collect();
     let name_of = |r: &[u32]| -> Vec<&Step> { r.iter().map(|&i| &steps[i as usize]).collect() };
+    // Longest first: a procedure beats the fragments of it; then by support.
     closed.sort_by(|a, b| {
+        b.0.len()
+            .cmp(&a.0.len())
+            .then(b.1.len().cmp(&a.1.len()))
+            .then_with(|| name_of(a.0).cmp(&name_of(b.0)))
+    });
+    let mut kept: Vec<(&[u32], &Vec<Occurrence>)> = Vec::new();
+    let to_pattern = |r: &[u32], occ: &Vec<Occurrence>| Pattern {
+        steps: r.iter().map(|&i| steps[i as usize].clone()).collect(),
+        occurrences: occ.clone(),
+    };
+    // The chance runs reported are the longest-first few closed ones (not every sub-run).
+    chance.sort_by(|a, b| {
         b.1.len()
             .cmp(&a.1.len())
             .then(b.0.len().cmp(&a.0.len()))
             .then_with(|| name_of(a.0).cmp(&name_of(b.0)))
     });
-    let mut kept: Vec<&[u32]> = Vec::new();
     let mut out = Mined {
         patterns: Vec::new(),
         contained: Vec::new(),
-    };
-    let to_pattern = |r: &[u32], occ: &Vec<Occurrence>| Pattern {
-        steps: r.iter().map(|&i| steps[i as usize].clone()).collect(),
-        occurrences: occ.clone(),
+        chance: chance
+            .iter()
+            .take(50)
+            .map(|(r, o)| (to_pattern(r, o), by_chance(r, o.len())))
+            .collect(),
     };
     for (run, occ) in closed {
-        if let Some(k) = kept.iter().position(|k| contains(k, run)) {
-            out.contained.push((to_pattern(run, occ), k));
-            continue;
+        // Inside kept procedures: kept only if it also occurs on its own, in enough sessions
+        // none of them covers.
+        let containers: Vec<usize> = kept
+            .iter()
+            .enumerate()
+            .filter(|(_, (k, _))| contains(k, run))
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(&first) = containers.first() {
+            let covered: std::collections::HashSet<usize> = containers
+                .iter()
+                .flat_map(|&i| kept[i].1.iter().map(|o| o.session))
+                .collect();
+            let own = occ.iter().filter(|o| !covered.contains(&o.session)).count();
+            if own < min_support {
+                out.contained.push((to_pattern(run, occ), first));
+                continue;
+            }
         }
-        kept.push(run);
+        kept.push((run, occ));
         out.patterns.push(to_pattern(run, occ));
+    }
+    // One procedure whatever the argument shapes: same tools in the same order, merged (keys
+    // every occurrence has; occurrences of every shape, the first per session).
+    let mut merged: Vec<Pattern> = Vec::new();
+    let mut moved: HashMap<usize, usize> = HashMap::new();
+    for (i, p) in std::mem::take(&mut out.patterns).into_iter().enumerate() {
+        let tools: Vec<&str> = p.steps.iter().map(|s| s.tool.as_str()).collect();
+        match merged.iter().position(|m| {
+            m.steps.len() == tools.len() && m.steps.iter().zip(&tools).all(|(a, b)| a.tool == *b)
+        }) {
+            Some(j) => {
+                let m = &mut merged[j];
+                for (a, b) in m.steps.iter_mut().zip(&p.steps) {
+                    a.keys.retain(|k| b.keys.contains(k));
+                }
+                for o in p.occurrences {
+                    if !m.occurrences.iter().any(|x| x.session == o.session) {
+                        m.occurrences.push(o);
+                    }
+                }
+                m.occurrences.sort_by_key(|o| o.session);
+                moved.insert(i, j);
+            }
+            None => {
+                moved.insert(i, merged.len());
+                merged.push(p);
+            }
+        }
+    }
+    out.patterns = merged;
+    for (_, k) in &mut out.contained {
+        *k = moved[k];
+    }
+    // Best first for the caller: by support, then length.
+    let order: Vec<usize> = {
+        let mut idx: Vec<usize> = (0..out.patterns.len()).collect();
+        idx.sort_by(|&a, &b| {
+            let (pa, pb) = (&out.patterns[a], &out.patterns[b]);
+            pb.support()
+                .cmp(&pa.support())
+                .then(pb.steps.len().cmp(&pa.steps.len()))
+                .then_with(|| pa.steps.cmp(&pb.steps))
+        });
+        idx
+    };
+    let remap: HashMap<usize, usize> = order
+        .iter()
+        .enumerate()
+        .map(|(new, &old)| (old, new))
+        .collect();
+    let mut patterns: Vec<Option<Pattern>> = out.patterns.into_iter().map(Some).collect();
+    out.patterns = order
+        .iter()
+        .map(|&i| patterns[i].take().expect("each once"))
+        .collect();
+    for (_, k) in &mut out.contained {
+        *k = remap[k];
     }
     out
 }

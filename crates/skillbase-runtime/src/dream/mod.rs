@@ -91,8 +91,8 @@ pub struct Rejected {
     pub steps: Vec<String>,
     /// Its support.
     pub support: usize,
-    /// `too_rare`, `already_covered`, `outside_envelope`, `part_of`, `unknown_tool` or
-    /// `invalid`.
+    /// `too_rare`, `chance`, `already_covered`, `outside_envelope`, `part_of`,
+    /// `unknown_tool` or `invalid`.
     pub reason: &'static str,
     /// The details (the covering skill, the class not granted, the validation error...).
     pub detail: String,
@@ -288,6 +288,19 @@ pub async fn dream(
                 p,
                 "part_of",
                 format!("inside {}", of.join(" → ")),
+            );
+        }
+    }
+    for (p, expected) in &mined.chance {
+        if p.support() >= min_support {
+            reject(
+                &mut report,
+                p,
+                "chance",
+                format!(
+                    "seen in {} sessions; chance alone gives about {expected:.1}",
+                    p.support()
+                ),
             );
         }
     }
