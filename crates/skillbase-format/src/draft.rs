@@ -141,8 +141,9 @@ pub struct DraftError {
 }
 
 /// A skill as an author writes it. The spec keys an author cannot set through the draft fields
-/// (`license`, `compatibility`, `allowed-tools`, `metadata`) are carried over from the revision
-/// a modification starts from, so modifying a skill never drops them.
+/// (`license`, `compatibility`, `allowed-tools`, `metadata`) and Skillbase's `version` are
+/// carried over from the revision a modification starts from, so modifying a skill never drops
+/// them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SkillDraft {
     /// The skill's name.
@@ -173,6 +174,8 @@ pub struct SkillDraft {
     pub when_to_use: Vec<String>,
     /// `when_not_to_use` entries.
     pub when_not_to_use: Vec<String>,
+    /// `version`, carried over.
+    pub version: Option<String>,
 }
 
 fn refuse(field: DraftField, problem: impl Into<String>) -> DraftError {
@@ -234,6 +237,7 @@ impl SkillDraft {
             metadata: Vec::new(),
             when_to_use: Vec::new(),
             when_not_to_use: Vec::new(),
+            version: None,
         }
     }
 
@@ -254,6 +258,7 @@ impl SkillDraft {
             metadata: meta.metadata.clone(),
             when_to_use: meta.when_to_use.clone(),
             when_not_to_use: meta.when_not_to_use.clone(),
+            version: meta.version.clone(),
         }
     }
 
@@ -404,6 +409,7 @@ impl SkillDraft {
             ("license", &self.license),
             ("compatibility", &self.compatibility),
             ("allowed-tools", &self.allowed_tools),
+            ("version", &self.version),
         ] {
             if let Some(v) = value {
                 let _ = writeln!(out, "{key}: {}", quoted(v));
