@@ -161,6 +161,13 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0012_events_by_agent.sql"),
         include_str!("../migrations/postgres/0012_events_by_agent.sql"),
     ),
+    // 0013: being added on main at the same time as 0014 below (issue 20's branch); the two
+    // are renumbered at merge so that 0013 comes first.
+    (
+        "revision_version",
+        include_str!("../migrations/sqlite/0014_revision_version.sql"),
+        include_str!("../migrations/postgres/0014_revision_version.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

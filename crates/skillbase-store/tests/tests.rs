@@ -38,3 +38,4 @@ mod sessions;
 mod skills;
 mod sync;
 mod vectors;
+mod versions;
