@@ -142,8 +142,13 @@ impl Store {
         req: PutRequest,
         seed_path: String,
     ) -> Result<WriteOutcome> {
-        let w = self.write_req(req, Some(seed_path), false)?;
-        self.write_one(w).await
+        let w = self.write_req(req, Some(seed_path.clone()), false)?;
+        let o = self.write_one(w).await?;
+        // A seed folder has no one to answer: its warnings go to the log.
+        for warning in &o.warnings {
+            tracing::warn!(skill = %o.name, seed = %seed_path, "{warning}");
+        }
+        Ok(o)
     }
 
     /// Create several seeded skills in one transaction (all or nothing: the caller falls back
