@@ -602,8 +602,11 @@ fn digest_prints_the_readme_digest_of_a_folder() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(dir.join("scripts/run.sh"), fs::Permissions::from_mode(0o755))
-            .unwrap();
+        fs::set_permissions(
+            dir.join("scripts/run.sh"),
+            fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
     }
     let want = readme_digest(&[
         ("SKILL.md", md.as_bytes(), false),
@@ -639,7 +642,10 @@ fn digest_refuses_what_is_not_a_safe_skill_folder() {
     fs::write(bad.join("evil\u{1b}[31m.md"), "x").unwrap();
     let r = run(&["digest", s(&bad)]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stderr.contains("control characters are not allowed"), "{r:?}");
+    assert!(
+        r.stderr.contains("control characters are not allowed"),
+        "{r:?}"
+    );
     assert!(!r.stderr.contains('\u{1b}'), "{r:?}");
     // Too many files.
     let big = skill(tmp.path(), "big", &good("big"));

@@ -206,10 +206,7 @@ impl SkillMeta {
                 .unwrap_or_default(),
             when_to_use: non_blank(string_list(md.get("when_to_use"))),
             when_not_to_use: non_blank(string_list(md.get("when_not_to_use"))),
-            version: md
-                .get("version")
-                .and_then(Node::as_str)
-                .map(str::to_owned),
+            version: md.get("version").and_then(Node::as_str).map(str::to_owned),
         })
     }
 }

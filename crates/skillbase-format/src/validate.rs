@@ -1050,8 +1050,14 @@ mod tests {
             ),
             ("capabilities:\n  tools: [Web Fetch]\n", "not a tool class"),
             ("version: 1.0\n", "'1.0' is not a semantic version"),
-            ("version: [1.0.0]\n", "must be a semantic version string, not a list"),
-            ("version:\n  major: 1\n", "must be a semantic version string, not a mapping"),
+            (
+                "version: [1.0.0]\n",
+                "must be a semantic version string, not a list",
+            ),
+            (
+                "version:\n  major: 1\n",
+                "must be a semantic version string, not a mapping",
+            ),
             ("version: v2.0.0\n", "no `v` prefix"),
             ("version: ''\n", "it is empty"),
         ];
@@ -1068,7 +1074,11 @@ mod tests {
 
     #[test]
     fn version_is_semver_in_the_skillbase_profile_and_not_a_spec_key() {
-        for v in ["version: 1.2.0", "version: \"1.2.0-rc.1\"", "version: '0.1.0+build.5'"] {
+        for v in [
+            "version: 1.2.0",
+            "version: \"1.2.0-rc.1\"",
+            "version: '0.1.0+build.5'",
+        ] {
             let text = format!("{OK}{v}\n---\nbody\n");
             let r = check(&text, Profile::Skillbase);
             assert!(r.is_valid(), "{v}: {:?}", r.diagnostics);
@@ -1077,14 +1087,21 @@ mod tests {
             let meta = crate::meta::SkillMeta::from_md(&md).unwrap();
             assert!(meta.semver().is_some(), "{v}");
         }
-        let r = check(&format!("{OK}version: 1.0\n---\nbody\n"), Profile::Skillbase);
+        let r = check(
+            &format!("{OK}version: 1.0\n---\nbody\n"),
+            Profile::Skillbase,
+        );
         let d = r.errors().next().unwrap();
         assert_eq!(d.field.as_deref(), Some("version"));
         assert_eq!(d.line, Some(4));
-        assert!(d.hint.as_deref().unwrap().contains("`version: \"1.0.0\"`"), "{d:?}");
+        assert!(
+            d.hint.as_deref().unwrap().contains("`version: \"1.0.0\"`"),
+            "{d:?}"
+        );
         let r = check(&format!("{OK}version: 1.2.0\n---\nbody\n"), Profile::Spec);
         assert!(
-            messages(&r, Severity::Error)[0].starts_with("Unexpected fields in frontmatter: version."),
+            messages(&r, Severity::Error)[0]
+                .starts_with("Unexpected fields in frontmatter: version."),
             "{:?}",
             r.diagnostics
         );

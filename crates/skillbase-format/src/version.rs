@@ -30,12 +30,14 @@ impl SkillVersion {
     /// Check a value as written (no surrounding spaces, no leading `v`).
     pub fn parse(s: &str) -> Result<SkillVersion, VersionError> {
         let shown = shown(s);
-        let refuse = |why: &str| VersionError {
+        let refuse = |why: &str| {
+            VersionError {
             problem: format!("'{shown}' is not a semantic version: {why}"),
             hint: match suggestion(s) {
                 Some(v) => format!("write `version: \"{v}\"` (MAJOR.MINOR.PATCH, quoted)"),
                 None => "write MAJOR.MINOR.PATCH, quoted, like `version: \"1.2.0\"` (a pre-release as `1.2.0-rc.1`)".into(),
             },
+        }
         };
         if s.len() > MAX_VERSION_BYTES {
             return Err(refuse(&format!("longer than {MAX_VERSION_BYTES} bytes")));
@@ -89,7 +91,11 @@ fn shown(s: &str) -> String {
         end -= 1;
     }
     let cut = crate::text::escape_controls(&s[..end]).into_owned();
-    if end < s.len() { format!("{cut}…") } else { cut }
+    if end < s.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
 }
 
 /// A corrected value for the common mistakes: `1`, `1.0` (what an unquoted YAML number reads
@@ -117,10 +123,25 @@ mod tests {
     #[test]
     fn parses_semver_and_orders_by_precedence() {
         let v = |s: &str| SkillVersion::parse(s).unwrap();
-        for ok in ["0.0.0", "1.2.3", "1.2.3-rc.1", "1.2.3+build.7", "10.20.30-alpha-1.x+001"] {
+        for ok in [
+            "0.0.0",
+            "1.2.3",
+            "1.2.3-rc.1",
+            "1.2.3+build.7",
+            "10.20.30-alpha-1.x+001",
+        ] {
             assert_eq!(v(ok).to_string(), ok);
         }
-        let order = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-beta", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0"];
+        let order = [
+            "1.0.0-alpha",
+            "1.0.0-alpha.1",
+            "1.0.0-beta",
+            "1.0.0-rc.1",
+            "1.0.0",
+            "1.0.1",
+            "1.1.0",
+            "2.0.0",
+        ];
         for w in order.windows(2) {
             assert_eq!(v(w[0]).cmp_precedence(&v(w[1])), Ordering::Less, "{w:?}");
         }
@@ -146,7 +167,10 @@ mod tests {
             ("1.2.3\u{0}", "MAJOR.MINOR.PATCH"),
         ] {
             let e = SkillVersion::parse(bad).unwrap_err();
-            assert!(e.problem.contains("is not a semantic version"), "{bad:?}: {e:?}");
+            assert!(
+                e.problem.contains("is not a semantic version"),
+                "{bad:?}: {e:?}"
+            );
             assert!(e.hint.contains(hint), "{bad:?}: {e:?}");
             assert!(!e.problem.contains('\u{0}'), "controls escaped: {e:?}");
         }

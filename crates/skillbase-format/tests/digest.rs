@@ -18,11 +18,7 @@ fn readme_digest(files: &[(&str, &[u8], bool)]) -> String {
         h.update(Sha256::digest(bytes));
         h.update([if exec { 1u8 } else { 0u8 }]);
     }
-    let hex: String = h
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
 
@@ -46,8 +42,11 @@ fn folder_digest_matches_the_written_definition() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(root.join("scripts/run.sh"), fs::Permissions::from_mode(0o700))
-            .unwrap();
+        fs::set_permissions(
+            root.join("scripts/run.sh"),
+            fs::Permissions::from_mode(0o700),
+        )
+        .unwrap();
     }
     let exec = cfg!(unix);
     let want = readme_digest(&[
@@ -85,7 +84,13 @@ fn a_one_file_skill_has_a_fixed_digest() {
 
 #[test]
 fn paths_with_control_characters_are_refused() {
-    for bad in ["a\nb.md", "a\tb.md", "a\u{7f}.md", "a\u{85}.md", "\u{1b}[31m.md"] {
+    for bad in [
+        "a\nb.md",
+        "a\tb.md",
+        "a\u{7f}.md",
+        "a\u{85}.md",
+        "\u{1b}[31m.md",
+    ] {
         let e = Bundle::from_pairs(
             [("SKILL.md", b"x".to_vec()), (bad, b"y".to_vec())],
             &BundleLimits::default(),

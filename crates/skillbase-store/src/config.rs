@@ -186,7 +186,10 @@ tools = ["web_fetch"]
 
     #[test]
     fn reads_the_store_policies_and_refuses_a_bad_one() {
-        assert_eq!(Config::parse("", "f").unwrap().store.versions, VersionPolicy::Warn);
+        assert_eq!(
+            Config::parse("", "f").unwrap().store.versions,
+            VersionPolicy::Warn
+        );
         let c = Config::parse("[store]\nversions = \"require-increase\"\n", "f").unwrap();
         assert_eq!(c.store.versions, VersionPolicy::RequireIncrease);
         for bad in [
@@ -194,7 +197,9 @@ tools = ["web_fetch"]
             "[store]\nversions = 1\n",
             "[store]\nversion = \"warn\"\n",
         ] {
-            let e = Config::parse(bad, "skillbase.toml").unwrap_err().to_string();
+            let e = Config::parse(bad, "skillbase.toml")
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("skillbase.toml"), "{bad}: {e}");
             assert!(
                 e.contains("warn") || e.contains("versions"),

@@ -29,9 +29,13 @@ pub(super) fn versions_and_digests(sb: &Sb) {
     // Lower: written, with a warning on stderr saying what to write.
     versioned(&work, "gamma", "1.0.5", "v3");
     let r = sb.ok(&["put", s(&dir)]);
-    assert_eq!(r.stdout.trim(), "gamma (shared): wrote revision 3 (now active)");
+    assert_eq!(
+        r.stdout.trim(),
+        "gamma (shared): wrote revision 3 (now active)"
+    );
     assert!(
-        r.stderr.contains("gamma (shared): warning: version 1.0.5 is not higher than 1.1.0")
+        r.stderr
+            .contains("gamma (shared): warning: version 1.0.5 is not higher than 1.1.0")
             && r.stderr.contains("`version: \"1.1.1\"`"),
         "{r:?}"
     );
@@ -58,7 +62,11 @@ pub(super) fn versions_and_digests(sb: &Sb) {
     assert_eq!(v["bundle_digest"], want.as_str());
     let zip = sb.path("gamma.zip");
     let r = sb.ok(&["export", "gamma", "--out", s(&zip)]);
-    assert!(r.stdout.contains(&format!("(1 file, version 1.0.5, {want})")), "{r:?}");
+    assert!(
+        r.stdout
+            .contains(&format!("(1 file, version 1.0.5, {want})")),
+        "{r:?}"
+    );
 
     // Under require-increase: equal, lower and none are refused, nothing written.
     let cfg = sb.path("strict.toml");
@@ -71,7 +79,9 @@ pub(super) fn versions_and_digests(sb: &Sb) {
         versioned(&work, "gamma", version, "v4");
         let e = sb.fails(1, &["--config", s(&cfg), "put", s(&dir)]);
         assert!(
-            e.contains(what) && e.contains("require-increase") && e.contains("`version: \"1.0.6\"`"),
+            e.contains(what)
+                && e.contains("require-increase")
+                && e.contains("`version: \"1.0.6\"`"),
             "{version}: {e}"
         );
     }

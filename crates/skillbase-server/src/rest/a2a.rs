@@ -210,7 +210,9 @@ pub fn build(st: &AppState, agent: &Agent, headers: &HeaderMap) -> AgentCard {
                     "bearer".to_owned(),
                     SecurityScheme {
                         http_auth_security_scheme: HttpAuthSecurityScheme {
-                            description: "A Skillbase token: an admin token, or one bound to this agent".into(),
+                            description:
+                                "A Skillbase token: an admin token, or one bound to this agent"
+                                    .into(),
                             scheme: "Bearer".into(),
                         },
                     },

@@ -744,7 +744,11 @@ fn tool_write_result(
         result,
         warnings: v["warnings"]
             .as_array()
-            .map(|w| w.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+            .map(|w| {
+                w.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default(),
     })
 }

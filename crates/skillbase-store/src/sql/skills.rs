@@ -987,28 +987,49 @@ mod tests {
     fn what_a_write_of_a_version_gets() {
         assert_eq!(version_check("x", Some("1.0.0"), None, true).unwrap(), None);
         assert_eq!(version_check("x", None, None, true).unwrap(), None);
-        assert_eq!(version_check("x", Some("1.2.1"), Some("1.2.0"), true).unwrap(), None);
-        assert_eq!(version_check("x", Some("1.0.0"), Some("1.0.0-rc.1"), true).unwrap(), None);
+        assert_eq!(
+            version_check("x", Some("1.2.1"), Some("1.2.0"), true).unwrap(),
+            None
+        );
+        assert_eq!(
+            version_check("x", Some("1.0.0"), Some("1.0.0-rc.1"), true).unwrap(),
+            None
+        );
         for (new, want) in [
             (Some("1.2.0"), "version 1.2.0 is not higher than 1.2.0"),
-            (Some("1.2.0+other"), "version 1.2.0+other is not higher than 1.2.0"),
+            (
+                Some("1.2.0+other"),
+                "version 1.2.0+other is not higher than 1.2.0",
+            ),
             (Some("1.1.9"), "version 1.1.9 is not higher than 1.2.0"),
             (Some("1.2.0-rc.1"), "version 1.2.0-rc.1 is not higher"),
-            (None, "declares no version, and the active revision's is 1.2.0"),
+            (
+                None,
+                "declares no version, and the active revision's is 1.2.0",
+            ),
         ] {
-            let w = version_check("x", new, Some("1.2.0"), false).unwrap().unwrap();
+            let w = version_check("x", new, Some("1.2.0"), false)
+                .unwrap()
+                .unwrap();
             assert!(w.contains(want), "{new:?}: {w}");
             assert!(w.contains("`version: \"1.2.1\"`"), "{w}");
             let e = version_check("x", new, Some("1.2.0"), true).unwrap_err();
             assert!(matches!(e, StoreError::VersionNotIncreased { .. }), "{e:?}");
             let m = e.to_string();
-            assert!(m.contains(want) && m.contains("require-increase") && m.contains("1.2.1"), "{m}");
+            assert!(
+                m.contains(want) && m.contains("require-increase") && m.contains("1.2.1"),
+                "{m}"
+            );
         }
-        assert_eq!((version_column(None), version_column(Some("1.0.0"))), ("", "1.0.0"));
+        assert_eq!(
+            (version_column(None), version_column(Some("1.0.0"))),
+            ("", "1.0.0")
+        );
         assert_eq!(version_of_column(Some(String::new())), None);
         assert_eq!(version_of_column(None), None);
         assert_eq!(
-            version_in_skill_md(b"---\nname: x\ndescription: X.\nversion: 2.0.0\n---\nx\n").as_deref(),
+            version_in_skill_md(b"---\nname: x\ndescription: X.\nversion: 2.0.0\n---\nx\n")
+                .as_deref(),
             Some("2.0.0")
         );
         assert_eq!(version_in_skill_md(b"\xff"), None);
