@@ -1,4 +1,5 @@
-//! Commands over skill folders on disk: `validate`, `read-properties`, `to-prompt`, `new`.
+//! Commands over skill folders on disk: `validate`, `read-properties`, `to-prompt`, `new`,
+//! `digest`.
 
 use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 use clap::{Args, ValueEnum};
@@ -46,6 +47,18 @@ pub struct ToPromptArgs {
     /// Skill folders or SKILL.md files, rendered in this order.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
+}
+
+/// Print a skill folder's content digest: the digest a revision of it gets in the store
+/// (README, "The content digest", defines it so another tool can recompute it).
+#[derive(Args)]
+pub struct DigestArgs {
+    /// A skill folder or its SKILL.md.
+    #[arg(value_name = "DIR")]
+    path: PathBuf,
+    /// Print the digest with every file's path, digest, size and executable bit, as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Create a new skill folder with a commented SKILL.md showing every key.
@@ -385,4 +398,43 @@ Say when this skill applies, and when it does not.
 - What usually goes wrong, and how to avoid it.
 "#
     )
+}
+
+pub fn digest(args: DigestArgs) -> u8 {
+    if let Err(code) = check_exist(std::slice::from_ref(&args.path)) {
+        return code;
+    }
+    let dir = skill_dir_of(&args.path);
+    let bundle = match skillbase_format::Bundle::from_dir(&dir, &Default::default()) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!(
+                "Error: {}",
+                skillbase_format::text::escape_controls(&format!("{}: {e}", dir.display()))
+            );
+            return EXIT_INVALID;
+        }
+    };
+    if args.json {
+        let files: Vec<_> = bundle
+            .files()
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "path": f.path,
+                    "digest": f.digest,
+                    "size": f.bytes.len(),
+                    "executable": f.executable,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({"digest": bundle.digest(), "files": files});
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).expect("JSON serializes")
+        );
+    } else {
+        println!("{}", bundle.digest());
+    }
+    EXIT_OK
 }

@@ -50,6 +50,8 @@ enum Command {
     ReadProperties(format_cmds::ReadPropertiesArgs),
     ToPrompt(format_cmds::ToPromptArgs),
     New(format_cmds::NewArgs),
+    /// Print a skill folder's content digest (the digest its revision gets in the store).
+    Digest(format_cmds::DigestArgs),
     /// List skills in the store.
     List(store_cmds::ListArgs),
     /// Show a skill's revision: metadata, files and SKILL.md.
@@ -133,6 +135,7 @@ fn main() -> ExitCode {
         Command::ReadProperties(a) => format_cmds::read_properties(a),
         Command::ToPrompt(a) => format_cmds::to_prompt(a),
         Command::New(a) => format_cmds::new(a),
+        Command::Digest(a) => format_cmds::digest(a),
         Command::List(a) => store_cmds::run(store_cmds::list(&cli.store, a)),
         Command::Show(a) => store_cmds::run(store_cmds::show(&cli.store, a)),
         Command::History(a) => store_cmds::run(store_cmds::history(&cli.store, a)),

@@ -460,6 +460,9 @@ fn print_outcome(o: &WriteOutcome) {
         WriteKind::Status => format!("is now {} (revision {})", o.status, o.rev),
     };
     println!("{} ({}): {what}", o.name, o.scope);
+    for w in &o.warnings {
+        eprintln!("{} ({}): warning: {w}", o.name, o.scope);
+    }
 }
 
 fn entry_json(e: &SkillEntry) -> serde_json::Value {
@@ -471,6 +474,7 @@ fn entry_json(e: &SkillEntry) -> serde_json::Value {
         "latest_rev": e.head_rev,
         "digest": e.digest,
         "author": e.author,
+        "version": e.meta.version,
         "description": e.meta.description,
         "triggers": e.meta.triggers,
         "companions": e.meta.companions,
@@ -568,7 +572,10 @@ pub async fn show(s: &StoreArgs, a: ShowArgs) -> Result<u8> {
         if !info.message.is_empty() {
             println!("message: {}", info.message);
         }
-        println!("bundle:  {}", bundle.digest());
+        if let Some(v) = &info.version {
+            println!("version: {v}");
+        }
+        println!("digest:  {}", bundle.digest());
         for f in bundle.files() {
             println!(
                 "  {:>8}  {}{}",
@@ -595,11 +602,13 @@ pub async fn history(s: &StoreArgs, a: HistoryArgs) -> Result<u8> {
     } else {
         for r in h.iter().rev() {
             println!(
-                "{} {:>4}  {}  {:<28}  {}{}",
+                "{} {:>4}  {}  {:<28}  {:<10}  {}  {}{}",
                 if r.active { "*" } else { " " },
                 r.rev,
                 format_time(r.created_at),
                 r.author,
+                r.version.as_deref().unwrap_or("-"),
+                short_digest(&r.digest),
                 r.message,
                 if r.state == "pending" {
                     "  [pending approval]"
@@ -611,6 +620,12 @@ pub async fn history(s: &StoreArgs, a: HistoryArgs) -> Result<u8> {
     }
     store.close().await;
     Ok(EXIT_OK)
+}
+
+/// A digest shortened for a listing: `sha256:` and its first 12 hex digits (`--json` has it
+/// whole).
+fn short_digest(d: &str) -> &str {
+    d.get(..19).unwrap_or(d)
 }
 
 /// UTC time from unix milliseconds, without a date library.
@@ -778,13 +793,17 @@ pub async fn export(s: &StoreArgs, a: ExportArgs) -> Result<u8> {
     let (info, bundle) = store.bundle(&a.target.scope, &a.target.name, a.rev).await?;
     let out = pack::export(&bundle, &a.target.name, &a.out)?;
     println!(
-        "{} ({}) revision {} written to {} ({} file{}, {})",
+        "{} ({}) revision {} written to {} ({} file{}, {}{})",
         a.target.name,
         a.target.scope,
         info.rev,
         out.display(),
         bundle.files().len(),
         if bundle.files().len() == 1 { "" } else { "s" },
+        info.version
+            .as_deref()
+            .map(|v| format!("version {v}, "))
+            .unwrap_or_default(),
         bundle.digest()
     );
     store.close().await;

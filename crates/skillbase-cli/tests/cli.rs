@@ -51,7 +51,7 @@ fn json(text: &str) -> Value {
 fn help_for_every_command() {
     let r = run(&["--help"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    for sub in ["validate", "read-properties", "to-prompt", "new"] {
+    for sub in ["validate", "read-properties", "to-prompt", "new", "digest"] {
         assert!(r.stdout.contains(sub), "{sub} missing from --help");
     }
     assert!(
@@ -64,6 +64,7 @@ fn help_for_every_command() {
         ("read-properties", "<PATH>"),
         ("to-prompt", "<PATH>..."),
         ("new", "--dir <DIR>"),
+        ("digest", "<DIR>"),
     ] {
         let r = run(&[sub, "--help"]);
         assert_eq!(r.code, 0, "{sub}: {}", r.stderr);
@@ -572,4 +573,95 @@ fn a_closed_pipe_ends_the_program_quietly() {
         .unwrap();
     child.wait().unwrap();
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// README's content digest, computed here from its definition with sha2 alone: per file in the
+/// UTF-8 byte order of its path, `u64be(len(path)) ‖ path ‖ sha256(content) ‖ exec byte`.
+pub(crate) fn readme_digest(files: &[(&str, &[u8], bool)]) -> String {
+    use sha2::{Digest as _, Sha256};
+    let mut sorted = files.to_vec();
+    sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut h = Sha256::new();
+    for (path, bytes, exec) in sorted {
+        h.update((path.len() as u64).to_be_bytes());
+        h.update(path.as_bytes());
+        h.update(Sha256::digest(bytes));
+        h.update([u8::from(exec)]);
+    }
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+#[test]
+fn digest_prints_the_readme_digest_of_a_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let md = good("tool-kit");
+    let dir = skill(tmp.path(), "tool-kit", &md);
+    fs::create_dir_all(dir.join("scripts")).unwrap();
+    fs::write(dir.join("scripts/run.sh"), "#!/bin/sh\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(
+            dir.join("scripts/run.sh"),
+            fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    let want = readme_digest(&[
+        ("SKILL.md", md.as_bytes(), false),
+        ("scripts/run.sh", b"#!/bin/sh\n", cfg!(unix)),
+    ]);
+    let r = run(&["digest", s(&dir)]);
+    assert_eq!((r.code, r.stdout.trim()), (0, want.as_str()), "{r:?}");
+    // Its SKILL.md names the folder too.
+    let r = run(&["digest", s(&dir.join("SKILL.md"))]);
+    assert_eq!(r.stdout.trim(), want, "{r:?}");
+    let v = json(&run(&["digest", "--json", s(&dir)]).stdout);
+    assert_eq!(v["digest"], want.as_str());
+    assert_eq!(v["files"][1]["path"], "scripts/run.sh");
+    assert_eq!(v["files"][1]["executable"], cfg!(unix));
+    assert_eq!(v["files"][0]["size"], md.len());
+}
+
+#[test]
+fn digest_refuses_what_is_not_a_safe_skill_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Missing: a usage error.
+    let r = run(&["digest", s(&tmp.path().join("nope"))]);
+    assert_eq!(r.code, 2, "{r:?}");
+    // No SKILL.md.
+    let empty = tmp.path().join("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let r = run(&["digest", s(&empty)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("no SKILL.md"), "{r:?}");
+    assert!(r.stdout.is_empty());
+    // A control character in a file name: refused, named escaped (never raw on the terminal).
+    let bad = skill(tmp.path(), "bad", &good("bad"));
+    fs::write(bad.join("evil\u{1b}[31m.md"), "x").unwrap();
+    let r = run(&["digest", s(&bad)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr.contains("control characters are not allowed"),
+        "{r:?}"
+    );
+    assert!(!r.stderr.contains('\u{1b}'), "{r:?}");
+    // Too many files.
+    let big = skill(tmp.path(), "big", &good("big"));
+    for i in 0..512 {
+        fs::write(big.join(format!("f{i:03}.md")), "x").unwrap();
+    }
+    let r = run(&["digest", s(&big)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("more than 512 files"), "{r:?}");
+    // A link leaving the folder.
+    #[cfg(unix)]
+    {
+        let link = skill(tmp.path(), "link", &good("link"));
+        std::os::unix::fs::symlink("/etc/passwd", link.join("passwd")).unwrap();
+        let r = run(&["digest", s(&link)]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains("leaves the skill folder"), "{r:?}");
+    }
 }

@@ -336,11 +336,13 @@ mod admin;
 mod edges;
 mod packs;
 mod revisions;
+mod versions;
 
 use admin::{agents, config_file, seeds, status_cycle};
 use edges::{bad_input, newer_schema};
 use packs::{import_export, import_into_agent_scope, kill_import};
 use revisions::{authoring, expect_rev_conflict};
+use versions::versions_and_digests;
 
 // ---------------------------------------------------------------------------------------------
 
@@ -381,4 +383,5 @@ on_both_backends!(
     bad_input,
     newer_schema,
     kill_import,
+    versions_and_digests,
 );

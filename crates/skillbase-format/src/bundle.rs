@@ -477,8 +477,20 @@ impl Bundle {
             .expect("a bundle always has a SKILL.md")
     }
 
-    /// The digest of the whole bundle: SHA-256 over, for each file in path order, the path's
-    /// length (u64 big-endian), the path bytes, the file's 32-byte digest and its executable bit.
+    /// The bundle's content digest, written `sha256:<64 lowercase hex>` (README, "The content
+    /// digest", is the definition another tool recomputes):
+    ///
+    /// 1. the files are the bundle's [`BundlePath`]s (relative, `/`-separated, Unicode NFC,
+    ///    UTF-8; no control character, `.`/`..` or empty segment), sorted by their UTF-8 bytes;
+    /// 2. for each, in that order, the hash takes the path's length in bytes as a u64
+    ///    big-endian, the path's bytes, the raw 32-byte SHA-256 of the file's content, and one
+    ///    byte `0x01` if the file is executable (any `x` bit of its mode, on disk or in a zip's
+    ///    Unix mode) or
+    ///    `0x00`;
+    /// 3. the digest is the SHA-256 of that byte string.
+    ///
+    /// Folders are not hashed (only files, so an empty folder changes nothing), nor are
+    /// timestamps or other mode bits; a `.git` folder is not part of a bundle.
     pub fn digest(&self) -> Digest {
         self.digest
     }

@@ -46,11 +46,17 @@ pub enum DraftField {
     /// `when_not_to_use`: phrases that, in a message, lower the skill's rank and keep its
     /// triggers from firing.
     WhenNotToUse,
+    /// `version`: the skill's semantic version (`MAJOR.MINOR.PATCH`), raised by each release.
+    Version,
 }
+
+/// Semantic Versioning 2.0.0, the grammar of semver.org (numbers without leading zeros); a
+/// value it admits may still be refused for a number too large for 64 bits.
+pub const SEMVER_PATTERN: &str = r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(\.(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$";
 
 impl DraftField {
     /// Every field, in schema and rendering order.
-    pub const ALL: [DraftField; 10] = [
+    pub const ALL: [DraftField; 11] = [
         DraftField::Name,
         DraftField::Description,
         DraftField::Body,
@@ -61,6 +67,7 @@ impl DraftField {
         DraftField::Cost,
         DraftField::WhenToUse,
         DraftField::WhenNotToUse,
+        DraftField::Version,
     ];
 
     /// The field's key in a tool call's arguments (and, but for `body`, in the frontmatter).
@@ -76,6 +83,7 @@ impl DraftField {
             DraftField::Cost => "cost",
             DraftField::WhenToUse => "when_to_use",
             DraftField::WhenNotToUse => "when_not_to_use",
+            DraftField::Version => "version",
         }
     }
 
@@ -112,6 +120,12 @@ impl DraftField {
                 "items": {"type": "string", "minLength": 1, "maxLength": MAX_WHEN_CHARS},
                 "maxItems": MAX_WHEN_ENTRIES
             }),
+            DraftField::Version => json!({
+                "type": "string",
+                "minLength": 5,
+                "maxLength": crate::version::MAX_VERSION_BYTES,
+                "pattern": SEMVER_PATTERN
+            }),
         }
     }
 
@@ -141,8 +155,9 @@ pub struct DraftError {
 }
 
 /// A skill as an author writes it. The spec keys an author cannot set through the draft fields
-/// (`license`, `compatibility`, `allowed-tools`, `metadata`) are carried over from the revision
-/// a modification starts from, so modifying a skill never drops them.
+/// (`license`, `compatibility`, `allowed-tools`, `metadata`) and Skillbase's `version` are
+/// carried over from the revision a modification starts from, so modifying a skill never drops
+/// them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SkillDraft {
     /// The skill's name.
@@ -173,6 +188,8 @@ pub struct SkillDraft {
     pub when_to_use: Vec<String>,
     /// `when_not_to_use` entries.
     pub when_not_to_use: Vec<String>,
+    /// `version`, carried over.
+    pub version: Option<String>,
 }
 
 fn refuse(field: DraftField, problem: impl Into<String>) -> DraftError {
@@ -234,6 +251,7 @@ impl SkillDraft {
             metadata: Vec::new(),
             when_to_use: Vec::new(),
             when_not_to_use: Vec::new(),
+            version: None,
         }
     }
 
@@ -254,6 +272,7 @@ impl SkillDraft {
             metadata: meta.metadata.clone(),
             when_to_use: meta.when_to_use.clone(),
             when_not_to_use: meta.when_not_to_use.clone(),
+            version: meta.version.clone(),
         }
     }
 
@@ -368,6 +387,19 @@ impl SkillDraft {
                     self.when_not_to_use = list;
                 }
             }
+            DraftField::Version => {
+                let s = v
+                    .as_str()
+                    .ok_or_else(|| refuse(field, "must be a string"))?;
+                // The value is not quoted back (see `DraftError`).
+                crate::SkillVersion::parse(s).map_err(|_| {
+                    refuse(
+                        field,
+                        "must be a semantic version MAJOR.MINOR.PATCH (optionally -pre.release and +build), such as `1.2.0`",
+                    )
+                })?;
+                self.version = Some(s.to_owned());
+            }
         }
         Ok(())
     }
@@ -404,6 +436,7 @@ impl SkillDraft {
             ("license", &self.license),
             ("compatibility", &self.compatibility),
             ("allowed-tools", &self.allowed_tools),
+            ("version", &self.version),
         ] {
             if let Some(v) = value {
                 let _ = writeln!(out, "{key}: {}", quoted(v));
@@ -541,12 +574,48 @@ mod tests {
             "capabilities": {"tools": ["web_fetch"], "vault": ["api_key"], "hosts": ["API.example.org:8443"]},
             "cost": "seconds",
             "when_to_use": ["the user says: ship it", "a \"release\" is ready"],
-            "when_not_to_use": ["rollback: of a failed deploy"]
+            "when_not_to_use": ["rollback: of a failed deploy"],
+            "version": "1.2.0-rc.1+build.5"
         }))
         .unwrap();
         d.license = Some("MIT".into());
         d.metadata = vec![("owner".into(), "team: ops".into())];
         d
+    }
+
+    #[test]
+    fn the_version_field_is_semver_and_its_schema_agrees() {
+        let schema = jsonschema::validator_for(&DraftField::Version.schema()).unwrap();
+        for (v, ok) in [
+            ("1.2.0", true),
+            ("0.0.0", true),
+            ("1.2.0-rc.1+build.5", true),
+            ("1.0.0-alpha-1.x", true),
+            ("1.0", false),
+            ("v1.2.0", false),
+            ("01.2.0", false),
+            ("1.2.0-01", false),
+            (" 1.2.0", false),
+            ("1.2.0+", false),
+            ("", false),
+        ] {
+            let mut d = SkillDraft::new(name("x"));
+            let r = d.apply(DraftField::Version, &json!(v));
+            assert_eq!(r.is_ok(), ok, "{v:?}: {r:?}");
+            assert_eq!(
+                schema.is_valid(&json!(v)),
+                ok,
+                "{v:?}: the schema and apply disagree"
+            );
+            if let Err(e) = r {
+                assert!(
+                    !e.problem.contains(v) || v.is_empty(),
+                    "not quoted back: {e}"
+                );
+            }
+        }
+        let mut d = SkillDraft::new(name("x"));
+        assert!(d.apply(DraftField::Version, &json!(1.0)).is_err());
     }
 
     #[test]

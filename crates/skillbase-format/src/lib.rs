@@ -4,11 +4,12 @@
 //!   ([`yaml`]), keeping every scalar's source text.
 //! - [`validate`] checks a skill in the `Spec` profile (the reference validator's rules and
 //!   messages) or the `Skillbase` profile (plus `triggers`, `companions`, `inputs`,
-//!   `capabilities`, `cost`).
+//!   `capabilities`, `cost`, `version`, ...).
+//! - [`version`] reads the optional `version` key (Semantic Versioning 2.0.0).
 //! - [`prompt`] renders `read-properties` and the `<available_skills>` block byte for byte like
 //!   the reference.
 //! - [`bundle`] holds a skill folder as content-addressed files, rejecting unsafe paths, links
-//!   and zip bombs whole.
+//!   and zip bombs whole; [`Bundle::digest`] is the documented content digest.
 //!
 //! This crate is pure: no network, no database, no global state.
 
@@ -27,6 +28,7 @@ pub mod skill_dir;
 pub mod text;
 pub mod uri;
 pub mod validate;
+pub mod version;
 pub mod yaml;
 
 pub use bundle::{Bundle, BundleError, BundleFile, BundleLimits, BundlePath};
@@ -36,4 +38,5 @@ pub use frontmatter::{FrontmatterError, SkillMd};
 pub use meta::{Capabilities, Cost, SkillMeta};
 pub use name::{NameError, SkillName};
 pub use validate::{Diagnostic, Profile, Report, Severity, ValidateOptions};
+pub use version::{SkillVersion, VersionError};
 pub use yaml::YamlLimits;

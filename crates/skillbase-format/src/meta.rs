@@ -1,6 +1,6 @@
 //! The typed view of a skill's frontmatter: the six Agent Skills keys plus Skillbase's optional
-//! `triggers`, `companions`, `inputs`, `capabilities`, `cost`, `when_to_use` and
-//! `when_not_to_use`.
+//! `triggers`, `companions`, `inputs`, `capabilities`, `cost`, `when_to_use`, `when_not_to_use`
+//! and `version`.
 //!
 //! [`SkillMeta::from_md`] is lenient (it never fails on an optional key; validation reports those
 //! problems), so a runtime can load whatever the validator let through.
@@ -23,7 +23,7 @@ pub const SPEC_KEYS: [&str; 6] = [
 ];
 
 /// Skillbase's optional keys (ignored by other tools).
-pub const SKILLBASE_KEYS: [&str; 7] = [
+pub const SKILLBASE_KEYS: [&str; 8] = [
     "triggers",
     "companions",
     "inputs",
@@ -31,6 +31,7 @@ pub const SKILLBASE_KEYS: [&str; 7] = [
     "cost",
     "when_to_use",
     "when_not_to_use",
+    "version",
 ];
 
 /// Longest description, in characters.
@@ -153,9 +154,19 @@ pub struct SkillMeta {
     /// `when_not_to_use`: phrases that, found in a message, lower the skill's rank and keep its
     /// triggers from firing; blank entries dropped.
     pub when_not_to_use: Vec<String>,
+    /// `version`, as written (a semantic version once validated: [`crate::SkillVersion`]).
+    pub version: Option<String>,
 }
 
 impl SkillMeta {
+    /// The `version`, checked; `None` when absent or not a semantic version (validation
+    /// reports the latter).
+    pub fn semver(&self) -> Option<crate::SkillVersion> {
+        self.version
+            .as_deref()
+            .and_then(|v| crate::SkillVersion::parse(v).ok())
+    }
+
     /// The typed view of a parsed SKILL.md; `None` when `name` or `description` is missing.
     pub fn from_md(md: &SkillMd) -> Option<SkillMeta> {
         let name = crate::name::normalize(md.name()?);
@@ -195,6 +206,7 @@ impl SkillMeta {
                 .unwrap_or_default(),
             when_to_use: non_blank(string_list(md.get("when_to_use"))),
             when_not_to_use: non_blank(string_list(md.get("when_not_to_use"))),
+            version: md.get("version").and_then(Node::as_str).map(str::to_owned),
         })
     }
 }

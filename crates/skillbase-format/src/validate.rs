@@ -717,6 +717,32 @@ fn validate_skillbase_keys(md: &SkillMd, name: Option<&str>, out: &mut Diagnosti
             ),
         }
     }
+
+    if let Some(node) = md.get("version") {
+        match node.as_str() {
+            None => out.field(
+                Error,
+                md,
+                "version",
+                format!(
+                    "Field 'version' must be a semantic version string, not {}",
+                    node.kind()
+                ),
+                "write MAJOR.MINOR.PATCH, quoted, like `version: \"1.2.0\"`",
+            ),
+            Some(v) => {
+                if let Err(e) = crate::version::SkillVersion::parse(v) {
+                    out.field(
+                        Error,
+                        md,
+                        "version",
+                        format!("Field 'version': {}", e.problem),
+                        &e.hint,
+                    );
+                }
+            }
+        }
+    }
 }
 
 fn validate_capabilities(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
@@ -988,12 +1014,12 @@ mod tests {
 
     #[test]
     fn eager_and_unknown_keys_warn() {
-        let text = format!("{OK}eager: true\nversion: 2\n---\nbody\n");
+        let text = format!("{OK}eager: true\nrelease: 2\n---\nbody\n");
         let r = check(&text, Profile::Skillbase);
         assert!(r.is_valid());
         let w = messages(&r, Severity::Warning);
         assert!(w[0].contains("eagerness is the agent's setting"), "{w:?}");
-        assert!(w[1].contains("Unknown field 'version'"), "{w:?}");
+        assert!(w[1].contains("Unknown field 'release'"), "{w:?}");
         let d = &r.diagnostics[0];
         assert_eq!(d.field.as_deref(), Some("eager"));
         assert_eq!(d.line, Some(4));
@@ -1023,6 +1049,17 @@ mod tests {
                 "not a vault entry name",
             ),
             ("capabilities:\n  tools: [Web Fetch]\n", "not a tool class"),
+            ("version: 1.0\n", "'1.0' is not a semantic version"),
+            (
+                "version: [1.0.0]\n",
+                "must be a semantic version string, not a list",
+            ),
+            (
+                "version:\n  major: 1\n",
+                "must be a semantic version string, not a mapping",
+            ),
+            ("version: v2.0.0\n", "no `v` prefix"),
+            ("version: ''\n", "it is empty"),
         ];
         for (extra, expect) in cases {
             let text = format!("{OK}{extra}---\nbody\n");
@@ -1033,6 +1070,41 @@ mod tests {
                 "{extra:?}: expected {expect:?} in {errs:?}"
             );
         }
+    }
+
+    #[test]
+    fn version_is_semver_in_the_skillbase_profile_and_not_a_spec_key() {
+        for v in [
+            "version: 1.2.0",
+            "version: \"1.2.0-rc.1\"",
+            "version: '0.1.0+build.5'",
+        ] {
+            let text = format!("{OK}{v}\n---\nbody\n");
+            let r = check(&text, Profile::Skillbase);
+            assert!(r.is_valid(), "{v}: {:?}", r.diagnostics);
+            assert_eq!(r.warnings().count(), 0, "{v}: {:?}", r.diagnostics);
+            let md = crate::frontmatter::SkillMd::parse(&text, &Default::default()).unwrap();
+            let meta = crate::meta::SkillMeta::from_md(&md).unwrap();
+            assert!(meta.semver().is_some(), "{v}");
+        }
+        let r = check(
+            &format!("{OK}version: 1.0\n---\nbody\n"),
+            Profile::Skillbase,
+        );
+        let d = r.errors().next().unwrap();
+        assert_eq!(d.field.as_deref(), Some("version"));
+        assert_eq!(d.line, Some(4));
+        assert!(
+            d.hint.as_deref().unwrap().contains("`version: \"1.0.0\"`"),
+            "{d:?}"
+        );
+        let r = check(&format!("{OK}version: 1.2.0\n---\nbody\n"), Profile::Spec);
+        assert!(
+            messages(&r, Severity::Error)[0]
+                .starts_with("Unexpected fields in frontmatter: version."),
+            "{:?}",
+            r.diagnostics
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! is no `common` module.
 
 mod bundle;
+mod digest;
 mod hostile;
 mod reference_cases;
 mod upstream_cases;

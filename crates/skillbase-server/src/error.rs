@@ -138,6 +138,10 @@ impl From<StoreError> for ApiError {
                 ApiError::new(StatusCode::PRECONDITION_FAILED, "stale-revision", detail)
                     .with_extra(serde_json::json!({ "current_rev": actual }))
             }
+            StoreError::VersionNotIncreased { active, .. } => {
+                ApiError::new(StatusCode::CONFLICT, "version-not-increased", detail)
+                    .with_extra(serde_json::json!({ "active_version": active }))
+            }
             StoreError::Retired { .. }
             | StoreError::StatusRefused { .. }
             | StoreError::NotPending { .. }

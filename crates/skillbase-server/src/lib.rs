@@ -42,6 +42,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let authed = Router::new()
         .route("/metrics", get(metrics_route))
         .nest("/v1", rest::router(state.clone()))
+        .merge(rest::top_level_router())
         .nest_service("/mcp", mcp::service(state.clone()))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(

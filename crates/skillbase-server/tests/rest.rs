@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::common::{TestServer, ok_json, problem, put_skill, skill_md};
 
+mod a2a;
 mod admin;
 mod auth;
 mod bad_input;

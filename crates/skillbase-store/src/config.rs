@@ -20,6 +20,10 @@
 //!
 //! [retention]                 # see `retention`: calls, turns, activations, ended sessions
 //! events_max_age = "30d"
+//!
+//! [store]
+//! versions = "require-increase"   # or "warn" (the default): a write whose `version` is not
+//!                                 # higher than the active revision's
 //! ```
 
 use crate::error::{Result, StoreError};
@@ -59,6 +63,31 @@ pub struct Config {
     /// The retention policy (`[retention]`), checked when the file is parsed.
     #[serde(skip)]
     pub retention: Option<RetentionPolicy>,
+    /// Store-wide policies (`[store]`), applied by [`Config::apply`].
+    #[serde(default)]
+    pub store: StorePolicies,
+}
+
+/// The `[store]` table: policies of every write, whoever makes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorePolicies {
+    /// What a write whose `version` is not higher than the active revision's gets.
+    #[serde(default)]
+    pub versions: VersionPolicy,
+}
+
+/// What a write whose `version` is not higher than the active revision's gets (lower, equal,
+/// or none while the active revision declares one). A skill whose active revision declares no
+/// version is never checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionPolicy {
+    /// Written, with a warning in the write's answer (the default).
+    #[default]
+    Warn,
+    /// Refused ([`StoreError::VersionNotIncreased`]), nothing written.
+    RequireIncrease,
 }
 
 impl Config {
@@ -111,8 +140,10 @@ impl Config {
         Ok(config)
     }
 
-    /// Write every declared agent whose stored configuration differs. Returns the names changed.
+    /// Set the store's policies (`[store]`, for this process's writes) and write every declared
+    /// agent whose stored configuration differs. Returns the names changed.
     pub async fn apply(&self, store: &Store) -> Result<Vec<String>> {
+        store.set_version_policy(self.store.versions);
         let existing = store.agents().await?;
         let mut changed = Vec::new();
         for (name, config) in &self.agents {
@@ -154,6 +185,30 @@ tools = ["web_fetch"]
         assert_eq!(s.eager, NameSet::All);
         assert_eq!(s.grants.tools, vec!["web_fetch"]);
         assert_eq!(c.agents["ops"].skills, NameSet::None);
+    }
+
+    #[test]
+    fn reads_the_store_policies_and_refuses_a_bad_one() {
+        assert_eq!(
+            Config::parse("", "f").unwrap().store.versions,
+            VersionPolicy::Warn
+        );
+        let c = Config::parse("[store]\nversions = \"require-increase\"\n", "f").unwrap();
+        assert_eq!(c.store.versions, VersionPolicy::RequireIncrease);
+        for bad in [
+            "[store]\nversions = \"strict\"\n",
+            "[store]\nversions = 1\n",
+            "[store]\nversion = \"warn\"\n",
+        ] {
+            let e = Config::parse(bad, "skillbase.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("skillbase.toml"), "{bad}: {e}");
+            assert!(
+                e.contains("warn") || e.contains("versions"),
+                "{bad}: the error names what to write: {e}"
+            );
+        }
     }
 
     #[test]

@@ -167,6 +167,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/postgres/0013_mcp_servers.sql"),
     ),
     (
+        "revision_version",
+        include_str!("../migrations/sqlite/0014_revision_version.sql"),
+        include_str!("../migrations/postgres/0014_revision_version.sql"),
+    ),
+    (
         "conversations",
         include_str!("../migrations/sqlite/0015_conversations.sql"),
         include_str!("../migrations/postgres/0015_conversations.sql"),

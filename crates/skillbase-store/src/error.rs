@@ -44,6 +44,22 @@ pub enum StoreError {
         /// Who wrote the latest revision (empty when it was not read: a bulk import).
         winner: String,
     },
+    /// A write whose `version` is not higher than the active revision's, refused by the
+    /// store's policy (`[store] versions = "require-increase"`). Nothing changed.
+    #[error(
+        "skill '{name}': {}, and this store requires each revision to raise it ([store] versions = \"require-increase\" in skillbase.toml); write `version: \"{next}\"` or higher",
+        crate::sql::skills::not_higher(version.as_deref(), active)
+    )]
+    VersionNotIncreased {
+        /// The skill's name.
+        name: String,
+        /// The version the write declares (`None`: none).
+        version: Option<String>,
+        /// The active revision's version.
+        active: String,
+        /// The lowest version that would be accepted as a patch release (a suggestion).
+        next: String,
+    },
     #[error("skill '{name}' is retired; restore it first")]
     /// Writing to a retired skill.
     Retired {

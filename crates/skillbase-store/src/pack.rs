@@ -124,7 +124,14 @@ pub fn read_folder(dir: &Path, limits: &BundleLimits) -> Result<Bundle> {
         },
     );
     if !report.is_valid() {
-        let msgs: Vec<String> = report.errors().map(|d| d.message.clone()).collect();
+        // With each fix, as `Store::check_bundle` gives them.
+        let msgs: Vec<String> = report
+            .errors()
+            .map(|d| match &d.hint {
+                Some(h) => format!("{} ({h})", d.message),
+                None => d.message.clone(),
+            })
+            .collect();
         return Err(StoreError::InvalidSkill(format!(
             "{}: {}",
             shown(),

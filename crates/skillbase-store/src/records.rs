@@ -38,6 +38,10 @@ pub(crate) struct WriteReq {
     pub seed_path: Option<String>,
     /// Write as pending (awaiting approval) instead of activating.
     pub pending: bool,
+    /// The `version` its SKILL.md declares (checked: a semantic version).
+    pub version: Option<String>,
+    /// Refuse the write unless `version` is higher than the active revision's (else warn).
+    pub require_version_increase: bool,
 }
 
 /// What a write did.
@@ -72,6 +76,10 @@ pub struct WriteOutcome {
     pub rev: i64,
     /// The skill's status after the write.
     pub status: Status,
+    /// What the author should know about the write (a version not higher than the active
+    /// revision's); left out when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A revision's record.
@@ -79,8 +87,12 @@ pub struct WriteOutcome {
 pub struct RevisionInfo {
     /// Its number, from 1, without gaps.
     pub rev: i64,
-    /// The bundle digest (lowercase hex SHA-256).
+    /// The content digest of its files, `sha256:<64 lowercase hex>` (README, "The content
+    /// digest").
     pub digest: String,
+    /// The `version` its SKILL.md declares, as recorded at write (`None`: none, or a revision
+    /// written before the store recorded versions).
+    pub version: Option<String>,
     /// Who wrote it.
     pub author: String,
     /// Why, in the author's words.

@@ -39,3 +39,4 @@ mod skills;
 mod sync;
 mod upstreams;
 mod vectors;
+mod versions;

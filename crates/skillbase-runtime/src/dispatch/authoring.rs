@@ -130,13 +130,20 @@ impl BuiltinCall<'_> {
             store.put(req).await
         };
         match res {
-            Ok(o) => Ok(Ok(json!({
-                "name": o.name,
-                "scope": o.scope,
-                "rev": o.rev,
-                "result": o.kind,
-                "pending_review": o.kind == WriteKind::Pending || (pending && o.kind == WriteKind::Created),
-            }))),
+            Ok(o) => {
+                let mut v = json!({
+                    "name": o.name,
+                    "scope": o.scope,
+                    "rev": o.rev,
+                    "result": o.kind,
+                    "pending_review": o.kind == WriteKind::Pending || (pending && o.kind == WriteKind::Created),
+                });
+                // A version not raised: the author is told in the answer (left out when none).
+                if !o.warnings.is_empty() {
+                    v["warnings"] = json!(o.warnings);
+                }
+                Ok(Ok(v))
+            }
             Err(e) => Ok(Err(store_error(e))),
         }
     }
@@ -228,7 +235,8 @@ fn store_error(e: StoreError) -> ToolError {
         StoreError::Retired { .. }
         | StoreError::AgentExists(_)
         | StoreError::NotPending { .. }
-        | StoreError::StatusRefused { .. } => Failure::Conflict,
+        | StoreError::StatusRefused { .. }
+        | StoreError::VersionNotIncreased { .. } => Failure::Conflict,
         StoreError::NotFound { .. } | StoreError::AgentNotFound(_) => Failure::NotFound,
         StoreError::NoSuchRevision { .. } => Failure::NoRevision,
         StoreError::InvalidSkill(_) | StoreError::Bundle(_) | StoreError::Invalid(_) => {

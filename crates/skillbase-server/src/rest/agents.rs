@@ -231,7 +231,7 @@ fn config(v: Value) -> ApiResult<AgentConfig> {
 
 /// The agent a path names, as the caller may see it: a name that cannot be an agent's, and an
 /// agent an agent token may not see, answer exactly as a missing agent does.
-fn visible_agent(p: &crate::auth::Principal, name: &str) -> ApiResult<AgentName> {
+pub(super) fn visible_agent(p: &crate::auth::Principal, name: &str) -> ApiResult<AgentName> {
     let parsed = AgentName::parse(name).map_err(|_| {
         ApiError::not_found(format!(
             "no agent '{}'",

@@ -23,7 +23,7 @@ pub const SESSION_HEADER: &str = "skillbase-session";
 pub const REST_SESSION_PREFIX: &str = "rest:";
 
 /// Frontmatter keys an agent may write: the authoring tools' fields.
-const TOOL_KEYS: [&str; 7] = [
+const TOOL_KEYS: [&str; 8] = [
     "name",
     "description",
     "triggers",
@@ -31,6 +31,7 @@ const TOOL_KEYS: [&str; 7] = [
     "inputs",
     "capabilities",
     "cost",
+    "version",
 ];
 
 /// One agent's authoring calls.
@@ -182,6 +183,9 @@ pub fn tool_args(name: &str, text: &str, message: Option<&str>) -> ApiResult<Map
     }
     if let Some(i) = &meta.inputs {
         args.insert("inputs".into(), i.clone());
+    }
+    if let Some(v) = &meta.version {
+        args.insert("version".into(), json!(v));
     }
     if has("capabilities") {
         args.insert(

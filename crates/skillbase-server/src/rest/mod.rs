@@ -4,6 +4,7 @@
 //! The router and [`routes`] are built from one table, so the list of mounted routes and the
 //! document can be compared (the REST tests do).
 
+mod a2a;
 mod agents;
 mod authoring;
 mod doctor;
@@ -87,6 +88,11 @@ fn table(limits: BodyLimits) -> Vec<Route> {
         (Method::PUT, "/agents/{name}", put(agents::put)),
         (Method::POST, "/agents/{name}/eval", post(agents::eval)),
         (Method::POST, "/agents/{name}/dream", post(agents::dream)),
+        (
+            Method::GET,
+            "/agents/{name}/agent-card.json",
+            get(a2a::card),
+        ),
         (Method::GET, "/doctor", get(doctor::report)),
         (Method::GET, "/tools", get(tools::list)),
         (Method::GET, "/mcp-servers", get(mcp_servers::list_servers)),
@@ -170,6 +176,16 @@ pub fn header_accepted(name: &str, value: &[u8]) -> bool {
     }
 }
 
+/// The routes outside `/v1` that the document describes too (full paths): A2A's well-known
+/// agent card.
+fn top_level() -> Vec<Route> {
+    vec![(
+        Method::GET,
+        "/.well-known/agent-card.json",
+        get(a2a::well_known),
+    )]
+}
+
 /// Every mounted route as (method, full path), e.g. `(GET, "/v1/skills/{name}")`.
 pub fn routes() -> Vec<(Method, String)> {
     table(BodyLimits {
@@ -178,7 +194,17 @@ pub fn routes() -> Vec<(Method, String)> {
     })
     .into_iter()
     .map(|(m, p, _)| (m, format!("/v1{p}")))
+    .chain(top_level().into_iter().map(|(m, p, _)| (m, p.to_owned())))
     .collect()
+}
+
+/// The routes outside `/v1` (merged by [`crate::router`], behind authentication).
+pub fn top_level_router() -> Router<Arc<AppState>> {
+    let mut r = Router::new();
+    for (_, path, mr) in top_level() {
+        r = r.route(path, mr);
+    }
+    r
 }
 
 /// The `/v1` router (nested by [`crate::router`], behind authentication).
@@ -506,6 +532,7 @@ fn transcript_schemas(doc: &mut serde_json::Value) {
         skills::revert, skills::retire, skills::restore, skills::disable, skills::enable,
         skills::export, skills::runs, skills::approve, skills::import, skills::approvals,
         agents::list, agents::create, agents::show, agents::put, agents::eval, agents::dream,
+        a2a::card, a2a::well_known,
         doctor::report,
         tools::list,
         mcp_servers::list_servers, mcp_servers::show_server, mcp_servers::put_server, mcp_servers::remove_server,
@@ -519,7 +546,7 @@ fn transcript_schemas(doc: &mut serde_json::Value) {
     tags(
         (name = "skills", description = "Skills and their revisions"),
         (name = "approvals", description = "Revisions waiting for review"),
-        (name = "agents", description = "Agents: what each may see and use"),
+        (name = "agents", description = "Agents: what each may see and use, and their A2A agent cards"),
         (name = "doctor", description = "Drift between prompts, agents and the catalog"),
         (name = "tools", description = "Configured tools and upstream MCP servers"),
         (name = "vault", description = "Secrets, write-only"),

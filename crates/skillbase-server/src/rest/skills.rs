@@ -94,7 +94,8 @@ pub struct ListQuery {
 pub struct Revision {
     /// The revision number, from 1, gap-free per skill.
     pub rev: i64,
-    /// SHA-256 of the revision's bundle (hex).
+    /// The revision's content digest, `sha256:<64 hex>` over its files (README, "The content
+    /// digest").
     pub digest: String,
     /// Who wrote it: `human:<id>`, `agent:<name>/inline`, `agent:<name>/dreaming`,
     /// `import:<source>` or `seed:<path>`.
@@ -107,12 +108,16 @@ pub struct Revision {
     pub created_at: i64,
     /// Whether this is the skill's active revision.
     pub active: bool,
+    /// The `version` its SKILL.md declares (Semantic Versioning 2.0.0); null when none (or
+    /// for a revision written before the store recorded versions).
+    pub version: Option<String>,
 }
 
 impl From<RevisionInfo> for Revision {
     fn from(r: RevisionInfo) -> Revision {
         Revision {
             rev: r.rev,
+            version: r.version,
             digest: r.digest,
             author: r.author,
             message: r.message,
@@ -151,7 +156,8 @@ pub struct SkillDetail {
     pub latest_rev: i64,
     /// The revision shown (the active one unless `rev` was given).
     pub revision: Revision,
-    /// SHA-256 of the shown revision's bundle.
+    /// The shown revision's content digest, `sha256:<64 hex>` over its files (README, "The
+    /// content digest").
     pub bundle_digest: String,
     /// Every file of the shown revision, sorted by path.
     pub files: Vec<FileInfo>,
@@ -277,6 +283,9 @@ pub struct WriteResult {
     pub latest_rev: i64,
     /// The revision waits for approval before it is active.
     pub pending_review: bool,
+    /// What the author should know about the write: a `version` not higher than the active
+    /// revision's (empty when nothing).
+    pub warnings: Vec<String>,
 }
 
 /// The revision to re-activate.
@@ -695,6 +704,7 @@ fn write_result(st: &AppState, o: &WriteOutcome) -> WriteResult {
         status: o.status.to_string(),
         latest_rev: latest,
         pending_review: o.kind == WriteKind::Pending,
+        warnings: o.warnings.clone(),
     }
 }
 
@@ -732,6 +742,14 @@ fn tool_write_result(
         scope: scope.to_string(),
         name,
         result,
+        warnings: v["warnings"]
+            .as_array()
+            .map(|w| {
+                w.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -781,6 +799,7 @@ fn own_scope(p: &Principal, raw: Option<&str>) -> ApiResult<()> {
         (status = 201, description = "Created", body = WriteResult),
         (status = 202, description = "Written, pending approval", body = WriteResult),
         (status = 403, description = "Not granted", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Refused: the skill is retired, or its `version` is not higher than the active revision's and the store requires it to be ([store] versions = \"require-increase\")", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "Stale If-Match", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid skill", body = Problem, content_type = "application/problem+json"),
@@ -1129,6 +1148,7 @@ pub async fn export(
     request_body(content = Vec<u8>, content_type = "application/zip"),
     responses((status = 200, body = ImportResult),
         (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Refused, nothing written: a skill is retired, or its `version` is not higher than the active revision's and the store requires it to be", body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A skill or the archive broke a rule; nothing was written", body = Problem, content_type = "application/problem+json")))]

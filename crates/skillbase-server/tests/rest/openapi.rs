@@ -10,7 +10,7 @@ use skillbase_store::model::{
 };
 use skillbase_store::{AgentName, MAX_BUDGET, Scope};
 
-fn doc() -> Value {
+pub(super) fn doc() -> Value {
     serde_json::from_str(skillbase_server::rest::openapi_text()).unwrap()
 }
 
@@ -264,7 +264,7 @@ fn bodies_have_the_media_types_the_routes_read_and_answer() {
 }
 
 /// The schema at `pointer` (a `$ref` followed once), compiled.
-fn validator(doc: &Value, pointer: &str) -> jsonschema::Validator {
+pub(super) fn validator(doc: &Value, pointer: &str) -> jsonschema::Validator {
     let mut schema = doc
         .pointer(pointer)
         .unwrap_or_else(|| panic!("no schema at {pointer}"))

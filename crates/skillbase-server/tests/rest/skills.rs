@@ -403,3 +403,118 @@ async fn an_unavailable_store_answers_503_with_a_problem() {
     let (status, p) = problem(r).await;
     assert_eq!(status, 503, "{p}");
 }
+
+/// Versions over REST: history and show carry each revision's version and digest; a write not
+/// raising the version answers its warning, or 409 `version-not-increased` (nothing written)
+/// under `[store] versions = "require-increase"`, for admin and agent tokens alike.
+#[tokio::test]
+async fn versions_are_shown_warned_and_refused_by_policy() {
+    let s = TestServer::start().await;
+    let md = |v: &str, body: &str| {
+        format!("---\nname: shared-one\ndescription: Versioned.\nversion: \"{v}\"\n---\n{body}\n")
+    };
+    let put = |v: &str, body: &str| s.markdown("/v1/skills/shared-one", &s.admin, md(v, body));
+    let w = ok_json(put("1.0.0", "a").send().await.unwrap(), 200).await;
+    assert_eq!(w["warnings"], json!([]));
+    let w = ok_json(put("0.9.0", "b").send().await.unwrap(), 200).await;
+    let warning = w["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains("version 0.9.0 is not higher than 1.0.0"),
+        "{w}"
+    );
+    let h = ok_json(
+        s.get("/v1/skills/shared-one/history", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    let versions: Vec<&Value> = h
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["version"])
+        .collect();
+    assert_eq!(versions, [&Value::Null, &json!("1.0.0"), &json!("0.9.0")]);
+    let show = ok_json(
+        s.get("/v1/skills/shared-one", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(show["revision"]["version"], "0.9.0");
+    assert_eq!(show["meta"]["version"], "0.9.0");
+    assert_eq!(show["bundle_digest"], show["revision"]["digest"]);
+
+    // An agent token (through the authoring tools) gets the same warning in its answer.
+    let alpha_md = "---\nname: alpha-secret\ndescription: Mine.\nversion: \"2.0.0\"\n---\nx\n";
+    let w = ok_json(
+        s.markdown("/v1/skills/alpha-secret", &s.alpha, alpha_md.into())
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(w["warnings"], json!([]));
+    let alpha_md = alpha_md.replace("2.0.0", "1.5.0").replace("x\n", "y\n");
+    let w = ok_json(
+        s.markdown("/v1/skills/alpha-secret", &s.alpha, alpha_md.clone())
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert!(
+        w["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("version 1.5.0 is not higher than 2.0.0"),
+        "{w}"
+    );
+
+    s.store
+        .set_version_policy(skillbase_store::config::VersionPolicy::RequireIncrease);
+    let events = s.event_count().await;
+    let (st, p) = problem(put("0.9.0", "c").send().await.unwrap()).await;
+    assert_eq!(st, 409, "{p}");
+    assert_eq!(p["type"], "urn:skillbase:problem:version-not-increased");
+    assert_eq!(p["extra"]["active_version"], "0.9.0");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("`version: \"0.9.1\"`"),
+        "{p}"
+    );
+    // An agent token writes through the authoring tools: refused the same way.
+    let lower = alpha_md.replace("1.5.0", "1.0.0").replace("y\n", "z\n");
+    let (st, p) = problem(
+        s.markdown("/v1/skills/alpha-secret", &s.alpha, lower)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(st, 409, "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not higher than 1.5.0"),
+        "{p}"
+    );
+    // Nothing was written by the refused writes (the agent's calls are recorded as calls).
+    assert!(s.event_count().await > events);
+    let shared = s.store.history(&Scope::Shared, "shared-one").await.unwrap();
+    assert_eq!(shared.len(), 3);
+    let alpha = Scope::Agent(AgentName::parse("alpha").unwrap());
+    let own = s.store.history(&alpha, "alpha-secret").await.unwrap();
+    assert_eq!(own.len(), 3);
+    assert_eq!(own[2].version.as_deref(), Some("1.5.0"));
+    s.stop().await;
+}

@@ -6,6 +6,7 @@ use crate::events::EventKind;
 use crate::model::{Scope, Status};
 use crate::records::{RawEntry, RevisionInfo, WriteKind, WriteOutcome, WriteReq};
 use crate::sql::events::skill_event;
+use skillbase_format::SkillVersion;
 
 // ---- Decisions ----
 
@@ -60,6 +61,70 @@ fn existing_write(
     } else {
         WriteKind::Modified
     }))
+}
+
+/// What a write declaring `new` over an active revision declaring `active` gets: nothing when
+/// the active revision declares no version or `new` is higher (semver precedence), else a
+/// warning, or (`require_increase`) the refusal.
+fn version_check(
+    name: &str,
+    new: Option<&str>,
+    active: Option<&str>,
+    require_increase: bool,
+) -> Result<Option<String>, StoreError> {
+    let Some(active_text) = active else {
+        return Ok(None);
+    };
+    let Ok(active_v) = SkillVersion::parse(active_text) else {
+        return Ok(None);
+    };
+    let higher = new
+        .and_then(|n| SkillVersion::parse(n).ok())
+        .is_some_and(|n| n.cmp_precedence(&active_v).is_gt());
+    if higher {
+        return Ok(None);
+    }
+    let next = active_v.next_patch().to_string();
+    if require_increase {
+        return Err(StoreError::VersionNotIncreased {
+            name: name.to_owned(),
+            version: new.map(str::to_owned),
+            active: active_text.to_owned(),
+            next,
+        });
+    }
+    Ok(Some(format!(
+        "{}: written, but a client comparing versions will not see it as newer; raise it (`version: \"{next}\"`)",
+        not_higher(new, active_text)
+    )))
+}
+
+/// Why a write's version does not follow the active revision's, in words.
+pub(crate) fn not_higher(new: Option<&str>, active: &str) -> String {
+    match new {
+        Some(v) => format!("version {v} is not higher than {active}, the active revision's"),
+        None => format!("this revision declares no version, and the active revision's is {active}"),
+    }
+}
+
+/// The `version` column's value for a write: the declared version, or `''` for none (`NULL`
+/// is left to revisions written before versions were recorded).
+fn version_column(version: Option<&str>) -> &str {
+    version.unwrap_or("")
+}
+
+/// A stored `version` column read back: `None` for none (`''`) and for a revision written
+/// before versions were recorded (`NULL`).
+fn version_of_column(v: Option<String>) -> Option<String> {
+    v.filter(|v| !v.is_empty())
+}
+
+/// The `version` a stored SKILL.md declares (for revisions written before versions were
+/// recorded).
+fn version_in_skill_md(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let md = skillbase_format::SkillMd::parse(text, &Default::default()).ok()?;
+    skillbase_format::SkillMeta::from_md(&md)?.version
 }
 
 /// The state a new revision is stored in.
@@ -303,6 +368,29 @@ macro_rules! statements {
                 .await?)
         }
 
+        /// The `version` revision `rev` declares: its column, or its SKILL.md for a revision
+        /// written before versions were recorded (`NULL`).
+        async fn rev_version(tx: &mut Transaction<'static, Db>, id: i64, rev: i64) -> Result<Option<String>> {
+            let col: Option<Option<String>> = sqlx::query_scalar("SELECT version FROM revisions WHERE skill_id = $1 AND rev = $2")
+                .bind(id)
+                .bind(rev)
+                .fetch_optional(&mut **tx)
+                .await?;
+            if let Some(Some(v)) = col {
+                return Ok(version_of_column(Some(v)));
+            }
+            let files: Vec<(String, Vec<u8>)> = sqlx::query_as(concat!(
+                "SELECT f.path, b.bytes FROM revision_files f JOIN blobs b ON b.digest = f.digest ",
+                "WHERE f.skill_id = $1 AND f.rev = $2 AND f.path IN ('SKILL.md', 'skill.md')"
+            ))
+            .bind(id)
+            .bind(rev)
+            .fetch_all(&mut **tx)
+            .await?;
+            let md = files.iter().find(|f| f.0 == "SKILL.md").or(files.first());
+            Ok(md.and_then(|(_, bytes)| version_in_skill_md(bytes)))
+        }
+
         /// The author of revision `head` (who won a conflict).
         async fn winner(tx: &mut Transaction<'static, Db>, id: i64, head: i64) -> Result<Option<String>> {
             Ok(rev_digest(tx, id, head).await?.map(|(_, a)| a))
@@ -312,6 +400,7 @@ macro_rules! statements {
             let scope = req.scope.to_string();
             let digest = req.bundle.digest().to_string();
             let existing = lock_skill(tx, &scope, &req.name).await?;
+            let mut warnings = Vec::new();
             let (id, rev, kind) = match existing {
                 Some((id, head, active, status, _seed)) => {
                     let status = parse_status(&status)?;
@@ -329,9 +418,19 @@ macro_rules! statements {
                                 kind: WriteKind::Unchanged,
                                 rev: active,
                                 status,
+                                warnings: Vec::new(),
                             });
                         }
-                        Some(kind) => (id, head + 1, kind),
+                        Some(kind) => {
+                            let active_version = rev_version(tx, id, active).await?;
+                            warnings.extend(version_check(
+                                &req.name,
+                                req.version.as_deref(),
+                                active_version.as_deref(),
+                                req.require_version_increase,
+                            )?);
+                            (id, head + 1, kind)
+                        }
                     }
                 }
                 None => {
@@ -359,8 +458,8 @@ macro_rules! statements {
                     .await?;
             }
             sqlx::query(concat!(
-                "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at) ",
-                "VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at, version) ",
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
             ))
             .bind(id)
             .bind(rev)
@@ -369,6 +468,7 @@ macro_rules! statements {
             .bind(&req.message)
             .bind(revision_state(req.pending))
             .bind(now)
+            .bind(version_column(req.version.as_deref()))
             .execute(&mut **tx)
             .await?;
             for f in req.bundle.files() {
@@ -416,7 +516,7 @@ macro_rules! statements {
                 now,
             )
             .await?;
-            Ok(WriteOutcome { scope: req.scope.clone(), name: req.name.clone(), kind, rev, status })
+            Ok(WriteOutcome { scope: req.scope.clone(), name: req.name.clone(), kind, rev, status, warnings })
         }
 
         /// Rows per multi-row INSERT (well under SQLite's 32,766 bound parameters).
@@ -434,17 +534,18 @@ macro_rules! statements {
         ) -> Result<Vec<WriteOutcome>> {
             use sqlx::QueryBuilder;
             let scope_s = scope.to_string();
-            let rows: Vec<(i64, String, i64, i64, String, String)> = sqlx::query_as(concat!(
-                "SELECT s.id, s.name, s.head_rev, s.active_rev, s.status, r.bundle_digest FROM skills s ",
+            type Row = (i64, String, i64, i64, String, String, Option<String>);
+            let rows: Vec<Row> = sqlx::query_as(concat!(
+                "SELECT s.id, s.name, s.head_rev, s.active_rev, s.status, r.bundle_digest, r.version FROM skills s ",
                 "JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev WHERE s.scope = $1",
                 $lock
             ))
             .bind(&scope_s)
             .fetch_all(&mut **tx)
             .await?;
-            let existing: std::collections::HashMap<String, (i64, i64, i64, String, String)> = rows
+            let existing: std::collections::HashMap<String, (i64, i64, i64, String, String, Option<String>)> = rows
                 .into_iter()
-                .map(|(id, name, head, active, status, digest)| (name, (id, head, active, status, digest)))
+                .map(|(id, name, head, active, status, digest, version)| (name, (id, head, active, status, digest, version)))
                 .collect();
             // Classify every request (the bulk path's requests may always create, see
             // `takes_bulk_path`).
@@ -453,7 +554,7 @@ macro_rules! statements {
             let mut changed: Vec<(usize, i64, i64)> = Vec::new(); // (req, skill id, rev)
             for (i, r) in reqs.iter().enumerate() {
                 let digest = r.bundle.digest().to_string();
-                let Some((id, head, active, status, active_digest)) = existing.get(&r.name) else {
+                let Some((id, head, active, status, active_digest, active_version)) = existing.get(&r.name) else {
                     new_idx.push(i);
                     continue;
                 };
@@ -463,11 +564,18 @@ macro_rules! statements {
                 let status = parse_status(status)?;
                 match existing_write(&r.name, status, *active_digest == digest, false)? {
                     None => {
-                        out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind: WriteKind::Unchanged, rev: *active, status });
+                        out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind: WriteKind::Unchanged, rev: *active, status, warnings: Vec::new() });
                     }
                     Some(kind) => {
+                        let active_version = match active_version {
+                            Some(v) => version_of_column(Some(v.clone())),
+                            None => rev_version(tx, *id, *active).await?,
+                        };
+                        let warnings = version_check(&r.name, r.version.as_deref(), active_version.as_deref(), r.require_version_increase)?
+                            .into_iter()
+                            .collect();
                         changed.push((i, *id, head + 1));
-                        out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind, rev: head + 1, status });
+                        out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind, rev: head + 1, status, warnings });
                     }
                 }
             }
@@ -495,7 +603,7 @@ macro_rules! statements {
             for &i in &new_idx {
                 let id = *ids.get(&reqs[i].name).ok_or_else(|| StoreError::Corrupt(format!("no id returned for '{}'", reqs[i].name)))?;
                 writes.push((i, id, 1));
-                out[i] = Some(WriteOutcome { scope: scope.clone(), name: reqs[i].name.clone(), kind: WriteKind::Created, rev: 1, status: created_status(false) });
+                out[i] = Some(WriteOutcome { scope: scope.clone(), name: reqs[i].name.clone(), kind: WriteKind::Created, rev: 1, status: created_status(false), warnings: Vec::new() });
             }
             writes.sort_unstable();
             // Blobs, stored once.
@@ -517,7 +625,7 @@ macro_rules! statements {
             }
             for chunk in writes.chunks(CHUNK) {
                 let mut q: QueryBuilder<Db> = QueryBuilder::new(
-                    "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at) ",
+                    "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at, version) ",
                 );
                 q.push_values(chunk, |mut b, &(i, id, rev)| {
                     b.push_bind(id)
@@ -526,7 +634,8 @@ macro_rules! statements {
                         .push_bind(reqs[i].author.clone())
                         .push_bind(reqs[i].message.clone())
                         .push_bind(revision_state(false))
-                        .push_bind(now);
+                        .push_bind(now)
+                        .push_bind(version_column(reqs[i].version.as_deref()).to_owned());
                 });
                 q.build().execute(&mut **tx).await?;
                 let files: Vec<(i64, i64, &skillbase_format::BundleFile)> = chunk
@@ -644,7 +753,7 @@ macro_rules! statements {
             )
             .await?;
             tx.commit().await?;
-            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Reverted, rev, status })
+            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Reverted, rev, status, warnings: Vec::new() })
         }
 
         /// Approve a pending revision: it becomes committed and active.
@@ -665,7 +774,7 @@ macro_rules! statements {
             activate_in(&mut tx, id, rev, now, status).await?;
             insert_event(&mut tx, &skill_event(EventKind::Approved, &s, name, rev, actor, serde_json::json!({})), now).await?;
             tx.commit().await?;
-            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Modified, rev, status })
+            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Modified, rev, status, warnings: Vec::new() })
         }
 
         pub async fn set_status(
@@ -688,7 +797,7 @@ macro_rules! statements {
             }
             let from = parse_status(&from)?;
             let Some(to) = change.apply(from).map_err(|why| StoreError::StatusRefused { name: name.to_owned(), why })? else {
-                return Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Unchanged, rev: active, status: from });
+                return Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Unchanged, rev: active, status: from, warnings: Vec::new() });
             };
             let now = now_ms();
             sqlx::query("UPDATE skills SET status = $1, updated_at = $2 WHERE id = $3")
@@ -704,7 +813,7 @@ macro_rules! statements {
             )
             .await?;
             tx.commit().await?;
-            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Status, rev: active, status: to })
+            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Status, rev: active, status: to, warnings: Vec::new() })
         }
 
         pub async fn history(pool: &Pool<Db>, scope: &Scope, name: &str) -> Result<Vec<RevisionInfo>> {
@@ -714,15 +823,25 @@ macro_rules! statements {
                 .fetch_optional(pool)
                 .await?;
             let (id, active) = row.ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
-            let rows: Vec<(i64, String, String, String, String, i64)> = sqlx::query_as(
-                "SELECT rev, bundle_digest, author, message, state, created_at FROM revisions WHERE skill_id = $1 ORDER BY rev",
+            type Row = (i64, String, String, String, String, i64, Option<String>);
+            let rows: Vec<Row> = sqlx::query_as(
+                "SELECT rev, bundle_digest, author, message, state, created_at, version FROM revisions WHERE skill_id = $1 ORDER BY rev",
             )
             .bind(id)
             .fetch_all(pool)
             .await?;
             Ok(rows
                 .into_iter()
-                .map(|r| RevisionInfo { rev: r.0, digest: r.1, author: r.2, message: r.3, state: r.4, created_at: r.5, active: r.0 == active })
+                .map(|r| RevisionInfo {
+                    rev: r.0,
+                    digest: r.1,
+                    author: r.2,
+                    message: r.3,
+                    state: r.4,
+                    created_at: r.5,
+                    version: version_of_column(r.6),
+                    active: r.0 == active,
+                })
                 .collect())
         }
 
@@ -862,6 +981,60 @@ mod tests {
         );
     }
 
+    /// A version not higher than the active one is a warning, or the refusal under
+    /// `require-increase`; nothing is checked while the active revision declares none.
+    #[test]
+    fn what_a_write_of_a_version_gets() {
+        assert_eq!(version_check("x", Some("1.0.0"), None, true).unwrap(), None);
+        assert_eq!(version_check("x", None, None, true).unwrap(), None);
+        assert_eq!(
+            version_check("x", Some("1.2.1"), Some("1.2.0"), true).unwrap(),
+            None
+        );
+        assert_eq!(
+            version_check("x", Some("1.0.0"), Some("1.0.0-rc.1"), true).unwrap(),
+            None
+        );
+        for (new, want) in [
+            (Some("1.2.0"), "version 1.2.0 is not higher than 1.2.0"),
+            (
+                Some("1.2.0+other"),
+                "version 1.2.0+other is not higher than 1.2.0",
+            ),
+            (Some("1.1.9"), "version 1.1.9 is not higher than 1.2.0"),
+            (Some("1.2.0-rc.1"), "version 1.2.0-rc.1 is not higher"),
+            (
+                None,
+                "declares no version, and the active revision's is 1.2.0",
+            ),
+        ] {
+            let w = version_check("x", new, Some("1.2.0"), false)
+                .unwrap()
+                .unwrap();
+            assert!(w.contains(want), "{new:?}: {w}");
+            assert!(w.contains("`version: \"1.2.1\"`"), "{w}");
+            let e = version_check("x", new, Some("1.2.0"), true).unwrap_err();
+            assert!(matches!(e, StoreError::VersionNotIncreased { .. }), "{e:?}");
+            let m = e.to_string();
+            assert!(
+                m.contains(want) && m.contains("require-increase") && m.contains("1.2.1"),
+                "{m}"
+            );
+        }
+        assert_eq!(
+            (version_column(None), version_column(Some("1.0.0"))),
+            ("", "1.0.0")
+        );
+        assert_eq!(version_of_column(Some(String::new())), None);
+        assert_eq!(version_of_column(None), None);
+        assert_eq!(
+            version_in_skill_md(b"---\nname: x\ndescription: X.\nversion: 2.0.0\n---\nx\n")
+                .as_deref(),
+            Some("2.0.0")
+        );
+        assert_eq!(version_in_skill_md(b"\xff"), None);
+    }
+
     /// Many plain writes to one scope take the bulk path; a pending write, a seed-following
     /// modification, an expected revision or a second scope do not.
     #[test]
@@ -876,6 +1049,8 @@ mod tests {
             expect_rev,
             seed_path: seed_path.map(str::to_owned),
             pending,
+            version: None,
+            require_version_increase: false,
         };
         let many = |r: WriteReq, n: usize| vec![r; n];
         assert!(takes_bulk_path(&many(

@@ -50,6 +50,8 @@ pub struct Store {
     index: ArcSwap<Index>,
     agent_cache: ArcSwap<std::collections::HashMap<AgentName, Arc<Agent>>>,
     write_guard: ArcSwap<Option<WriteGuard>>,
+    /// `[store] versions = "require-increase"`: a write not raising the version is refused.
+    require_version_increase: std::sync::atomic::AtomicBool,
     /// Serialises index swaps so a slower writer never overwrites a newer state.
     index_lock: tokio::sync::Mutex<()>,
     /// Serialises agent-cache refreshes, for the same reason.
@@ -101,6 +103,7 @@ impl Store {
             index: ArcSwap::from_pointee(Index::default()),
             agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
             write_guard: ArcSwap::from_pointee(None),
+            require_version_increase: std::sync::atomic::AtomicBool::new(false),
             index_lock: tokio::sync::Mutex::new(()),
             agents_lock: tokio::sync::Mutex::new(()),
             sync: std::sync::Mutex::new(SyncWindow::default()),

@@ -3,6 +3,7 @@
 
 use super::Store;
 use super::guard::scrub_string;
+use crate::config::VersionPolicy;
 use crate::error::{Result, StoreError};
 use crate::model::{Author, Scope, StatusChange};
 use crate::records::{RevisionInfo, WriteKind, WriteOutcome, WriteReq};
@@ -80,7 +81,7 @@ impl Store {
         seed_path: Option<String>,
         pending: bool,
     ) -> Result<WriteReq> {
-        let (name, _) = Self::check_bundle(&req.bundle)?;
+        let (name, meta) = Self::check_bundle(&req.bundle)?;
         crate::model::check_message(&req.message).map_err(StoreError::Invalid)?;
         if let Some(guard) = self.write_guard.load().as_ref() {
             guard
@@ -96,7 +97,32 @@ impl Store {
             expect_rev: req.expect_rev,
             seed_path,
             pending,
+            version: meta.version,
+            require_version_increase: self.version_policy() == VersionPolicy::RequireIncrease,
         })
+    }
+
+    /// Set what a write whose `version` is not higher than the active revision's gets in this
+    /// process (`[store] versions` in skillbase.toml; [`Config::apply`] sets it).
+    ///
+    /// [`Config::apply`]: crate::config::Config::apply
+    pub fn set_version_policy(&self, policy: VersionPolicy) {
+        self.require_version_increase.store(
+            policy == VersionPolicy::RequireIncrease,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// The version policy writes follow.
+    pub fn version_policy(&self) -> VersionPolicy {
+        if self
+            .require_version_increase
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            VersionPolicy::RequireIncrease
+        } else {
+            VersionPolicy::Warn
+        }
     }
 
     /// Create or modify a skill. A bundle equal to the active one is a no-op.
@@ -116,8 +142,13 @@ impl Store {
         req: PutRequest,
         seed_path: String,
     ) -> Result<WriteOutcome> {
-        let w = self.write_req(req, Some(seed_path), false)?;
-        self.write_one(w).await
+        let w = self.write_req(req, Some(seed_path.clone()), false)?;
+        let o = self.write_one(w).await?;
+        // A seed folder has no one to answer: its warnings go to the log.
+        for warning in &o.warnings {
+            tracing::warn!(skill = %o.name, seed = %seed_path, "{warning}");
+        }
+        Ok(o)
     }
 
     /// Create several seeded skills in one transaction (all or nothing: the caller falls back
