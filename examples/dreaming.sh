@@ -12,9 +12,9 @@ for trip in "Asia/Tokyo Europe/Paris 09:00 standup" "America/New_York Europe/Lon
   set -- $trip
   i=$((i + 1))
   s="dream-trip-$i"
-  sb turn --agent planner --session "$s" -m "When is the $4 at $3 $1 time in $2? Convert the meeting time and note it" > /dev/null
-  sb call --agent planner --session "$s" time__get_current_time "{\"timezone\":\"$1\"}" > /dev/null
-  sb call --agent planner --session "$s" time__convert_time "{\"source_timezone\":\"$1\",\"time\":\"$3\",\"target_timezone\":\"$2\"}" > /dev/null
-  sb call --agent planner --session "$s" take_note "{\"text\":\"$4: $3 in $1\"}" > /dev/null
+  sb turn --agent planner --session "$s" -m "When is the $4 at $3 $1 time in $2? Convert the meeting time and note it" > /dev/null 2>&1
+  sb call --agent planner --session "$s" time__get_current_time "{\"timezone\":\"$1\"}" > /dev/null 2>&1
+  sb call --agent planner --session "$s" time__convert_time "{\"source_timezone\":\"$1\",\"time\":\"$3\",\"target_timezone\":\"$2\"}" > /dev/null 2>&1
+  sb call --agent planner --session "$s" take_note "{\"text\":\"$4: $3 in $1\"}" > /dev/null 2>&1
 done
 echo "recorded $i sessions of agent planner"

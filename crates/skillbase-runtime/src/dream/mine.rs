@@ -439,8 +439,8 @@ pub fn arguments_seen(
     out
 }
 
-/// A value as a draft may show it: short plain words and numbers as they are; ids, paths,
-/// URLs, long text and structures by what they are.
+/// A value as a draft may show it: short plain words (a status, a timezone, a template name) as
+/// they are; ids, paths, URLs, times, numbers, long text and structures by what they are.
 pub fn mask(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
@@ -449,22 +449,37 @@ pub fn mask(v: &Value) -> String {
         Value::Array(_) => "a list".into(),
         Value::Object(_) => "an object".into(),
         Value::String(s) => {
-            let has_digit = s.bytes().any(|b| b.is_ascii_digit());
-            if s.contains('/') || s.contains('\\') {
-                if s.contains("://") {
-                    "a URL".into()
+            let b = s.as_bytes();
+            let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
+            if s.contains("://") {
+                "a URL".into()
+            } else if s.starts_with(['/', '~'])
+                || s.starts_with("./")
+                || s.starts_with("../")
+                || s.contains('\\')
+            {
+                "a path".into()
+            } else if !s.is_empty() && digits == s.len() {
+                "a number".into()
+            } else if digits > 0
+                && b.iter().all(|c| {
+                    c.is_ascii_digit() || matches!(c, b':' | b'-' | b'.' | b'T' | b'Z' | b'+')
+                })
+            {
+                if s.contains(':') {
+                    "a time".into()
                 } else {
-                    "a path".into()
+                    "a date".into()
                 }
-            } else if has_digit || s.len() > 24 {
-                if s.len() > 24 && s.contains(' ') {
+            } else if digits > 0 || s.len() > 32 {
+                if s.contains(' ') {
                     "text".into()
                 } else {
                     "an id".into()
                 }
             } else if s
                 .chars()
-                .all(|c| c.is_alphanumeric() || c == '-' || c == '_' || c == ' ')
+                .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' ' | '/' | '.'))
             {
                 format!("`{s}`")
             } else {
@@ -599,5 +614,10 @@ mod tests {
             "text"
         );
         assert_eq!(mask(&json!("<b>")), "text");
+        assert_eq!(mask(&json!("Asia/Tokyo")), "`Asia/Tokyo`");
+        assert_eq!(mask(&json!("09:00")), "a time");
+        assert_eq!(mask(&json!("2026-12-02")), "a date");
+        assert_eq!(mask(&json!("12345")), "a number");
+        assert_eq!(mask(&json!("./notes.md")), "a path");
     }
 }
