@@ -118,6 +118,11 @@ pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuil
                 .map_err(|e| anyhow!("{}: {e}", path.display()))?;
             engine = engine.semantic_config(c);
         }
+        if let Some(t) = &config.dreaming {
+            let c = skillbase_runtime::dream::model::DreamingConfig::from_table(t)
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            engine = engine.dreaming(c);
+        }
         if let Some(t) = &config.gateway {
             let settings = skillbase_runtime::gateway::GatewaySettings::from_table(t)
                 .map_err(|e| anyhow!("{}: {e}", path.display()))?;

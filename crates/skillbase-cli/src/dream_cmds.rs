@@ -23,9 +23,9 @@ pub struct DreamArgs {
     /// Report what would be created; write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Distinct sessions a procedure must occur in.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=1000))]
-    min_support: u32,
+    /// Distinct sessions a procedure must occur in (default: `[dreaming] min_support`, else 3).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=1000))]
+    min_support: Option<u32>,
     /// Print the reports as JSON (with each skill's SKILL.md).
     #[arg(long)]
     json: bool,
@@ -57,11 +57,17 @@ pub async fn dream(s: &StoreArgs, a: DreamArgs) -> Result<u8> {
     };
     let d = crate::dispatch_cmds::dispatcher(s, store.clone(), None).await?;
     d.flush().await;
+    let min_support = a.min_support.map(|n| n as usize).unwrap_or_else(|| {
+        d.dreaming_settings()
+            .and_then(|s| s.config.min_support)
+            .unwrap_or(3)
+    });
     let opts = DreamOptions {
         since,
         dry_run: a.dry_run,
-        min_support: a.min_support as usize,
+        min_support,
         actor,
+        model: None,
     };
     let mut reports = Vec::new();
     for agent in &agents {
@@ -123,6 +129,15 @@ pub fn text(r: &DreamReport) -> String {
                 e(&r.agent)
             ));
         }
+    }
+    for x in &r.drift_reverted {
+        out.push_str(&format!(
+            "  drift reverted {} from revision {} to {}: {}\n",
+            e(&x.skill),
+            x.from,
+            x.to,
+            e(&x.drift)
+        ));
     }
     for x in &r.rejected {
         out.push_str(&format!(

@@ -282,6 +282,9 @@ pub struct AgentEdit {
     /// Record each turn's user message (redacted) for `skillbase dream`.
     #[arg(long)]
     record_conversations: Option<bool>,
+    /// What drift does: `disable` the skill, or `revert` to the newest earlier good revision.
+    #[arg(long, value_parser = ["disable", "revert"])]
+    on_drift: Option<String>,
     #[arg(long)]
     description: Option<String>,
     /// Prompt files of the harness (its instructions to this agent, which the doctor reads for
@@ -332,6 +335,13 @@ impl AgentEdit {
         }
         if let Some(v) = self.record_conversations {
             c.policies.record_conversations = v;
+        }
+        if let Some(v) = &self.on_drift {
+            c.policies.on_drift = if v == "revert" {
+                skillbase_store::OnDrift::Revert
+            } else {
+                skillbase_store::OnDrift::Disable
+            };
         }
         if let Some(d) = &self.description {
             c.description = d.clone();

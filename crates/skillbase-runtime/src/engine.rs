@@ -68,6 +68,7 @@ pub struct EngineBuilder {
     semantic_config: Option<crate::semantic::SemanticConfig>,
     mcp_servers: Vec<crate::gateway::McpServerConfig>,
     gateway_settings: Option<crate::gateway::GatewaySettings>,
+    dreaming: Option<crate::dream::model::DreamingConfig>,
 }
 
 impl EngineBuilder {
@@ -150,6 +151,12 @@ impl EngineBuilder {
         self
     }
 
+    /// Dreaming's settings (a `[dreaming]` table in a configuration replaces them).
+    pub fn dreaming(mut self, config: crate::dream::model::DreamingConfig) -> Self {
+        self.dreaming = Some(config);
+        self
+    }
+
     /// What the API may configure of the gateway (a `[gateway]` table in a configuration
     /// replaces it).
     pub fn gateway_settings(mut self, settings: crate::gateway::GatewaySettings) -> Self {
@@ -185,6 +192,7 @@ impl EngineBuilder {
         let mut registry = Registry::new();
         let mut mcp_servers = self.mcp_servers;
         let mut gateway_settings = self.gateway_settings.unwrap_or_default();
+        let mut dreaming = self.dreaming;
         // `http` tools share one web_fetch client (and its destination policy).
         let http_client = Arc::new(crate::web_fetch::WebFetch::new());
         let attach = |registry: &mut Registry,
@@ -235,6 +243,12 @@ impl EngineBuilder {
                 crate::gateway::servers_from_table(&config.mcp_servers, config.folder.as_deref())
                     .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
             );
+            if let Some(t) = &config.dreaming {
+                dreaming = Some(
+                    crate::dream::model::DreamingConfig::from_table(t)
+                        .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
+                );
+            }
             if let Some(t) = &config.gateway {
                 gateway_settings = crate::gateway::GatewaySettings::from_table(t)
                     .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
@@ -268,6 +282,11 @@ impl EngineBuilder {
         }
         let runtime = Arc::new(runtime);
         let dispatcher = Arc::new(Dispatcher::new(runtime, registry, vault.clone()));
+        if let Some(c) = dreaming {
+            let settings =
+                crate::dream::DreamSettings::new(c, vault.clone()).map_err(StoreError::Invalid)?;
+            let _ = dispatcher.dreaming.set(Arc::new(settings));
+        }
         let gateway = crate::gateway::Gateway::start(
             mcp_servers,
             gateway_settings,

@@ -761,7 +761,7 @@ impl OpenAiEmbedder {
 /// the bundled Mozilla roots, plus the system's CA bundle (`SSL_CERT_FILE`, else
 /// `/etc/ssl/certs/ca-certificates.crt`) where a site adds its own CA (a proxy that inspects
 /// TLS, say). Tool calls a model drives (`web_fetch`) never read the system's bundle.
-fn operator_roots() -> Vec<reqwest::Certificate> {
+pub(crate) fn operator_roots() -> Vec<reqwest::Certificate> {
     let mut roots = crate::web_fetch::bundled_roots();
     let file = std::env::var_os("SSL_CERT_FILE")
         .map(std::path::PathBuf::from)

@@ -449,3 +449,196 @@ fn the_miner_is_measured_on_the_labelled_scenarios() {
     assert!(precision >= 0.9, "precision {precision:.3}\n{table}");
     assert!(recall >= 0.9, "recall {recall:.3}\n{table}");
 }
+
+/// The optional model, played by a local stand-in chat-completions server: its SKILL.md is
+/// used when it is a valid skill of the draft's name and envelope; an answer that renames the
+/// skill, widens its capabilities or is not a skill is refused (the miner's draft is written,
+/// the report says why); the key goes in the header only, never in the prompt.
+#[tokio::test]
+async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
+    use skillbase_runtime::dream::model::{ModelConfig, ProseModel};
+    use std::sync::Mutex;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const KEY: &str = "model-key-5b1e0f6a9d";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    let answer: Arc<Mutex<String>> = Arc::default();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (a, s) = (answer.clone(), seen.clone());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let (a, s) = (a.clone(), s.clone());
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                let (head_end, len) = loop {
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..p]).to_lowercase();
+                        let len = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (p + 4, len);
+                    }
+                };
+                while buf.len() < head_end + len {
+                    let n = sock.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                s.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&buf).into_owned());
+                let content = a.lock().unwrap().clone();
+                let body =
+                    json!({"choices": [{"message": {"role": "assistant", "content": content}}]})
+                        .to_string();
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open_store(&dir.path().join("skillbase.db")).await);
+    let vault = skillbase_runtime::vault::Vault::open(
+        store.clone(),
+        skillbase_runtime::vault::VaultKey::parse(&"33".repeat(32)).unwrap(),
+    )
+    .await
+    .unwrap();
+    vault
+        .set(
+            "MODEL_KEY",
+            "the model's key",
+            KEY.as_bytes(),
+            &Author::Human("ops".into()),
+        )
+        .await
+        .unwrap();
+    let mut b = Engine::builder()
+        .store(store.clone())
+        .vault(vault.clone())
+        .config_toml(CONFIG);
+    for (name, class) in [
+        ("lookup_order", "orders"),
+        ("check_policy", "orders"),
+        ("issue_refund", "orders"),
+        ("email_customer", "mail"),
+    ] {
+        let (d, h) = tool(name, class);
+        b = b.tool(d, h);
+    }
+    let e = b.build().await.unwrap();
+    for i in 0..4 {
+        refund_session(&e, &format!("m-{i}"), 200 + i).await;
+    }
+    let model = Arc::new(
+        ProseModel::new(
+            ModelConfig {
+                url: url.clone(),
+                model: "stand-in".into(),
+                key: Some("MODEL_KEY".into()),
+                timeout_secs: Some(10),
+            },
+            Some(vault.clone()),
+        )
+        .unwrap(),
+    );
+    let opts = DreamOptions {
+        dry_run: true,
+        model: Some(model.clone()),
+        ..DreamOptions::default()
+    };
+    // First a dry run to learn the draft's name.
+    *answer.lock().unwrap() = "not a skill at all".into();
+    let r = e.dream(&shop(), &opts).await.unwrap();
+    let l = &r.created[0];
+    assert_eq!(l.prose, "draft");
+    assert!(
+        l.model_refused
+            .as_deref()
+            .unwrap()
+            .contains("not a SKILL.md"),
+        "{l:?}"
+    );
+    let name = l.name.clone();
+    let good = format!(
+        "```markdown\n---\nname: {name}\ndescription: Refund a damaged order end to end. Use when a customer reports a broken parcel and asks for a refund.\ntriggers:\n  - refund order\ncapabilities:\n  tools:\n    - orders\n    - mail\n---\n# Refund a damaged order\n\n1. Look the order up with `lookup_order`.\n2. Check the refund policy with `check_policy`.\n3. Refund with `issue_refund`.\n4. Tell the customer with `email_customer`.\n```"
+    );
+    for (bad, why) in [
+        (
+            good.replace(&format!("name: {name}"), "name: something-else"),
+            "renamed",
+        ),
+        (
+            good.replace("    - mail\n", "    - mail\n    - admin\n"),
+            "capabilities the draft does not",
+        ),
+        ("---\nname: x\n---\n".to_owned(), "not a valid skill"),
+    ] {
+        *answer.lock().unwrap() = bad;
+        let r = e.dream(&shop(), &opts).await.unwrap();
+        let l = &r.created[0];
+        assert_eq!(l.prose, "draft", "{why}");
+        assert!(
+            l.model_refused.as_deref().unwrap_or("").contains(why),
+            "{why}: {l:?}"
+        );
+    }
+    *answer.lock().unwrap() = good;
+    let r = e
+        .dream(
+            &shop(),
+            &DreamOptions {
+                model: Some(model),
+                ..DreamOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let l = &r.created[0];
+    assert_eq!(l.prose, "model", "{l:?}");
+    assert!(l.model_refused.is_none());
+    let entry = store
+        .index()
+        .get(&Scope::Agent(shop()), &name)
+        .cloned()
+        .unwrap();
+    assert!(entry.body.contains("Look the order up"), "{}", entry.body);
+    assert_eq!(entry.author, "agent:shop/dreaming");
+    // The key went in the header of every request, never in a prompt or the report.
+    let requests = seen.lock().unwrap().clone();
+    assert!(requests.len() >= 5);
+    for req in &requests {
+        let (head, body) = req.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.to_lowercase()
+                .contains(&format!("authorization: bearer {}", KEY.to_lowercase())),
+            "{head}"
+        );
+        assert!(!body.contains(KEY));
+        assert!(
+            body.contains("issue_refund"),
+            "the evidence is in the prompt"
+        );
+    }
+    assert!(!serde_json::to_string(&r).unwrap().contains(KEY));
+    e.close().await;
+}

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod auth;
+pub mod dreaming;
 pub mod error;
 pub mod logging;
 pub mod mcp;
@@ -215,6 +216,7 @@ pub async fn serve(
     let app = router(state.clone());
     let sync = tokio::spawn(sync_loop(state.clone()));
     let retention = tokio::spawn(retention::retention_loop(state.clone()));
+    let dreaming = tokio::spawn(dreaming::dreaming_loop(state.clone()));
     warm_up();
     state.ready.store(true, Ordering::SeqCst);
     let token = state.shutdown.clone();
@@ -232,6 +234,7 @@ pub async fn serve(
         .await?;
     sync.abort();
     retention.abort();
+    dreaming.abort();
     state.dispatcher.flush().await;
     Ok(())
 }

@@ -53,6 +53,9 @@ pub struct Config {
     /// What the API may configure of the gateway (`[gateway]`), read by the runtime.
     #[serde(default)]
     pub gateway: Option<toml::Table>,
+    /// Dreaming's settings (`[dreaming]`: support, schedule, model), read by the runtime.
+    #[serde(default)]
+    pub dreaming: Option<toml::Table>,
     /// The folder the file was read from (set by [`Config::load`]): relative paths in the
     /// tables the runtime reads (an upstream's `cwd`) are relative to it.
     #[serde(skip)]

@@ -82,6 +82,9 @@ pub enum EventKind {
     /// A dream run: the skills it created or changed with their evidence, and the candidates
     /// it rejected with why.
     Dream,
+    /// Drift re-activated an earlier revision (`on_drift = "revert"`): from which, to which,
+    /// and why.
+    DriftReverted,
 
     /// A kind this build does not name (a newer build's, say), kept as read. The default kind
     /// is the empty one (what `NewEvent::default()` carries until its kind is set).
@@ -96,7 +99,7 @@ impl Default for EventKind {
 
 impl EventKind {
     /// Every kind this build names, in the order above.
-    pub const KNOWN: [EventKind; 30] = [
+    pub const KNOWN: [EventKind; 31] = [
         EventKind::RevisionWritten,
         EventKind::RevisionPending,
         EventKind::Reverted,
@@ -127,6 +130,7 @@ impl EventKind {
         EventKind::UserMessage,
         EventKind::TranscriptCall,
         EventKind::Dream,
+        EventKind::DriftReverted,
     ];
 
     /// The kinds the retention job may remove: calls, turns and activations. Revisions, authoring,
@@ -183,6 +187,7 @@ impl EventKind {
             EventKind::UserMessage => "user_message",
             EventKind::TranscriptCall => "transcript_call",
             EventKind::Dream => "dream",
+            EventKind::DriftReverted => "drift_reverted",
             EventKind::Other(s) => s,
         }
     }
@@ -211,6 +216,7 @@ impl EventKind {
                 | EventKind::UserMessage
                 | EventKind::TranscriptCall
                 | EventKind::Dream
+                | EventKind::DriftReverted
         )
     }
 
@@ -247,6 +253,7 @@ impl EventKind {
             "user_message" => EventKind::UserMessage,
             "transcript_call" => EventKind::TranscriptCall,
             "dream" => EventKind::Dream,
+            "drift_reverted" => EventKind::DriftReverted,
             _ => return None,
         })
     }
@@ -435,6 +442,7 @@ mod tests {
             "user_message",
             "transcript_call",
             "dream",
+            "drift_reverted",
         ] {
             assert!(!EventKind::from(k).changes_index(), "{k}");
         }

@@ -31,8 +31,8 @@ pub use error::{Result, StoreError};
 pub use events::EventKind;
 pub use index::{FileRef, Index, SkillEntry, SourceLines};
 pub use model::{
-    Agent, AgentConfig, AgentName, Author, Grants, MAX_BUDGET, NameSet, Policies, Prompt, Scope,
-    Status, StatusChange, StatusRefusal, check_budget,
+    Agent, AgentConfig, AgentName, Author, Grants, MAX_BUDGET, NameSet, OnDrift, Policies, Prompt,
+    Scope, Status, StatusChange, StatusRefusal, check_budget,
 };
 pub use records::{
     ActivationRecord, EventFilter, EventRecord, McpServerRow, NewEvent, RevisionInfo, RunRecord,

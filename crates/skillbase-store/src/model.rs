@@ -473,6 +473,21 @@ pub struct Policies {
     /// Each turn's user message is recorded (redacted, as a `user_message` event) beside the
     /// calls, for learning (`skillbase dream`). Off by default.
     pub record_conversations: bool,
+    /// What drift does to a revision that failed `failure_threshold` runs in a row: `disable`
+    /// the skill (the default), or `revert` to the newest earlier revision with good outcomes
+    /// (disable when there is none).
+    pub on_drift: OnDrift,
+}
+
+/// What drift does (see [`Policies::on_drift`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDrift {
+    /// Disable the skill until someone reviews it.
+    #[default]
+    Disable,
+    /// Re-activate the newest earlier revision whose runs mostly succeeded.
+    Revert,
 }
 
 impl Default for Policies {
@@ -485,6 +500,7 @@ impl Default for Policies {
             max_network_calls_per_session: 50,
             max_result_tokens: 4000,
             record_conversations: false,
+            on_drift: OnDrift::Disable,
         }
     }
 }

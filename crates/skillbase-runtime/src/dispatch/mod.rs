@@ -69,6 +69,8 @@ pub struct Dispatcher {
     offered_cache: Mutex<OfferedCache>,
     /// Harness-run calls authorized and not yet answered: call id → who may answer, and where.
     harness: Arc<Mutex<HashMap<String, PendingHarness>>>,
+    /// `[dreaming]`: its settings and model, set once by the engine.
+    pub(crate) dreaming: std::sync::OnceLock<Arc<crate::dream::DreamSettings>>,
 }
 
 /// A harness-run call waiting for its result.
@@ -109,6 +111,7 @@ impl Dispatcher {
             inflight: Mutex::new(HashMap::new()),
             results: Mutex::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(1),
+            dreaming: std::sync::OnceLock::new(),
         }
     }
 

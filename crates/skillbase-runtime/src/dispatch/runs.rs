@@ -422,10 +422,50 @@ impl RunEnd<'_> {
         let mut disabled = false;
         if outcome == "failure" && streak >= i64::from(threshold.max(1)) {
             let scope: Scope = rec.scope.parse().map_err(RuntimeError::Invalid)?;
-            if let Some(e) = store.index().get(&scope, &rec.skill)
-                && e.active_rev == rec.rev
-                && e.status == Status::Active
+            let why = format!(
+                "revision {} failed {streak} runs in a row (threshold {threshold})",
+                rec.rev
+            );
+            let on_drift = store
+                .agent_cached(self.agent)
+                .map(|a| a.config.policies.on_drift)
+                .unwrap_or_default();
+            let active = store
+                .index()
+                .get(&scope, &rec.skill)
+                .is_some_and(|e| e.active_rev == rec.rev && e.status == Status::Active);
+            if active
+                && on_drift == skillbase_store::OnDrift::Revert
+                && let Some(good) = last_good_revision(store, &scope, &rec.skill, rec.rev).await?
             {
+                store
+                    .revert(
+                        &scope,
+                        &rec.skill,
+                        good.0,
+                        &Author::AgentInline(self.agent.clone()),
+                    )
+                    .await?;
+                store
+                    .append_event(&NewEvent {
+                        kind: skillbase_store::EventKind::DriftReverted,
+                        scope: Some(scope.to_string()),
+                        skill: Some(rec.skill.clone()),
+                        rev: Some(good.0),
+                        agent: Some(self.agent.to_string()),
+                        data: serde_json::json!({
+                            "from": rec.rev,
+                            "to": good.0,
+                            "drift": why,
+                            "to_runs": {"success": good.1, "failure": good.2},
+                            "last_note": note,
+                        }),
+                        ..NewEvent::default()
+                    })
+                    .await?;
+                return Ok((rec, true));
+            }
+            if active {
                 store
                     .set_status(
                         &scope,
@@ -433,7 +473,7 @@ impl RunEnd<'_> {
                         skillbase_store::StatusChange::Disable,
                         &Author::AgentInline(self.agent.clone()),
                         serde_json::json!({
-                            "drift": format!("revision {} failed {streak} runs in a row (threshold {threshold})", rec.rev),
+                            "drift": why,
                             "last_note": note,
                         }),
                     )
@@ -443,4 +483,29 @@ impl RunEnd<'_> {
         }
         Ok((rec, disabled))
     }
+}
+
+/// The newest revision before `current` whose ended runs mostly succeeded (at least one
+/// success, no more failures than successes, over the skill's last 500 runs), with its counts.
+async fn last_good_revision(
+    store: &skillbase_store::Store,
+    scope: &Scope,
+    name: &str,
+    current: i64,
+) -> Result<Option<(i64, i64, i64)>, RuntimeError> {
+    let runs = store.runs(scope, name, 500).await?;
+    let mut by_rev: std::collections::BTreeMap<i64, (i64, i64)> = Default::default();
+    for r in runs.iter().filter(|r| r.rev < current) {
+        let e = by_rev.entry(r.rev).or_default();
+        match r.outcome.as_deref() {
+            Some("success") => e.0 += 1,
+            Some("failure") => e.1 += 1,
+            _ => {}
+        }
+    }
+    Ok(by_rev
+        .into_iter()
+        .rev()
+        .find(|(_, (ok, bad))| *ok >= 1 && ok >= bad)
+        .map(|(rev, (ok, bad))| (rev, ok, bad)))
 }

@@ -11,6 +11,7 @@
 
 pub mod draft;
 pub mod mine;
+pub mod model;
 pub mod transcript;
 
 use crate::dispatch::Dispatcher;
@@ -20,6 +21,7 @@ use serde::Serialize;
 use skillbase_format::{Bundle, BundleFile, BundlePath, Digest};
 use skillbase_store::{AgentName, Author, EventFilter, NewEvent, PutRequest, Scope, WriteKind};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Most events a dream reads per kind (the newest are kept past it).
 pub const MAX_EVENTS_READ: usize = 1_000_000;
@@ -37,6 +39,31 @@ pub struct DreamOptions {
     pub min_support: usize,
     /// Who asked (recorded in the event).
     pub actor: Author,
+    /// The model that writes the prose (default: the `[dreaming.model]` of the engine, if any).
+    pub model: Option<Arc<model::ProseModel>>,
+}
+
+/// The engine's `[dreaming]`: the table and its model, ready.
+#[derive(Debug, Default)]
+pub struct DreamSettings {
+    /// The table as read.
+    pub config: model::DreamingConfig,
+    /// Its model, made with the engine's vault.
+    pub model: Option<Arc<model::ProseModel>>,
+}
+
+impl DreamSettings {
+    /// The settings of a `[dreaming]` table (its model made with `vault`).
+    pub fn new(
+        config: model::DreamingConfig,
+        vault: Option<Arc<crate::vault::Vault>>,
+    ) -> Result<DreamSettings, String> {
+        let model = match &config.model {
+            Some(m) => Some(Arc::new(model::ProseModel::new(m.clone(), vault)?)),
+            None => None,
+        };
+        Ok(DreamSettings { config, model })
+    }
 }
 
 impl Default for DreamOptions {
@@ -46,6 +73,7 @@ impl Default for DreamOptions {
             dry_run: false,
             min_support: 3,
             actor: Author::Human("dream".into()),
+            model: None,
         }
     }
 }
@@ -80,6 +108,11 @@ pub struct Learned {
     /// Whether the agent's allowlist lets it see the skill (an explicit list must name it:
     /// `skills = [..., "<name>"]`; a dream does not change what an agent is configured with).
     pub visible: bool,
+    /// Who wrote the prose: `draft` (the miner) or `model` (`[dreaming.model]`).
+    pub prose: &'static str,
+    /// Why the model's answer was not used, when it was asked and not used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_refused: Option<String>,
     /// The SKILL.md written.
     pub skill_md: String,
 }
@@ -117,6 +150,21 @@ pub struct DreamReport {
     pub created: Vec<Learned>,
     /// Candidates not written, with why.
     pub rejected: Vec<Rejected>,
+    /// Revisions drift reverted since the agent's previous dream (`on_drift = "revert"`).
+    pub drift_reverted: Vec<DriftRevert>,
+}
+
+/// A revision drift reverted: the skill went back from `from` to `to`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DriftRevert {
+    /// The skill (in the agent's view).
+    pub skill: String,
+    /// The revision that drifted.
+    pub from: i64,
+    /// The earlier revision re-activated.
+    pub to: i64,
+    /// Why (the failed runs in a row).
+    pub drift: String,
 }
 
 fn step_text(s: &mine::Step) -> String {
@@ -234,6 +282,8 @@ pub async fn dream(
         .store
         .agent_cached(agent)
         .ok_or_else(|| RuntimeError::UnknownAgent(agent.to_string()))?;
+    let settings = d.dreaming.get().cloned().unwrap_or_default();
+    let model = opts.model.clone().or_else(|| settings.model.clone());
     let sessions = sessions_of(d, agent, opts.since).await?;
     let min_support = opts.min_support.max(2);
     // Mined one below the bar, so near misses are reported as too rare.
@@ -252,7 +302,28 @@ pub async fn dream(
         min_support,
         created: Vec::new(),
         rejected: Vec::new(),
+        drift_reverted: Vec::new(),
     };
+    let store = &d.runtime.store;
+    let last_dream = store
+        .recent_events(agent.as_str(), "dream", 1)
+        .await?
+        .first()
+        .map(|e| e.at);
+    for e in store
+        .recent_events(agent.as_str(), "drift_reverted", 50)
+        .await?
+        .into_iter()
+        .rev()
+        .filter(|e| last_dream.is_none_or(|t| e.at >= t))
+    {
+        report.drift_reverted.push(DriftRevert {
+            skill: e.skill.clone().unwrap_or_default(),
+            from: e.data["from"].as_i64().unwrap_or_default(),
+            to: e.data["to"].as_i64().unwrap_or_default(),
+            drift: e.data["drift"].as_str().unwrap_or_default().to_owned(),
+        });
+    }
     let session_ids = |p: &Pattern| -> Vec<String> {
         p.occurrences
             .iter()
@@ -406,7 +477,33 @@ pub async fn dream(
             phrases: &phrases,
             classes: classes.clone(),
         });
-        let md = skill.to_skill_md();
+        let mut md = skill.to_skill_md();
+        let (mut prose, mut model_refused) = ("draft", None);
+        if let Some(m) = &model {
+            let redactor = d.redactor();
+            let mut ev = format!(
+                "Steps: {}\nSessions: {}\n",
+                p.steps
+                    .iter()
+                    .map(step_text)
+                    .collect::<Vec<_>>()
+                    .join(" -> "),
+                p.support()
+            );
+            for o in p.occurrences.iter().take(5) {
+                for msg in sessions[o.session].messages.iter().take(2) {
+                    let cut: String = msg.chars().take(500).collect();
+                    ev.push_str(&format!("User: {}\n", redactor.redact(&cut)));
+                }
+            }
+            match m.write(&skill, &ev).await {
+                Ok(written) => {
+                    md = written;
+                    prose = "model";
+                }
+                Err(why) => model_refused = Some(why),
+            }
+        }
         let evidence = Evidence {
             sessions: session_ids(p),
             calls: p
@@ -452,6 +549,8 @@ pub async fn dream(
             capabilities: classes,
             evidence,
             visible: a.config.skills.contains(name.as_str()),
+            prose,
+            model_refused,
             skill_md: md,
         };
         if !opts.dry_run {
@@ -512,6 +611,11 @@ pub async fn dream(
 }
 
 impl Dispatcher {
+    /// The engine's `[dreaming]` settings, when it has them.
+    pub fn dreaming_settings(&self) -> Option<Arc<DreamSettings>> {
+        self.dreaming.get().cloned()
+    }
+
     /// Dream for `agent` (see [`crate::dream`]).
     pub async fn dream(
         &self,

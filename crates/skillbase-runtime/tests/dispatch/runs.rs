@@ -97,6 +97,72 @@ async fn consecutive_failed_runs_disable_a_revision_until_it_is_reverted() {
     env.assert_clean().await;
 }
 
+/// `on_drift = "revert"`: a revision that drifts is replaced by the newest earlier revision
+/// whose runs mostly succeeded, with a `drift_reverted` event saying from, to and why; without
+/// such a revision it is disabled as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_reverts_to_the_last_good_revision_when_the_policy_says_so() {
+    let env = Env::new().await;
+    env.change(&bot(), |c| {
+        c.policies.on_drift = skillbase_store::OnDrift::Revert;
+        c.policies.failure_threshold = 2;
+    })
+    .await;
+    let inputs = "inputs:\n  type: object\n";
+    env.put(skill("flaky", inputs, "Version one.")).await;
+    env.put(skill("seed", "", "So the agent keeps a view."))
+        .await;
+    for (i, outcome) in ["success", "success", "failure"].iter().enumerate() {
+        env.load(&format!("g{i}"), "flaky").await;
+        env.finish(&format!("g{i}"), outcome, "rev 1").await;
+    }
+    env.put(skill("flaky", inputs, "Version two, worse.")).await;
+    env.load("b0", "flaky").await;
+    let r = env.finish("b0", "failure", "rev 2 failed").await;
+    assert_eq!(r["disabled_for_drift"], json!(false));
+    env.load("b1", "flaky").await;
+    let r = env.finish("b1", "failure", "rev 2 failed again").await;
+    assert_eq!(r["disabled_for_drift"], json!(true), "{r}");
+    assert_eq!(r["rev"], json!(2));
+    // Active again, at revision 1.
+    assert_eq!(env.status(&Scope::Shared, "flaky"), Some(Status::Active));
+    let ev: Vec<EventRecord> = env
+        .events()
+        .await
+        .into_iter()
+        .filter(|e| e.kind == "drift_reverted")
+        .collect();
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].data["from"], json!(2));
+    assert_eq!(ev[0].data["to"], json!(1));
+    assert_eq!(ev[0].data["to_runs"]["success"], json!(2));
+    assert!(
+        ev[0].data["drift"]
+            .as_str()
+            .unwrap()
+            .contains("revision 2 failed 2 runs in a row")
+    );
+    let body = env.load("after", "flaky").await;
+    assert!(body.contains("Version one."), "{body}");
+    // The next dream's report shows it.
+    let report = env
+        .d
+        .dream(&bot(), &skillbase_runtime::dream::DreamOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(report.drift_reverted.len(), 1, "{report:?}");
+    assert_eq!(
+        (report.drift_reverted[0].from, report.drift_reverted[0].to),
+        (2, 1)
+    );
+    // Revision 1 failing again (its streak: g2, then c0) has no earlier good revision to go
+    // back to: disabled.
+    env.load("c0", "flaky").await;
+    let r = env.finish("c0", "failure", "x").await;
+    assert_eq!(r["disabled_for_drift"], json!(true), "{r}");
+    assert_eq!(env.status(&Scope::Shared, "flaky"), Some(Status::Disabled));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_calls_end_a_run_as_a_failure_and_count_toward_drift() {
     let env = Env::new().await;

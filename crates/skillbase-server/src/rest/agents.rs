@@ -105,6 +105,10 @@ pub struct PoliciesDoc {
     /// Each turn's user message is recorded (redacted) for learning [false].
     #[schema(required = false)]
     record_conversations: bool,
+    /// What drift does: disable the skill, or revert to the newest earlier revision with good
+    /// outcomes [disable].
+    #[schema(required = false, value_type = String, pattern = "^(disable|revert)$")]
+    on_drift: String,
 }
 
 /// One of the harness's own instructions to the agent, read by the doctor for the skills it
@@ -570,7 +574,12 @@ pub async fn dream(
             "since: a time in Unix milliseconds, from 0 to 4102444800000 (the year 2100)",
         ));
     }
-    let min_support = b.min_support.unwrap_or(3);
+    let min_support = b.min_support.unwrap_or_else(|| {
+        st.dispatcher
+            .dreaming_settings()
+            .and_then(|s| s.config.min_support)
+            .map_or(3, |n| n as u32)
+    });
     if !(2..=1000).contains(&min_support) {
         return Err(unprocessable(
             "invalid-request",
@@ -587,6 +596,7 @@ pub async fn dream(
                 dry_run: b.dry_run.unwrap_or(false),
                 min_support: min_support as usize,
                 actor: p.author(),
+                model: None,
             },
         )
         .await?;

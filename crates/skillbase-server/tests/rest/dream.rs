@@ -199,3 +199,66 @@ async fn bad_transcripts_and_dream_requests_change_nothing() {
     assert_eq!(s.event_count().await, before);
     s.stop().await;
 }
+
+/// The schedule (`[dreaming] idle_minutes`): an agent whose sessions went quiet after new
+/// activity is dreamed for once; with nothing new since, not again.
+#[tokio::test]
+async fn the_schedule_dreams_once_per_quiet_spell() {
+    let s = TestServer::start().await;
+    let alpha = AgentName::parse("alpha").unwrap();
+    let mut c = s.store.agent(&alpha).await.unwrap().unwrap().config;
+    c.grants.tools.push("deploy".into());
+    s.store.set_agent(&alpha, &c).await.unwrap();
+    for i in 0..3 {
+        let id = format!("sched-{i}");
+        ok_json(
+            s.post("/v1/sessions", &s.alpha)
+                .json(&json!({"id": id}))
+                .send()
+                .await
+                .unwrap(),
+            201,
+        )
+        .await;
+        ok_json(
+            s.post(&format!("/v1/sessions/{id}/transcript"), &s.alpha)
+                .json(&transcript(i))
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+    }
+    let dreams = |s: &TestServer| {
+        let store = s.store.clone();
+        async move {
+            store
+                .events(&EventFilter {
+                    kind: Some("dream".into()),
+                    ..EventFilter::default()
+                })
+                .await
+                .unwrap()
+        }
+    };
+    // Not quiet long enough: nothing.
+    skillbase_server::dreaming::dream_due(&s.state, Duration::from_secs(3600)).await;
+    assert!(dreams(&s).await.is_empty());
+    // Quiet (an idle time of zero): one dream for alpha, which learns the procedure.
+    skillbase_server::dreaming::dream_due(&s.state, Duration::ZERO).await;
+    let d = dreams(&s).await;
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].agent.as_deref(), Some("alpha"));
+    assert_eq!(d[0].actor.as_deref(), Some("human:dreaming-schedule"));
+    assert_eq!(
+        d[0].data["created"].as_array().unwrap().len(),
+        1,
+        "{}",
+        d[0].data
+    );
+    // Nothing new since: not again.
+    skillbase_server::dreaming::dream_due(&s.state, Duration::ZERO).await;
+    assert_eq!(dreams(&s).await.len(), 1);
+    s.stop().await;
+}
