@@ -39,3 +39,36 @@ pub(crate) fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
         .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
         .collect()
 }
+
+/// One HTTP/1.1 request read off `sock` by a test's stand-in server: the head (request line
+/// and headers, as sent) and the body (`Content-Length` bytes). `None` when the peer left.
+pub(crate) async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let (head_end, len) = loop {
+        let n = sock.read(&mut chunk).await.unwrap_or(0);
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..p]).to_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            break (p + 4, len);
+        }
+    };
+    while buf.len() < head_end + len {
+        let n = sock.read(&mut chunk).await.unwrap_or(0);
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    Some((head, buf[head_end..head_end + len].to_vec()))
+}

@@ -458,7 +458,7 @@ fn the_miner_is_measured_on_the_labelled_scenarios() {
 async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
     use skillbase_runtime::dream::model::{ModelConfig, ProseModel};
     use std::sync::Mutex;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     const KEY: &str = "model-key-5b1e0f6a9d";
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!(
@@ -475,34 +475,12 @@ async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
             };
             let (a, s) = (a.clone(), s.clone());
             tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 8192];
-                let (head_end, len) = loop {
-                    let n = sock.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..p]).to_lowercase();
-                        let len = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .and_then(|v| v.trim().parse::<usize>().ok())
-                            .unwrap_or(0);
-                        break (p + 4, len);
-                    }
+                let Some((head, body)) = crate::common::read_request(&mut sock).await else {
+                    return;
                 };
-                while buf.len() < head_end + len {
-                    let n = sock.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                }
                 s.lock()
                     .unwrap()
-                    .push(String::from_utf8_lossy(&buf).into_owned());
+                    .push(format!("{head}{}", String::from_utf8_lossy(&body)));
                 let content = a.lock().unwrap().clone();
                 let body =
                     json!({"choices": [{"message": {"role": "assistant", "content": content}}]})

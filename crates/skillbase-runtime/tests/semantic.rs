@@ -12,7 +12,7 @@ use skillbase_runtime::vault::{Vault, VaultKey};
 use skillbase_store::{Author, Scope};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 const KEY: &str = "sk-standin-7f3a9c2e41";
 
@@ -79,35 +79,10 @@ async fn stand_in() -> StandIn {
             };
             let (r, m, u) = (r.clone(), m.clone(), u.clone());
             tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 8192];
-                // Headers, then Content-Length bytes of body.
-                let (head_end, len) = loop {
-                    let n = sock.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..p]).to_lowercase();
-                        let len = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .and_then(|v| v.trim().parse::<usize>().ok())
-                            .unwrap_or(0);
-                        break (p + 4, len);
-                    }
+                let Some((head, body)) = crate::common::read_request(&mut sock).await else {
+                    return;
                 };
-                while buf.len() < head_end + len {
-                    let n = sock.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-                let body: Value =
-                    serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
+                let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let mode = *m.lock().unwrap();
                 let authorized = head
                     .lines()
