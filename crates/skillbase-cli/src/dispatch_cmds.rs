@@ -37,6 +37,9 @@ pub struct RunsArgs {
     target: Target,
     #[arg(long, default_value_t = 20)]
     limit: i64,
+    /// Sum the runs read per revision: runs, outcomes, failure rate, calls.
+    #[arg(long)]
+    by_revision: bool,
     #[arg(long)]
     json: bool,
 }
@@ -218,6 +221,34 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
 pub async fn runs(s: &StoreArgs, a: RunsArgs) -> Result<u8> {
     let store = s.open().await?;
     let runs = store.runs(&a.target.scope, &a.target.name, a.limit).await?;
+    if a.by_revision {
+        let by = skillbase_store::outcomes_by_revision(&runs);
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&by)?);
+        } else if by.is_empty() {
+            eprintln!("no runs of {} yet", a.target.name);
+        } else {
+            println!("REV  RUNS  SUCCESS  FAILURE  OTHER  FAILURE RATE  CALLS (FAILED)");
+            for o in &by {
+                let rate = o
+                    .failure_rate
+                    .map_or("-".to_owned(), |r| format!("{:.0}%", r * 100.0));
+                println!(
+                    "{:<4} {:>4}  {:>7}  {:>7}  {:>5}  {:>12}  {} ({})",
+                    o.rev,
+                    o.runs,
+                    o.success,
+                    o.failure,
+                    o.superseded + o.open,
+                    rate,
+                    o.calls,
+                    o.failed_calls
+                );
+            }
+        }
+        store.close().await;
+        return Ok(EXIT_OK);
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&runs)?);
     } else if runs.is_empty() {

@@ -35,8 +35,9 @@ pub use model::{
     Scope, Status, StatusChange, StatusRefusal, check_budget,
 };
 pub use records::{
-    ActivationRecord, EventFilter, EventRecord, McpServerRow, NewEvent, RevisionInfo, RunRecord,
-    SessionRecord, TokenRecord, VaultRow, WriteKind, WriteOutcome,
+    ActivationRecord, EventFilter, EventRecord, McpServerRow, NewEvent, RevisionInfo,
+    RevisionOutcomes, RunRecord, SessionRecord, TokenRecord, VaultRow, WriteKind, WriteOutcome,
+    outcomes_by_revision,
 };
 pub use store::{
     Change, ChangeListener, ContentGuard, ImportReport, PutRequest, Store, StoredMatch, WriteGuard,

@@ -250,6 +250,62 @@ pub struct RunRecord {
     pub failed_calls: i64,
 }
 
+/// The outcomes of one revision's runs (what `skillbase runs --by-revision` shows).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RevisionOutcomes {
+    /// The revision.
+    pub rev: i64,
+    /// Its runs (of those read).
+    pub runs: i64,
+    /// Ended as `success`.
+    pub success: i64,
+    /// Ended as `failure`.
+    pub failure: i64,
+    /// Ended because another skill took over.
+    pub superseded: i64,
+    /// Still open.
+    pub open: i64,
+    /// `failure / (success + failure)`, when any ended either way.
+    pub failure_rate: Option<f64>,
+    /// Calls made under its runs.
+    pub calls: i64,
+    /// Of its calls, the ones that failed.
+    pub failed_calls: i64,
+}
+
+/// `runs` summed per revision, newest revision first.
+pub fn outcomes_by_revision(runs: &[RunRecord]) -> Vec<RevisionOutcomes> {
+    let mut by: std::collections::BTreeMap<i64, RevisionOutcomes> = Default::default();
+    for r in runs {
+        let o = by.entry(r.rev).or_insert(RevisionOutcomes {
+            rev: r.rev,
+            runs: 0,
+            success: 0,
+            failure: 0,
+            superseded: 0,
+            open: 0,
+            failure_rate: None,
+            calls: 0,
+            failed_calls: 0,
+        });
+        o.runs += 1;
+        o.calls += r.calls;
+        o.failed_calls += r.failed_calls;
+        match r.outcome.as_deref() {
+            Some("success") => o.success += 1,
+            Some("failure") => o.failure += 1,
+            Some(_) => o.superseded += 1,
+            None => o.open += 1,
+        }
+    }
+    let mut out: Vec<RevisionOutcomes> = by.into_values().rev().collect();
+    for o in &mut out {
+        let ended = o.success + o.failure;
+        o.failure_rate = (ended > 0).then(|| o.failure as f64 / ended as f64);
+    }
+    out
+}
+
 // ---- Tokens ----
 
 /// An API token as stored: only the SHA-256 of its secret.
@@ -309,5 +365,65 @@ impl std::fmt::Debug for VaultRow {
             .field("name", &self.name)
             .field("description", &self.description)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::*;
+
+    fn run(rev: i64, outcome: Option<&str>, calls: i64, failed: i64) -> RunRecord {
+        RunRecord {
+            id: 0,
+            session: "s".into(),
+            agent: "a".into(),
+            skill_id: 1,
+            scope: "shared".into(),
+            skill: "k".into(),
+            rev,
+            started_at: 0,
+            ended_at: None,
+            outcome: outcome.map(str::to_owned),
+            note: String::new(),
+            calls,
+            failed_calls: failed,
+        }
+    }
+
+    #[test]
+    fn outcomes_are_summed_per_revision_newest_first() {
+        let runs = [
+            run(1, Some("success"), 3, 0),
+            run(1, Some("failure"), 4, 3),
+            run(2, Some("failure"), 2, 2),
+            run(2, Some("superseded"), 1, 0),
+            run(2, None, 0, 0),
+            run(1, Some("success"), 2, 0),
+        ];
+        let o = outcomes_by_revision(&runs);
+        assert_eq!(o.len(), 2);
+        assert_eq!(
+            (
+                o[0].rev,
+                o[0].runs,
+                o[0].failure,
+                o[0].superseded,
+                o[0].open
+            ),
+            (2, 3, 1, 1, 1)
+        );
+        assert_eq!(o[0].failure_rate, Some(1.0));
+        assert_eq!(
+            (
+                o[1].rev,
+                o[1].success,
+                o[1].failure,
+                o[1].calls,
+                o[1].failed_calls
+            ),
+            (1, 2, 1, 9, 3)
+        );
+        assert!((o[1].failure_rate.unwrap() - 1.0 / 3.0).abs() < 1e-9);
+        assert!(outcomes_by_revision(&[]).is_empty());
     }
 }
