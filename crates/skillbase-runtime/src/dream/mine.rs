@@ -420,23 +420,50 @@ fn contains(hay: &[u32], needle: &[u32]) -> bool {
 }
 
 /// The values seen for each argument key of each step, over a pattern's occurrences, masked:
-/// ids, paths, URLs and long text are described, not shown.
+/// ids, paths, URLs, times and long text are described, and plain values shown only when they
+/// recur across sessions.
 pub fn arguments_seen(
     sessions: &[SessionLog],
     p: &Pattern,
 ) -> Vec<BTreeMap<String, BTreeSet<String>>> {
-    let mut out = vec![BTreeMap::<String, BTreeSet<String>>::new(); p.steps.len()];
+    // (step, key) → shown form → in how many sessions.
+    let mut seen = vec![BTreeMap::<String, BTreeMap<String, usize>>::new(); p.steps.len()];
     for o in &p.occurrences {
         let calls = &sessions[o.session].calls;
         for (i, c) in calls[o.start..o.start + p.steps.len()].iter().enumerate() {
             if let Value::Object(m) = &c.arguments {
                 for (k, v) in m {
-                    out[i].entry(k.clone()).or_default().insert(mask(v));
+                    *seen[i]
+                        .entry(k.clone())
+                        .or_default()
+                        .entry(mask(v))
+                        .or_default() += 1;
                 }
             }
         }
     }
-    out
+    // A plain value is shown only when it recurs (in two sessions or more): then it is part of
+    // the procedure (a template, a status). One that differs every time is the instance's data
+    // (a customer's name, a city), described, never copied into a skill.
+    seen.into_iter()
+        .map(|keys| {
+            keys.into_iter()
+                .map(|(k, forms)| {
+                    let shown = forms
+                        .into_iter()
+                        .map(|(f, n)| {
+                            if f.starts_with('`') && n < 2 {
+                                "text".to_owned()
+                            } else {
+                                f
+                            }
+                        })
+                        .collect();
+                    (k, shown)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// A value as a draft may show it: short plain words (a status, a timezone, a template name) as

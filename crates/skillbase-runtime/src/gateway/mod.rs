@@ -287,6 +287,9 @@ pub struct Gateway {
     servers: std::sync::Mutex<Vec<Running>>,
     /// One change of the API's set at a time.
     changing: tokio::sync::Mutex<()>,
+    /// Stored rows already warned about (name, update time): a row this build cannot use is
+    /// logged once, not on every sync pass.
+    warned: std::sync::Mutex<std::collections::HashSet<(String, i64)>>,
     stopped: std::sync::atomic::AtomicBool,
 }
 
@@ -308,6 +311,7 @@ impl Gateway {
             settings,
             servers: std::sync::Mutex::new(Vec::new()),
             changing: tokio::sync::Mutex::new(()),
+            warned: Default::default(),
             stopped: std::sync::atomic::AtomicBool::new(false),
         };
         let running: Vec<Running> = configs
@@ -463,7 +467,14 @@ impl Gateway {
                     });
                 }
                 Err(why) => {
-                    tracing::warn!(server = %row.name, "a stored upstream server's configuration cannot be used (written by another version?): {why}")
+                    let first = self
+                        .warned
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert((row.name.clone(), row.updated_at));
+                    if first {
+                        tracing::warn!(server = %row.name, "a stored upstream server's configuration cannot be used (written by another version?): {why}");
+                    }
                 }
             }
         }
