@@ -23,16 +23,15 @@ pub const SESSION_HEADER: &str = "skillbase-session";
 pub const REST_SESSION_PREFIX: &str = "rest:";
 
 /// Frontmatter keys an agent may write: the authoring tools' fields.
-const TOOL_KEYS: [&str; 8] = [
-    "name",
-    "description",
-    "triggers",
-    "companions",
-    "inputs",
-    "capabilities",
-    "cost",
-    "version",
-];
+/// The frontmatter keys an agent token may write: the authoring tools' draft fields (all but
+/// the body, which is not a frontmatter key), from the draft's one list.
+fn tool_keys() -> Vec<&'static str> {
+    skillbase_format::DraftField::ALL
+        .iter()
+        .filter(|f| **f != skillbase_format::DraftField::Body)
+        .map(|f| f.key())
+        .collect()
+}
 
 /// One agent's authoring calls.
 pub struct Authoring<'a> {
@@ -150,14 +149,14 @@ pub fn tool_args(name: &str, text: &str, message: Option<&str>) -> ApiResult<Map
     let extra: Vec<&str> = md
         .frontmatter
         .keys()
-        .filter(|k| !TOOL_KEYS.contains(k))
+        .filter(|k| !tool_keys().contains(k))
         .collect();
     if !extra.is_empty() {
         return Err(unprocessable(
             "field-not-writable",
             format!(
                 "an agent token writes skills through skill_create and skill_modify, which take {}; `{}` needs an admin token",
-                TOOL_KEYS.join(", "),
+                tool_keys().join(", "),
                 extra.join("`, `")
             ),
         ));
@@ -199,6 +198,12 @@ pub fn tool_args(name: &str, text: &str, message: Option<&str>) -> ApiResult<Map
     }
     if has("cost") {
         args.insert("cost".into(), json!(meta.cost.as_str()));
+    }
+    if has("when_to_use") {
+        args.insert("when_to_use".into(), json!(meta.when_to_use));
+    }
+    if has("when_not_to_use") {
+        args.insert("when_not_to_use".into(), json!(meta.when_not_to_use));
     }
     if let Some(m) = message {
         args.insert("message".into(), json!(m));

@@ -500,3 +500,43 @@ async fn agent_token_writes_go_through_the_authoring_tools() {
     );
     s.stop().await;
 }
+
+/// An agent token's PUT takes every key the authoring tools take (the draft's fields, one
+/// list): `when_to_use` and `when_not_to_use` reach the stored skill; a key no tool takes is
+/// still refused, naming it.
+#[tokio::test]
+async fn agent_token_writes_take_every_draft_field() {
+    let s = TestServer::start().await;
+    let text = "---\nname: routed\ndescription: Route refund questions.\nwhen_to_use:\n  - a customer asks for money back\nwhen_not_to_use:\n  - an invoice question\nversion: \"1.2.0\"\n---\nRoute them.\n";
+    let r = s
+        .markdown("/v1/skills/routed", &s.alpha, text.into())
+        .send()
+        .await
+        .unwrap();
+    ok_json(r, 201).await;
+    let e = s
+        .store
+        .index()
+        .get(&Scope::Agent(AgentName::parse("alpha").unwrap()), "routed")
+        .cloned()
+        .unwrap();
+    assert_eq!(e.meta.when_to_use, ["a customer asks for money back"]);
+    assert_eq!(e.meta.when_not_to_use, ["an invoice question"]);
+    let (st, p) = problem(
+        s.markdown(
+            "/v1/skills/other",
+            &s.alpha,
+            "---\nname: other\ndescription: x y z\nlicense: MIT\n---\nBody.\n".into(),
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(st, 422);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("`license`") && detail.contains("when_to_use"),
+        "{detail}"
+    );
+}
