@@ -303,13 +303,18 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
         .filter(|(run, _)| !not_closed.contains(*run))
         .map(|(r, o)| (*r, *o))
         .collect();
-    let name_of = |r: &[u32]| -> Vec<&Step> { r.iter().map(|&i| &steps[i as usize]).collect() };
+    // Runs compared by their steps (the tie-break that makes the order the same on every run),
+    // without collecting them.
+    let by_steps = |a: &[u32], b: &[u32]| {
+        let step = |&i: &u32| &steps[i as usize];
+        a.iter().map(step).cmp(b.iter().map(step))
+    };
     // Longest first: a procedure beats the fragments of it; then by support.
     closed.sort_by(|a, b| {
         b.0.len()
             .cmp(&a.0.len())
             .then(b.1.len().cmp(&a.1.len()))
-            .then_with(|| name_of(a.0).cmp(&name_of(b.0)))
+            .then_with(|| by_steps(a.0, b.0))
     });
     let mut kept: Vec<(&[u32], &Vec<Occurrence>)> = Vec::new();
     let to_pattern = |r: &[u32], occ: &Vec<Occurrence>| Pattern {
@@ -321,7 +326,7 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
         b.1.len()
             .cmp(&a.1.len())
             .then(b.0.len().cmp(&a.0.len()))
-            .then_with(|| name_of(a.0).cmp(&name_of(b.0)))
+            .then_with(|| by_steps(a.0, b.0))
     });
     let mut out = Mined {
         patterns: Vec::new(),

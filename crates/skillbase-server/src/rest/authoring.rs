@@ -146,17 +146,18 @@ pub fn tool_args(name: &str, text: &str, message: Option<&str>) -> ApiResult<Map
         .map_err(|e| unprocessable("invalid-skill", e.to_string()))?;
     let meta = SkillMeta::from_md(&md)
         .ok_or_else(|| unprocessable("invalid-skill", "missing name or description"))?;
+    let writable = tool_keys();
     let extra: Vec<&str> = md
         .frontmatter
         .keys()
-        .filter(|k| !tool_keys().contains(k))
+        .filter(|k| !writable.contains(k))
         .collect();
     if !extra.is_empty() {
         return Err(unprocessable(
             "field-not-writable",
             format!(
                 "an agent token writes skills through skill_create and skill_modify, which take {}; `{}` needs an admin token",
-                tool_keys().join(", "),
+                writable.join(", "),
                 extra.join("`, `")
             ),
         ));

@@ -23,15 +23,15 @@ fn transcript(n: u32) -> Value {
     ]})
 }
 
-#[tokio::test]
-async fn imported_conversations_are_dreamed_into_one_skill_citing_them() {
-    let s = TestServer::start().await;
+/// Alpha granted `deploy`, and `n` sessions `<prefix>-0`... each with a release transcript
+/// imported.
+async fn sessions_with_transcripts(s: &TestServer, prefix: &str, n: u32) {
     let alpha = AgentName::parse("alpha").unwrap();
     let mut c = s.store.agent(&alpha).await.unwrap().unwrap().config;
     c.grants.tools.push("deploy".into());
     s.store.set_agent(&alpha, &c).await.unwrap();
-    for i in 0..5 {
-        let id = format!("rel-{i}");
+    for i in 0..n {
+        let id = format!("{prefix}-{i}");
         ok_json(
             s.post("/v1/sessions", &s.alpha)
                 .json(&json!({"id": id}))
@@ -52,6 +52,13 @@ async fn imported_conversations_are_dreamed_into_one_skill_citing_them() {
         .await;
         assert_eq!(r, json!({"messages": 1, "calls": 4}));
     }
+}
+
+#[tokio::test]
+async fn imported_conversations_are_dreamed_into_one_skill_citing_them() {
+    let s = TestServer::start().await;
+    let alpha = AgentName::parse("alpha").unwrap();
+    sessions_with_transcripts(&s, "rel", 5).await;
     // Another agent's token cannot see the session, nor dream for alpha.
     let (st, _) = problem(
         s.post("/v1/sessions/rel-0/transcript", &s.beta)
@@ -205,31 +212,7 @@ async fn bad_transcripts_and_dream_requests_change_nothing() {
 #[tokio::test]
 async fn the_schedule_dreams_once_per_quiet_spell() {
     let s = TestServer::start().await;
-    let alpha = AgentName::parse("alpha").unwrap();
-    let mut c = s.store.agent(&alpha).await.unwrap().unwrap().config;
-    c.grants.tools.push("deploy".into());
-    s.store.set_agent(&alpha, &c).await.unwrap();
-    for i in 0..3 {
-        let id = format!("sched-{i}");
-        ok_json(
-            s.post("/v1/sessions", &s.alpha)
-                .json(&json!({"id": id}))
-                .send()
-                .await
-                .unwrap(),
-            201,
-        )
-        .await;
-        ok_json(
-            s.post(&format!("/v1/sessions/{id}/transcript"), &s.alpha)
-                .json(&transcript(i))
-                .send()
-                .await
-                .unwrap(),
-            200,
-        )
-        .await;
-    }
+    sessions_with_transcripts(&s, "sched", 3).await;
     let dreams = |s: &TestServer| {
         let store = s.store.clone();
         async move {
