@@ -1,6 +1,7 @@
 //! `skillbase call`, `runs` and `approve`: the dispatch pipeline from the command line.
 
 use crate::store_cmds::{AuthorArg, StoreArgs, Target};
+use crate::turn_cmds::read_input;
 use crate::{EXIT_INVALID, EXIT_OK};
 use anyhow::{Result, anyhow};
 use clap::Args;
@@ -9,7 +10,8 @@ use skillbase_runtime::tool::decls_from_tables;
 use skillbase_runtime::vault::VaultKey;
 use skillbase_runtime::{Engine, EngineBuilder};
 use skillbase_store::config::Config;
-use skillbase_store::{AgentName, Store};
+use skillbase_store::{AgentName, Scope, Store};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Dispatch one call as the agent would, through every stage of the pipeline.
@@ -37,9 +39,18 @@ pub struct RunsArgs {
     target: Target,
     #[arg(long, default_value_t = 20)]
     limit: i64,
-    /// Sum the runs read per revision: runs, outcomes, failure rate, calls.
+    /// Sum the runs read per revision: runs, outcomes, failure rate, calls; with a cases file
+    /// (`--cases`, or `[eval] cases` in --config), each revision's recall over the cases that
+    /// expect the skill.
     #[arg(long)]
     by_revision: bool,
+    /// Labelled cases (`skillbase eval`'s format) to measure each revision's recall with.
+    #[arg(long, value_name = "FILE", requires = "by_revision")]
+    cases: Option<PathBuf>,
+    /// The agent whose view the cases are routed in (default: `[eval] agent`, or the skill's
+    /// own agent for an agent's skill).
+    #[arg(long, requires = "by_revision")]
+    agent: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -223,17 +234,40 @@ pub async fn runs(s: &StoreArgs, a: RunsArgs) -> Result<u8> {
     let runs = store.runs(&a.target.scope, &a.target.name, a.limit).await?;
     if a.by_revision {
         let by = skillbase_store::outcomes_by_revision(&runs);
+        let recall = revision_recall(s, &store, &a, &by).await?;
+        let staged = store
+            .index()
+            .get(&a.target.scope, &a.target.name)
+            .and_then(|e| e.candidate.as_ref().map(|(c, _)| *c));
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&by)?);
+            let rows: Vec<serde_json::Value> = by
+                .iter()
+                .map(|o| {
+                    let mut v = serde_json::to_value(o).unwrap_or_default();
+                    v["candidate"] = serde_json::json!(staged.is_some_and(|c| c.rev == o.rev));
+                    if let Some(r) = recall
+                        .as_ref()
+                        .and_then(|r| r.iter().find(|r| r.rev == o.rev))
+                    {
+                        v["recall"] = serde_json::to_value(r).unwrap_or_default();
+                    }
+                    v
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&rows)?);
         } else if by.is_empty() {
             eprintln!("no runs of {} yet", a.target.name);
         } else {
-            println!("REV  RUNS  SUCCESS  FAILURE  OTHER  FAILURE RATE  CALLS (FAILED)");
+            print!("REV  RUNS  SUCCESS  FAILURE  OTHER  FAILURE RATE  CALLS (FAILED)");
+            if let Some(r) = &recall {
+                print!("  RECALL@5 ({} CASES)", r.first().map_or(0, |r| r.cases));
+            }
+            println!();
             for o in &by {
                 let rate = o
                     .failure_rate
                     .map_or("-".to_owned(), |r| format!("{:.0}%", r * 100.0));
-                println!(
+                print!(
                     "{:<4} {:>4}  {:>7}  {:>7}  {:>5}  {:>12}  {} ({})",
                     o.rev,
                     o.runs,
@@ -244,6 +278,19 @@ pub async fn runs(s: &StoreArgs, a: RunsArgs) -> Result<u8> {
                     o.calls,
                     o.failed_calls
                 );
+                if let Some(r) = recall
+                    .as_ref()
+                    .and_then(|r| r.iter().find(|r| r.rev == o.rev))
+                {
+                    print!("  {:.2}", r.recall_at_5);
+                }
+                if let Some(c) = staged.filter(|c| c.rev == o.rev) {
+                    print!(
+                        "  candidate: {}% of sessions, judged after {} runs",
+                        c.percent, c.min_runs
+                    );
+                }
+                println!();
             }
         }
         store.close().await;
@@ -270,6 +317,51 @@ pub async fn runs(s: &StoreArgs, a: RunsArgs) -> Result<u8> {
     }
     store.close().await;
     Ok(EXIT_OK)
+}
+
+/// Each revision's recall over the configured cases (`--cases`, or `[eval] cases` of
+/// --config), or `None` when no cases file is configured.
+async fn revision_recall(
+    s: &StoreArgs,
+    store: &Store,
+    a: &RunsArgs,
+    by: &[skillbase_store::RevisionOutcomes],
+) -> Result<Option<Vec<skillbase_runtime::eval::RevisionRecall>>> {
+    let settings = match &s.config {
+        Some(p) => Config::load(p)?.eval,
+        None => Default::default(),
+    };
+    let Some(path) = a.cases.clone().or(settings.cases) else {
+        return Ok(None);
+    };
+    let text = read_input(&path)?;
+    let cases = skillbase_runtime::eval::parse_cases(&text)
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let agent = match (&a.agent, &a.target.scope, settings.agent) {
+        (Some(n), _, _) => AgentName::parse(n).map_err(|e| anyhow!("--agent: {e}"))?,
+        (None, Scope::Agent(own), _) => own.clone(),
+        (None, Scope::Shared, Some(n)) => AgentName::parse(&n).map_err(|e| anyhow!(e))?,
+        (None, Scope::Shared, None) => {
+            return Err(anyhow!(
+                "a shared skill's recall is measured in an agent's view: give --agent NAME (or `agent` in [eval])"
+            ));
+        }
+    };
+    let Some(view_agent) = store.agent_cached(&agent) else {
+        return Err(anyhow!("no agent '{agent}'"));
+    };
+    let revs: Vec<i64> = by.iter().map(|o| o.rev).collect();
+    Ok(Some(
+        skillbase_runtime::eval::recall_by_revision(
+            store,
+            view_agent,
+            &a.target.scope,
+            &a.target.name,
+            &revs,
+            &cases,
+        )
+        .await?,
+    ))
 }
 
 pub async fn approve(s: &StoreArgs, a: ApproveArgs) -> Result<u8> {

@@ -139,6 +139,20 @@ pub fn text(r: &DreamReport) -> String {
             e(&x.drift)
         ));
     }
+    for x in &r.candidates {
+        let state = match x.state {
+            "staged" => format!(
+                "staged for {}% of sessions, judged after {} runs of each revision",
+                x.percent, x.min_runs
+            ),
+            other => format!("{other}: {}", e(&x.reason)),
+        };
+        out.push_str(&format!(
+            "  candidate {} revision {}: {state}\n",
+            e(&x.skill),
+            x.rev
+        ));
+    }
     for x in &r.rejected {
         out.push_str(&format!(
             "  rejected ({}; {} sessions): {}\n    {}\n",

@@ -285,6 +285,16 @@ pub struct AgentEdit {
     /// What drift does: `disable` the skill, or `revert` to the newest earlier good revision.
     #[arg(long, value_parser = ["disable", "revert"])]
     on_drift: Option<String>,
+    /// Stage the agent's new revisions of active skills as candidates, promoted only when
+    /// their outcomes are not worse than the active revision's.
+    #[arg(long)]
+    stage_agent_revisions: Option<bool>,
+    /// The share of sessions, in percent (1-100), a candidate is served to.
+    #[arg(long)]
+    candidate_percent: Option<u32>,
+    /// Ended runs of the candidate and of the active revision before they are compared.
+    #[arg(long)]
+    candidate_min_runs: Option<u32>,
     #[arg(long)]
     description: Option<String>,
     /// Prompt files of the harness (its instructions to this agent, which the doctor reads for
@@ -342,6 +352,15 @@ impl AgentEdit {
             } else {
                 skillbase_store::OnDrift::Disable
             };
+        }
+        if let Some(v) = self.stage_agent_revisions {
+            c.policies.stage_agent_revisions = v;
+        }
+        if let Some(v) = self.candidate_percent {
+            c.policies.candidate_percent = v;
+        }
+        if let Some(v) = self.candidate_min_runs {
+            c.policies.candidate_min_runs = v;
         }
         if let Some(d) = &self.description {
             c.description = d.clone();
@@ -466,6 +485,10 @@ fn print_outcome(o: &WriteOutcome) {
             o.rev, o.status
         ),
         WriteKind::Pending => format!("wrote revision {} (pending approval)", o.rev),
+        WriteKind::Candidate => format!(
+            "staged revision {} as a candidate (the active revision stays until its runs are judged)",
+            o.rev
+        ),
         WriteKind::Reverted => format!("reverted to revision {} (now active)", o.rev),
         WriteKind::Status => format!("is now {} (revision {})", o.status, o.rev),
     };
@@ -620,10 +643,12 @@ pub async fn history(s: &StoreArgs, a: HistoryArgs) -> Result<u8> {
                 r.version.as_deref().unwrap_or("-"),
                 short_digest(&r.digest),
                 r.message,
-                if r.state == "pending" {
-                    "  [pending approval]"
-                } else {
-                    ""
+                match r.state.as_str() {
+                    "pending" => "  [pending approval]",
+                    "candidate" => "  [candidate: served to a share of sessions, being judged]",
+                    "rejected" => "  [candidate rejected]",
+                    "superseded" => "  [candidate superseded]",
+                    _ => "",
                 }
             );
         }

@@ -121,7 +121,7 @@ pub struct EvalArgs {
 }
 
 /// A file of at most 256 MiB, as text.
-fn read_input(path: &std::path::Path) -> Result<String> {
+pub(crate) fn read_input(path: &std::path::Path) -> Result<String> {
     let meta = std::fs::metadata(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     if meta.len() > 256 * 1024 * 1024 {
         return Err(anyhow!("{}: larger than 256 MiB; split it", path.display()));

@@ -341,7 +341,7 @@ mod versions;
 use admin::{agents, config_file, seeds, status_cycle};
 use edges::{bad_input, newer_schema};
 use packs::{import_export, import_into_agent_scope, kill_import};
-use revisions::{authoring, expect_rev_conflict};
+use revisions::{authoring, expect_rev_conflict, recall_by_revision};
 use versions::versions_and_digests;
 
 // ---------------------------------------------------------------------------------------------
@@ -384,4 +384,5 @@ on_both_backends!(
     newer_schema,
     kill_import,
     versions_and_digests,
+    recall_by_revision,
 );

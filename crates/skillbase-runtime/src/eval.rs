@@ -1284,3 +1284,58 @@ mod tests {
         assert!(e(task1, &big_rel, None).contains("more than"));
     }
 }
+
+/// One revision's routing figures for its own skill (what `skillbase runs --by-revision`
+/// shows beside the revision's outcomes).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RevisionRecall {
+    /// The revision.
+    pub rev: i64,
+    /// Cases expecting the skill.
+    pub cases: usize,
+    /// Share of them with the skill first.
+    pub recall_at_1: f64,
+    /// Share of them with the skill among the first five.
+    pub recall_at_5: f64,
+}
+
+/// Recall of skill `name` (in `scope`) at each of `revs`, over the cases that expect it: the
+/// agent's view is built with the skill at that revision in place of its active one, everything
+/// else as stored, and the cases are routed lexically under the agent's budgets. A revision
+/// whose skill the agent does not see scores 0; `revs` that do not exist are an error.
+pub async fn recall_by_revision(
+    store: &skillbase_store::Store,
+    agent: std::sync::Arc<skillbase_store::Agent>,
+    scope: &skillbase_store::Scope,
+    name: &str,
+    revs: &[i64],
+    cases: &[EvalCase],
+) -> Result<Vec<RevisionRecall>, skillbase_store::StoreError> {
+    let mine: Vec<EvalCase> = cases
+        .iter()
+        .filter(|c| c.expected.as_deref() == Some(name))
+        .cloned()
+        .collect();
+    let opts = TurnOptions {
+        max_cost: None,
+        catalog_budget: None,
+        context_budget: None,
+    };
+    let mut out = Vec::with_capacity(revs.len());
+    for &rev in revs {
+        let entry = store.entry_at(scope, name, rev).await?;
+        let index = store.index().with(scope, name, Some(entry));
+        let view = AgentView::build(agent.clone(), &index);
+        let m = evaluate(&view, &mine, &opts)
+            .by_skill
+            .remove(name)
+            .unwrap_or_default();
+        out.push(RevisionRecall {
+            rev,
+            cases: mine.len(),
+            recall_at_1: m.recall_at_1,
+            recall_at_5: m.recall_at_5,
+        });
+    }
+    Ok(out)
+}

@@ -542,7 +542,9 @@ impl Runtime {
             return Err(RuntimeError::Eager(name.to_owned()));
         }
         let skill = &view.skills[i];
-        let entry = skill.entry.clone();
+        // A staged candidate is served to its share of sessions (the same ones on every turn
+        // and every server); the others get the active revision.
+        let entry = skill.entry.served_to(session).clone();
         let args = arguments.cloned().unwrap_or_else(|| serde_json::json!({}));
         if !args.is_object() {
             return Err(RuntimeError::InvalidArguments {

@@ -620,3 +620,105 @@ async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
     assert!(!serde_json::to_string(&r).unwrap().contains(KEY));
     e.close().await;
 }
+
+/// A step that ran apart (a slow tool the caller detached, its result waited for) is a step of
+/// the procedure where it started, once its `call_finished` says done; a detached call that
+/// failed is not a step, so the sessions where it failed do not support the procedure.
+#[tokio::test]
+async fn calls_that_ran_apart_are_steps_once_they_finished_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open_store(&dir.path().join("skillbase.db")).await);
+    let mut b = Engine::builder().store(store.clone()).config_toml(CONFIG);
+    for (name, class) in [("lookup_order", "orders"), ("email_customer", "mail")] {
+        let (d, h) = tool(name, class);
+        b = b.tool(d, h);
+    }
+    // The slow step: fails for order 0, answers for the others.
+    let decl = ToolDecl {
+        name: "issue_refund".into(),
+        description: "Refund an order (slow).".into(),
+        parameters: json!({"type": "object"}),
+        class: "orders".into(),
+        cost: skillbase_format::Cost::Seconds,
+        ..ToolDecl::default()
+    };
+    let slow = |_ctx, args: Value| -> ToolFuture {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            if args["order_id"] == "ord_0" {
+                Err(skillbase_runtime::tool::ToolError::new("the bank refused"))
+            } else {
+                Ok(json!({"refunded": true}))
+            }
+        })
+    };
+    let e = b.tool(decl, Arc::new(slow)).build().await.unwrap();
+    for n in 0..5u32 {
+        let s = format!("apart-{n}");
+        e.turn(
+            &shop(),
+            &s,
+            &format!("refund order {n} please"),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+        call(
+            &e,
+            &s,
+            "lookup_order",
+            json!({"order_id": format!("ord_{n}")}),
+        )
+        .await;
+        let o = e
+            .call(
+                &shop(),
+                &s,
+                "issue_refund",
+                json!({"order_id": format!("ord_{n}")}),
+                CallMode::Detach,
+            )
+            .await
+            .unwrap();
+        let CallOutcome::Started { call_id } = o else {
+            panic!("a slow call detaches: {o:?}")
+        };
+        let done = e
+            .wait(&call_id, std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(matches!(done, CallOutcome::Done { .. }), n != 0, "{done:?}");
+        call(
+            &e,
+            &s,
+            "email_customer",
+            json!({"order_id": format!("ord_{n}"), "template": "refund"}),
+        )
+        .await;
+    }
+    let r = e
+        .dream(
+            &shop(),
+            &DreamOptions {
+                dry_run: true,
+                ..DreamOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    let three: Vec<_> = r.created.iter().filter(|l| l.steps.len() == 3).collect();
+    assert_eq!(three.len(), 1, "{r:#?}");
+    assert!(
+        three[0].steps[1].starts_with("issue_refund("),
+        "{:?}",
+        three[0].steps
+    );
+    let mut cited = three[0].evidence.sessions.clone();
+    cited.sort();
+    assert_eq!(
+        cited,
+        ["apart-1", "apart-2", "apart-3", "apart-4"],
+        "the failed refund is no step"
+    );
+    e.close().await;
+}

@@ -69,6 +69,21 @@ pub struct Config {
     /// Store-wide policies (`[store]`), applied by [`Config::apply`].
     #[serde(default)]
     pub store: StorePolicies,
+    /// The labelled cases routing is measured with (`[eval]`): `skillbase runs --by-revision`
+    /// shows each revision's recall over them.
+    #[serde(default)]
+    pub eval: EvalSettings,
+}
+
+/// The `[eval]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalSettings {
+    /// A cases file (`skillbase eval`'s JSON lines), relative to the file's folder.
+    pub cases: Option<std::path::PathBuf>,
+    /// The agent whose view the cases are routed in (for shared skills; an agent's own skill
+    /// is measured in that agent's view).
+    pub agent: Option<String>,
 }
 
 /// The `[store]` table: policies of every write, whoever makes it.
@@ -106,6 +121,10 @@ impl Config {
                 .checked()
                 .map_err(|e| StoreError::InvalidAgent(format!("{origin}: [agents.{name}]: {e}")))?;
         }
+        if let Some(a) = &config.eval.agent {
+            AgentName::parse(a)
+                .map_err(|e| StoreError::Invalid(format!("{origin}: [eval] agent: {e}")))?;
+        }
         if let Some(t) = &config.retention_table {
             config.retention = Some(RetentionPolicy::from_table(t, origin)?);
         }
@@ -127,6 +146,11 @@ impl Config {
         };
         let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
         config.folder = Some(folder.clone());
+        if let Some(c) = &mut config.eval.cases
+            && c.is_relative()
+        {
+            *c = folder.join(&*c);
+        }
         for (name, agent) in config.agents.iter_mut() {
             for p in &mut agent.prompts {
                 if let Prompt::Path(file) = p

@@ -176,6 +176,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0015_conversations.sql"),
         include_str!("../migrations/postgres/0015_conversations.sql"),
     ),
+    (
+        "candidates",
+        include_str!("../migrations/sqlite/0016_candidates.sql"),
+        include_str!("../migrations/postgres/0016_candidates.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

@@ -85,6 +85,12 @@ pub enum EventKind {
     /// Drift re-activated an earlier revision (`on_drift = "revert"`): from which, to which,
     /// and why.
     DriftReverted,
+    /// A revision was staged as a candidate beside the active one (`stage_agent_revisions`).
+    CandidateStaged,
+    /// A candidate's outcomes were not worse than the active revision's: it is active now.
+    CandidatePromoted,
+    /// A candidate was withdrawn: its outcomes were worse, or it drifted.
+    CandidateRejected,
 
     /// A kind this build does not name (a newer build's, say), kept as read. The default kind
     /// is the empty one (what `NewEvent::default()` carries until its kind is set).
@@ -99,7 +105,7 @@ impl Default for EventKind {
 
 impl EventKind {
     /// Every kind this build names, in the order above.
-    pub const KNOWN: [EventKind; 31] = [
+    pub const KNOWN: [EventKind; 34] = [
         EventKind::RevisionWritten,
         EventKind::RevisionPending,
         EventKind::Reverted,
@@ -131,6 +137,9 @@ impl EventKind {
         EventKind::TranscriptCall,
         EventKind::Dream,
         EventKind::DriftReverted,
+        EventKind::CandidateStaged,
+        EventKind::CandidatePromoted,
+        EventKind::CandidateRejected,
     ];
 
     /// The kinds the retention job may remove: calls, turns and activations. Revisions, authoring,
@@ -188,6 +197,9 @@ impl EventKind {
             EventKind::TranscriptCall => "transcript_call",
             EventKind::Dream => "dream",
             EventKind::DriftReverted => "drift_reverted",
+            EventKind::CandidateStaged => "candidate_staged",
+            EventKind::CandidatePromoted => "candidate_promoted",
+            EventKind::CandidateRejected => "candidate_rejected",
             EventKind::Other(s) => s,
         }
     }
@@ -254,6 +266,9 @@ impl EventKind {
             "transcript_call" => EventKind::TranscriptCall,
             "dream" => EventKind::Dream,
             "drift_reverted" => EventKind::DriftReverted,
+            "candidate_staged" => EventKind::CandidateStaged,
+            "candidate_promoted" => EventKind::CandidatePromoted,
+            "candidate_rejected" => EventKind::CandidateRejected,
             _ => return None,
         })
     }

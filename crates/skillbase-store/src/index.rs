@@ -57,6 +57,21 @@ pub struct SkillEntry {
     /// Where things are in the active revision's SKILL.md (for messages that name a line).
     #[serde(skip)]
     pub lines: Arc<SourceLines>,
+    /// A revision staged as a candidate beside the active one, with its entry (the skill as
+    /// served at that revision: its `active_rev` is the candidate's).
+    #[serde(skip)]
+    pub candidate: Option<(crate::model::Candidate, Arc<SkillEntry>)>,
+}
+
+impl SkillEntry {
+    /// The entry `session` is served: the candidate's for the share of sessions it is staged
+    /// for, else this one.
+    pub fn served_to<'a>(self: &'a Arc<Self>, session: &str) -> &'a Arc<SkillEntry> {
+        match &self.candidate {
+            Some((c, e)) if c.serves(session, self.id) => e,
+            _ => self,
+        }
+    }
 }
 
 /// Lines of a SKILL.md: where the body starts and where each top-level frontmatter key's value
@@ -155,6 +170,7 @@ impl SkillEntry {
             seed_path: None,
             updated_at: 0,
             lines: Arc::new(SourceLines::of(text, &md)),
+            candidate: None,
         })
     }
 }
@@ -198,8 +214,9 @@ impl Index {
         }
     }
 
-    /// A copy with one record replaced or removed (only that scope's map is copied).
-    pub(crate) fn with(&self, scope: &Scope, name: &str, entry: Option<SkillEntry>) -> Index {
+    /// A copy with one record replaced or removed (only that scope's map is copied): the
+    /// store's own updates, and a what-if (a skill at another revision, say) for evaluation.
+    pub fn with(&self, scope: &Scope, name: &str, entry: Option<SkillEntry>) -> Index {
         let mut next = self.clone();
         next.generation += 1;
         let map = match scope {

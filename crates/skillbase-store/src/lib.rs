@@ -31,8 +31,8 @@ pub use error::{Result, StoreError};
 pub use events::EventKind;
 pub use index::{FileRef, Index, SkillEntry, SourceLines};
 pub use model::{
-    Agent, AgentConfig, AgentName, Author, Grants, MAX_BUDGET, NameSet, OnDrift, Policies, Prompt,
-    Scope, Status, StatusChange, StatusRefusal, check_budget,
+    Agent, AgentConfig, AgentName, Author, Candidate, Grants, MAX_BUDGET, NameSet, OnDrift,
+    Policies, Prompt, Scope, Status, StatusChange, StatusRefusal, check_budget,
 };
 pub use records::{
     ActivationRecord, EventFilter, EventRecord, McpServerRow, NewEvent, RevisionInfo,
@@ -40,5 +40,6 @@ pub use records::{
     outcomes_by_revision,
 };
 pub use store::{
-    Change, ChangeListener, ContentGuard, ImportReport, PutRequest, Store, StoredMatch, WriteGuard,
+    Change, ChangeListener, ContentGuard, ImportReport, PutRequest, Settlement, Store, StoredMatch,
+    WriteGuard,
 };

@@ -477,7 +477,56 @@ pub struct Policies {
     /// the skill (the default), or `revert` to the newest earlier revision with good outcomes
     /// (disable when there is none).
     pub on_drift: OnDrift,
+    /// A new revision this agent writes of a skill that is active (by its authoring tools or by
+    /// dreaming) is staged as a candidate instead of replacing the active one: served to
+    /// `candidate_percent` of sessions, promoted when its outcomes are not worse than the
+    /// active revision's over `candidate_min_runs` ended runs of each, rejected when they are.
+    /// Off by default; `review_agent_revisions` (review first) takes precedence.
+    pub stage_agent_revisions: bool,
+    /// The share of sessions, in percent (1–100), a staged candidate is served to.
+    pub candidate_percent: u32,
+    /// Ended runs of the candidate, and of the active revision since it was staged, before the
+    /// two are compared (1–10,000).
+    pub candidate_min_runs: u32,
 }
+
+/// A revision staged as a candidate (see [`Policies::stage_agent_revisions`]): which, for what
+/// share of sessions, judged after how many runs, since when. Stored with the skill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Candidate {
+    /// The candidate revision.
+    pub rev: i64,
+    /// The share of sessions, in percent, it is served to.
+    pub percent: u32,
+    /// Ended runs of each revision before they are compared.
+    pub min_runs: u32,
+    /// When it was staged (Unix milliseconds): the active revision's runs counted against it
+    /// started after this.
+    pub staged_at: i64,
+}
+
+impl Candidate {
+    /// Whether `session` is among the sessions the candidate is served to: a stable hash of the
+    /// session and the skill (the same answer on every server and every turn), below `percent`.
+    pub fn serves(&self, session: &str, skill_id: i64) -> bool {
+        // FNV-1a, 64 bits: stable across processes and builds (no per-process random seed).
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in session
+            .as_bytes()
+            .iter()
+            .chain(&[0u8])
+            .chain(&skill_id.to_le_bytes())
+        {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        (h % 100) < u64::from(self.percent.min(100))
+    }
+}
+
+/// The most runs `candidate_min_runs` may ask for.
+pub const MAX_CANDIDATE_MIN_RUNS: u32 = 10_000;
 
 /// What drift does (see [`Policies::on_drift`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -501,6 +550,9 @@ impl Default for Policies {
             max_result_tokens: 4000,
             record_conversations: false,
             on_drift: OnDrift::Disable,
+            stage_agent_revisions: false,
+            candidate_percent: 20,
+            candidate_min_runs: 10,
         }
     }
 }
@@ -698,6 +750,13 @@ impl AgentConfig {
                 MAX_NETWORK_CALLS_PER_SESSION,
             ),
             ("max_result_tokens", p.max_result_tokens, 0, MAX_BUDGET),
+            ("candidate_percent", p.candidate_percent, 1, 100),
+            (
+                "candidate_min_runs",
+                p.candidate_min_runs,
+                1,
+                MAX_CANDIDATE_MIN_RUNS,
+            ),
         ] {
             if !(min..=max).contains(&value) {
                 return Err(format!(

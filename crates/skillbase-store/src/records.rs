@@ -23,6 +23,10 @@ pub(crate) struct RawEntry {
     pub skill_md: Vec<u8>,
     /// (path, digest, executable, size), sorted by path.
     pub files: Vec<(String, String, bool, i64)>,
+    /// The staged candidate (the `candidate` column's JSON), if any.
+    pub candidate: Option<String>,
+    /// The candidate revision, read like the active one (its files and SKILL.md).
+    pub candidate_entry: Option<Box<RawEntry>>,
 }
 
 /// A revision to write.
@@ -38,6 +42,9 @@ pub(crate) struct WriteReq {
     pub seed_path: Option<String>,
     /// Write as pending (awaiting approval) instead of activating.
     pub pending: bool,
+    /// Stage as a candidate under these terms (`rev` and `staged_at` are set at write) instead
+    /// of activating, when the skill exists and is active; otherwise a plain write.
+    pub candidate: Option<crate::model::Candidate>,
     /// The `version` its SKILL.md declares (checked: a semantic version).
     pub version: Option<String>,
     /// Refuse the write unless `version` is higher than the active revision's (else warn).
@@ -57,6 +64,8 @@ pub enum WriteKind {
     Unchanged,
     /// A revision was written to wait for approval.
     Pending,
+    /// A revision was staged as a candidate beside the active one.
+    Candidate,
     /// An old revision was re-activated.
     Reverted,
     /// The status changed.
@@ -97,7 +106,9 @@ pub struct RevisionInfo {
     pub author: String,
     /// Why, in the author's words.
     pub message: String,
-    /// `committed`, or `pending` (waiting for approval).
+    /// `committed`, `pending` (waiting for approval), `candidate` (staged beside the active
+    /// revision), `rejected` (a candidate whose outcomes were worse) or `superseded` (a
+    /// candidate replaced before it was judged).
     pub state: String,
     /// When it was written (Unix milliseconds).
     pub created_at: i64,

@@ -29,6 +29,7 @@ macro_rules! suite {
 mod common;
 
 mod agents;
+mod candidates;
 mod events;
 mod faults;
 mod import;

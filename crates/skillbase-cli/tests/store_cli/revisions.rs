@@ -1,6 +1,7 @@
 //! Revisions: put, history, diff, show and revert, and `--expect-rev` conflicts.
 
 use super::*;
+use serde_json::json;
 
 /// put -> history -> diff -> show --rev -> revert, every write printing its revision.
 pub(super) fn authoring(sb: &Sb) {
@@ -160,4 +161,148 @@ pub(super) fn expect_rev_conflict(sb: &Sb) {
     let h = sb.history("beta", &[]);
     assert_eq!(h.len(), 3);
     assert_eq!(h[2]["author"], winner);
+}
+
+/// Write `parent/name/SKILL.md` with this description (replacing it); returns the folder.
+fn write_described(parent: &Path, name: &str, description: &str) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\nDo it.\n"),
+    )
+    .unwrap();
+    dir
+}
+
+/// `runs --by-revision` sums each revision's runs, and with a cases file (`--cases`, or
+/// `[eval] cases` in --config) shows each revision's recall over the cases that expect the
+/// skill: a revision whose description lost the words users use ranks lower.
+pub(super) fn recall_by_revision(sb: &Sb) {
+    let work = sb.path("work");
+    for (name, description) in [
+        (
+            "pdf-letterhead",
+            "Add the company letterhead to a printable PDF document.",
+        ),
+        (
+            "invoice-email",
+            "Email an invoice to the customer who owes it.",
+        ),
+        (
+            "invoice-archive",
+            "Archive paid invoices in the accounting folder.",
+        ),
+        (
+            "pdf-merge",
+            "Merge several PDF documents into one printable file.",
+        ),
+    ] {
+        sb.ok(&["put", s(&write_described(&work, name, description))]);
+    }
+    let target = write_described(
+        &work,
+        "invoice-pdf",
+        "Export an invoice as a printable PDF document with the company letterhead.",
+    );
+    sb.ok(&["put", s(&target)]);
+    write_described(&work, "invoice-pdf", "Handles files.");
+    sb.ok(&["put", s(&target)]);
+    sb.ok(&["agent", "create", "ev", "--skills", "all"]);
+    // One run of each revision: revision 2 now, then revision 1 after a revert.
+    let run = |session: &str, outcome: &str| {
+        sb.ok(&[
+            "call",
+            "--agent",
+            "ev",
+            "--session",
+            session,
+            "load_skill",
+            r#"{"name": "invoice-pdf"}"#,
+        ]);
+        sb.ok(&[
+            "call",
+            "--agent",
+            "ev",
+            "--session",
+            session,
+            "skill_finish",
+            &format!(r#"{{"outcome": "{outcome}", "note": "n"}}"#),
+        ]);
+    };
+    run("r2", "failure");
+    sb.ok(&["revert", "invoice-pdf", "1"]);
+    run("r1", "success");
+    let cases = sb.path("cases.jsonl");
+    std::fs::write(
+        &cases,
+        [
+            r#"{"message": "export this invoice as a printable PDF with our company letterhead", "expected": "invoice-pdf"}"#,
+            r#"{"message": "I need the invoice as a printable document with the letterhead", "expected": "invoice-pdf"}"#,
+            r#"{"message": "make a PDF of invoice 42 with letterhead", "expected": "invoice-pdf"}"#,
+            r#"{"message": "email the invoice to the customer", "expected": "invoice-email"}"#,
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let v = sb.json(&[
+        "runs",
+        "invoice-pdf",
+        "--by-revision",
+        "--cases",
+        s(&cases),
+        "--agent",
+        "ev",
+        "--json",
+    ]);
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    let row = |rev: i64| rows.iter().find(|r| r["rev"] == rev).unwrap();
+    assert_eq!(
+        (row(1)["success"].clone(), row(2)["failure"].clone()),
+        (json!(1), json!(1))
+    );
+    assert_eq!(row(1)["recall"]["cases"], json!(3));
+    assert_eq!(row(1)["recall"]["recall_at_1"], json!(1.0), "{v}");
+    let worse = row(2)["recall"]["recall_at_1"].as_f64().unwrap();
+    assert!(worse < 1.0, "the vague description ranks lower: {v}");
+    // The same from `[eval]` in the config file, as a table.
+    let config = sb.path("skillbase.toml");
+    std::fs::write(&config, "[eval]\ncases = \"cases.jsonl\"\nagent = \"ev\"\n").unwrap();
+    let t = sb
+        .ok(&[
+            "--config",
+            s(&config),
+            "runs",
+            "invoice-pdf",
+            "--by-revision",
+        ])
+        .stdout;
+    assert!(
+        t.lines().next().unwrap().contains("RECALL@5 (3 CASES)"),
+        "{t}"
+    );
+    // Without a cases file there is no recall column; a shared skill needs an agent.
+    let t = sb.ok(&["runs", "invoice-pdf", "--by-revision"]).stdout;
+    assert!(!t.contains("RECALL"), "{t}");
+    let err = sb.fails(
+        1,
+        &["runs", "invoice-pdf", "--by-revision", "--cases", s(&cases)],
+    );
+    assert!(err.contains("give --agent NAME"), "{err}");
+    // A bad cases file says which line.
+    std::fs::write(&cases, "{\"message\": 3}\n").unwrap();
+    let err = sb.fails(
+        1,
+        &[
+            "runs",
+            "invoice-pdf",
+            "--by-revision",
+            "--cases",
+            s(&cases),
+            "--agent",
+            "ev",
+        ],
+    );
+    assert!(err.contains("line 1"), "{err}");
 }

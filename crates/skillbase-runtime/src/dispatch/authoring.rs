@@ -126,6 +126,11 @@ impl BuiltinCall<'_> {
         };
         let res = if pending {
             store.put_pending(req).await
+        } else if policies.stage_agent_revisions {
+            // Staged beside the active revision, judged by its runs (a new skill is written).
+            store
+                .put_candidate(req, policies.candidate_percent, policies.candidate_min_runs)
+                .await
         } else {
             store.put(req).await
         };
@@ -138,6 +143,13 @@ impl BuiltinCall<'_> {
                     "result": o.kind,
                     "pending_review": o.kind == WriteKind::Pending || (pending && o.kind == WriteKind::Created),
                 });
+                if o.kind == WriteKind::Candidate {
+                    v["candidate"] = json!({
+                        "percent": policies.candidate_percent,
+                        "min_runs": policies.candidate_min_runs,
+                        "note": "staged beside the active revision: served to a share of sessions, promoted when its outcomes are not worse",
+                    });
+                }
                 // A version not raised: the author is told in the answer (left out when none).
                 if !o.warnings.is_empty() {
                     v["warnings"] = json!(o.warnings);

@@ -121,6 +121,15 @@ impl Dispatcher {
         if e.status != Status::Active || e.id != r.skill_id {
             return Ok(None);
         }
+        if let Some((c, ce)) = &e.candidate
+            && c.rev == r.rev
+        {
+            return Ok(Some(Driver {
+                name: e.name.clone(),
+                rev: r.rev,
+                revision: Revision::Active(ce.clone()),
+            }));
+        }
         if e.active_rev != r.rev {
             return Err(e.clone());
         }
@@ -251,7 +260,12 @@ impl Dispatcher {
             // A first activation opened the skill's run with its activation.
             self.refresh_run(session).await?;
         } else if r.already_active
-            && let Some(e) = self.runtime.store.index().resolve(agent, name).cloned()
+            && let Some(e) = self
+                .runtime
+                .store
+                .index()
+                .resolve(agent, name)
+                .map(|e| e.served_to(session).clone())
             && driving != Some((e.id, e.active_rev))
         {
             // The skill drives from now on, unless its run is the one already open.
@@ -419,6 +433,8 @@ impl RunEnd<'_> {
                 *slot = Some(None);
             }
         }
+        // A run of a skill with a staged candidate may settle it (promoted or rejected).
+        Box::pin(self.judge_candidate(&rec, outcome, streak, threshold)).await?;
         let mut disabled = false;
         if outcome == "failure" && streak >= i64::from(threshold.max(1)) {
             let scope: Scope = rec.scope.parse().map_err(RuntimeError::Invalid)?;
@@ -485,6 +501,115 @@ impl RunEnd<'_> {
     }
 }
 
+impl RunEnd<'_> {
+    /// Judge the skill's staged candidate after one of its runs (or one of the active
+    /// revision's) ended: rejected at once when the candidate failed `threshold` runs in a row
+    /// (it drifted); otherwise, once the candidate and the active revision have each ended
+    /// `min_runs` runs since it was staged, promoted when its failure rate is not higher than
+    /// the active revision's, rejected when it is. Either way an event records both revisions'
+    /// counts; a candidate another server settled first is left as it is.
+    async fn judge_candidate(
+        &self,
+        rec: &RunRecord,
+        outcome: &str,
+        streak: i64,
+        threshold: u32,
+    ) -> Result<(), RuntimeError> {
+        let store = &self.runtime.store;
+        let scope: Scope = rec.scope.parse().map_err(RuntimeError::Invalid)?;
+        let Some(e) = store.index().get(&scope, &rec.skill).cloned() else {
+            return Ok(());
+        };
+        let Some(c) = e.candidate.as_ref().map(|(c, _)| *c) else {
+            return Ok(());
+        };
+        if e.id != rec.skill_id || (rec.rev != c.rev && rec.rev != e.active_rev) {
+            return Ok(());
+        }
+        let (cand_ok, cand_bad) = store.outcomes_since(e.id, c.rev, c.staged_at).await?;
+        let (act_ok, act_bad) = store
+            .outcomes_since(e.id, e.active_rev, c.staged_at)
+            .await?;
+        let verdict = candidate_verdict(
+            &c,
+            (cand_ok, cand_bad),
+            (act_ok, act_bad),
+            (rec.rev == c.rev && outcome == "failure" && streak >= i64::from(threshold.max(1)))
+                .then_some(streak),
+        );
+        let Some((promote, reason)) = verdict else {
+            return Ok(());
+        };
+        let counts = |ok: i64, bad: i64| {
+            serde_json::json!({
+                "runs": ok + bad,
+                "success": ok,
+                "failure": bad,
+                "failure_rate": if ok + bad > 0 { Some(bad as f64 / (ok + bad) as f64) } else { None },
+            })
+        };
+        let actor = Author::AgentInline(self.agent.clone());
+        store
+            .settle_candidate(
+                &scope,
+                &rec.skill,
+                skillbase_store::Settlement {
+                    rev: c.rev,
+                    promote,
+                    actor: &actor,
+                    agent: Some(self.agent),
+                    data: serde_json::json!({
+                        "reason": reason,
+                        "candidate": counts(cand_ok, cand_bad),
+                        "active": counts(act_ok, act_bad),
+                        "active_rev": e.active_rev,
+                        "min_runs": c.min_runs,
+                        "percent": c.percent,
+                    }),
+                },
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+/// What a staged candidate's counts (successes, failures since it was staged) decide:
+/// `None` while either revision has fewer than `min_runs` ended runs (unless the candidate
+/// drifted — `drifted` holds its failures in a row — which rejects it); else promoted (`true`) when the candidate's failure rate is not
+/// higher than the active revision's, rejected when it is, with the reason in words.
+pub(crate) fn candidate_verdict(
+    c: &skillbase_store::Candidate,
+    candidate: (i64, i64),
+    active: (i64, i64),
+    drifted: Option<i64>,
+) -> Option<(bool, String)> {
+    if let Some(streak) = drifted {
+        return Some((
+            false,
+            format!("revision {} failed its last {streak} runs in a row", c.rev),
+        ));
+    }
+    let (cand_n, act_n) = (candidate.0 + candidate.1, active.0 + active.1);
+    let min = i64::from(c.min_runs.max(1));
+    if cand_n < min || act_n < min {
+        return None;
+    }
+    // Failure rates compared without rounding: cand_bad / cand_n against act_bad / act_n.
+    let worse =
+        i128::from(candidate.1) * i128::from(act_n) > i128::from(active.1) * i128::from(cand_n);
+    let pct = |bad: i64, n: i64| bad as f64 * 100.0 / n as f64;
+    let figures = format!(
+        "{:.0}% of {cand_n} runs failed, against {:.0}% of {act_n} for the active revision",
+        pct(candidate.1, cand_n),
+        pct(active.1, act_n)
+    );
+    Some(if worse {
+        (false, format!("its outcomes are worse: {figures}"))
+    } else {
+        (true, format!("its outcomes are not worse: {figures}"))
+    })
+}
+
 /// The newest revision before `current` whose ended runs mostly succeeded (at least one
 /// success, no more failures than successes, over the skill's last 500 runs), with its counts.
 async fn last_good_revision(
@@ -508,4 +633,47 @@ async fn last_good_revision(
         .rev()
         .find(|(_, (ok, bad))| *ok >= 1 && ok >= bad)
         .map(|(rev, (ok, bad))| (rev, ok, bad)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::candidate_verdict;
+    use skillbase_store::Candidate;
+
+    fn c(min_runs: u32) -> Candidate {
+        Candidate {
+            rev: 2,
+            percent: 20,
+            min_runs,
+            staged_at: 0,
+        }
+    }
+
+    /// Judged only once both revisions have `min_runs` ended runs; promoted when the
+    /// candidate's failure rate is not higher (equal included), rejected when it is; a drifting
+    /// candidate is rejected at once.
+    #[test]
+    fn a_candidate_is_judged_by_failure_rates_after_enough_runs() {
+        assert_eq!(candidate_verdict(&c(3), (2, 0), (3, 0), None), None);
+        assert_eq!(candidate_verdict(&c(3), (3, 0), (1, 1), None), None);
+        let (promote, why) = candidate_verdict(&c(3), (3, 0), (2, 1), None).unwrap();
+        assert!(promote, "{why}");
+        assert!(
+            why.contains("not worse: 0% of 3 runs failed, against 33% of 3"),
+            "{why}"
+        );
+        // Equal rates over different counts: not worse.
+        assert!(candidate_verdict(&c(2), (1, 1), (2, 2), None).unwrap().0);
+        // One more failure per hundred is worse (no rounding).
+        let (promote, why) = candidate_verdict(&c(100), (99, 2), (99, 1), None).unwrap();
+        assert!(!promote && why.contains("worse"), "{why}");
+        let (promote, why) = candidate_verdict(&c(50), (1, 3), (0, 0), Some(2)).unwrap();
+        assert!(!promote);
+        assert!(
+            why.contains("revision 2 failed its last 2 runs in a row"),
+            "{why}"
+        );
+        // min_runs 0 (never stored: the store clamps it) still waits for a run of each.
+        assert_eq!(candidate_verdict(&c(0), (0, 0), (0, 0), None), None);
+    }
 }

@@ -152,6 +152,26 @@ pub struct DreamReport {
     pub rejected: Vec<Rejected>,
     /// Revisions drift reverted since the agent's previous dream (`on_drift = "revert"`).
     pub drift_reverted: Vec<DriftRevert>,
+    /// Candidate revisions (`stage_agent_revisions`): the ones staged now in the agent's view,
+    /// and the ones its runs promoted or rejected since its previous dream.
+    pub candidates: Vec<CandidateState>,
+}
+
+/// A candidate revision, as the dream report shows it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CandidateState {
+    /// The skill (in the agent's view).
+    pub skill: String,
+    /// The candidate revision.
+    pub rev: i64,
+    /// `staged` (served to `percent` of sessions, being judged), `promoted` or `rejected`.
+    pub state: &'static str,
+    /// The share of sessions it is (or was) served to, in percent.
+    pub percent: u32,
+    /// Ended runs of each revision it is judged after.
+    pub min_runs: u32,
+    /// Why it was promoted or rejected, with the figures (empty while staged).
+    pub reason: String,
 }
 
 /// A revision drift reverted: the skill went back from `from` to `to`.
@@ -172,7 +192,8 @@ fn step_text(s: &mine::Step) -> String {
 }
 
 /// Read the agent's sessions as the miner takes them: successful calls (`tool_called` with
-/// `ok`, and imported `transcript_call`s) without the activation and authoring built-ins, and
+/// `ok`, calls that ran apart — `call_started` — whose `call_finished` says done, and imported
+/// `transcript_call`s) without the activation and authoring built-ins, and
 /// the users' messages (`user_message`), each in event order.
 pub async fn sessions_of(
     d: &Dispatcher,
@@ -189,10 +210,21 @@ pub async fn sessions_of(
     // (event id, session, what)
     enum Item {
         Call(LoggedCall),
+        /// A call that ran apart (slow, or run by the harness): a step where it started, once
+        /// its `call_finished` event says it was done.
+        Started(LoggedCall),
         Message(String),
     }
     let mut items: Vec<(i64, String, Item)> = Vec::new();
-    for kind in ["tool_called", "transcript_call", "user_message"] {
+    // The calls that ran apart and finished done, by call id.
+    let mut finished_done: std::collections::HashSet<String> = Default::default();
+    for kind in [
+        "tool_called",
+        "transcript_call",
+        "user_message",
+        "call_started",
+        "call_finished",
+    ] {
         let mut after = None;
         let mut read = 0usize;
         loop {
@@ -215,6 +247,14 @@ pub async fn sessions_of(
                 let Some(session) = e.session.clone() else {
                     continue;
                 };
+                if kind == "call_finished" {
+                    if e.data["outcome"]["status"] == "done"
+                        && let Some(id) = e.data["call_id"].as_str()
+                    {
+                        finished_done.insert(id.to_owned());
+                    }
+                    continue;
+                }
                 let item = if kind == "user_message" {
                     match e.data["message"].as_str() {
                         Some(m) => Item::Message(m.to_owned()),
@@ -230,11 +270,16 @@ pub async fn sessions_of(
                     if skip.contains(&tool) {
                         continue;
                     }
-                    Item::Call(LoggedCall {
+                    let call = LoggedCall {
                         call_id: e.data["call_id"].as_str().unwrap_or_default().to_owned(),
                         tool: tool.to_owned(),
                         arguments: e.data["arguments"].clone(),
-                    })
+                    };
+                    if kind == "call_started" {
+                        Item::Started(call)
+                    } else {
+                        Item::Call(call)
+                    }
                 };
                 items.push((e.id, session, item));
             }
@@ -255,6 +300,8 @@ pub async fn sessions_of(
             });
         match item {
             Item::Call(c) => log.calls.push(c),
+            Item::Started(c) if finished_done.contains(&c.call_id) => log.calls.push(c),
+            Item::Started(_) => {}
             Item::Message(m) => log.messages.push(m),
         }
     }
@@ -303,6 +350,7 @@ pub async fn dream(
         created: Vec::new(),
         rejected: Vec::new(),
         drift_reverted: Vec::new(),
+        candidates: Vec::new(),
     };
     let store = &d.runtime.store;
     let last_dream = store
@@ -323,6 +371,43 @@ pub async fn dream(
             to: e.data["to"].as_i64().unwrap_or_default(),
             drift: e.data["drift"].as_str().unwrap_or_default().to_owned(),
         });
+    }
+    for kind in ["candidate_promoted", "candidate_rejected"] {
+        for e in store
+            .recent_events(agent.as_str(), kind, 50)
+            .await?
+            .into_iter()
+            .rev()
+            .filter(|e| last_dream.is_none_or(|t| e.at >= t))
+        {
+            let num = |k: &str| u32::try_from(e.data[k].as_u64().unwrap_or(0)).unwrap_or(0);
+            report.candidates.push(CandidateState {
+                skill: e.skill.clone().unwrap_or_default(),
+                rev: e.rev.unwrap_or_default(),
+                state: if kind == "candidate_promoted" {
+                    "promoted"
+                } else {
+                    "rejected"
+                },
+                percent: num("percent"),
+                min_runs: num("min_runs"),
+                reason: e.data["reason"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+    }
+    if let Ok(view) = d.runtime.view(agent) {
+        for s in &view.skills {
+            if let Some((c, _)) = &s.entry.candidate {
+                report.candidates.push(CandidateState {
+                    skill: s.entry.name.clone(),
+                    rev: c.rev,
+                    state: "staged",
+                    percent: c.percent,
+                    min_runs: c.min_runs,
+                    reason: String::new(),
+                });
+            }
+        }
     }
     let session_ids = |p: &Pattern| -> Vec<String> {
         p.occurrences

@@ -249,3 +249,370 @@ async fn pinned_skills_keep_the_arguments_they_were_loaded_with() {
     let args = stored.activations[0].arguments.clone().unwrap();
     assert!(!args.contains(SECRET), "{args}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Candidates: an agent's new revision staged beside the active one, judged by its runs.
+
+/// An agent staging its revisions, with `min_runs` and a threshold high enough that drift does
+/// not end the candidate first; it writes "proc" (revision 1, active) and a second revision,
+/// staged. Returns the agent.
+async fn staged(env: &Env, agent: &str, min_runs: u32, threshold: u32) -> AgentName {
+    let a = env
+        .agent(agent, |c| {
+            c.policies.stage_agent_revisions = true;
+            c.policies.candidate_percent = 50;
+            c.policies.candidate_min_runs = min_runs;
+            c.policies.failure_threshold = threshold;
+        })
+        .await;
+    let call = |tool: &'static str, args: Value| env.call_as(&a, "w", tool, args, CallMode::Wait);
+    let r = done(
+        &call(
+            "skill_create",
+            json!({"name": "proc", "description": "The procedure. Use when testing.", "body": "Version one."}),
+        )
+        .await,
+    )
+    .clone();
+    // A new skill has nothing to be compared with: it is written active.
+    assert_eq!(
+        (r["result"].clone(), r["rev"].clone()),
+        (json!("created"), json!(1))
+    );
+    let r = done(
+        &call(
+            "skill_modify",
+            json!({"name": "proc", "body": "Version two."}),
+        )
+        .await,
+    )
+    .clone();
+    assert_eq!(r["result"], json!("candidate"), "{r}");
+    assert_eq!(r["rev"], json!(2));
+    assert_eq!(r["candidate"]["percent"], json!(50));
+    a
+}
+
+/// Sessions of `agent` the candidate of "proc" is served to (`true`) and not, `n` of each.
+fn split_sessions(env: &Env, agent: &AgentName, n: usize) -> (Vec<String>, Vec<String>) {
+    let e = env
+        .store
+        .index()
+        .get(&Scope::Agent(agent.clone()), "proc")
+        .cloned()
+        .expect("proc is stored");
+    let (c, _) = e.candidate.clone().expect("a candidate is staged");
+    let (mut yes, mut no) = (Vec::new(), Vec::new());
+    for i in 0..1000 {
+        let s = format!("{agent}-s{i}");
+        if c.serves(&s, e.id) {
+            if yes.len() < n {
+                yes.push(s);
+            }
+        } else if no.len() < n {
+            no.push(s);
+        }
+    }
+    assert_eq!((yes.len(), no.len()), (n, n), "the share splits sessions");
+    (yes, no)
+}
+
+/// Load "proc" in `session` as `agent` and end its run as `outcome`; returns the body served.
+async fn run_once(env: &Env, agent: &AgentName, session: &str, outcome: &str) -> String {
+    let o = env
+        .call_as(
+            agent,
+            session,
+            "load_skill",
+            json!({"name": "proc"}),
+            CallMode::Wait,
+        )
+        .await;
+    let body = done(&o).as_str().unwrap().to_owned();
+    let o = env
+        .call_as(
+            agent,
+            session,
+            "skill_finish",
+            json!({"outcome": outcome, "note": "done"}),
+            CallMode::Wait,
+        )
+        .await;
+    done(&o);
+    body
+}
+
+/// The state of each revision of a skill, oldest first.
+async fn states(env: &Env, scope: &Scope, name: &str) -> Vec<String> {
+    env.store
+        .history(scope, name)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.state)
+        .collect()
+}
+
+/// A candidate whose runs fail more often than the active revision's is not promoted: it is
+/// served to its share of sessions only (the same sessions every time), judged once each
+/// revision has `min_runs` ended runs, rejected with both revisions' figures, and the active
+/// revision stays; the dream report shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_with_worse_outcomes_is_not_promoted() {
+    let env = Env::new().await;
+    let a = staged(&env, "stager", 3, 100).await;
+    let scope = Scope::Agent(a.clone());
+    assert_eq!(
+        states(&env, &scope, "proc").await,
+        ["committed", "candidate"]
+    );
+    assert_eq!(env.store.index().get(&scope, "proc").unwrap().active_rev, 1);
+    let (cand, active) = split_sessions(&env, &a, 3);
+    // The catalog shows the active revision to every session.
+    for i in 0..3 {
+        let body = run_once(
+            &env,
+            &a,
+            &cand[i],
+            if i == 0 { "success" } else { "failure" },
+        )
+        .await;
+        assert!(
+            body.contains("Version two.") && body.contains("revision=\"2\""),
+            "{body}"
+        );
+        // Two of the candidate's three runs failed: not judged before the active one has three.
+        assert_eq!(states(&env, &scope, "proc").await[1], "candidate");
+        let body = run_once(
+            &env,
+            &a,
+            &active[i],
+            if i == 0 { "failure" } else { "success" },
+        )
+        .await;
+        assert!(
+            body.contains("Version one.") && body.contains("revision=\"1\""),
+            "{body}"
+        );
+    }
+    // 67% against 33%: rejected.
+    assert_eq!(
+        states(&env, &scope, "proc").await,
+        ["committed", "rejected"]
+    );
+    let e = env.store.index().get(&scope, "proc").cloned().unwrap();
+    assert_eq!(
+        (e.active_rev, e.status, e.candidate.is_none()),
+        (1, Status::Active, true)
+    );
+    let ev: Vec<EventRecord> = env
+        .events()
+        .await
+        .into_iter()
+        .filter(|e| e.kind.as_str().starts_with("candidate_"))
+        .collect();
+    let kinds: Vec<&str> = ev.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["candidate_staged", "candidate_rejected"]);
+    let d = &ev[1].data;
+    assert_eq!(ev[1].rev, Some(2));
+    assert_eq!(ev[1].agent.as_deref(), Some("stager"));
+    assert_eq!(
+        (
+            d["candidate"]["failure"].clone(),
+            d["active"]["failure"].clone()
+        ),
+        (json!(2), json!(1))
+    );
+    assert!(
+        d["reason"]
+            .as_str()
+            .unwrap()
+            .contains("worse: 67% of 3 runs failed, against 33% of 3"),
+        "{d}"
+    );
+    // Every session gets the active revision now, the candidate's too.
+    let body = run_once(&env, &a, &format!("{}-again", cand[0]), "success").await;
+    assert!(body.contains("Version one."), "{body}");
+    // The dream report shows the rejection.
+    let report = env
+        .d
+        .dream(&a, &skillbase_runtime::dream::DreamOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(report.candidates.len(), 1, "{report:?}");
+    let c = &report.candidates[0];
+    assert_eq!((c.skill.as_str(), c.rev, c.state), ("proc", 2, "rejected"));
+    assert!(c.reason.contains("worse"), "{}", c.reason);
+}
+
+/// A candidate whose runs fail no more often than the active revision's is promoted: it is the
+/// active revision for every session afterwards, and the history says so. A staged candidate
+/// shows in the dream report; a second revision while one is staged supersedes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_not_worse_is_promoted() {
+    let env = Env::new().await;
+    let a = staged(&env, "promoter", 2, 100).await;
+    let scope = Scope::Agent(a.clone());
+    // Staged: the report lists it with its terms.
+    let report = env
+        .d
+        .dream(
+            &a,
+            &skillbase_runtime::dream::DreamOptions {
+                dry_run: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.candidates.len(), 1, "{report:?}");
+    assert_eq!(
+        (
+            report.candidates[0].state,
+            report.candidates[0].percent,
+            report.candidates[0].min_runs
+        ),
+        ("staged", 50, 2)
+    );
+    // A second revision supersedes the first candidate (it is staged in its place).
+    let r = done(
+        &env.call_as(
+            &a,
+            "w",
+            "skill_modify",
+            json!({"name": "proc", "body": "Version three."}),
+            CallMode::Wait,
+        )
+        .await,
+    )
+    .clone();
+    assert_eq!(
+        (r["result"].clone(), r["rev"].clone()),
+        (json!("candidate"), json!(3))
+    );
+    assert_eq!(
+        states(&env, &scope, "proc").await,
+        ["committed", "superseded", "candidate"]
+    );
+    let (cand, active) = split_sessions(&env, &a, 2);
+    for i in 0..2 {
+        let body = run_once(
+            &env,
+            &a,
+            &active[i],
+            if i == 0 { "failure" } else { "success" },
+        )
+        .await;
+        assert!(body.contains("Version one."), "{body}");
+        let body = run_once(&env, &a, &cand[i], "success").await;
+        assert!(body.contains("Version three."), "{body}");
+    }
+    assert_eq!(
+        states(&env, &scope, "proc").await,
+        ["committed", "superseded", "committed"]
+    );
+    let e = env.store.index().get(&scope, "proc").cloned().unwrap();
+    assert_eq!((e.active_rev, e.candidate.is_none()), (3, true));
+    let promoted: Vec<EventRecord> = env
+        .events()
+        .await
+        .into_iter()
+        .filter(|e| e.kind == "candidate_promoted")
+        .collect();
+    assert_eq!(promoted.len(), 1);
+    assert_eq!(promoted[0].data["from_rev"], json!(1));
+    assert!(
+        promoted[0].data["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not worse: 0% of 2 runs failed, against 50% of 2")
+    );
+    let body = run_once(&env, &a, &active[0], "success").await;
+    assert!(body.contains("Version three."), "{body}");
+    // Revert undoes a promoted candidate like any other revision.
+    env.store.revert(&scope, "proc", 1, &human()).await.unwrap();
+    let body = run_once(&env, &a, &cand[0], "success").await;
+    assert!(body.contains("Version one."), "{body}");
+}
+
+/// A candidate that fails `failure_threshold` runs in a row is rejected at once (it drifted),
+/// without waiting for `min_runs`, and the skill stays active at its revision: a candidate's
+/// drift never disables the skill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifting_candidate_is_rejected_and_the_skill_stays_active() {
+    let env = Env::new().await;
+    let a = staged(&env, "drifter", 50, 2).await;
+    let scope = Scope::Agent(a.clone());
+    let (cand, _) = split_sessions(&env, &a, 2);
+    run_once(&env, &a, &cand[0], "failure").await;
+    assert_eq!(states(&env, &scope, "proc").await[1], "candidate");
+    run_once(&env, &a, &cand[1], "failure").await;
+    assert_eq!(
+        states(&env, &scope, "proc").await,
+        ["committed", "rejected"]
+    );
+    assert_eq!(env.status(&scope, "proc"), Some(Status::Active));
+    let ev: Vec<EventRecord> = env
+        .events()
+        .await
+        .into_iter()
+        .filter(|e| e.kind == "candidate_rejected" || e.kind == "disabled")
+        .collect();
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert!(
+        ev[0].data["reason"]
+            .as_str()
+            .unwrap()
+            .contains("revision 2 failed its last 2 runs in a row")
+    );
+}
+
+/// A person may promote a candidate before its runs are judged (approving it), and a person's
+/// own write while one is staged supersedes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_can_approve_or_supersede_a_candidate() {
+    let env = Env::new().await;
+    let a = staged(&env, "approver", 5, 100).await;
+    let scope = Scope::Agent(a.clone());
+    env.store
+        .approve(&scope, "proc", 2, &human())
+        .await
+        .unwrap();
+    assert_eq!(
+        states(&env, &scope, "proc").await,
+        ["committed", "committed"]
+    );
+    let e = env.store.index().get(&scope, "proc").cloned().unwrap();
+    assert_eq!((e.active_rev, e.candidate.is_none()), (2, true));
+    done(
+        &env.call_as(
+            &a,
+            "w",
+            "skill_modify",
+            json!({"name": "proc", "body": "Version three."}),
+            CallMode::Wait,
+        )
+        .await,
+    );
+    assert_eq!(states(&env, &scope, "proc").await[2], "candidate");
+    let mut md = env.store.bundle(&scope, "proc", Some(2)).await.unwrap().1;
+    md = Bundle::single(
+        String::from_utf8(md.skill_md().bytes.to_vec())
+            .unwrap()
+            .replace("Version two.", "By hand."),
+    )
+    .unwrap();
+    env.store.put(req(scope.clone(), md)).await.unwrap();
+    assert_eq!(
+        states(&env, &scope, "proc").await,
+        ["committed", "committed", "superseded", "committed"]
+    );
+    assert!(
+        env.store
+            .index()
+            .get(&scope, "proc")
+            .unwrap()
+            .candidate
+            .is_none()
+    );
+}

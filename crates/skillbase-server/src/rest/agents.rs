@@ -109,6 +109,17 @@ pub struct PoliciesDoc {
     /// outcomes [disable].
     #[schema(required = false, value_type = String, pattern = "^(disable|revert)$")]
     on_drift: String,
+    /// A new revision the agent writes of an active skill is staged as a candidate: served to
+    /// `candidate_percent` of sessions, promoted when its outcomes are not worse than the
+    /// active revision's over `candidate_min_runs` runs of each, rejected when they are [false].
+    #[schema(required = false)]
+    stage_agent_revisions: bool,
+    /// The share of sessions, in percent, a staged candidate is served to [20].
+    #[schema(required = false, minimum = 1, maximum = 100)]
+    candidate_percent: u32,
+    /// Ended runs of the candidate and of the active revision before they are compared [10].
+    #[schema(required = false, minimum = 1, maximum = 10000)]
+    candidate_min_runs: u32,
 }
 
 /// One of the harness's own instructions to the agent, read by the doctor for the skills it

@@ -181,6 +181,21 @@ macro_rules! statements {
             .await?;
             Ok(rows.into_iter().map(run_from_row).collect())
         }
+
+        /// Ended runs of revision `rev` of skill record `skill_id` that started at or after
+        /// `since`: (successes, failures).
+        pub async fn outcomes_since(pool: &Pool<Db>, skill_id: i64, rev: i64, since: i64) -> Result<(i64, i64)> {
+            Ok(sqlx::query_as(concat!(
+                "SELECT COALESCE(SUM(CASE WHEN outcome = 'success' THEN 1 ELSE 0 END), 0), ",
+                "COALESCE(SUM(CASE WHEN outcome = 'failure' THEN 1 ELSE 0 END), 0) ",
+                "FROM runs WHERE skill_id = $1 AND rev = $2 AND started_at >= $3"
+            ))
+            .bind(skill_id)
+            .bind(rev)
+            .bind(since)
+            .fetch_one(pool)
+            .await?)
+        }
     };
 }
 

@@ -4,7 +4,7 @@
 use crate::error::StoreError;
 use crate::events::EventKind;
 use crate::model::{Scope, Status};
-use crate::records::{RawEntry, RevisionInfo, WriteKind, WriteOutcome, WriteReq};
+use crate::records::{NewEvent, RawEntry, RevisionInfo, WriteKind, WriteOutcome, WriteReq};
 use crate::sql::events::skill_event;
 use skillbase_format::SkillVersion;
 
@@ -145,6 +145,8 @@ fn created_status(pending: bool) -> Status {
 fn write_event_kind(kind: &WriteKind) -> EventKind {
     if *kind == WriteKind::Pending {
         EventKind::RevisionPending
+    } else if *kind == WriteKind::Candidate {
+        EventKind::CandidateStaged
     } else {
         EventKind::RevisionWritten
     }
@@ -164,6 +166,7 @@ fn takes_bulk_path(reqs: &[WriteReq]) -> bool {
         && reqs.iter().all(|r| {
             r.scope == reqs[0].scope
                 && !r.pending
+                && r.candidate.is_none()
                 // Plain writes, or creations (a seed folder's new skills).
                 && ((r.expect_rev.is_none() && r.seed_path.is_none()) || r.expect_rev == Some(0))
         })
@@ -194,7 +197,8 @@ fn check_approve(name: &str, rev: i64, head: i64, state: Option<&str>) -> Result
             rev,
             latest: head,
         }),
-        Some("pending") => Ok(()),
+        // A candidate approved is promoted by a person, before its runs are judged.
+        Some("pending" | "candidate") => Ok(()),
         Some(state) => Err(StoreError::NotPending {
             name: name.to_owned(),
             rev,
@@ -243,6 +247,7 @@ type EntryRow = (
     i64,
     String,
     String,
+    Option<String>,
 );
 
 fn entry(r: EntryRow) -> RawEntry {
@@ -259,6 +264,40 @@ fn entry(r: EntryRow) -> RawEntry {
         author: r.9,
         skill_md: Vec::new(),
         files: Vec::new(),
+        candidate: r.10,
+        candidate_entry: None,
+    }
+}
+
+/// The revision a stored `candidate` column stages (`None` when the column is empty or not a
+/// candidate this build reads: the skill is then served as if none were staged).
+fn candidate_rev(column: Option<&str>) -> Option<i64> {
+    column
+        .and_then(|c| serde_json::from_str::<crate::model::Candidate>(c).ok())
+        .map(|c| c.rev)
+}
+
+/// How a staged candidate ends, as the statement writes it.
+#[derive(Clone, Copy)]
+pub(crate) struct Verdict<'a> {
+    /// The candidate revision.
+    pub rev: i64,
+    /// Promoted (`true`) or rejected.
+    pub promote: bool,
+    /// Who decided, as stored.
+    pub actor: &'a str,
+    /// The agent whose run decided, when one did.
+    pub agent: Option<&'a str>,
+    /// The evidence, kept in the event.
+    pub data: &'a serde_json::Value,
+}
+
+/// The state a candidate revision ends in, and the event that says so.
+fn settled(promote: bool) -> (&'static str, EventKind) {
+    if promote {
+        ("committed", EventKind::CandidatePromoted)
+    } else {
+        ("rejected", EventKind::CandidateRejected)
     }
 }
 
@@ -282,7 +321,7 @@ macro_rules! statements {
         /// Every skill record with its active revision's files and SKILL.md.
         pub async fn load_all(pool: &Pool<Db>) -> Result<Vec<RawEntry>> {
             let rows: Vec<EntryRow> = sqlx::query_as(concat!(
-                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author ",
+                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author, s.candidate ",
                 "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ORDER BY s.id"
             ))
             .fetch_all(pool)
@@ -309,23 +348,46 @@ macro_rules! statements {
             }
             for e in &mut entries {
                 e.files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                // Staged candidates are few: each is read on its own.
+                e.candidate_entry = load_candidate(pool, e).await?.map(Box::new);
             }
             Ok(entries)
         }
 
-        /// One record with its active revision.
-        pub async fn load_one(pool: &Pool<Db>, scope: &str, name: &str) -> Result<Option<RawEntry>> {
-            let row: Option<EntryRow> = sqlx::query_as(concat!(
-                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author ",
-                "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ",
-                "WHERE s.scope = $1 AND s.name = $2"
-            ))
-            .bind(scope)
-            .bind(name)
-            .fetch_optional(pool)
-            .await?;
-            let Some(row) = row else { return Ok(None) };
-            let mut e = entry(row);
+        /// The revision a record's `candidate` column stages, read like the active one.
+        async fn load_candidate(pool: &Pool<Db>, e: &RawEntry) -> Result<Option<RawEntry>> {
+            let Some(rev) = candidate_rev(e.candidate.as_deref()) else { return Ok(None) };
+            let Some((digest, author)): Option<(String, String)> =
+                sqlx::query_as("SELECT bundle_digest, author FROM revisions WHERE skill_id = $1 AND rev = $2")
+                    .bind(e.id)
+                    .bind(rev)
+                    .fetch_optional(pool)
+                    .await?
+            else {
+                return Ok(None);
+            };
+            let mut c = RawEntry {
+                id: e.id,
+                scope: e.scope.clone(),
+                name: e.name.clone(),
+                status: e.status.clone(),
+                active_rev: rev,
+                head_rev: e.head_rev,
+                seed_path: None,
+                updated_at: e.updated_at,
+                digest,
+                author,
+                skill_md: Vec::new(),
+                files: Vec::new(),
+                candidate: None,
+                candidate_entry: None,
+            };
+            load_files(pool, &mut c).await?;
+            Ok(Some(c))
+        }
+
+        /// A record's files at its `active_rev`, SKILL.md's bytes kept.
+        async fn load_files(pool: &Pool<Db>, e: &mut RawEntry) -> Result<()> {
             let files: Vec<(String, String, bool, i64, Option<Vec<u8>>)> = sqlx::query_as(concat!(
                 "SELECT f.path, f.digest, f.executable, b.size, ",
                 "CASE WHEN f.path IN ('SKILL.md', 'skill.md') THEN b.bytes ELSE NULL END ",
@@ -337,10 +399,116 @@ macro_rules! statements {
             .fetch_all(pool)
             .await?;
             for (path, digest, exec, size, bytes) in files {
-                take_skill_md(&mut e, &path, bytes);
+                take_skill_md(e, &path, bytes);
                 e.files.push((path, digest, exec, size));
             }
+            Ok(())
+        }
+
+        /// One record with its active revision.
+        pub async fn load_one(pool: &Pool<Db>, scope: &str, name: &str) -> Result<Option<RawEntry>> {
+            let row: Option<EntryRow> = sqlx::query_as(concat!(
+                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author, s.candidate ",
+                "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ",
+                "WHERE s.scope = $1 AND s.name = $2"
+            ))
+            .bind(scope)
+            .bind(name)
+            .fetch_optional(pool)
+            .await?;
+            let Some(row) = row else { return Ok(None) };
+            let mut e = entry(row);
+            load_files(pool, &mut e).await?;
+            e.candidate_entry = load_candidate(pool, &e).await?.map(Box::new);
             Ok(Some(e))
+        }
+
+        /// One record as it would be served at revision `rev` (any revision, active or not):
+        /// `None` when the skill or the revision does not exist.
+        pub async fn load_at(pool: &Pool<Db>, scope: &str, name: &str, rev: i64) -> Result<Option<RawEntry>> {
+            let Some(mut e) = load_one(pool, scope, name).await? else { return Ok(None) };
+            e.candidate = None;
+            e.candidate_entry = None;
+            if e.active_rev == rev {
+                return Ok(Some(e));
+            }
+            let Some((digest, author)): Option<(String, String)> =
+                sqlx::query_as("SELECT bundle_digest, author FROM revisions WHERE skill_id = $1 AND rev = $2")
+                    .bind(e.id)
+                    .bind(rev)
+                    .fetch_optional(pool)
+                    .await?
+            else {
+                return Ok(None);
+            };
+            e.active_rev = rev;
+            e.digest = digest;
+            e.author = author;
+            e.skill_md.clear();
+            e.files.clear();
+            load_files(pool, &mut e).await?;
+            Ok(Some(e))
+        }
+
+        /// Withdraw a skill's staged candidate, if any, as superseded (another revision is
+        /// being activated); the caller's statement clears the `candidate` column.
+        async fn supersede_candidate(tx: &mut Transaction<'static, Db>, id: i64, except: i64) -> Result<()> {
+            sqlx::query("UPDATE revisions SET state = 'superseded' WHERE skill_id = $1 AND state = 'candidate' AND rev <> $2")
+                .bind(id)
+                .bind(except)
+                .execute(&mut **tx)
+                .await?;
+            Ok(())
+        }
+
+        /// End a skill's staged candidate `rev`: promoted (committed and active; the skill's
+        /// status is kept) or rejected. `None`, with nothing changed, when `rev` is not the
+        /// staged candidate any more (another server settled it first, or it was superseded).
+        pub async fn settle_candidate(pool: &Pool<Db>, scope: &Scope, name: &str, v: &Verdict<'_>) -> Result<Option<WriteOutcome>> {
+            let Verdict { rev, promote, actor, agent, data } = *v;
+            let mut tx = pool.begin_with($begin).await?;
+            let s = scope.to_string();
+            let Some((id, _head, active, status, _)) = lock_skill(&mut tx, &s, name).await? else {
+                return Ok(None);
+            };
+            let column: Option<String> = sqlx::query_scalar("SELECT candidate FROM skills WHERE id = $1")
+                .bind(id)
+                .fetch_one(&mut *tx)
+                .await?;
+            if candidate_rev(column.as_deref()) != Some(rev) {
+                return Ok(None);
+            }
+            let status = parse_status(&status)?;
+            let now = now_ms();
+            let (state, kind) = settled(promote);
+            sqlx::query("UPDATE revisions SET state = $1 WHERE skill_id = $2 AND rev = $3")
+                .bind(state)
+                .bind(id)
+                .bind(rev)
+                .execute(&mut *tx)
+                .await?;
+            let active_now = if promote { rev } else { active };
+            sqlx::query("UPDATE skills SET candidate = NULL, active_rev = $1, updated_at = $2 WHERE id = $3")
+                .bind(active_now)
+                .bind(now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            let mut data = data.clone();
+            if let Some(o) = data.as_object_mut() {
+                o.insert("from_rev".into(), serde_json::json!(active));
+            }
+            let event = NewEvent { agent: agent.map(str::to_owned), ..skill_event(kind, &s, name, rev, actor, data) };
+            insert_event(&mut tx, &event, now).await?;
+            tx.commit().await?;
+            Ok(Some(WriteOutcome {
+                scope: scope.clone(),
+                name: name.to_owned(),
+                kind: if promote { WriteKind::Modified } else { WriteKind::Unchanged },
+                rev: active_now,
+                status,
+                warnings: Vec::new(),
+            }))
         }
 
         type SkillRow = (i64, i64, i64, String, Option<String>);
@@ -410,7 +578,13 @@ macro_rules! statements {
                     }
                     let active_digest = rev_digest(tx, id, active).await?.map(|(d, _)| d);
                     let same = active_digest.as_deref() == Some(digest.as_str());
-                    match existing_write(&req.name, status, same, req.pending)? {
+                    let write = existing_write(&req.name, status, same, req.pending)?;
+                    // A candidate is staged beside an active revision; otherwise the write is plain.
+                    let write = match write {
+                        Some(WriteKind::Modified) if req.candidate.is_some() && status == Status::Active => Some(WriteKind::Candidate),
+                        w => w,
+                    };
+                    match write {
                         None => {
                             return Ok(WriteOutcome {
                                 scope: req.scope.clone(),
@@ -466,7 +640,7 @@ macro_rules! statements {
             .bind(&digest)
             .bind(&req.author)
             .bind(&req.message)
-            .bind(revision_state(req.pending))
+            .bind(if kind == WriteKind::Candidate { "candidate" } else { revision_state(req.pending) })
             .bind(now)
             .bind(version_column(req.version.as_deref()))
             .execute(&mut **tx)
@@ -490,7 +664,19 @@ macro_rules! statements {
             } else {
                 kind
             };
-            let status = if kind == WriteKind::Pending {
+            let status = if kind == WriteKind::Candidate {
+                // Staged: the active revision stays; a candidate staged before is superseded.
+                supersede_candidate(tx, id, rev).await?;
+                let terms = crate::model::Candidate { rev, staged_at: now, ..req.candidate.expect("a candidate write has terms") };
+                sqlx::query("UPDATE skills SET head_rev = $1, updated_at = $2, candidate = $3 WHERE id = $4")
+                    .bind(rev)
+                    .bind(now)
+                    .bind(serde_json::to_string(&terms).map_err(|e| StoreError::Corrupt(e.to_string()))?)
+                    .bind(id)
+                    .execute(&mut **tx)
+                    .await?;
+                Status::Active
+            } else if kind == WriteKind::Pending {
                 sqlx::query("UPDATE skills SET head_rev = $1, updated_at = $2 WHERE id = $3")
                     .bind(rev)
                     .bind(now)
@@ -500,7 +686,8 @@ macro_rules! statements {
                 let s: String = sqlx::query_scalar("SELECT status FROM skills WHERE id = $1").bind(id).fetch_one(&mut **tx).await?;
                 parse_status(&s)?
             } else {
-                sqlx::query("UPDATE skills SET head_rev = $1, active_rev = $1, seed_path = $2, updated_at = $3 WHERE id = $4")
+                supersede_candidate(tx, id, rev).await?;
+                sqlx::query("UPDATE skills SET head_rev = $1, active_rev = $1, seed_path = $2, updated_at = $3, candidate = NULL WHERE id = $4")
                     .bind(rev)
                     .bind(&req.seed_path)
                     .bind(now)
@@ -512,7 +699,14 @@ macro_rules! statements {
             };
             insert_event(
                 tx,
-                &skill_event(write_event_kind(&kind), &scope, &req.name, rev, &req.author, write_event_data(&digest, &req.message, &kind)),
+                &skill_event(write_event_kind(&kind), &scope, &req.name, rev, &req.author, {
+                    let mut data = write_event_data(&digest, &req.message, &kind);
+                    if let (WriteKind::Candidate, Some(c)) = (&kind, &req.candidate) {
+                        data["percent"] = serde_json::json!(c.percent);
+                        data["min_runs"] = serde_json::json!(c.min_runs);
+                    }
+                    data
+                }),
                 now,
             )
             .await?;
@@ -543,6 +737,14 @@ macro_rules! statements {
             .bind(&scope_s)
             .fetch_all(&mut **tx)
             .await?;
+            // The scope's skills with a staged candidate (a plain write supersedes it).
+            let staged: std::collections::HashSet<i64> =
+                sqlx::query_scalar("SELECT id FROM skills WHERE scope = $1 AND candidate IS NOT NULL")
+                    .bind(&scope_s)
+                    .fetch_all(&mut **tx)
+                    .await?
+                    .into_iter()
+                    .collect();
             let existing: std::collections::HashMap<String, (i64, i64, i64, String, String, Option<String>)> = rows
                 .into_iter()
                 .map(|(id, name, head, active, status, digest, version)| (name, (id, head, active, status, digest, version)))
@@ -677,7 +879,10 @@ macro_rules! statements {
                 progress(chunk.last().map_or(0, |c| c.0 + 1));
             }
             for &(_, id, rev) in &changed {
-                sqlx::query("UPDATE skills SET head_rev = $1, active_rev = $1, seed_path = NULL, updated_at = $2 WHERE id = $3")
+                if staged.contains(&id) {
+                    supersede_candidate(tx, id, rev).await?;
+                }
+                sqlx::query("UPDATE skills SET head_rev = $1, active_rev = $1, seed_path = NULL, updated_at = $2, candidate = NULL WHERE id = $3")
                     .bind(rev)
                     .bind(now)
                     .bind(id)
@@ -719,12 +924,14 @@ macro_rules! statements {
         /// human chose it), the skill stops following its seed, and takes `status` (the row
         /// is locked, so it is the one `Revive::status_after` computed from).
         async fn activate_in(tx: &mut Transaction<'static, Db>, id: i64, rev: i64, now: i64, status: Status) -> Result<()> {
+            // A staged candidate other than `rev` is superseded by the choice.
+            supersede_candidate(tx, id, rev).await?;
             sqlx::query("UPDATE revisions SET state = 'committed' WHERE skill_id = $1 AND rev = $2")
                 .bind(id)
                 .bind(rev)
                 .execute(&mut **tx)
                 .await?;
-            sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2, status = $3 WHERE id = $4")
+            sqlx::query("UPDATE skills SET active_rev = $1, seed_path = NULL, updated_at = $2, status = $3, candidate = NULL WHERE id = $4")
                 .bind(rev)
                 .bind(now)
                 .bind(status.as_str())
@@ -1049,6 +1256,7 @@ mod tests {
             expect_rev,
             seed_path: seed_path.map(str::to_owned),
             pending,
+            candidate: None,
             version: None,
             require_version_increase: false,
         };
@@ -1131,6 +1339,29 @@ mod tests {
     }
 
     /// SKILL.md wins over skill.md, whichever comes first.
+    /// The `candidate` column: a staged candidate's revision, or none for an empty column or
+    /// one this build cannot read (the skill is then served without a candidate).
+    #[test]
+    fn candidate_columns_are_read_or_ignored() {
+        assert_eq!(
+            candidate_rev(Some(
+                r#"{"rev":3,"percent":20,"min_runs":10,"staged_at":5}"#
+            )),
+            Some(3)
+        );
+        assert_eq!(candidate_rev(None), None);
+        assert_eq!(candidate_rev(Some("")), None);
+        assert_eq!(candidate_rev(Some(r#"{"rev":"x"}"#)), None);
+        assert_eq!(
+            candidate_rev(Some(
+                r#"{"rev":3,"percent":20,"min_runs":10,"staged_at":5,"extra":1}"#
+            )),
+            None
+        );
+        assert_eq!(settled(true).0, "committed");
+        assert_eq!(settled(false), ("rejected", EventKind::CandidateRejected));
+    }
+
     #[test]
     fn skill_md_wins_over_lowercase() {
         let mut e = entry((
@@ -1144,6 +1375,7 @@ mod tests {
             0,
             "d".into(),
             "a".into(),
+            None,
         ));
         take_skill_md(&mut e, "skill.md", Some(b"lower".to_vec()));
         take_skill_md(&mut e, "SKILL.md", Some(b"upper".to_vec()));

@@ -40,7 +40,7 @@ mod vectors;
 
 use guard::scrub_entry;
 pub use guard::{ContentGuard, WriteGuard};
-pub use skills::{ImportReport, PutRequest, StoredMatch};
+pub use skills::{ImportReport, PutRequest, Settlement, StoredMatch};
 use sync::SyncWindow;
 pub use sync::{Change, ChangeListener, SYNC_LOOKBACK};
 
@@ -202,6 +202,22 @@ impl Store {
         }
     }
 
+    /// The skill as it would be served at revision `rev`, active or not (its frontmatter,
+    /// body and files; `active_rev` is `rev`): what `skillbase runs --by-revision` evaluates
+    /// each revision's routing with.
+    pub async fn entry_at(&self, scope: &Scope, name: &str, rev: i64) -> Result<SkillEntry> {
+        let raw = on_db!(self, skills::load_at(&scope.to_string(), name, rev))?;
+        let Some(raw) = raw else {
+            let latest = self.index().get(scope, name).map_or(0, |e| e.head_rev);
+            return Err(StoreError::NoSuchRevision {
+                name: name.to_owned(),
+                rev,
+                latest,
+            });
+        };
+        to_entry(raw, self.guard().as_deref(), &self.verified)
+    }
+
     /// Re-read one record into the index (a record that does not read back, such as one whose
     /// SKILL.md no longer matches its digest, leaves the index, as in [`Store::reload`]).
     async fn refresh(&self, scope: &Scope, name: &str) -> Result<()> {
@@ -244,11 +260,25 @@ fn to_entry(
             r.name, r.scope, r.active_rev
         )));
     }
+    let mut r = r;
+    let staged = r.candidate.take();
+    let candidate_raw = r.candidate_entry.take();
     // One pass over SKILL.md tells whether anything of it needs scrubbing.
     let dirty = guard.filter(|g| g.scrub(&r.skill_md).is_some());
     let mut e = to_entry_raw(r)?;
     if let Some(g) = dirty {
         scrub_entry(g, &mut e);
+    }
+    // The staged candidate, read and checked as the active revision is; one that does not
+    // read back is not served (the active revision is, to every session).
+    if let (Some(terms), Some(raw)) = (staged, candidate_raw) {
+        match serde_json::from_str::<crate::model::Candidate>(&terms)
+            .map_err(|err| StoreError::Corrupt(format!("skill '{}': candidate: {err}", e.name)))
+            .and_then(|terms| Ok((terms, to_entry(*raw, guard, verified)?)))
+        {
+            Ok((terms, c)) => e.candidate = Some((terms, Arc::new(c))),
+            Err(err) => tracing::warn!(error = %err, "a staged candidate is not served"),
+        }
     }
     Ok(e)
 }
@@ -296,6 +326,7 @@ fn to_entry_raw(r: RawEntry) -> Result<SkillEntry> {
         seed_path: r.seed_path.clone(),
         updated_at: r.updated_at,
         lines: Arc::new(crate::index::SourceLines::of(text, &md)),
+        candidate: None,
         name: r.name,
     })
 }

@@ -46,4 +46,10 @@ impl Store {
     pub async fn runs(&self, scope: &Scope, name: &str, limit: i64) -> Result<Vec<RunRecord>> {
         on_db!(self, runs::runs(&scope.to_string(), name, limit))
     }
+
+    /// Ended runs of revision `rev` of skill record `skill_id` started at or after `since`
+    /// (Unix milliseconds): (successes, failures). What a staged candidate is judged by.
+    pub async fn outcomes_since(&self, skill_id: i64, rev: i64, since: i64) -> Result<(i64, i64)> {
+        on_db!(self, runs::outcomes_since(skill_id, rev, since))
+    }
 }

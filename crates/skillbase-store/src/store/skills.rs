@@ -25,6 +25,21 @@ pub struct PutRequest {
     pub expect_rev: Option<i64>,
 }
 
+/// How a staged candidate ends ([`Store::settle_candidate`]).
+#[derive(Debug, Clone)]
+pub struct Settlement<'a> {
+    /// The candidate revision.
+    pub rev: i64,
+    /// Promoted (`true`: it becomes the active revision) or rejected.
+    pub promote: bool,
+    /// Who decided.
+    pub actor: &'a Author,
+    /// The agent whose run decided, when one did (the event names it).
+    pub agent: Option<&'a crate::model::AgentName>,
+    /// The evidence, kept in the event: both revisions' counts and the reason.
+    pub data: serde_json::Value,
+}
+
 /// What an import did, per skill.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ImportReport {
@@ -81,6 +96,16 @@ impl Store {
         seed_path: Option<String>,
         pending: bool,
     ) -> Result<WriteReq> {
+        self.write_req_staged(req, seed_path, pending, None)
+    }
+
+    fn write_req_staged(
+        &self,
+        req: PutRequest,
+        seed_path: Option<String>,
+        pending: bool,
+        candidate: Option<crate::model::Candidate>,
+    ) -> Result<WriteReq> {
         let (name, meta) = Self::check_bundle(&req.bundle)?;
         crate::model::check_message(&req.message).map_err(StoreError::Invalid)?;
         if let Some(guard) = self.write_guard.load().as_ref() {
@@ -97,6 +122,7 @@ impl Store {
             expect_rev: req.expect_rev,
             seed_path,
             pending,
+            candidate,
             version: meta.version,
             require_version_increase: self.version_policy() == VersionPolicy::RequireIncrease,
         })
@@ -135,6 +161,53 @@ impl Store {
     pub async fn put_pending(&self, req: PutRequest) -> Result<WriteOutcome> {
         let w = self.write_req(req, None, true)?;
         self.write_one(w).await
+    }
+
+    /// Write a revision staged as a candidate beside the active one, served to `percent` of
+    /// sessions and judged after `min_runs` ended runs (an agent's `stage_agent_revisions`). A
+    /// skill that does not exist, or is not active, takes the write as [`Store::put`] does: a
+    /// candidate needs an active revision to be compared with. A candidate staged before is
+    /// superseded.
+    pub async fn put_candidate(
+        &self,
+        req: PutRequest,
+        percent: u32,
+        min_runs: u32,
+    ) -> Result<WriteOutcome> {
+        let terms = crate::model::Candidate {
+            rev: 0,
+            percent: percent.clamp(1, 100),
+            min_runs: min_runs.clamp(1, crate::model::MAX_CANDIDATE_MIN_RUNS),
+            staged_at: 0,
+        };
+        let w = self.write_req_staged(req, None, false, Some(terms))?;
+        self.write_one(w).await
+    }
+
+    /// End a skill's staged candidate as `verdict` says: promote it (it becomes the active
+    /// revision) or reject it, recording the evidence in the event, which names the agent
+    /// whose run decided. `None`, with nothing changed, when the revision is no longer the
+    /// staged candidate (another server settled it first, or it was superseded).
+    pub async fn settle_candidate(
+        &self,
+        scope: &Scope,
+        name: &str,
+        verdict: Settlement<'_>,
+    ) -> Result<Option<WriteOutcome>> {
+        let actor = verdict.actor.to_string();
+        let agent = verdict.agent.map(|a| a.to_string());
+        let v = crate::sql::skills::Verdict {
+            rev: verdict.rev,
+            promote: verdict.promote,
+            actor: &actor,
+            agent: agent.as_deref(),
+            data: &verdict.data,
+        };
+        let o = on_db!(self, skills::settle_candidate(scope, name, &v))?;
+        if let Some(o) = &o {
+            self.after_commit(std::slice::from_ref(o)).await;
+        }
+        Ok(o)
     }
 
     pub(crate) async fn put_seed(
