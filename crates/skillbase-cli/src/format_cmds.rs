@@ -406,7 +406,8 @@ pub fn digest(args: DigestArgs) -> u8 {
     }
     let dir = skill_dir_of(&args.path);
     let bundle = match skillbase_format::Bundle::from_dir(&dir, &Default::default()) {
-        Ok(b) => b,
+        // The signature beside SKILL.md signs the files; it is not one of them.
+        Ok(b) => b.split_signature().0,
         Err(e) => {
             eprintln!(
                 "Error: {}",

@@ -5,8 +5,11 @@ mod doctor_cmds;
 mod dream_cmds;
 mod format_cmds;
 mod gc_cmds;
+mod git_source;
+mod lock_cmds;
 mod model_cmds;
 mod serve_cmds;
+mod sign_cmds;
 mod store_cmds;
 mod turn_cmds;
 mod vault_cmds;
@@ -52,6 +55,18 @@ enum Command {
     New(format_cmds::NewArgs),
     /// Print a skill folder's content digest (the digest its revision gets in the store).
     Digest(format_cmds::DigestArgs),
+    /// Sign a skill folder (Ed25519 over name, version and digest), writing its SKILL.sig.
+    Sign(sign_cmds::SignArgs),
+    /// Verify a skill folder's SKILL.sig against its files, and print the signer.
+    Verify(sign_cmds::VerifyArgs),
+    /// Write skillbase.lock: the shared skills imported from sources, with reference, version,
+    /// digest and signer.
+    Lock(lock_cmds::LockArgs),
+    /// Reproduce the skills of skillbase.lock exactly (`--locked`): any digest or signer that
+    /// differs is refused, and nothing is written.
+    Install(lock_cmds::InstallArgs),
+    /// Compare skillbase.lock with its sources as they are now (exit 1 when any differs).
+    Outdated(lock_cmds::OutdatedArgs),
     /// List skills in the store.
     List(store_cmds::ListArgs),
     /// Show a skill's revision: metadata, files and SKILL.md.
@@ -136,6 +151,11 @@ fn main() -> ExitCode {
         Command::ToPrompt(a) => format_cmds::to_prompt(a),
         Command::New(a) => format_cmds::new(a),
         Command::Digest(a) => format_cmds::digest(a),
+        Command::Sign(a) => store_cmds::run(async move { sign_cmds::sign(a) }),
+        Command::Verify(a) => store_cmds::run(async move { sign_cmds::verify(a) }),
+        Command::Lock(a) => store_cmds::run(lock_cmds::lock(&cli.store, a)),
+        Command::Install(a) => store_cmds::run(lock_cmds::install(&cli.store, a)),
+        Command::Outdated(a) => store_cmds::run(lock_cmds::outdated(&cli.store, a)),
         Command::List(a) => store_cmds::run(store_cmds::list(&cli.store, a)),
         Command::Show(a) => store_cmds::run(store_cmds::show(&cli.store, a)),
         Command::History(a) => store_cmds::run(store_cmds::history(&cli.store, a)),

@@ -28,6 +28,10 @@ pub struct StoreArgs {
     /// skillbase.toml with agents to apply before the command runs.
     #[arg(long, value_name = "FILE", env = "SKILLBASE_CONFIG", global = true)]
     pub config: Option<PathBuf>,
+    /// Accept a signer other than the one pinned for a source (imports, seeds, installs), and
+    /// pin the new one (recorded as a `signer_pinned` event).
+    #[arg(long, global = true)]
+    pub accept_new_signer: bool,
 }
 
 impl StoreArgs {
@@ -50,6 +54,7 @@ impl StoreArgs {
             }
         }
         let store = Arc::new(Store::open(&url).await?);
+        store.set_accept_new_signer(self.accept_new_signer);
         if !store.vault_all().await?.is_empty() {
             let key = skillbase_runtime::vault::VaultKey::load(&skillbase_store::default_home())?;
             skillbase_runtime::vault::Vault::open(store.clone(), key).await?;
@@ -201,7 +206,9 @@ pub struct StatusArgs {
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// A skill folder, a folder of skills, a SKILL.md, or a .zip of one or many skills.
+    /// A skill folder, a folder of skills, a SKILL.md, a .zip of one or many skills, or a git
+    /// repository: `git+URL[@ref][#subdir]` (file://, git:// or ssh://; the commit read is
+    /// recorded in the revisions' message).
     src: PathBuf,
     /// Scope to import into. Into `agent:<name>`, the agent's allowlist becomes the imported skills.
     #[arg(long, default_value = "shared", value_parser = scope_arg)]
@@ -643,7 +650,10 @@ pub async fn history(s: &StoreArgs, a: HistoryArgs) -> Result<u8> {
                 r.version.as_deref().unwrap_or("-"),
                 short_digest(&r.digest),
                 r.message,
-                match r.state.as_str() {
+                match &r.signer {
+                    Some(s) => format!("  [signed by {s}]"),
+                    None => String::new(),
+                } + match r.state.as_str() {
                     "pending" => "  [pending approval]",
                     "candidate" => "  [candidate: served to a share of sessions, being judged]",
                     "rejected" => "  [candidate rejected]",
@@ -722,7 +732,9 @@ pub async fn put(s: &StoreArgs, a: PutArgs) -> Result<u8> {
     }
     let author = a.author.author()?;
     let store = s.open().await?;
-    let bundle = pack::read_folder(&dir, &store.limits)?;
+    // A signature beside SKILL.md is verified and kept (a person's put is not a trust source:
+    // the trust policy covers imports, seeds and installs).
+    let (bundle, signature) = pack::read_folder_signed(&dir, &store.limits)?;
     let o = store
         .put(PutRequest {
             scope: a.scope,
@@ -730,6 +742,7 @@ pub async fn put(s: &StoreArgs, a: PutArgs) -> Result<u8> {
             author,
             message: a.message,
             expect_rev: a.expect_rev,
+            signature: signature.map(Box::new),
         })
         .await?;
     print_outcome(&o);
@@ -765,14 +778,142 @@ pub async fn set_status(s: &StoreArgs, a: StatusArgs, change: StatusChange) -> R
     Ok(EXIT_OK)
 }
 
+/// One skill read from a source: its files, its signature, and where it came from.
+pub type Sourced = (
+    skillbase_format::Bundle,
+    Option<skillbase_format::signature::Signature>,
+    Option<skillbase_store::Origin>,
+);
+
+/// The skills of a `git+URL[@ref][#subdir]` source, each with its signature and origin, the
+/// source the trust policy sees (`git+URL`), and the commit read.
+pub async fn read_git(s: &StoreArgs, spec: &str) -> Result<(Vec<Sourced>, String, String)> {
+    let src = crate::git_source::GitSource::parse(spec)?;
+    let limits = match &s.config {
+        Some(p) => git_limits(&Config::load(p)?, p)?,
+        None => crate::git_source::GitLimits::default(),
+    };
+    let cache = skillbase_store::default_home().join("git");
+    let fetched = {
+        let src = src.clone();
+        let limits = limits.clone();
+        tokio::task::spawn_blocking(move || crate::git_source::fetch(&src, &limits, &cache))
+            .await??
+    };
+    let mut out = Vec::with_capacity(fetched.skills.len());
+    for skill in fetched.skills {
+        let at = if skill.dir.is_empty() {
+            src.to_spec()
+        } else {
+            format!("{}#{}", src.url, skill.dir)
+        };
+        let files = skill
+            .files
+            .into_iter()
+            .map(|f| {
+                Ok(skillbase_format::BundleFile {
+                    path: skillbase_format::BundlePath::parse(&f.path)?,
+                    digest: skillbase_format::Digest::of(&f.bytes),
+                    bytes: f.bytes.into(),
+                    executable: f.executable,
+                })
+            })
+            .collect::<Result<Vec<_>, skillbase_format::BundleError>>()
+            .map_err(|e| anyhow!("{at}: {e}"))?;
+        let bundle = skillbase_format::Bundle::from_files(files, &PackLimits::default().skill)
+            .map_err(|e| anyhow!("{at}: {e}"))?;
+        let (name, _) = Store::check_bundle(&bundle).map_err(|e| anyhow!("{at}: {e}"))?;
+        let folder = skill.dir.rsplit('/').next().unwrap_or_default();
+        if !folder.is_empty() && folder != name {
+            return Err(anyhow!(
+                "{at} holds a skill named '{name}'; the folder name must equal the skill name"
+            ));
+        }
+        let (bundle, sig) = pack::split_signature(bundle, &at)?;
+        let origin = skillbase_store::Origin {
+            source: format!("git+{}", src.url),
+            reference: Some(fetched.commit.clone()),
+            path: (!skill.dir.is_empty()).then(|| skill.dir.clone()),
+        };
+        out.push((bundle, sig, Some(origin)));
+    }
+    Ok((out, format!("git+{}", src.url), fetched.commit))
+}
+
+/// `[git]` of skillbase.toml: the limits of one import from git.
+fn git_limits(c: &Config, path: &std::path::Path) -> Result<crate::git_source::GitLimits> {
+    let mut l = crate::git_source::GitLimits::default();
+    let Some(t) = &c.git else { return Ok(l) };
+    for (k, v) in t {
+        let n = v
+            .as_integer()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| anyhow!("{}: [git] {k} must be a positive integer", path.display()))?;
+        match k.as_str() {
+            "archive_bytes" => l.archive_bytes = n as u64,
+            "files_per_skill" => l.files_per_skill = n as usize,
+            "bytes_per_skill" => l.bytes_per_skill = n as u64,
+            "skill_md_candidates" => l.skill_md_candidates = n as usize,
+            "skills_per_import" => l.skills_per_import = n as usize,
+            other => {
+                return Err(anyhow!(
+                    "{}: [git] has no key '{other}' (archive_bytes, files_per_skill, bytes_per_skill, skill_md_candidates, skills_per_import)",
+                    path.display()
+                ));
+            }
+        }
+    }
+    Ok(l)
+}
+
 pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
-    if !a.src.exists() {
+    let spec = a
+        .src
+        .to_str()
+        .filter(|t| t.starts_with("git+"))
+        .map(str::to_owned);
+    if spec.is_none() && !a.src.exists() {
         eprintln!("Error: Path '{}' does not exist.", a.src.display());
         return Ok(EXIT_USAGE);
     }
     let store = s.open().await?;
-    let bundles = pack::read_source(&a.src, &PackLimits::default())?;
+    let (bundles, source, message) = match &spec {
+        Some(spec) => {
+            let (b, source, commit) = read_git(s, spec).await?;
+            let message = if a.message == "imported" {
+                format!("imported from {spec} at {commit}")
+            } else {
+                a.message.clone()
+            };
+            (b, source, message)
+        }
+        None => {
+            let source = a
+                .src
+                .canonicalize()
+                .unwrap_or_else(|_| a.src.clone())
+                .display()
+                .to_string();
+            let origin = skillbase_store::Origin {
+                source: source.clone(),
+                reference: None,
+                path: None,
+            };
+            let b = pack::read_source_signed(&a.src, &PackLimits::default())?
+                .into_iter()
+                .map(|(b, s)| (b, s, Some(origin.clone())))
+                .collect();
+            (b, source, a.message.clone())
+        }
+    };
     let total = bundles.len();
+    let signers: std::collections::BTreeMap<String, String> = bundles
+        .iter()
+        .filter_map(|(b, s, _)| {
+            let name = Store::check_bundle(b).ok()?.0;
+            Some((name, s.as_ref()?.signer().to_owned()))
+        })
+        .collect();
     let bar = if std::io::stderr().is_terminal() && total > 20 && !a.json {
         let b = indicatif::ProgressBar::new(total as u64);
         b.set_style(
@@ -785,20 +926,10 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let source = a
-        .src
-        .canonicalize()
-        .unwrap_or_else(|_| a.src.clone())
-        .display()
-        .to_string();
     let report = store
-        .import(
-            &a.scope,
-            bundles,
-            &Author::Import(source),
-            &a.message,
-            &|n| bar.set_position(n as u64),
-        )
+        .import_from(&a.scope, bundles, &Author::Import(source), &message, &|n| {
+            bar.set_position(n as u64)
+        })
         .await?;
     bar.finish_and_clear();
     if a.json {
@@ -806,6 +937,9 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
     } else {
         for o in &report.outcomes {
             print_outcome(o);
+            if let Some(signer) = signers.get(&o.name) {
+                println!("  signed by {signer}");
+            }
         }
         println!(
             "imported {} skills into {}: {} created, {} changed, {} unchanged",
@@ -826,7 +960,10 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
 pub async fn export(s: &StoreArgs, a: ExportArgs) -> Result<u8> {
     let store = s.open().await?;
     let (info, bundle) = store.bundle(&a.target.scope, &a.target.name, a.rev).await?;
-    let out = pack::export(&bundle, &a.target.name, &a.out)?;
+    let sig = store
+        .signature(&a.target.scope, &a.target.name, Some(info.rev))
+        .await?;
+    let out = pack::export_signed(&bundle, sig.as_ref(), &a.target.name, &a.out)?;
     println!(
         "{} ({}) revision {} written to {} ({} file{}, {}{})",
         a.target.name,

@@ -336,12 +336,14 @@ mod admin;
 mod edges;
 mod packs;
 mod revisions;
+mod signatures;
 mod versions;
 
 use admin::{agents, config_file, seeds, status_cycle};
 use edges::{bad_input, newer_schema};
 use packs::{import_export, import_into_agent_scope, kill_import};
 use revisions::{authoring, expect_rev_conflict, recall_by_revision};
+use signatures::{git_sources, lock_and_install, signatures_and_trust};
 use versions::versions_and_digests;
 
 // ---------------------------------------------------------------------------------------------
@@ -385,4 +387,7 @@ on_both_backends!(
     kill_import,
     versions_and_digests,
     recall_by_revision,
+    signatures_and_trust,
+    git_sources,
+    lock_and_install,
 );

@@ -241,6 +241,10 @@ pub struct Bundle {
     total_bytes: u64,
 }
 
+/// The file at a skill's root holding its signature (`skillbase sign`): read beside the skill,
+/// never part of its bundle or its digest ([`Bundle::split_signature`]).
+pub const SIGNATURE_FILE: &str = "SKILL.sig";
+
 /// Files collected before the whole-bundle checks run.
 struct Builder<'a> {
     limits: &'a BundleLimits,
@@ -455,6 +459,31 @@ impl Bundle {
             b.add(path, data, exec)?;
         }
         b.finish()
+    }
+
+    /// Take the skill's signature file ([`SIGNATURE_FILE`], `SKILL.sig` at the skill's root)
+    /// out of the bundle: it signs the other files, so it is not one of them (nor part of the
+    /// digest). Every reader of a skill folder, zip or repository calls this before the bundle
+    /// is checked, signed, verified or stored. Returns the bundle without it and its bytes.
+    pub fn split_signature(self) -> (Bundle, Option<Vec<u8>>) {
+        let Ok(i) = self
+            .files
+            .binary_search_by(|f| f.path.as_str().cmp(SIGNATURE_FILE))
+        else {
+            return (self, None);
+        };
+        let mut files = self.files;
+        let sig = files.remove(i);
+        let total_bytes = files.iter().map(|f| f.bytes.len() as u64).sum();
+        let digest = bundle_digest(&files);
+        (
+            Bundle {
+                files,
+                digest,
+                total_bytes,
+            },
+            Some(sig.bytes.to_vec()),
+        )
     }
 
     /// The files, sorted by path.

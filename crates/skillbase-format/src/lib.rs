@@ -24,6 +24,7 @@ pub mod frontmatter;
 pub mod meta;
 pub mod name;
 pub mod prompt;
+pub mod signature;
 pub mod skill_dir;
 pub mod text;
 pub mod uri;

@@ -22,6 +22,7 @@ pub(crate) fn req(scope: Scope, bundle: Bundle) -> PutRequest {
         author: Author::Human("tester".into()),
         message: "test".into(),
         expect_rev: None,
+        signature: None,
     }
 }
 

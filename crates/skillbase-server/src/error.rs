@@ -152,6 +152,9 @@ impl From<StoreError> for ApiError {
             StoreError::InvalidSkill(_) | StoreError::Bundle(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-skill", detail)
             }
+            StoreError::Untrusted(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "untrusted-skill", detail)
+            }
             // Everything else the store refuses as malformed (a session id, a label, an
             // archive that is not a zip, a run that is not open) is about the request.
             StoreError::Invalid(_) => {

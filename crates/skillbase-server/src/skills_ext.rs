@@ -79,6 +79,10 @@ pub struct Manifest {
     pub fm_description: String,
     /// Every file, sorted by `rel`.
     pub files: Vec<ManifestFile>,
+    /// The revision's content digest (`sha256:...`).
+    pub digest: String,
+    /// The fingerprint of the key that signed the revision, when it was written signed.
+    pub signer: Option<String>,
 }
 
 /// A direct child of a directory in a skill.
@@ -219,7 +223,22 @@ impl Manifest {
             fm_name,
             fm_description,
             files,
+            digest: entry.digest.to_string(),
+            signer: entry.signer.clone(),
         }
+    }
+
+    /// The `_meta` an MCP client gets with the skill (its `skills/list` entry and its SKILL.md
+    /// resource): the revision, its content digest, and its signer when it was written signed
+    /// (keys under `io.skillbase/`, as MCP reserves unprefixed keys).
+    pub fn meta(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("io.skillbase/revision".into(), self.rev.into());
+        m.insert("io.skillbase/digest".into(), self.digest.clone().into());
+        if let Some(s) = &self.signer {
+            m.insert("io.skillbase/signer".into(), s.clone().into());
+        }
+        m
     }
 }
 

@@ -322,6 +322,7 @@ async fn time_writes(store: &Store, n: usize, count: usize, tag: &str) -> Vec<Du
             author: human(),
             message: format!("edit {k}"),
             expect_rev: None,
+            signature: None,
         };
         let t = Instant::now();
         let o = store.put(req).await.expect("put");

@@ -73,6 +73,16 @@ pub struct Config {
     /// shows each revision's recall over them.
     #[serde(default)]
     pub eval: EvalSettings,
+    /// The limits of one import from git (`[git]`: archive_bytes, files_per_skill,
+    /// bytes_per_skill, skill_md_candidates, skills_per_import), read by the CLI.
+    #[serde(default)]
+    pub git: Option<toml::Table>,
+    /// The `[trust]` table as written (read into [`Config::trust`]).
+    #[serde(default, rename = "trust")]
+    trust_table: Option<toml::Table>,
+    /// Which sources must be signed, by whom (`[trust]`), applied by [`Config::apply`].
+    #[serde(skip)]
+    pub trust: crate::trust::TrustPolicy,
 }
 
 /// The `[eval]` table.
@@ -111,6 +121,11 @@ pub enum VersionPolicy {
 impl Config {
     /// Parse TOML text; errors name the line and the key.
     pub fn parse(text: &str, origin: &str) -> Result<Config> {
+        Config::parse_in(text, origin, None)
+    }
+
+    /// [`Config::parse`], with relative paths of `[trust]` read from `folder`.
+    fn parse_in(text: &str, origin: &str, folder: Option<&Path>) -> Result<Config> {
         let mut config: Config =
             toml::from_str(text).map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
         for (name, agent) in config.agents.iter_mut() {
@@ -124,6 +139,9 @@ impl Config {
         if let Some(a) = &config.eval.agent {
             AgentName::parse(a)
                 .map_err(|e| StoreError::Invalid(format!("{origin}: [eval] agent: {e}")))?;
+        }
+        if let Some(t) = &config.trust_table {
+            config.trust = crate::trust::TrustPolicy::from_table(t, folder, origin)?;
         }
         if let Some(t) = &config.retention_table {
             config.retention = Some(RetentionPolicy::from_table(t, origin)?);
@@ -139,12 +157,12 @@ impl Config {
             path: path.display().to_string(),
             source,
         })?;
-        let mut config = Config::parse(&text, &path.display().to_string())?;
         let folder = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
         let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+        let mut config = Config::parse_in(&text, &path.display().to_string(), Some(&folder))?;
         config.folder = Some(folder.clone());
         if let Some(c) = &mut config.eval.cases
             && c.is_relative()
@@ -171,6 +189,7 @@ impl Config {
     /// agent whose stored configuration differs. Returns the names changed.
     pub async fn apply(&self, store: &Store) -> Result<Vec<String>> {
         store.set_version_policy(self.store.versions);
+        store.set_trust(self.trust.clone());
         let existing = store.agents().await?;
         let mut changed = Vec::new();
         for (name, config) in &self.agents {

@@ -181,6 +181,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0016_candidates.sql"),
         include_str!("../migrations/postgres/0016_candidates.sql"),
     ),
+    (
+        "signatures",
+        include_str!("../migrations/sqlite/0017_signatures.sql"),
+        include_str!("../migrations/postgres/0017_signatures.sql"),
+    ),
 ];
 
 fn migrator(backend: &str) -> Migrator {

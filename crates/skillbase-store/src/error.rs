@@ -92,6 +92,11 @@ pub enum StoreError {
     #[error("invalid skill: {0}")]
     /// A bundle that is not a valid skill (or that the content guard refuses).
     InvalidSkill(String),
+    /// A signature that does not verify, or a write the trust policy refuses (unsigned where a
+    /// signature is required, a signer not trusted for the source, a signer changed): nothing
+    /// was written.
+    #[error("not trusted: {0}")]
+    Untrusted(String),
     /// An agent configuration the store refuses ([`crate::AgentConfig::checked`]).
     #[error("invalid agent configuration: {0}")]
     InvalidAgent(String),

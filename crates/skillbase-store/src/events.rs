@@ -91,6 +91,9 @@ pub enum EventKind {
     CandidatePromoted,
     /// A candidate was withdrawn: its outcomes were worse, or it drifted.
     CandidateRejected,
+    /// A signer was pinned for a trust source: on first use, or an accepted change (the data
+    /// names the previous one).
+    SignerPinned,
 
     /// A kind this build does not name (a newer build's, say), kept as read. The default kind
     /// is the empty one (what `NewEvent::default()` carries until its kind is set).
@@ -105,7 +108,7 @@ impl Default for EventKind {
 
 impl EventKind {
     /// Every kind this build names, in the order above.
-    pub const KNOWN: [EventKind; 34] = [
+    pub const KNOWN: [EventKind; 35] = [
         EventKind::RevisionWritten,
         EventKind::RevisionPending,
         EventKind::Reverted,
@@ -140,6 +143,7 @@ impl EventKind {
         EventKind::CandidateStaged,
         EventKind::CandidatePromoted,
         EventKind::CandidateRejected,
+        EventKind::SignerPinned,
     ];
 
     /// The kinds the retention job may remove: calls, turns and activations. Revisions, authoring,
@@ -200,6 +204,7 @@ impl EventKind {
             EventKind::CandidateStaged => "candidate_staged",
             EventKind::CandidatePromoted => "candidate_promoted",
             EventKind::CandidateRejected => "candidate_rejected",
+            EventKind::SignerPinned => "signer_pinned",
             EventKind::Other(s) => s,
         }
     }
@@ -229,6 +234,7 @@ impl EventKind {
                 | EventKind::TranscriptCall
                 | EventKind::Dream
                 | EventKind::DriftReverted
+                | EventKind::SignerPinned
         )
     }
 
@@ -269,6 +275,7 @@ impl EventKind {
             "candidate_staged" => EventKind::CandidateStaged,
             "candidate_promoted" => EventKind::CandidatePromoted,
             "candidate_rejected" => EventKind::CandidateRejected,
+            "signer_pinned" => EventKind::SignerPinned,
             _ => return None,
         })
     }

@@ -61,6 +61,9 @@ pub struct SkillEntry {
     /// served at that revision: its `active_rev` is the candidate's).
     #[serde(skip)]
     pub candidate: Option<(crate::model::Candidate, Arc<SkillEntry>)>,
+    /// The fingerprint (`SHA256:...`) of the key that signed the active revision, when it was
+    /// written signed (shown in listings and to MCP clients).
+    pub signer: Option<String>,
 }
 
 impl SkillEntry {
@@ -171,6 +174,7 @@ impl SkillEntry {
             updated_at: 0,
             lines: Arc::new(SourceLines::of(text, &md)),
             candidate: None,
+            signer: None,
         })
     }
 }

@@ -25,6 +25,7 @@ pub mod retention;
 pub mod seed;
 mod sql;
 pub mod store;
+pub mod trust;
 
 pub use db::{DbUrl, SCHEMA_VERSION, default_home};
 pub use error::{Result, StoreError};
@@ -35,7 +36,7 @@ pub use model::{
     Policies, Prompt, Scope, Status, StatusChange, StatusRefusal, check_budget,
 };
 pub use records::{
-    ActivationRecord, EventFilter, EventRecord, McpServerRow, NewEvent, RevisionInfo,
+    ActivationRecord, EventFilter, EventRecord, McpServerRow, NewEvent, Origin, RevisionInfo,
     RevisionOutcomes, RunRecord, SessionRecord, TokenRecord, VaultRow, WriteKind, WriteOutcome,
     outcomes_by_revision,
 };

@@ -4,6 +4,7 @@
 use crate::error::{Result, StoreError};
 use skillbase_format::bundle::read_zip;
 use skillbase_format::discover::{Found, discover};
+use skillbase_format::signature::Signature;
 use skillbase_format::validate::{Profile, ValidateOptions, validate_dir};
 use skillbase_format::{Bundle, BundleLimits};
 use std::collections::BTreeMap;
@@ -31,8 +32,33 @@ impl Default for PackLimits {
     }
 }
 
+/// A skill as read, with the signature found beside it (its `SKILL.sig`), parsed but not yet
+/// verified (the store verifies it against the bundle at write).
+pub type Signed = (Bundle, Option<Signature>);
+
+/// Take a bundle's `SKILL.sig` out of it and parse it; `at` names the skill in errors.
+pub fn split_signature(bundle: Bundle, at: &str) -> Result<Signed> {
+    let (bundle, sig) = bundle.split_signature();
+    let Some(bytes) = sig else {
+        return Ok((bundle, None));
+    };
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| StoreError::Untrusted(format!("{at}/SKILL.sig is not UTF-8 text")))?;
+    let sig = Signature::parse(text)
+        .map_err(|e| StoreError::Untrusted(format!("{at}/SKILL.sig: {e}")))?;
+    Ok((bundle, Some(sig)))
+}
+
 /// The skills found at `src`, each checked as a bundle. Any bad skill fails the whole read.
 pub fn read_source(src: &Path, limits: &PackLimits) -> Result<Vec<Bundle>> {
+    Ok(read_source_signed(src, limits)?
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect())
+}
+
+/// [`read_source`], with each skill's signature (a `SKILL.sig` beside its SKILL.md).
+pub fn read_source_signed(src: &Path, limits: &PackLimits) -> Result<Vec<Signed>> {
     let is_zip = src.is_file()
         && src
             .extension()
@@ -57,8 +83,10 @@ pub fn read_source(src: &Path, limits: &PackLimits) -> Result<Vec<Bundle>> {
                 path: src.display().to_string(),
                 source,
             })?;
-        return read_zip_pack(&bytes, limits)
-            .map_err(|e| StoreError::Invalid(format!("{}: {e}", src.display())));
+        return read_zip_pack_signed(&bytes, limits).map_err(|e| match e {
+            StoreError::Untrusted(m) => StoreError::Untrusted(format!("{}: {m}", src.display())),
+            e => StoreError::Invalid(format!("{}: {e}", src.display())),
+        });
     }
     let dirs = match discover(src) {
         Found::Skills(d) => d,
@@ -107,15 +135,23 @@ pub fn read_source(src: &Path, limits: &PackLimits) -> Result<Vec<Bundle>> {
             )));
         }
     }
-    dirs.iter().map(|d| read_folder(d, &limits.skill)).collect()
+    dirs.iter()
+        .map(|d| read_folder_signed(d, &limits.skill))
+        .collect()
 }
 
 /// One skill folder: loaded as a bundle (links checked before anything is read through them),
 /// then validated (the folder name must match `name`).
 pub fn read_folder(dir: &Path, limits: &BundleLimits) -> Result<Bundle> {
+    read_folder_signed(dir, limits).map(|(b, _)| b)
+}
+
+/// [`read_folder`], with the folder's signature (its `SKILL.sig`, not part of the bundle).
+pub fn read_folder_signed(dir: &Path, limits: &BundleLimits) -> Result<Signed> {
     let shown = || skillbase_format::text::escape_controls(&dir.display().to_string()).into_owned();
     let bundle = Bundle::from_dir(dir, limits)
         .map_err(|e| StoreError::InvalidSkill(format!("{}: {e}", shown())))?;
+    let (bundle, sig) = split_signature(bundle, &shown())?;
     let report = validate_dir(
         dir,
         &ValidateOptions {
@@ -138,12 +174,20 @@ pub fn read_folder(dir: &Path, limits: &BundleLimits) -> Result<Bundle> {
             msgs.join("; ")
         )));
     }
-    Ok(bundle)
+    Ok((bundle, sig))
 }
 
 /// The skills in zip bytes: SKILL.md at the root (one skill), or one folder per skill, possibly
 /// under a single wrapping folder.
 pub fn read_zip_pack(bytes: &[u8], limits: &PackLimits) -> Result<Vec<Bundle>> {
+    Ok(read_zip_pack_signed(bytes, limits)?
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect())
+}
+
+/// [`read_zip_pack`], with each skill's signature (its `SKILL.sig`).
+pub fn read_zip_pack_signed(bytes: &[u8], limits: &PackLimits) -> Result<Vec<Signed>> {
     // What one archive may unpack to: proportional to what was sent (at most
     // `MAX_PACK_RATIO` times its size, and never less than one skill's limit), and never more
     // than four times the largest archive accepted.
@@ -163,13 +207,14 @@ pub fn read_zip_pack(bytes: &[u8], limits: &PackLimits) -> Result<Vec<Bundle>> {
         .iter()
         .any(|(p, _, _)| matches!(p.as_str(), "SKILL.md" | "skill.md"))
     {
-        return Ok(vec![Bundle::from_files(
+        let bundle = Bundle::from_files(
             entries
                 .into_iter()
                 .map(|(path, data, exec)| file(path, data, exec))
                 .collect(),
             &limits.skill,
-        )?]);
+        )?;
+        return Ok(vec![split_signature(bundle, "the archive")?]);
     }
     // Strip one wrapping folder if everything sits under it and it is not itself a skill.
     let mut entries = entries;
@@ -231,7 +276,7 @@ pub fn read_zip_pack(bytes: &[u8], limits: &PackLimits) -> Result<Vec<Bundle>> {
                 "{folder}/ holds a skill named '{name}'; the folder name must equal the skill name"
             )));
         }
-        out.push(bundle);
+        out.push(split_signature(bundle, &folder)?);
     }
     if out.is_empty() {
         return Err(StoreError::Invalid("the archive holds no skill".into()));
@@ -319,6 +364,31 @@ fn file(
         digest,
         executable,
     }
+}
+
+/// [`export`], with the revision's signature written beside its SKILL.md (`SKILL.sig`), so the
+/// folder or zip imports again signed.
+pub fn export_signed(
+    bundle: &Bundle,
+    signature: Option<&Signature>,
+    name: &str,
+    out: &Path,
+) -> Result<PathBuf> {
+    let Some(sig) = signature else {
+        return export(bundle, name, out);
+    };
+    let mut files = bundle.files().to_vec();
+    files.push(file(
+        skillbase_format::BundlePath::parse(skillbase_format::bundle::SIGNATURE_FILE)?,
+        sig.to_json().into_bytes(),
+        false,
+    ));
+    let limits = BundleLimits {
+        max_files: files.len(),
+        max_total_bytes: bundle.total_bytes() + skillbase_format::signature::MAX_INPUT_BYTES as u64,
+        ..BundleLimits::default()
+    };
+    export(&Bundle::from_files(files, &limits)?, name, out)
 }
 
 /// Write a bundle out: to a folder (created; must not exist or be empty) or a `.zip` file.

@@ -27,6 +27,8 @@ pub(crate) struct RawEntry {
     pub candidate: Option<String>,
     /// The candidate revision, read like the active one (its files and SKILL.md).
     pub candidate_entry: Option<Box<RawEntry>>,
+    /// Who signed the revision read (its signer's fingerprint), if it was written signed.
+    pub signer: Option<String>,
 }
 
 /// A revision to write.
@@ -45,6 +47,10 @@ pub(crate) struct WriteReq {
     /// Stage as a candidate under these terms (`rev` and `staged_at` are set at write) instead
     /// of activating, when the skill exists and is active; otherwise a plain write.
     pub candidate: Option<crate::model::Candidate>,
+    /// A verified signature to keep with the revision: (signer, the signature as JSON).
+    pub signature: Option<(String, String)>,
+    /// Where an imported revision came from (kept for `skillbase lock`).
+    pub origin: Option<Origin>,
     /// The `version` its SKILL.md declares (checked: a semantic version).
     pub version: Option<String>,
     /// Refuse the write unless `version` is higher than the active revision's (else warn).
@@ -91,6 +97,19 @@ pub struct WriteOutcome {
     pub warnings: Vec<String>,
 }
 
+/// Where an imported revision came from: what `skillbase lock` records and `install --locked`
+/// reads again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Origin {
+    /// The source the import named: a folder or zip (absolute path), or `git+URL`.
+    pub source: String,
+    /// The reference it was read at: a git commit (40 hex digits); `None` for a folder or zip.
+    pub reference: Option<String>,
+    /// The skill's folder inside the source (a git repository's path), when it is not the
+    /// source itself.
+    pub path: Option<String>,
+}
+
 /// A revision's record.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RevisionInfo {
@@ -114,6 +133,9 @@ pub struct RevisionInfo {
     pub created_at: i64,
     /// Whether it is the skill's active revision.
     pub active: bool,
+    /// The fingerprint of the key that signed it (`SHA256:...`), when it was written signed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
 }
 
 // ---- Events ----

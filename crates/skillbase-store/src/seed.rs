@@ -259,7 +259,7 @@ fn prepare(store: &Store, folder: &Path) -> Prepared {
         .unwrap_or_else(|_| folder.to_path_buf())
         .display()
         .to_string();
-    let bundle = match pack::read_folder(folder, &store.limits) {
+    let (bundle, signature) = match pack::read_folder_signed(folder, &store.limits) {
         Ok(b) => b,
         Err(e) => return Prepared::Done(skipped(e.to_string())),
     };
@@ -275,6 +275,7 @@ fn prepare(store: &Store, folder: &Path) -> Prepared {
         author: Author::Seed(seed_path.clone()),
         message: "synced from seed folder".into(),
         expect_rev: expect,
+        signature: signature.clone().map(Box::new),
     };
     match existing {
         None => Prepared::Create {

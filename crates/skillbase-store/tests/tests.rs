@@ -36,6 +36,7 @@ mod import;
 mod retention;
 mod seed;
 mod sessions;
+mod signatures;
 mod skills;
 mod sync;
 mod upstreams;

@@ -123,6 +123,7 @@ impl BuiltinCall<'_> {
                 .get("expect_rev")
                 .and_then(Value::as_i64)
                 .or(if create { Some(0) } else { own }),
+            signature: None,
         };
         let res = if pending {
             store.put_pending(req).await

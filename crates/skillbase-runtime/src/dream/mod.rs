@@ -649,6 +649,7 @@ pub async fn dream(
                     learned.evidence.sessions.join(", ")
                 ),
                 expect_rev: Some(0),
+                signature: None,
             };
             let pending = a.config.policies.review_agent_revisions;
             let res = if pending {

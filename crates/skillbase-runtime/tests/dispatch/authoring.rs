@@ -324,6 +324,7 @@ async fn a_skill_holding_a_vault_value_is_refused_at_write() {
             author: Author::Human("tester".into()),
             message: "test".into(),
             expect_rev: None,
+            signature: None,
         })
     };
     let cases = [
@@ -378,6 +379,7 @@ async fn a_skill_holding_a_vault_value_is_refused_at_write() {
                 author: Author::Human("tester".into()),
                 message,
                 expect_rev: None,
+                signature: None,
             })
             .await
             .unwrap_err();

@@ -580,6 +580,7 @@ fn to_skill(m: &Manifest) -> Skill {
                 .collect(),
         ),
     )
+    .with_meta(rmcp::model::MetaObject(m.meta()))
 }
 
 fn file_resource(f: &ManifestFile, name: &str) -> Resource {
@@ -836,6 +837,7 @@ impl ServerHandler for McpHandler {
                     .with_description(m.fm_description.clone())
                     .with_mime_type(skills_ext::MARKDOWN)
                     .with_size(md.size)
+                    .with_meta(rmcp::model::MetaObject(m.meta()))
             })
             .collect();
         let mut result = ListResourcesResult::with_all_items(resources);

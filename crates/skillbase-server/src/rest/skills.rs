@@ -879,6 +879,7 @@ pub async fn put(
             author: p.author(),
             message: message.unwrap_or_default(),
             expect_rev,
+            signature: None,
         })
         .await
         .map_err(|e| match e {

@@ -82,6 +82,7 @@ pub async fn put_skill(store: &Store, scope: Scope, name: &str, files: &[(&str, 
             author: Author::Human("test".into()),
             message: "test fixture".into(),
             expect_rev: None,
+            signature: None,
         })
         .await
         .expect("put");

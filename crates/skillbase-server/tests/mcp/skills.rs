@@ -346,3 +346,67 @@ async fn resources_read_scrubs_a_value_set_after_the_file_was_stored() {
     }
     s.stop().await;
 }
+
+/// A skill written signed shows its signer to MCP clients, with its revision and content
+/// digest, as `_meta` of its `skills/list` entry and of its SKILL.md resource; an unsigned one
+/// has no signer key.
+#[tokio::test]
+async fn the_signer_reaches_clients_as_meta() {
+    let s = TestServer::start().await;
+    let bundle = skillbase_format::Bundle::single(
+        "---\nname: signed-one\ndescription: A signed procedure\n---\nDo it.\n",
+    )
+    .unwrap();
+    let key = skillbase_format::signature::SigningKey::from_seed([9; 32]);
+    let sig = key
+        .sign("signed-one", None, &bundle.digest().to_string())
+        .unwrap();
+    let digest = bundle.digest().to_string();
+    s.store
+        .put(skillbase_store::PutRequest {
+            scope: Scope::Shared,
+            bundle,
+            author: Author::Human("ops".into()),
+            message: "signed".into(),
+            expect_rev: None,
+            signature: Some(Box::new(sig)),
+        })
+        .await
+        .unwrap();
+    put_skill(&s.store, Scope::Shared, "plain-one", &[]).await;
+    alpha_sees_all(&s).await;
+    for wire in WIRES {
+        let (c, _) = Client::new(&s, Some(&s.alpha), wire).open().await;
+        let (listed, _) = c.all_skills().await;
+        let signed = listed
+            .iter()
+            .find(|x| x["uri"] == "skill://signed-one/SKILL.md")
+            .expect("listed");
+        assert_eq!(
+            signed["_meta"]["io.skillbase/signer"],
+            json!(key.public().fingerprint())
+        );
+        assert_eq!(signed["_meta"]["io.skillbase/digest"], json!(digest));
+        assert_eq!(signed["_meta"]["io.skillbase/revision"], json!(1));
+        let plain = listed
+            .iter()
+            .find(|x| x["uri"] == "skill://plain-one/SKILL.md")
+            .expect("listed");
+        assert!(
+            plain["_meta"].get("io.skillbase/signer").is_none(),
+            "{plain}"
+        );
+        let r = c.ok("resources/list", json!({})).await;
+        let res = r["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["uri"] == "skill://signed-one/SKILL.md")
+            .expect("a resource");
+        assert_eq!(
+            res["_meta"]["io.skillbase/signer"],
+            json!(key.public().fingerprint())
+        );
+    }
+    s.stop().await;
+}

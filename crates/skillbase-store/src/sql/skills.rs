@@ -4,7 +4,7 @@
 use crate::error::StoreError;
 use crate::events::EventKind;
 use crate::model::{Scope, Status};
-use crate::records::{NewEvent, RawEntry, RevisionInfo, WriteKind, WriteOutcome, WriteReq};
+use crate::records::{NewEvent, Origin, RawEntry, RevisionInfo, WriteKind, WriteOutcome, WriteReq};
 use crate::sql::events::skill_event;
 use skillbase_format::SkillVersion;
 
@@ -248,6 +248,7 @@ type EntryRow = (
     String,
     String,
     Option<String>,
+    Option<String>,
 );
 
 fn entry(r: EntryRow) -> RawEntry {
@@ -266,6 +267,7 @@ fn entry(r: EntryRow) -> RawEntry {
         files: Vec::new(),
         candidate: r.10,
         candidate_entry: None,
+        signer: r.11,
     }
 }
 
@@ -321,8 +323,9 @@ macro_rules! statements {
         /// Every skill record with its active revision's files and SKILL.md.
         pub async fn load_all(pool: &Pool<Db>) -> Result<Vec<RawEntry>> {
             let rows: Vec<EntryRow> = sqlx::query_as(concat!(
-                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author, s.candidate ",
-                "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ORDER BY s.id"
+                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author, s.candidate, g.signer ",
+                "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ",
+                "LEFT JOIN signatures g ON g.skill_id = s.id AND g.rev = s.active_rev ORDER BY s.id"
             ))
             .fetch_all(pool)
             .await?;
@@ -381,9 +384,65 @@ macro_rules! statements {
                 files: Vec::new(),
                 candidate: None,
                 candidate_entry: None,
+                signer: signer_of(pool, e.id, rev).await?,
             };
             load_files(pool, &mut c).await?;
             Ok(Some(c))
+        }
+
+        /// The signer of revision `rev` of skill record `id`, when it was written signed.
+        async fn signer_of(pool: &Pool<Db>, id: i64, rev: i64) -> Result<Option<String>> {
+            Ok(sqlx::query_scalar("SELECT signer FROM signatures WHERE skill_id = $1 AND rev = $2")
+                .bind(id)
+                .bind(rev)
+                .fetch_optional(pool)
+                .await?)
+        }
+
+        /// The signer pinned for a trust source.
+        pub async fn pinned_signer(pool: &Pool<Db>, source: &str) -> Result<Option<String>> {
+            Ok(sqlx::query_scalar("SELECT signer FROM trust_pins WHERE source = $1")
+                .bind(source)
+                .fetch_optional(pool)
+                .await?)
+        }
+
+        /// Pin a signer for a trust source (replacing the one pinned), with its event.
+        pub async fn pin_signer(pool: &Pool<Db>, pin: &crate::trust::Pin, actor: &str) -> Result<()> {
+            let mut tx = pool.begin_with($begin).await?;
+            let now = now_ms();
+            sqlx::query(concat!(
+                "INSERT INTO trust_pins (source, signer, pinned_at, actor) VALUES ($1, $2, $3, $4) ",
+                "ON CONFLICT (source) DO UPDATE SET signer = excluded.signer, pinned_at = excluded.pinned_at, actor = excluded.actor"
+            ))
+            .bind(&pin.source)
+            .bind(&pin.signer)
+            .bind(now)
+            .bind(actor)
+            .execute(&mut *tx)
+            .await?;
+            let event = NewEvent {
+                kind: EventKind::SignerPinned,
+                actor: Some(actor.to_owned()),
+                data: serde_json::json!({"source": pin.source, "signer": pin.signer, "previous": pin.previous}),
+                ..NewEvent::default()
+            };
+            insert_event(&mut tx, &event, now).await?;
+            tx.commit().await?;
+            Ok(())
+        }
+
+        /// The signature kept with revision `rev` of a skill (its JSON), if it was written signed.
+        pub async fn signature_of(pool: &Pool<Db>, scope: &str, name: &str, rev: i64) -> Result<Option<String>> {
+            Ok(sqlx::query_scalar(concat!(
+                "SELECT g.signature FROM signatures g JOIN skills s ON s.id = g.skill_id ",
+                "WHERE s.scope = $1 AND s.name = $2 AND g.rev = $3"
+            ))
+            .bind(scope)
+            .bind(name)
+            .bind(rev)
+            .fetch_optional(pool)
+            .await?)
         }
 
         /// A record's files at its `active_rev`, SKILL.md's bytes kept.
@@ -408,8 +467,9 @@ macro_rules! statements {
         /// One record with its active revision.
         pub async fn load_one(pool: &Pool<Db>, scope: &str, name: &str) -> Result<Option<RawEntry>> {
             let row: Option<EntryRow> = sqlx::query_as(concat!(
-                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author, s.candidate ",
+                "SELECT s.id, s.scope, s.name, s.status, s.active_rev, s.head_rev, s.seed_path, s.updated_at, r.bundle_digest, r.author, s.candidate, g.signer ",
                 "FROM skills s JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev ",
+                "LEFT JOIN signatures g ON g.skill_id = s.id AND g.rev = s.active_rev ",
                 "WHERE s.scope = $1 AND s.name = $2"
             ))
             .bind(scope)
@@ -444,6 +504,7 @@ macro_rules! statements {
             e.active_rev = rev;
             e.digest = digest;
             e.author = author;
+            e.signer = signer_of(pool, e.id, rev).await?;
             e.skill_md.clear();
             e.files.clear();
             load_files(pool, &mut e).await?;
@@ -559,6 +620,57 @@ macro_rules! statements {
             Ok(md.and_then(|(_, bytes)| version_in_skill_md(bytes)))
         }
 
+        /// Keep a verified signature with revision `rev` (a signature given again for the same
+        /// revision replaces the one kept: the latest the trust policy accepted).
+        async fn keep_signature(tx: &mut Transaction<'static, Db>, id: i64, rev: i64, sig: &Option<(String, String)>, now: i64) -> Result<()> {
+            let Some((signer, json)) = sig else { return Ok(()) };
+            sqlx::query(concat!(
+                "INSERT INTO signatures (skill_id, rev, signer, signature, created_at) VALUES ($1, $2, $3, $4, $5) ",
+                "ON CONFLICT (skill_id, rev) DO UPDATE SET signer = excluded.signer, signature = excluded.signature, created_at = excluded.created_at"
+            ))
+            .bind(id)
+            .bind(rev)
+            .bind(signer)
+            .bind(json)
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
+            Ok(())
+        }
+
+        /// Keep where an imported revision came from (the latest import of the same files wins).
+        async fn keep_origin(tx: &mut Transaction<'static, Db>, id: i64, rev: i64, origin: &Option<Origin>) -> Result<()> {
+            let Some(o) = origin else { return Ok(()) };
+            sqlx::query(concat!(
+                "INSERT INTO revision_sources (skill_id, rev, source, reference, path) VALUES ($1, $2, $3, $4, $5) ",
+                "ON CONFLICT (skill_id, rev) DO UPDATE SET source = excluded.source, reference = excluded.reference, path = excluded.path"
+            ))
+            .bind(id)
+            .bind(rev)
+            .bind(&o.source)
+            .bind(&o.reference)
+            .bind(&o.path)
+            .execute(&mut **tx)
+            .await?;
+            Ok(())
+        }
+
+        /// The origins of a scope's active revisions, by skill name.
+        pub async fn origins(pool: &Pool<Db>, scope: &str) -> Result<Vec<(String, Origin)>> {
+            let rows: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(concat!(
+                "SELECT s.name, o.source, o.reference, o.path FROM skills s ",
+                "JOIN revision_sources o ON o.skill_id = s.id AND o.rev = s.active_rev ",
+                "WHERE s.scope = $1 ORDER BY s.name"
+            ))
+            .bind(scope)
+            .fetch_all(pool)
+            .await?;
+            Ok(rows
+                .into_iter()
+                .map(|(n, source, reference, path)| (n, Origin { source, reference, path }))
+                .collect())
+        }
+
         /// The author of revision `head` (who won a conflict).
         async fn winner(tx: &mut Transaction<'static, Db>, id: i64, head: i64) -> Result<Option<String>> {
             Ok(rev_digest(tx, id, head).await?.map(|(_, a)| a))
@@ -586,6 +698,9 @@ macro_rules! statements {
                     };
                     match write {
                         None => {
+                            // The same files again: a signature given now is kept with them.
+                            keep_signature(tx, id, active, &req.signature, now).await?;
+                            keep_origin(tx, id, active, &req.origin).await?;
                             return Ok(WriteOutcome {
                                 scope: req.scope.clone(),
                                 name: req.name.clone(),
@@ -645,6 +760,8 @@ macro_rules! statements {
             .bind(version_column(req.version.as_deref()))
             .execute(&mut **tx)
             .await?;
+            keep_signature(tx, id, rev, &req.signature, now).await?;
+            keep_origin(tx, id, rev, &req.origin).await?;
             for f in req.bundle.files() {
                 sqlx::query("INSERT INTO revision_files (skill_id, rev, path, digest, executable) VALUES ($1, $2, $3, $4, $5)")
                     .bind(id)
@@ -889,6 +1006,19 @@ macro_rules! statements {
                     .execute(&mut **tx)
                     .await?;
             }
+            // Signatures, for the revisions written and for the ones found as they were.
+            for (i, r) in reqs.iter().enumerate().filter(|(_, r)| r.signature.is_some() || r.origin.is_some()) {
+                let rev = out[i].as_ref().map_or(0, |o| o.rev);
+                let id = match writes.iter().find(|w| w.0 == i) {
+                    Some(&(_, id, _)) => id,
+                    None => match existing.get(&r.name) {
+                        Some(e) => e.0,
+                        None => continue,
+                    },
+                };
+                keep_signature(tx, id, rev, &r.signature, now).await?;
+                keep_origin(tx, id, rev, &r.origin).await?;
+            }
             progress(reqs.len());
             Ok(out.into_iter().map(|o| o.expect("every request classified")).collect())
         }
@@ -1030,10 +1160,11 @@ macro_rules! statements {
                 .fetch_optional(pool)
                 .await?;
             let (id, active) = row.ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
-            type Row = (i64, String, String, String, String, i64, Option<String>);
-            let rows: Vec<Row> = sqlx::query_as(
-                "SELECT rev, bundle_digest, author, message, state, created_at, version FROM revisions WHERE skill_id = $1 ORDER BY rev",
-            )
+            type Row = (i64, String, String, String, String, i64, Option<String>, Option<String>);
+            let rows: Vec<Row> = sqlx::query_as(concat!(
+                "SELECT r.rev, r.bundle_digest, r.author, r.message, r.state, r.created_at, r.version, g.signer FROM revisions r ",
+                "LEFT JOIN signatures g ON g.skill_id = r.skill_id AND g.rev = r.rev WHERE r.skill_id = $1 ORDER BY r.rev"
+            ))
             .bind(id)
             .fetch_all(pool)
             .await?;
@@ -1048,6 +1179,7 @@ macro_rules! statements {
                     created_at: r.5,
                     version: version_of_column(r.6),
                     active: r.0 == active,
+                    signer: r.7,
                 })
                 .collect())
         }
@@ -1257,6 +1389,8 @@ mod tests {
             seed_path: seed_path.map(str::to_owned),
             pending,
             candidate: None,
+            signature: None,
+            origin: None,
             version: None,
             require_version_increase: false,
         };
@@ -1375,6 +1509,7 @@ mod tests {
             0,
             "d".into(),
             "a".into(),
+            None,
             None,
         ));
         take_skill_md(&mut e, "skill.md", Some(b"lower".to_vec()));

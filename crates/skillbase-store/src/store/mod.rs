@@ -52,6 +52,11 @@ pub struct Store {
     write_guard: ArcSwap<Option<WriteGuard>>,
     /// `[store] versions = "require-increase"`: a write not raising the version is refused.
     require_version_increase: std::sync::atomic::AtomicBool,
+    /// Which sources must be signed, by whom (`[trust]`).
+    trust: ArcSwap<crate::trust::TrustPolicy>,
+    /// Whether a changed signer is accepted (and re-pinned) in this process
+    /// (`--accept-new-signer`).
+    accept_new_signer: std::sync::atomic::AtomicBool,
     /// Serialises index swaps so a slower writer never overwrites a newer state.
     index_lock: tokio::sync::Mutex<()>,
     /// Serialises agent-cache refreshes, for the same reason.
@@ -104,6 +109,8 @@ impl Store {
             agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
             write_guard: ArcSwap::from_pointee(None),
             require_version_increase: std::sync::atomic::AtomicBool::new(false),
+            trust: ArcSwap::from_pointee(crate::trust::TrustPolicy::default()),
+            accept_new_signer: std::sync::atomic::AtomicBool::new(false),
             index_lock: tokio::sync::Mutex::new(()),
             agents_lock: tokio::sync::Mutex::new(()),
             sync: std::sync::Mutex::new(SyncWindow::default()),
@@ -327,6 +334,7 @@ fn to_entry_raw(r: RawEntry) -> Result<SkillEntry> {
         updated_at: r.updated_at,
         lines: Arc::new(crate::index::SourceLines::of(text, &md)),
         candidate: None,
+        signer: r.signer.clone(),
         name: r.name,
     })
 }

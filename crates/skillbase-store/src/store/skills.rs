@@ -23,6 +23,9 @@ pub struct PutRequest {
     pub message: String,
     /// Fail with a conflict unless the latest revision is this one (0: the skill must not exist).
     pub expect_rev: Option<i64>,
+    /// The skill's signature (its `SKILL.sig`), verified against the bundle before anything is
+    /// written and kept with the revision.
+    pub signature: Option<Box<skillbase_format::signature::Signature>>,
 }
 
 /// How a staged candidate ends ([`Store::settle_candidate`]).
@@ -108,6 +111,18 @@ impl Store {
     ) -> Result<WriteReq> {
         let (name, meta) = Self::check_bundle(&req.bundle)?;
         crate::model::check_message(&req.message).map_err(StoreError::Invalid)?;
+        let signature = match &req.signature {
+            None => None,
+            Some(sig) => {
+                sig.verify(
+                    &name,
+                    meta.version.as_deref(),
+                    &req.bundle.digest().to_string(),
+                )
+                .map_err(|e| StoreError::Untrusted(format!("{name}: {e}")))?;
+                Some((sig.signer().to_owned(), sig.to_json()))
+            }
+        };
         if let Some(guard) = self.write_guard.load().as_ref() {
             guard
                 .check(&req.bundle, &req.message)
@@ -123,6 +138,8 @@ impl Store {
             seed_path,
             pending,
             candidate,
+            signature,
+            origin: None,
             version: meta.version,
             require_version_increase: self.version_policy() == VersionPolicy::RequireIncrease,
         })
@@ -210,13 +227,117 @@ impl Store {
         Ok(o)
     }
 
+    /// Set the trust policy writes from sources follow (`[trust]` in skillbase.toml;
+    /// [`Config::apply`] sets it).
+    ///
+    /// [`Config::apply`]: crate::config::Config::apply
+    pub fn set_trust(&self, policy: crate::trust::TrustPolicy) {
+        self.trust.store(std::sync::Arc::new(policy));
+    }
+
+    /// The trust policy writes from sources follow.
+    pub fn trust(&self) -> std::sync::Arc<crate::trust::TrustPolicy> {
+        self.trust.load_full()
+    }
+
+    /// Accept (and pin) a signer other than the one pinned for a source, in this process
+    /// (`--accept-new-signer`): off by default.
+    pub fn set_accept_new_signer(&self, accept: bool) {
+        self.accept_new_signer
+            .store(accept, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The signature kept with revision `rev` of a skill (the active one when `None`), if it
+    /// was written signed.
+    pub async fn signature(
+        &self,
+        scope: &Scope,
+        name: &str,
+        rev: Option<i64>,
+    ) -> Result<Option<skillbase_format::signature::Signature>> {
+        let rev = match rev {
+            Some(r) => r,
+            None => match self.index().get(scope, name) {
+                Some(e) => e.active_rev,
+                None => return Ok(None),
+            },
+        };
+        let text = on_db!(self, skills::signature_of(&scope.to_string(), name, rev))?;
+        text.map(|t| {
+            skillbase_format::signature::Signature::parse(&t).map_err(|e| {
+                StoreError::Corrupt(format!("the signature of {name} revision {rev}: {e}"))
+            })
+        })
+        .transpose()
+    }
+
+    /// Where the active revisions of a scope's skills came from (imports record it), by name.
+    pub async fn origins(&self, scope: &Scope) -> Result<Vec<(String, crate::records::Origin)>> {
+        on_db!(self, skills::origins(&scope.to_string()))
+    }
+
+    /// The signer pinned for a trust source, if one was.
+    pub async fn pinned_signer(&self, source: &str) -> Result<Option<String>> {
+        on_db!(self, skills::pinned_signer(source))
+    }
+
+    /// Check writes from `source` against the trust policy (see [`crate::trust::check`]), with
+    /// the signer pinned for it read from the store.
+    pub(crate) async fn check_trust(
+        &self,
+        source: &str,
+        items: &[(&str, Option<&skillbase_format::signature::Signature>)],
+    ) -> Result<Option<crate::trust::Pin>> {
+        let policy = self.trust();
+        let key = policy.rule(source).map_or(source, |r| r.source.as_str());
+        let pinned = if items.iter().any(|(_, s)| s.is_some()) {
+            self.pinned_signer(key).await?
+        } else {
+            None
+        };
+        crate::trust::check(
+            &policy,
+            source,
+            items,
+            pinned.as_deref(),
+            self.accept_new_signer
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// Record a pin the trust check asked for, once its writes are in (a `signer_pinned`
+    /// event says which source, which signer, and the one it replaces).
+    pub(crate) async fn record_pin(&self, pin: &crate::trust::Pin, actor: &str) -> Result<()> {
+        on_db!(self, skills::pin_signer(pin, actor))
+    }
+
+    /// The source a write's author names, for the trust policy: an import's or a seed's.
+    fn trust_source(author: &Author) -> Option<&str> {
+        match author {
+            Author::Import(s) | Author::Seed(s) => Some(s),
+            _ => None,
+        }
+    }
+
     pub(crate) async fn put_seed(
         &self,
         req: PutRequest,
         seed_path: String,
     ) -> Result<WriteOutcome> {
+        let sig = req.signature.clone();
+        let author = req.author.clone();
         let w = self.write_req(req, Some(seed_path.clone()), false)?;
+        let pin = match Self::trust_source(&author) {
+            Some(source) => {
+                self.check_trust(source, &[(&w.name, sig.as_deref())])
+                    .await?
+            }
+            None => None,
+        };
         let o = self.write_one(w).await?;
+        if let Some(pin) = pin {
+            self.record_pin(&pin, &author.to_string()).await?;
+        }
         // A seed folder has no one to answer: its warnings go to the log.
         for warning in &o.warnings {
             tracing::warn!(skill = %o.name, seed = %seed_path, "{warning}");
@@ -230,12 +351,30 @@ impl Store {
         &self,
         reqs: Vec<(PutRequest, String)>,
     ) -> Result<Vec<WriteOutcome>> {
-        let writes = reqs
-            .into_iter()
-            .map(|(r, p)| self.write_req(r, Some(p), false))
-            .collect::<Result<Vec<_>>>()?;
+        let mut checked = Vec::with_capacity(reqs.len());
+        for (r, p) in reqs {
+            let sig = r.signature.clone();
+            let author = r.author.clone();
+            let w = self.write_req(r, Some(p), false)?;
+            checked.push((w, sig, author));
+        }
+        // Each seed folder is its own source.
+        let mut pins = Vec::new();
+        for (w, sig, author) in &checked {
+            if let Some(source) = Self::trust_source(author)
+                && let Some(pin) = self
+                    .check_trust(source, &[(&w.name, sig.as_deref())])
+                    .await?
+            {
+                pins.push((pin, author.to_string()));
+            }
+        }
+        let writes: Vec<WriteReq> = checked.into_iter().map(|(w, ..)| w).collect();
         let outcomes = on_db!(self, skills::write_many(&writes, None, &|_| {}))?;
         self.after_commit(&outcomes).await;
+        for (pin, actor) in &pins {
+            self.record_pin(pin, actor).await?;
+        }
         Ok(outcomes)
     }
 
@@ -269,21 +408,62 @@ impl Store {
         message: &str,
         progress: &(dyn Fn(usize) + Sync),
     ) -> Result<ImportReport> {
-        let mut reqs = Vec::with_capacity(bundles.len());
-        let mut names = Vec::with_capacity(bundles.len());
-        let mut seen = std::collections::HashSet::with_capacity(bundles.len());
-        for bundle in bundles {
-            let w = self.write_req(
+        let items = bundles.into_iter().map(|b| (b, None)).collect();
+        self.import_signed(scope, items, author, message, progress)
+            .await
+    }
+
+    /// [`Store::import`] of skills with their signatures (each verified against its bundle and
+    /// kept with its revision), checked against the trust policy for the import's source
+    /// (`Author::Import`): all land or none do, and a signer first seen is pinned after.
+    pub async fn import_signed(
+        &self,
+        scope: &Scope,
+        items: Vec<(Bundle, Option<skillbase_format::signature::Signature>)>,
+        author: &Author,
+        message: &str,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<ImportReport> {
+        let items = items.into_iter().map(|(b, s)| (b, s, None)).collect();
+        self.import_from(scope, items, author, message, progress)
+            .await
+    }
+
+    /// [`Store::import_signed`], with where each skill came from ([`Origin`], kept with its
+    /// revision for `skillbase lock`).
+    ///
+    /// [`Origin`]: crate::records::Origin
+    pub async fn import_from(
+        &self,
+        scope: &Scope,
+        items: Vec<(
+            Bundle,
+            Option<skillbase_format::signature::Signature>,
+            Option<crate::records::Origin>,
+        )>,
+        author: &Author,
+        message: &str,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<ImportReport> {
+        let mut reqs = Vec::with_capacity(items.len());
+        let mut names = Vec::with_capacity(items.len());
+        let mut seen = std::collections::HashSet::with_capacity(items.len());
+        let mut sigs = Vec::with_capacity(items.len());
+        for (bundle, signature, origin) in items {
+            sigs.push(signature.clone());
+            let mut w = self.write_req(
                 PutRequest {
                     scope: scope.clone(),
                     bundle,
                     author: author.clone(),
                     message: message.to_owned(),
                     expect_rev: None,
+                    signature: signature.map(Box::new),
                 },
                 None,
                 false,
             )?;
+            w.origin = origin;
             // A set, not `names.contains`: that was quadratic (50M comparisons for 10k skills).
             if !seen.insert(w.name.clone()) {
                 return Err(StoreError::Invalid(format!(
@@ -294,6 +474,17 @@ impl Store {
             names.push(w.name.clone());
             reqs.push(w);
         }
+        let pin = match Self::trust_source(author) {
+            Some(source) => {
+                let items: Vec<(&str, Option<&skillbase_format::signature::Signature>)> = names
+                    .iter()
+                    .map(String::as_str)
+                    .zip(sigs.iter().map(Option::as_ref))
+                    .collect();
+                self.check_trust(source, &items).await?
+            }
+            None => None,
+        };
         let agent_update = match scope {
             Scope::Agent(a) => {
                 let mut config = self.agent(a).await?.map(|x| x.config).unwrap_or_default();
@@ -315,6 +506,9 @@ impl Store {
             self.agents_committed().await;
         }
         self.after_commit(&outcomes).await;
+        if let Some(pin) = &pin {
+            self.record_pin(pin, &author.to_string()).await?;
+        }
         let mut report = ImportReport::default();
         for o in &outcomes {
             match o.kind {

@@ -93,6 +93,7 @@ pub fn put(scope: Scope, bundle: Bundle, expect: Option<i64>) -> PutRequest {
         author: human(),
         message: "edit".into(),
         expect_rev: expect,
+        signature: None,
     }
 }
 
