@@ -359,7 +359,15 @@ macro_rules! statements {
 
         /// The revision a record's `candidate` column stages, read like the active one.
         async fn load_candidate(pool: &Pool<Db>, e: &RawEntry) -> Result<Option<RawEntry>> {
-            let Some(rev) = candidate_rev(e.candidate.as_deref()) else { return Ok(None) };
+            match candidate_rev(e.candidate.as_deref()) {
+                Some(rev) => at_rev(pool, e, rev).await,
+                None => Ok(None),
+            }
+        }
+
+        /// Record `e` as it would be served at revision `rev` (its digest, author, signer and
+        /// files; no candidate): `None` when there is no such revision.
+        async fn at_rev(pool: &Pool<Db>, e: &RawEntry, rev: i64) -> Result<Option<RawEntry>> {
             let Some((digest, author)): Option<(String, String)> =
                 sqlx::query_as("SELECT bundle_digest, author FROM revisions WHERE skill_id = $1 AND rev = $2")
                     .bind(e.id)
@@ -492,23 +500,7 @@ macro_rules! statements {
             if e.active_rev == rev {
                 return Ok(Some(e));
             }
-            let Some((digest, author)): Option<(String, String)> =
-                sqlx::query_as("SELECT bundle_digest, author FROM revisions WHERE skill_id = $1 AND rev = $2")
-                    .bind(e.id)
-                    .bind(rev)
-                    .fetch_optional(pool)
-                    .await?
-            else {
-                return Ok(None);
-            };
-            e.active_rev = rev;
-            e.digest = digest;
-            e.author = author;
-            e.signer = signer_of(pool, e.id, rev).await?;
-            e.skill_md.clear();
-            e.files.clear();
-            load_files(pool, &mut e).await?;
-            Ok(Some(e))
+            at_rev(pool, &e, rev).await
         }
 
         /// Withdraw a skill's staged candidate, if any, as superseded (another revision is
