@@ -175,15 +175,25 @@ fn read_lock(path: &Path) -> Result<LockFile> {
     Ok(lock)
 }
 
+/// The skills of folder and zip sources read so far, by source and skill name (each source is
+/// read and checked once, however many locked skills come from it).
+type FolderReads = BTreeMap<String, BTreeMap<String, Sourced>>;
+
 /// The skill `l` names, read from its source: at its locked reference (`pinned`), or as the
 /// source is now.
 async fn read_locked(
     s: &StoreArgs,
     l: &Locked,
     pinned: bool,
-    folders: &mut BTreeMap<String, Vec<Sourced>>,
+    folders: &mut FolderReads,
 ) -> Result<Option<Sourced>> {
-    let found = if l.source.starts_with("git+") {
+    let named = |items: Vec<Sourced>| -> BTreeMap<String, Sourced> {
+        items
+            .into_iter()
+            .filter_map(|item| Some((Store::check_bundle(&item.0).ok()?.0, item)))
+            .collect()
+    };
+    if l.source.starts_with("git+") {
         let mut spec = l.source.clone();
         if pinned && let Some(r) = &l.reference {
             spec = format!("{spec}@{r}");
@@ -191,25 +201,21 @@ async fn read_locked(
         if let Some(p) = &l.path {
             spec = format!("{spec}#{p}");
         }
-        read_git(s, &spec).await?.0
-    } else {
-        if !folders.contains_key(&l.source) {
-            let origin = Origin {
-                source: l.source.clone(),
-                reference: None,
-                path: None,
-            };
-            let read = pack::read_source_signed(Path::new(&l.source), &PackLimits::default())?
-                .into_iter()
-                .map(|(b, sig)| (b, sig, Some(origin.clone())))
-                .collect();
-            folders.insert(l.source.clone(), read);
-        }
-        folders[&l.source].clone()
-    };
-    Ok(found
-        .into_iter()
-        .find(|(b, ..)| Store::check_bundle(b).is_ok_and(|(n, _)| n == l.name)))
+        return Ok(named(read_git(s, &spec).await?.0).remove(&l.name));
+    }
+    if !folders.contains_key(&l.source) {
+        let origin = Origin {
+            source: l.source.clone(),
+            reference: None,
+            path: None,
+        };
+        let read = pack::read_source_signed(Path::new(&l.source), &PackLimits::default())?
+            .into_iter()
+            .map(|(b, sig)| (b, sig, Some(origin.clone())))
+            .collect();
+        folders.insert(l.source.clone(), named(read));
+    }
+    Ok(folders[&l.source].get(&l.name).cloned())
 }
 
 pub async fn install(s: &StoreArgs, a: InstallArgs) -> Result<u8> {
