@@ -154,6 +154,37 @@ pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuil
     Ok(engine)
 }
 
+/// What skills' `requires:` are checked against at import from the command line: the built-in
+/// tools, `web_fetch` (every engine of the CLI and the server registers it), the tools
+/// `--config` declares, and its upstream servers as configured (they are not connected here; a
+/// running server checks them as connected, per agent).
+pub fn configured_environment(s: &StoreArgs) -> Result<skillbase_runtime::requires::Environment> {
+    let mut env = skillbase_runtime::requires::Environment::builtins();
+    env.classes
+        .insert(skillbase_runtime::web_fetch::NAME.to_owned());
+    if let Some(path) = &s.config {
+        let config = Config::load(path)?;
+        for decl in
+            decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))?
+        {
+            env.classes.insert(decl.class);
+        }
+        for server in skillbase_runtime::gateway::servers_from_table(
+            &config.mcp_servers,
+            config.folder.as_deref(),
+        )
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?
+        {
+            env.classes.insert(server.class.clone());
+            env.servers
+                .entry(server.name.clone())
+                .or_default()
+                .insert(server.class);
+        }
+    }
+    Ok(env)
+}
+
 pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
     let agent = AgentName::parse(&a.agent).map_err(|e| anyhow!(e))?;
     let args: serde_json::Value =

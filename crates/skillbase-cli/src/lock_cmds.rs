@@ -44,6 +44,10 @@ struct Locked {
     digest: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     signer: Option<String>,
+    /// The locked skills whose `requires.skills` name this one, sorted (derived from the
+    /// locked revisions: a digest that matches carries the same requirements).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    required_by: Vec<String>,
 }
 
 /// Write `skillbase.lock`: every shared skill imported from a source (a folder, a zip, a git
@@ -101,9 +105,28 @@ pub async fn lock(s: &StoreArgs, a: LockArgs) -> Result<u8> {
             version: e.meta.version.clone(),
             digest: e.digest.to_string(),
             signer: e.signer.clone(),
+            required_by: Vec::new(),
         });
     }
     skills.sort_by(|a, b| a.name.cmp(&b.name));
+    // What requires each: the shared skills (locked or not) whose `requires.skills` name it.
+    let mut required_by: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for e in index.scope(&Scope::Shared) {
+        if e.status != skillbase_store::Status::Active {
+            continue;
+        }
+        for r in &e.meta.requires.skills {
+            required_by
+                .entry(r.name.as_str())
+                .or_default()
+                .insert(e.name.clone());
+        }
+    }
+    for l in &mut skills {
+        if let Some(by) = required_by.remove(l.name.as_str()) {
+            l.required_by = by.into_iter().collect();
+        }
+    }
     unlocked.sort();
     let n = skills.len();
     let text = format!(

@@ -138,12 +138,44 @@ fn main() -> ExitCode {
     // instead of a panic on a broken pipe. Not for the servers: a reader of their log that goes
     // away (or an MCP client that closes stdout) must be an error on that one write, never the
     // end of the process, so they keep SIGPIPE ignored (sockets never raise it).
+    //
+    // Nor for the commands that run an engine: its gateway talks to upstream MCP servers over
+    // pipes, and one that exits (a misconfigured `command`) must be a server marked down, not
+    // the end of the command. Those end quietly on a closed stdout through the panic hook
+    // instead (the broken pipe surfaces as the `println!` panic).
+    let engine = matches!(
+        cli.command,
+        Command::Turn(_)
+            | Command::Eval(_)
+            | Command::Call(_)
+            | Command::Doctor(_)
+            | Command::Dream(_)
+            | Command::Tools(_)
+            | Command::Runs(_)
+            | Command::Approve(_)
+    );
     #[cfg(unix)]
-    if !matches!(cli.command, Command::Serve(_) | Command::Mcp(_)) {
+    if !engine && !matches!(cli.command, Command::Serve(_) | Command::Mcp(_)) {
         // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
+    }
+    if engine {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let text = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
+                // As a reader that went away ends a Unix tool: quietly, 128 + SIGPIPE.
+                std::process::exit(141);
+            }
+            default(info);
+        }));
     }
     let code = match cli.command {
         Command::Validate(a) => format_cmds::validate(a),

@@ -302,6 +302,10 @@ pub struct AgentEdit {
     /// Ended runs of the candidate and of the active revision before they are compared.
     #[arg(long)]
     candidate_min_runs: Option<u32>,
+    /// A skill whose `requires:` are unmet for this agent: `offer` it with the reasons, or
+    /// `withhold` it.
+    #[arg(long, value_parser = ["offer", "withhold"])]
+    unmet_requires: Option<String>,
     #[arg(long)]
     description: Option<String>,
     /// Prompt files of the harness (its instructions to this agent, which the doctor reads for
@@ -365,6 +369,11 @@ impl AgentEdit {
         }
         if let Some(v) = self.candidate_percent {
             c.policies.candidate_percent = v;
+        }
+        if let Some(v) = &self.unmet_requires {
+            c.policies.unmet_requires = v
+                .parse()
+                .map_err(|e: String| anyhow!("--unmet-requires: {e}"))?;
         }
         if let Some(v) = self.candidate_min_runs {
             c.policies.candidate_min_runs = v;
@@ -735,7 +744,7 @@ pub async fn put(s: &StoreArgs, a: PutArgs) -> Result<u8> {
     // A signature beside SKILL.md is verified and kept (a person's put is not a trust source:
     // the trust policy covers imports, seeds and installs).
     let (bundle, signature) = pack::read_folder_signed(&dir, &store.limits)?;
-    let o = store
+    let mut o = store
         .put(PutRequest {
             scope: a.scope,
             bundle,
@@ -745,6 +754,7 @@ pub async fn put(s: &StoreArgs, a: PutArgs) -> Result<u8> {
             signature: signature.map(Box::new),
         })
         .await?;
+    warn_environment(s, &store, std::slice::from_mut(&mut o))?;
     print_outcome(&o);
     store.close().await;
     Ok(EXIT_OK)
@@ -926,12 +936,13 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let report = store
+    let mut report = store
         .import_from(&a.scope, bundles, &Author::Import(source), &message, &|n| {
             bar.set_position(n as u64)
         })
         .await?;
     bar.finish_and_clear();
+    warn_environment(s, &store, &mut report.outcomes)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -955,6 +966,36 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
     }
     store.close().await;
     Ok(EXIT_OK)
+}
+
+/// Add to each written outcome what its skill requires that this installation provides to no
+/// agent (a tool class no tool provides, a server `--config` does not configure, a program not on
+/// `PATH`); the store has warned of its required skills already.
+pub(crate) fn warn_environment(
+    s: &StoreArgs,
+    store: &Store,
+    outcomes: &mut [WriteOutcome],
+) -> Result<()> {
+    let index = store.index();
+    let mut env = None;
+    for o in outcomes.iter_mut() {
+        if !matches!(o.kind, WriteKind::Created | WriteKind::Modified) {
+            continue;
+        }
+        let Some(e) = index.get(&o.scope, &o.name) else {
+            continue;
+        };
+        if e.active_rev != o.rev || e.meta.requires.is_empty() {
+            continue;
+        }
+        if env.is_none() {
+            env = Some(crate::dispatch_cmds::configured_environment(s)?);
+        }
+        let env = env.as_ref().expect("just set");
+        o.warnings
+            .extend(skillbase_runtime::requires::environment_unmet(&e.meta, env));
+    }
+    Ok(())
 }
 
 pub async fn export(s: &StoreArgs, a: ExportArgs) -> Result<u8> {

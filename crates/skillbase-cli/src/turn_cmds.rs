@@ -482,6 +482,18 @@ fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext
                 .join(", ")
         );
     }
+    if !r.unmet_requires.is_empty() {
+        println!("offered with unmet requires:");
+        for o in &r.unmet_requires {
+            println!("  {}  ({})", o.name, o.reason);
+        }
+    }
+    if !r.withheld_skills.is_empty() {
+        println!("skills withheld for unmet requires:");
+        for o in &r.withheld_skills {
+            println!("  {}  ({})", o.name, o.reason);
+        }
+    }
     for o in &r.warnings {
         println!("warning: {}  ({})", o.name, o.reason);
     }

@@ -335,6 +335,7 @@ fn fingerprint(p: &Path) -> Option<(Vec<u8>, SystemTime)> {
 mod admin;
 mod edges;
 mod packs;
+mod requires;
 mod revisions;
 mod signatures;
 mod versions;
@@ -342,6 +343,7 @@ mod versions;
 use admin::{agents, config_file, seeds, status_cycle};
 use edges::{bad_input, newer_schema};
 use packs::{import_export, import_into_agent_scope, kill_import};
+use requires::requirements;
 use revisions::{authoring, expect_rev_conflict, recall_by_revision};
 use signatures::{git_sources, lock_and_install, signatures_and_trust};
 use versions::versions_and_digests;
@@ -390,4 +392,5 @@ on_both_backends!(
     signatures_and_trust,
     git_sources,
     lock_and_install,
+    requirements,
 );

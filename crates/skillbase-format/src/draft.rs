@@ -155,8 +155,8 @@ pub struct DraftError {
 }
 
 /// A skill as an author writes it. The spec keys an author cannot set through the draft fields
-/// (`license`, `compatibility`, `allowed-tools`, `metadata`) and Skillbase's `version` are
-/// carried over from the revision a modification starts from, so modifying a skill never drops
+/// (`license`, `compatibility`, `allowed-tools`, `metadata`) and Skillbase's `version` and
+/// `requires` are carried over from the revision a modification starts from, so modifying a skill never drops
 /// them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SkillDraft {
@@ -190,6 +190,8 @@ pub struct SkillDraft {
     pub when_not_to_use: Vec<String>,
     /// `version`, carried over.
     pub version: Option<String>,
+    /// `requires`, carried over.
+    pub requires: crate::requires::Requires,
 }
 
 fn refuse(field: DraftField, problem: impl Into<String>) -> DraftError {
@@ -252,6 +254,7 @@ impl SkillDraft {
             when_to_use: Vec::new(),
             when_not_to_use: Vec::new(),
             version: None,
+            requires: Default::default(),
         }
     }
 
@@ -273,6 +276,7 @@ impl SkillDraft {
             when_to_use: meta.when_to_use.clone(),
             when_not_to_use: meta.when_not_to_use.clone(),
             version: meta.version.clone(),
+            requires: meta.requires.clone(),
         }
     }
 
@@ -493,6 +497,30 @@ impl SkillDraft {
                 }
             }
         }
+        let r = &self.requires;
+        if !r.is_empty() {
+            out.push_str("requires:\n");
+            if !r.skills.is_empty() {
+                out.push_str("  skills:\n");
+                for s in &r.skills {
+                    let _ = writeln!(out, "    - name: {}", s.name);
+                    if let Some(v) = &s.version {
+                        let _ = writeln!(out, "      version: {}", quoted(v.as_str()));
+                    }
+                    if s.travel {
+                        out.push_str("      travel: true\n");
+                    }
+                }
+            }
+            for (key, list) in [("tools", &r.tools), ("mcp", &r.mcp), ("bins", &r.bins)] {
+                if !list.is_empty() {
+                    let _ = writeln!(out, "  {key}:");
+                    for item in list {
+                        let _ = writeln!(out, "    - {}", quoted(item));
+                    }
+                }
+            }
+        }
         out.push_str("---\n");
         out.push_str(&self.body);
         out.push('\n');
@@ -580,6 +608,13 @@ mod tests {
         .unwrap();
         d.license = Some("MIT".into());
         d.metadata = vec![("owner".into(), "team: ops".into())];
+        let md = SkillMd::parse(
+            "---\nname: x\ndescription: d\nrequires:\n  skills:\n    - plain\n    - name: ranged\n      version: \">=1.2.0, <2.0.0\"\n      travel: true\n  tools: [web_fetch]\n  mcp: [github]\n  bins: [git, clang++]\n---\nb\n",
+            &Default::default(),
+        )
+        .unwrap();
+        d.requires = SkillMeta::from_md(&md).unwrap().requires;
+        assert_eq!(d.requires.skills.len(), 2);
         d
     }
 

@@ -4,8 +4,10 @@
 //!   ([`yaml`]), keeping every scalar's source text.
 //! - [`validate`] checks a skill in the `Spec` profile (the reference validator's rules and
 //!   messages) or the `Skillbase` profile (plus `triggers`, `companions`, `inputs`,
-//!   `capabilities`, `cost`, `version`, ...).
+//!   `capabilities`, `cost`, `version`, `requires`, ...).
 //! - [`version`] reads the optional `version` key (Semantic Versioning 2.0.0).
+//! - [`requires`] reads `requires:` (skills with version ranges, tool classes, MCP servers,
+//!   programs).
 //! - [`prompt`] renders `read-properties` and the `<available_skills>` block byte for byte like
 //!   the reference.
 //! - [`bundle`] holds a skill folder as content-addressed files, rejecting unsafe paths, links
@@ -24,6 +26,7 @@ pub mod frontmatter;
 pub mod meta;
 pub mod name;
 pub mod prompt;
+pub mod requires;
 pub mod signature;
 pub mod skill_dir;
 pub mod text;
@@ -38,6 +41,7 @@ pub use draft::{DraftError, DraftField, SkillDraft};
 pub use frontmatter::{FrontmatterError, SkillMd};
 pub use meta::{Capabilities, Cost, SkillMeta};
 pub use name::{NameError, SkillName};
+pub use requires::{RequiredSkill, Requires, VersionRange};
 pub use validate::{Diagnostic, Profile, Report, Severity, ValidateOptions};
 pub use version::{SkillVersion, VersionError};
 pub use yaml::YamlLimits;

@@ -1,6 +1,6 @@
 //! The typed view of a skill's frontmatter: the six Agent Skills keys plus Skillbase's optional
-//! `triggers`, `companions`, `inputs`, `capabilities`, `cost`, `when_to_use`, `when_not_to_use`
-//! and `version`.
+//! `triggers`, `companions`, `inputs`, `capabilities`, `cost`, `when_to_use`, `when_not_to_use`,
+//! `version` and `requires`.
 //!
 //! [`SkillMeta::from_md`] is lenient (it never fails on an optional key; validation reports those
 //! problems), so a runtime can load whatever the validator let through.
@@ -23,7 +23,7 @@ pub const SPEC_KEYS: [&str; 6] = [
 ];
 
 /// Skillbase's optional keys (ignored by other tools).
-pub const SKILLBASE_KEYS: [&str; 8] = [
+pub const SKILLBASE_KEYS: [&str; 9] = [
     "triggers",
     "companions",
     "inputs",
@@ -32,6 +32,7 @@ pub const SKILLBASE_KEYS: [&str; 8] = [
     "when_to_use",
     "when_not_to_use",
     "version",
+    "requires",
 ];
 
 /// Longest description, in characters.
@@ -156,6 +157,9 @@ pub struct SkillMeta {
     pub when_not_to_use: Vec<String>,
     /// `version`, as written (a semantic version once validated: [`crate::SkillVersion`]).
     pub version: Option<String>,
+    /// `requires`: skills (with version ranges), tool classes, MCP servers and programs the
+    /// skill cannot work without.
+    pub requires: crate::requires::Requires,
 }
 
 impl SkillMeta {
@@ -207,6 +211,7 @@ impl SkillMeta {
             when_to_use: non_blank(string_list(md.get("when_to_use"))),
             when_not_to_use: non_blank(string_list(md.get("when_not_to_use"))),
             version: md.get("version").and_then(Node::as_str).map(str::to_owned),
+            requires: crate::requires::Requires::from_node(md.get("requires")),
         })
     }
 }

@@ -700,6 +700,10 @@ fn validate_skillbase_keys(md: &SkillMd, name: Option<&str>, out: &mut Diagnosti
         validate_capabilities(md, node, out);
     }
 
+    if let Some(node) = md.get("requires") {
+        validate_requires(md, name, node, out);
+    }
+
     if let Some(node) = md.get("cost") {
         match node.as_str().map(str::trim) {
             Some(c) if c.parse::<crate::meta::Cost>().is_ok() => {}
@@ -740,6 +744,139 @@ fn validate_skillbase_keys(md: &SkillMd, name: Option<&str>, out: &mut Diagnosti
                         &e.hint,
                     );
                 }
+            }
+        }
+    }
+}
+
+fn validate_requires(md: &SkillMd, name: Option<&str>, node: &Node, out: &mut Diagnostics<'_>) {
+    use crate::requires::{MAX_REQUIRES_ENTRIES, REQUIRES_KEYS, RequiredSkill};
+    use Severity::{Error, Warning};
+    let Some(map) = node.as_map() else {
+        out.field(
+            Error,
+            md,
+            "requires",
+            format!(
+                "Field 'requires' must be a mapping with skills, tools, mcp and bins, not {}",
+                node.kind()
+            ),
+            "write `requires:` then `skills: [other-skill]`, `tools: [web_fetch]`, `mcp: [github]`, `bins: [git]`",
+        );
+        return;
+    };
+    for (key, value) in &map.entries {
+        if !REQUIRES_KEYS.contains(&key.as_str()) {
+            out.field(
+                Error,
+                md,
+                "requires",
+                format!("Unknown requirement kind '{key}'"),
+                "use only `skills`, `tools`, `mcp` and `bins`",
+            );
+            continue;
+        }
+        let Node::Seq { items, .. } = value else {
+            out.field(
+                Error,
+                md,
+                "requires",
+                format!("requires.{key} must be a list, not {}", value.kind()),
+                "write a list: `[a, b]` or `- a` lines",
+            );
+            continue;
+        };
+        if items.len() > MAX_REQUIRES_ENTRIES {
+            out.field(
+                Error,
+                md,
+                "requires",
+                format!(
+                    "requires.{key} lists {} entries, over the limit of {MAX_REQUIRES_ENTRIES}",
+                    items.len()
+                ),
+                "a skill that needs this much is several skills: split it",
+            );
+            continue;
+        }
+        if key == "skills" {
+            let mut seen: Vec<crate::name::SkillName> = Vec::new();
+            for item in items {
+                match RequiredSkill::from_node(item) {
+                    Err(e) => out.field(
+                        Error,
+                        md,
+                        "requires",
+                        format!("requires.skills: {e}"),
+                        "write a skill name, or `- name: other-skill` with `version: \"^1.2\"` and `travel: true` beneath it",
+                    ),
+                    Ok(r) if Some(r.name.as_str()) == name => out.field(
+                        Error,
+                        md,
+                        "requires",
+                        format!("Skill '{}' requires itself", r.name),
+                        "remove it from `requires.skills`",
+                    ),
+                    Ok(r) if seen.contains(&r.name) => out.field(
+                        Warning,
+                        md,
+                        "requires",
+                        format!("requires.skills lists '{}' twice", r.name),
+                        "remove the duplicate",
+                    ),
+                    Ok(r) => seen.push(r.name),
+                }
+            }
+            continue;
+        }
+        let (check, hint): (fn(&str) -> Option<&'static str>, &str) = match key.as_str() {
+            "tools" => (check_tool_class, "name a tool class such as `web_fetch`"),
+            "mcp" => (
+                check_server_name,
+                "name a server of `[mcp_servers]`, such as `github`",
+            ),
+            _ => (
+                check_program_name,
+                "name the program as PATH finds it, such as `git`, not its path",
+            ),
+        };
+        let mut seen: Vec<&str> = Vec::new();
+        for item in items {
+            let Some(text) = item.as_str() else {
+                out.field(
+                    Error,
+                    md,
+                    "requires",
+                    format!(
+                        "requires.{key} entries must be strings, not {}",
+                        item.kind()
+                    ),
+                    hint,
+                );
+                continue;
+            };
+            let t = text.trim();
+            if let Some(problem) = check(t) {
+                out.field(
+                    Error,
+                    md,
+                    "requires",
+                    format!(
+                        "requires.{key}: '{}' {problem}",
+                        crate::text::escape_controls(t)
+                    ),
+                    hint,
+                );
+            } else if seen.contains(&t) {
+                out.field(
+                    Warning,
+                    md,
+                    "requires",
+                    format!("requires.{key} lists '{t}' twice"),
+                    "remove the duplicate",
+                );
+            } else {
+                seen.push(t);
             }
         }
     }
@@ -812,6 +949,35 @@ pub fn check_tool_class(s: &str) -> Option<&'static str> {
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
     (!ok).then_some("is not a tool class (lowercase letters, digits, `_` and `-`)")
+}
+
+/// An upstream MCP server's name (what `[mcp_servers.<name>]` and `requires.mcp` name): 1-32
+/// lowercase letters, digits, `_` and `-`, starting with a letter or digit. The one grammar: the
+/// gateway's configuration and validation use it.
+pub fn check_server_name(s: &str) -> Option<&'static str> {
+    let ok = !s.is_empty()
+        && s.len() <= 32
+        && s.bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    (!ok).then_some(
+        "is not an MCP server name (1-32 lowercase letters, digits, `_` and `-`, starting with a letter or digit)",
+    )
+}
+
+/// A program `requires.bins` names: 1-64 letters, digits, `_`, `-`, `.` and `+`, not starting
+/// with `.` or `-` — a name looked up on `PATH`, never a path.
+pub fn check_program_name(s: &str) -> Option<&'static str> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && !s.starts_with(['.', '-'])
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'+'));
+    (!ok).then_some(
+        "is not a program name (letters, digits, `_`, `-`, `.` and `+`; the name looked up on PATH, not a path)",
+    )
 }
 
 /// A vault entry name: 1-128 letters, digits, `_`, `-` and `.`. The one grammar: validation,
@@ -1060,6 +1226,46 @@ mod tests {
             ),
             ("version: v2.0.0\n", "no `v` prefix"),
             ("version: ''\n", "it is empty"),
+            ("requires: [a]\n", "must be a mapping"),
+            (
+                "requires:\n  money: [x]\n",
+                "Unknown requirement kind 'money'",
+            ),
+            ("requires:\n  skills: b\n", "requires.skills must be a list"),
+            ("requires:\n  skills: [my-skill]\n", "requires itself"),
+            (
+                "requires:\n  skills: [Bad_Name]\n",
+                "not a valid skill name",
+            ),
+            (
+                "requires:\n  skills:\n    - name: b\n      version: 'one'\n",
+                "'one' is not a version range",
+            ),
+            (
+                "requires:\n  skills:\n    - name: b\n      version: [1]\n",
+                "must be a quoted range",
+            ),
+            (
+                "requires:\n  skills:\n    - name: b\n      travel: yes\n",
+                "`travel` must be true or false",
+            ),
+            (
+                "requires:\n  skills:\n    - name: b\n      pin: 1\n",
+                "unknown key 'pin'",
+            ),
+            (
+                "requires:\n  skills:\n    - version: '1'\n",
+                "has no `name`",
+            ),
+            (
+                "requires:\n  skills: [[b]]\n",
+                "must be a skill name or a mapping",
+            ),
+            ("requires:\n  tools: [Web Fetch]\n", "not a tool class"),
+            ("requires:\n  mcp: [-gh]\n", "not an MCP server name"),
+            ("requires:\n  bins: [/usr/bin/jq]\n", "not a program name"),
+            ("requires:\n  bins: ['..']\n", "not a program name"),
+            ("requires:\n  bins: [[jq]]\n", "entries must be strings"),
         ];
         for (extra, expect) in cases {
             let text = format!("{OK}{extra}---\nbody\n");
@@ -1070,6 +1276,47 @@ mod tests {
                 "{extra:?}: expected {expect:?} in {errs:?}"
             );
         }
+    }
+
+    #[test]
+    fn requires_is_checked_and_read() {
+        let text = format!(
+            "{OK}requires:\n  skills:\n    - b\n    - name: c\n      version: \">=1.2.0, <2.0.0\"\n      travel: true\n  tools: [web_fetch]\n  mcp: [github]\n  bins: [git, clang++]\n---\nbody\n"
+        );
+        let r = check(&text, Profile::Skillbase);
+        assert!(r.is_valid(), "{:?}", r.diagnostics);
+        assert_eq!(r.warnings().count(), 0, "{:?}", r.diagnostics);
+        assert!(!check(&text, Profile::Spec).is_valid());
+        let md = crate::frontmatter::SkillMd::parse(&text, &Default::default()).unwrap();
+        let req = crate::meta::SkillMeta::from_md(&md).unwrap().requires;
+        assert_eq!(req.skills[1].describe(), "c (>=1.2.0, <2.0.0)");
+        assert_eq!(req.bins, ["git", "clang++"]);
+        // Duplicates warn, and a list over the limit is refused whole.
+        let dup = format!("{OK}requires:\n  skills: [b, b]\n  bins: [jq, jq]\n---\nbody\n");
+        let r = check(&dup, Profile::Skillbase);
+        assert!(r.is_valid());
+        assert_eq!(
+            messages(&r, Severity::Warning).len(),
+            2,
+            "{:?}",
+            r.diagnostics
+        );
+        let many = (0..33)
+            .map(|i| format!("p{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let r = check(
+            &format!("{OK}requires:\n  bins: [{many}]\n---\nbody\n"),
+            Profile::Skillbase,
+        );
+        assert!(messages(&r, Severity::Error)[0].contains("33 entries, over the limit of 32"));
+        let d = r
+            .diagnostics
+            .iter()
+            .find(|d| d.severity == Severity::Error)
+            .unwrap();
+        // The line of the mapping under `requires:` (where its entries start).
+        assert_eq!((d.field.as_deref(), d.line), (Some("requires"), Some(5)));
     }
 
     #[test]

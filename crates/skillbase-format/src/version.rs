@@ -62,6 +62,11 @@ impl SkillVersion {
         self.0.cmp_precedence(&other.0)
     }
 
+    /// The version as the `semver` crate holds it.
+    pub fn as_semver(&self) -> &semver::Version {
+        &self.0
+    }
+
     /// The next patch version (`1.2.3` → `1.2.4`; `1.2.3-rc.1` → `1.2.3`), for hints.
     pub fn next_patch(&self) -> SkillVersion {
         let mut v = semver::Version::new(self.0.major, self.0.minor, self.0.patch);

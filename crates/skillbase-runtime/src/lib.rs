@@ -37,6 +37,7 @@ pub mod gateway;
 mod lang;
 mod rank;
 pub mod redact;
+pub mod requires;
 pub mod runtime;
 pub mod semantic;
 pub mod tokens;

@@ -141,6 +141,11 @@ pub struct Runtime {
     /// The semantic ranking stage: `None` when not configured, `Some(Err(why))` when configured
     /// but unusable (a model not pulled, say): turns then rank lexically and say why.
     semantic: Option<std::result::Result<Arc<Semantic>, String>>,
+    /// The dispatcher's tool table, once one is attached: the tool classes and upstream
+    /// servers skills' `requires:` are checked against.
+    tools: std::sync::OnceLock<Arc<crate::tool::ToolTable>>,
+    /// The environment of the tool table at a generation, made once per generation.
+    environment: Mutex<Option<(u64, Arc<crate::requires::Environment>)>>,
 }
 
 /// The semantic stage's inputs for one message on one view: the view's skill vectors, the
@@ -216,7 +221,38 @@ impl Runtime {
             remote: SessionMarks::default(),
             workspace_root,
             semantic: None,
+            tools: std::sync::OnceLock::new(),
+            environment: Mutex::new(None),
         }
+    }
+
+    /// Check skills' `requires:` against this tool table (the dispatcher attaches its own).
+    pub fn attach_tools(&self, tools: Arc<crate::tool::ToolTable>) {
+        let _ = self.tools.set(tools);
+    }
+
+    /// What skills' `requires:` are checked against now, and the tool table's generation.
+    pub fn environment(&self) -> (Arc<crate::requires::Environment>, u64) {
+        let Some(tools) = self.tools.get() else {
+            static BUILTINS: std::sync::OnceLock<Arc<crate::requires::Environment>> =
+                std::sync::OnceLock::new();
+            return (
+                BUILTINS
+                    .get_or_init(|| Arc::new(crate::requires::Environment::builtins()))
+                    .clone(),
+                0,
+            );
+        };
+        let generation = tools.generation();
+        let mut cached = self.environment.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((g, env)) = &*cached
+            && *g == generation
+        {
+            return (env.clone(), generation);
+        }
+        let env = Arc::new(crate::requires::Environment::of_registry(&tools.current()));
+        *cached = Some((generation, env.clone()));
+        (env, generation)
     }
 
     /// This runtime with the semantic stage (`Err(why)`: configured but unusable, reported in
@@ -389,12 +425,34 @@ impl Runtime {
         if let Some(v) = views.get(agent)
             && v.generation == index.generation
             && v.agent.version == a.version
+            && self.answers_hold(v)
         {
             return Ok(v.clone());
         }
-        let v = Arc::new(AgentView::build(a, &index));
+        let (env, tools_generation) = self.environment();
+        let v = Arc::new(AgentView::build_with(a, &index, &env, tools_generation));
         views.insert(agent.clone(), v.clone());
         Ok(v)
+    }
+
+    /// Whether the environment answers `v`'s requirements rest on still hold: asked again only
+    /// when the tool table changed or 30 seconds passed (a program installed meanwhile), and
+    /// never for a view whose skills require nothing of the environment.
+    fn answers_hold(&self, v: &AgentView) -> bool {
+        if v.answers.is_empty() {
+            return true;
+        }
+        let generation = self.tools.get().map_or(0, |t| t.generation());
+        let mut checked = v.answers_checked.lock().unwrap_or_else(|p| p.into_inner());
+        if checked.0 == generation && checked.1.elapsed() < std::time::Duration::from_secs(30) {
+            return true;
+        }
+        let (env, generation) = self.environment();
+        if !crate::requires::answers_hold(&v.agent, &env, &v.answers) {
+            return false;
+        }
+        *checked = (generation, std::time::Instant::now());
+        true
     }
 
     /// Resolve a turn from the agent's view alone: no session is opened, nothing is recorded
@@ -533,9 +591,22 @@ impl Runtime {
     ) -> Result<(LoadResult, Option<i64>)> {
         let view = self.view(agent)?;
         let Some(&i) = view.by_name.get(name) else {
+            // A withheld skill is named by the catalog of no turn; say why it is not loadable
+            // (its reasons name what the skill requires, never the name asked for).
+            let hint = view
+                .withheld
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, why)| {
+                    format!(
+                        " (that skill is withheld from this agent: {})",
+                        why.join("; ")
+                    )
+                })
+                .unwrap_or_default();
             return Err(RuntimeError::UnknownSkill {
                 name: name.chars().take(100).collect(),
-                hint: String::new(),
+                hint,
             });
         };
         if view.is_eager(i) {
@@ -591,7 +662,7 @@ impl Runtime {
                 format!(
                     "Skill '{name}' is already active in this session (revision {}); here it is again.\n{}",
                     entry.active_rev,
-                    render_loaded(&entry, &args, self.remote.contains(session))
+                    render_loaded(&entry, &args, self.remote.contains(session), &skill.unmet)
                 )
             } else {
                 format!(
@@ -612,7 +683,7 @@ impl Runtime {
             ));
         }
         let remote = self.remote.contains(session);
-        let mut content = render_loaded(&entry, &args, remote);
+        let mut content = render_loaded(&entry, &args, remote, &skill.unmet);
         let mut activated = vec![Activation {
             name: name.to_owned(),
             reason: "load".into(),
@@ -628,7 +699,8 @@ impl Runtime {
             if already_c || view.is_eager(c) {
                 continue;
             }
-            let text = crate::view::wrap_body_for(ce, &ce.body, Some(name), remote);
+            let text =
+                crate::view::wrap_body_for(ce, &ce.body, Some(name), remote, &view.skills[c].unmet);
             content.push('\n');
             content.push_str(&text);
             activated.push(Activation {
@@ -824,7 +896,8 @@ impl Runtime {
                 .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
                 .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
                 .map(|args| {
-                    let text = render_loaded(&s.entry, &args, self.remote.contains(session));
+                    let text =
+                        render_loaded(&s.entry, &args, self.remote.contains(session), &s.unmet);
                     let t = tokens::count(&text);
                     (text, t)
                 });
@@ -856,9 +929,10 @@ fn render_loaded(
     entry: &skillbase_store::SkillEntry,
     args: &serde_json::Value,
     uris: bool,
+    unmet: &[String],
 ) -> String {
     let body = substitute(&entry.body, args);
-    let mut content = crate::view::wrap_body_for(entry, &body, None, uris);
+    let mut content = crate::view::wrap_body_for(entry, &body, None, uris, unmet);
     if args.as_object().is_some_and(|o| !o.is_empty()) {
         content.push_str("\n<skill_arguments>");
         content.push_str(&args.to_string());

@@ -24,8 +24,12 @@ pub struct ViewSkill {
     pub name_entry: String,
     /// Tokens of `name_entry` (o200k_base).
     pub name_tokens: u32,
-    /// Companions the agent may see, as indices into [`AgentView::skills`].
+    /// Companions the agent may see, as indices into [`AgentView::skills`]: the declared
+    /// `companions`, then the required skills marked `travel: true`.
     pub companions: Vec<usize>,
+    /// Why its `requires:` are unmet for this agent (empty when they are met); offered anyway,
+    /// under the agent's `unmet_requires = "offer"`.
+    pub unmet: Vec<String>,
     wrapped: OnceLock<(String, u32)>,
 }
 
@@ -38,7 +42,7 @@ impl ViewSkill {
     /// The body wrapped so the model can tell it from the conversation, and its token count.
     pub fn wrapped(&self) -> &(String, u32) {
         self.wrapped.get_or_init(|| {
-            let text = wrap_body(&self.entry, &self.entry.body, None);
+            let text = wrap_body_for(&self.entry, &self.entry.body, None, false, &self.unmet);
             let n = tokens::count(&text);
             (text, n)
         })
@@ -48,17 +52,19 @@ impl ViewSkill {
 /// Wrap a skill body for the model: a `<skill_content>` element naming the skill and revision,
 /// and listing its other files.
 pub fn wrap_body(entry: &SkillEntry, body: &str, companion_of: Option<&str>) -> String {
-    wrap_body_for(entry, body, companion_of, false)
+    wrap_body_for(entry, body, companion_of, false, &[])
 }
 
 /// [`wrap_body`], with each other file named by its `skill://` URI and digest when `uris` is
 /// set: what a client that does not share the server's disk (MCP over HTTP) can read, with
-/// `resources/read`.
+/// `resources/read`; and, when the skill's `requires:` are unmet for the agent, a
+/// `<requires_unmet>` line before the body saying what is missing.
 pub fn wrap_body_for(
     entry: &SkillEntry,
     body: &str,
     companion_of: Option<&str>,
     uris: bool,
+    unmet: &[String],
 ) -> String {
     let mut out = String::with_capacity(body.len() + 128);
     out.push_str("<skill_content name=\"");
@@ -70,6 +76,11 @@ pub fn wrap_body_for(
         out.push('"');
     }
     out.push_str(">\n");
+    if !unmet.is_empty() {
+        out.push_str("<requires_unmet>");
+        html_escape(&unmet.join("; "), &mut out);
+        out.push_str("</requires_unmet>\n");
+    }
     out.push_str(body);
     out.push('\n');
     let others: Vec<&str> = entry
@@ -131,6 +142,15 @@ pub struct AgentView {
     pub eager_not_allowed: Vec<String>,
     /// Declared companions outside the allowlist: (skill, companion).
     pub companions_not_allowed: Vec<(String, String)>,
+    /// Skills whose `requires:` are unmet and that the agent's `unmet_requires = "withhold"`
+    /// leaves out of everything the model sees, with why (sorted by name).
+    pub withheld: Vec<(String, Vec<String>)>,
+    /// Skills offered although their `requires:` are unmet ([`ViewSkill::unmet`] says why).
+    pub unmet: Vec<usize>,
+    /// The environment's answers the requirements rest on (a view is built again when they
+    /// change), and when they were last checked: the tool table's generation and the time.
+    pub(crate) answers: Vec<(crate::requires::Need, crate::requires::Answer)>,
+    pub(crate) answers_checked: std::sync::Mutex<(u64, std::time::Instant)>,
     /// Every skill's trigger phrases, compiled once; hits point into [`Self::skills`].
     pub triggers: TriggerMatcher,
     /// Every skill's `when_not_to_use` phrases, compiled once: a phrase in the message keeps
@@ -187,12 +207,48 @@ pub fn visible(agent: &Agent, index: &Index) -> Vec<Arc<SkillEntry>> {
         .collect()
 }
 
+/// [`visible`], less the skills the agent's `unmet_requires = "withhold"` withholds (decided
+/// against `env` as a view decides it, without the tokenizer): what MCP's listings and the A2A
+/// card show.
+pub fn visible_in(
+    agent: &Agent,
+    index: &Index,
+    env: &crate::requires::Environment,
+) -> Vec<Arc<SkillEntry>> {
+    let mut entries = visible(agent, index);
+    if agent.config.policies.unmet_requires == skillbase_store::UnmetRequires::Withhold {
+        let decided = crate::requires::decide(agent, index, &entries, env);
+        if !decided.withheld.is_empty() {
+            let out: HashSet<&str> = decided.withheld.iter().map(|(n, _)| n.as_str()).collect();
+            entries.retain(|e| !out.contains(e.name.as_str()));
+        }
+    }
+    entries
+}
+
 impl AgentView {
     /// Build `agent`'s view from an index snapshot: every catalog entry rendered and counted,
     /// the trigger automaton and the BM25 index. Costly (the tokenizer runs per skill); use
     /// [`crate::Runtime::view`], which caches it.
     pub fn build(agent: Arc<Agent>, index: &Index) -> AgentView {
-        let allowed = visible(&agent, index);
+        AgentView::build_with(agent, index, &crate::requires::Environment::builtins(), 0)
+    }
+
+    /// [`AgentView::build`], with the requirements decided against `env` (the tool table at
+    /// `generation`): skills whose `requires:` are unmet offered with the reasons, or withheld
+    /// under the agent's policy.
+    pub fn build_with(
+        agent: Arc<Agent>,
+        index: &Index,
+        env: &crate::requires::Environment,
+        generation: u64,
+    ) -> AgentView {
+        let mut allowed = visible(&agent, index);
+        let decided = crate::requires::decide(&agent, index, &allowed, env);
+        if !decided.withheld.is_empty() {
+            let out: HashSet<&str> = decided.withheld.iter().map(|(n, _)| n.as_str()).collect();
+            allowed.retain(|e| !out.contains(e.name.as_str()));
+        }
         let by_name: HashMap<String, usize> = allowed
             .iter()
             .enumerate()
@@ -202,7 +258,7 @@ impl AgentView {
         let skills: Vec<ViewSkill> = allowed
             .iter()
             .map(|e| {
-                let companions = e
+                let mut companions: Vec<usize> = e
                     .meta
                     .companions
                     .iter()
@@ -215,6 +271,16 @@ impl AgentView {
                         }
                     })
                     .collect();
+                // A required skill marked to travel goes along like a companion, within the
+                // allowlist (one that is not visible is an unmet requirement, reported so).
+                for r in e.meta.requires.travelling() {
+                    if let Some(&i) = by_name.get(r.as_str())
+                        && e.name != r.as_str()
+                        && !companions.contains(&i)
+                    {
+                        companions.push(i);
+                    }
+                }
                 let catalog_entry = render_entry(e);
                 let name_entry = format!("<skill><name>{}</name></skill>\n", escape(&e.name));
                 ViewSkill {
@@ -224,6 +290,7 @@ impl AgentView {
                     catalog_entry,
                     name_entry,
                     companions,
+                    unmet: decided.offered.get(&e.name).cloned().unwrap_or_default(),
                     wrapped: OnceLock::new(),
                     entry: e.clone(),
                 }
@@ -271,7 +338,14 @@ impl AgentView {
         let full_tokens = skills.iter().map(|s| s.catalog_tokens).collect();
         let name_only_tokens = skills.iter().map(|s| s.name_tokens).collect();
         let names = skills.iter().map(|s| s.name_ref.clone()).collect();
+        let unmet = (0..skills.len())
+            .filter(|&i| !skills[i].unmet.is_empty())
+            .collect();
         AgentView {
+            withheld: decided.withheld,
+            unmet,
+            answers: decided.answers,
+            answers_checked: std::sync::Mutex::new((generation, std::time::Instant::now())),
             generation: index.generation,
             agent,
             skills,

@@ -1,4 +1,4 @@
-//! The doctor against labelled fixtures: `fixtures/doctor/all` holds every finding D001-D013
+//! The doctor against labelled fixtures: `fixtures/doctor/all` holds every finding D001-D014
 //! beside look-alikes that must not be reported, and `expected.toml` lists exactly what the
 //! doctor must find there (its precision and recall are printed); the bundled examples are a
 //! clean fixture with none. Real SQLite stores, a real vault, real turns, runs and seed syncs.
@@ -302,6 +302,44 @@ async fn the_labelled_fixture_is_reported_with_exactly_its_findings() {
         report.unchecked.iter().any(|u| u.contains("support has 0")),
         "{:?}",
         report.unchecked
+    );
+    // D014 says which requirements are unmet, and only those.
+    let d014: Vec<&Finding> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::D014)
+        .collect();
+    let offered = d014
+        .iter()
+        .find(|f| f.skill.as_deref() == Some("carrier-rates"))
+        .unwrap();
+    assert!(
+        offered.message.contains("is offered to agent support")
+            && offered.message.contains(
+                "requires skill 'shipping-status (^2.0)', and the revision this agent sees declares no version"
+            )
+            && offered.message.contains("requires MCP server 'carriers'")
+            && !offered.message.contains("web_fetch")
+            && !offered.message.contains("'sh'"),
+        "{}",
+        offered.message
+    );
+    assert!(
+        offered.fix.contains("--unmet-requires withhold"),
+        "{}",
+        offered.fix
+    );
+    let withheld = d014
+        .iter()
+        .find(|f| f.skill.as_deref() == Some("label-printer"))
+        .unwrap();
+    assert!(
+        withheld.message.contains("withheld from agent store-demo")
+            && withheld.message.contains(
+                "the program 'skillbase-fixture-label-printer', which is not on this server's PATH"
+            ),
+        "{}",
+        withheld.message
     );
     // The secret is named by its entry, never shown.
     let json = serde_json::to_string(&report).unwrap();

@@ -19,6 +19,7 @@ mod fixtures;
 mod growth;
 mod load_skill;
 mod report;
+mod requires;
 mod session;
 mod triggers;
 mod view;

@@ -385,7 +385,7 @@ impl BundleCache {
 #[derive(Debug)]
 pub struct Visible {
     /// Index generation and agent version this was built for.
-    key: (u64, i64),
+    key: (u64, i64, u64),
     /// The visible records, sorted by name.
     pub entries: Vec<Arc<SkillEntry>>,
     /// Each name's position in `entries`.
@@ -410,17 +410,23 @@ pub struct ManifestCache {
 impl ManifestCache {
     /// The skills `agent` may see (`None` for an unknown agent), rebuilt when the index or
     /// the agent changes.
-    pub fn visible(&self, store: &Store, agent: &AgentName) -> Option<Arc<Visible>> {
+    pub fn visible(
+        &self,
+        store: &Store,
+        runtime: &skillbase_runtime::Runtime,
+        agent: &AgentName,
+    ) -> Option<Arc<Visible>> {
         let a = store.agent_cached(agent)?;
         let index = store.index();
-        let key = (index.generation, a.version);
+        let (env, tools) = runtime.environment();
+        let key = (index.generation, a.version, tools);
         let mut m = self.visible.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(v) = m.get(agent)
             && v.key == key
         {
             return Some(v.clone());
         }
-        let entries = skillbase_runtime::view::visible(&a, &index);
+        let entries = skillbase_runtime::view::visible_in(&a, &index, &env);
         let by_name = entries
             .iter()
             .enumerate()

@@ -21,6 +21,7 @@ pub mod index;
 pub mod model;
 pub mod pack;
 pub mod records;
+pub mod requires;
 pub mod retention;
 pub mod seed;
 mod sql;
@@ -33,7 +34,7 @@ pub use events::EventKind;
 pub use index::{FileRef, Index, SkillEntry, SourceLines};
 pub use model::{
     Agent, AgentConfig, AgentName, Author, Candidate, Grants, MAX_BUDGET, NameSet, OnDrift,
-    Policies, Prompt, Scope, Status, StatusChange, StatusRefusal, check_budget,
+    Policies, Prompt, Scope, Status, StatusChange, StatusRefusal, UnmetRequires, check_budget,
 };
 pub use records::{
     ActivationRecord, EventFilter, EventRecord, McpServerRow, NewEvent, Origin, RevisionInfo,

@@ -488,6 +488,36 @@ pub struct Policies {
     /// Ended runs of the candidate, and of the active revision since it was staged, before the
     /// two are compared (1–10,000).
     pub candidate_min_runs: u32,
+    /// What a skill whose `requires:` are unmet for this agent gets: `offer` it anyway, with
+    /// the reasons in the turn report and in its body (the default), or `withhold` it (not in
+    /// the catalog, not loadable, its triggers silent; the report says why).
+    pub unmet_requires: UnmetRequires,
+}
+
+/// What an agent does with a skill whose requirements are unmet (see
+/// [`Policies::unmet_requires`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnmetRequires {
+    /// Offer it, saying what is missing.
+    #[default]
+    Offer,
+    /// Leave it out of everything the model sees, saying why in the report.
+    Withhold,
+}
+
+impl std::str::FromStr for UnmetRequires {
+    type Err = String;
+    fn from_str(s: &str) -> Result<UnmetRequires, String> {
+        match s {
+            "offer" => Ok(UnmetRequires::Offer),
+            "withhold" => Ok(UnmetRequires::Withhold),
+            other => Err(format!(
+                "unmet_requires must be `offer` or `withhold`, not '{}'",
+                other.escape_debug()
+            )),
+        }
+    }
 }
 
 /// A revision staged as a candidate (see [`Policies::stage_agent_revisions`]): which, for what
@@ -553,6 +583,7 @@ impl Default for Policies {
             stage_agent_revisions: false,
             candidate_percent: 20,
             candidate_min_runs: 10,
+            unmet_requires: UnmetRequires::Offer,
         }
     }
 }

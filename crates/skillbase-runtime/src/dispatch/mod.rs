@@ -101,11 +101,13 @@ pub const MAX_RECORDED_MESSAGE: usize = 8 * 1024;
 impl Dispatcher {
     /// A dispatcher over a runtime. Create it inside a tokio runtime: it starts the event writer.
     pub fn new(runtime: Arc<Runtime>, registry: Registry, vault: Option<Arc<Vault>>) -> Dispatcher {
+        let registry = Arc::new(ToolTable::new(registry));
+        runtime.attach_tools(registry.clone());
         Dispatcher {
             events: EventSink::start(runtime.store.clone()),
             offered_cache: Mutex::new(HashMap::new()),
             runtime,
-            registry: Arc::new(ToolTable::new(registry)),
+            registry,
             vault,
             harness: Arc::new(Mutex::new(HashMap::new())),
             inflight: Mutex::new(HashMap::new()),

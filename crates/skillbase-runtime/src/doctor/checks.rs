@@ -73,6 +73,7 @@ pub(super) fn all(inputs: &Inputs, unchecked: &mut Vec<String>) -> Vec<Finding> 
     }
     for a in &inputs.agents {
         out.extend(d004(a));
+        out.extend(d014(a, &inputs.index));
     }
     if !inputs.own_only {
         out.extend(d005(&inputs.index));
@@ -389,6 +390,68 @@ fn d004(a: &AgentInput) -> Vec<Finding> {
                 .skill(&s.entry)
                 .line(s.entry.lines.key("companions"))
                 .related(companion.clone()),
+        );
+    }
+    out
+}
+
+/// D014: a skill the agent allows declares `requires:` the agent cannot meet: it is offered
+/// with the reasons (the agent's `unmet_requires = "offer"`) or withheld. The reasons are the
+/// view's, decided from mechanical inputs (the agent's view and grants, the registered tools,
+/// the upstream servers with tools listed, `PATH`).
+fn d014(a: &AgentInput, index: &Index) -> Vec<Finding> {
+    let agent = a.agent();
+    let mut out = Vec::new();
+    let fix = |skill: &str, withheld: bool| {
+        format!(
+            "meet them (allow or raise the required skill, grant the tool class, connect the server, install the program), or {}",
+            if withheld {
+                format!("drop '{skill}' from the skills of agent {}", agent.name)
+            } else {
+                format!(
+                    "withhold the skill: `skillbase agent set {} --unmet-requires withhold`",
+                    agent.name
+                )
+            }
+        )
+    };
+    for &i in &a.view.unmet {
+        let s = &a.view.skills[i];
+        out.push(
+            finding(
+                Code::D014,
+                Severity::Warning,
+                format!(
+                    "skill '{}' is offered to agent {} although its requirements are unmet: {}",
+                    s.name(),
+                    agent.name,
+                    s.unmet.join("; ")
+                ),
+                fix(s.name(), false),
+            )
+            .agent(&agent.name)
+            .skill(&s.entry)
+            .line(s.entry.lines.key("requires")),
+        );
+    }
+    for (name, why) in &a.view.withheld {
+        let Some(e) = index.resolve(&agent.name, name) else {
+            continue;
+        };
+        out.push(
+            finding(
+                Code::D014,
+                Severity::Warning,
+                format!(
+                    "skill '{name}' is withheld from agent {} (unmet_requires = withhold): {}",
+                    agent.name,
+                    why.join("; ")
+                ),
+                fix(name, true),
+            )
+            .agent(&agent.name)
+            .skill(e)
+            .line(e.lines.key("requires")),
         );
     }
     out

@@ -4,7 +4,8 @@
 //! remove: a prompt naming a skill the agent may not load, a shared body naming one of its
 //! holders, a companion that cannot travel, an `eager:` key, grants a skill's calls will be
 //! refused for, triggers that collide or fire on everything, a catalog that overflows, a
-//! revision disabled for drift, a secret at rest, near-duplicates. Every check takes mechanical
+//! revision disabled for drift, a secret at rest, near-duplicates, requirements an agent cannot
+//! meet. Every check takes mechanical
 //! inputs only — names, allowlists, agent identities, declared keys, recorded turn events — so a
 //! finding is a fact, never a guess: one false positive is enough for an operator to stop reading.
 //!
@@ -60,11 +61,13 @@ pub enum Code {
     D012,
     /// Two skills an agent sees are near-duplicates.
     D013,
+    /// A skill's `requires:` are unmet for an agent (it is offered anyway, or withheld).
+    D014,
 }
 
 impl Code {
     /// Every code, in order.
-    pub const ALL: [Code; 13] = [
+    pub const ALL: [Code; 14] = [
         Code::D001,
         Code::D002,
         Code::D003,
@@ -78,9 +81,10 @@ impl Code {
         Code::D011,
         Code::D012,
         Code::D013,
+        Code::D014,
     ];
 
-    /// `D001`…`D013`.
+    /// `D001`…`D014`.
     pub fn as_str(self) -> &'static str {
         match self {
             Code::D001 => "D001",
@@ -96,6 +100,7 @@ impl Code {
             Code::D011 => "D011",
             Code::D012 => "D012",
             Code::D013 => "D013",
+            Code::D014 => "D014",
         }
     }
 
@@ -117,6 +122,7 @@ impl Code {
             Code::D011 => "a revision disabled for drift, or waiting for approval",
             Code::D012 => "a stored revision holds the value of a current vault entry",
             Code::D013 => "two skills an agent sees are near-duplicates",
+            Code::D014 => "a skill's `requires:` are unmet for an agent",
         }
     }
 }

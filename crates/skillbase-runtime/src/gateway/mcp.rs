@@ -117,15 +117,10 @@ fn check_value(server: &str, key: &str, v: &Value) -> Result<(), String> {
         .map_err(|why| format!("[mcp_servers.{server}] {key}: {why}"))
 }
 
-/// Whether a server name is acceptable (it becomes part of wire names and ids).
+/// Whether a server name is acceptable (it becomes part of wire names and ids; the format
+/// crate's grammar, which `requires.mcp` is validated with too).
 pub(crate) fn valid_server_name(n: &str) -> bool {
-    !n.is_empty()
-        && n.len() <= 32
-        && n.bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && n.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    skillbase_format::validate::check_server_name(n).is_none()
 }
 
 impl McpServerConfig {

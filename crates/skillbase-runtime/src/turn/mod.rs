@@ -120,6 +120,7 @@ pub fn resolve_with(
     report.catalog.tokens = plan.tokens;
     report.tokens.catalog = plan.tokens;
 
+    requirements(view, &placed.present, &plan, &mut report);
     let (tools, loadable) = tools(view, opts, &mut report);
     report.tokens.total =
         report.tokens.eager + report.tokens.injected + report.tokens.catalog + report.tokens.tools;
@@ -130,6 +131,28 @@ pub fn resolve_with(
         tools,
         report,
         loadable,
+    }
+}
+
+/// Phase 3b: what the report says of `requires:` — each skill in front of the model (a body
+/// placed, or a catalog entry) offered although its requirements are unmet, and every skill the
+/// agent's policy withholds for them.
+fn requirements(view: &AgentView, present: &[bool], plan: &catalog::Plan, report: &mut TurnReport) {
+    for &i in &view.unmet {
+        if present[i] || plan.full.contains(&i) || plan.name_only.contains(&i) {
+            report.unmet_requires.push(Omission {
+                name: view.skills[i].name_ref.clone(),
+                reason: view.skills[i].unmet.join("; ").into(),
+                rank: None,
+            });
+        }
+    }
+    for (name, why) in &view.withheld {
+        report.withheld_skills.push(Omission {
+            name: Name::from(name.as_str()),
+            reason: format!("withheld (unmet_requires = withhold): {}", why.join("; ")).into(),
+            rank: None,
+        });
     }
 }
 

@@ -513,6 +513,14 @@ pub struct TurnReport {
     /// skill's `when_not_to_use` phrases.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub suppressed: Vec<Omission>,
+    /// Skills in front of the model this turn (a body placed, or listed in the catalog) whose
+    /// `requires:` are unmet for the agent, offered anyway, with what is missing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmet_requires: Vec<Omission>,
+    /// Skills the agent's `unmet_requires = "withhold"` leaves out of everything the model
+    /// sees, with what is missing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld_skills: Vec<Omission>,
 }
 
 #[cfg(test)]

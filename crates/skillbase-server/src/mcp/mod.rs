@@ -659,7 +659,7 @@ impl McpHandler {
     fn visible(&self, agent: &AgentName) -> Result<Arc<Visible>, ErrorData> {
         self.state
             .skills
-            .visible(&self.state.store, agent)
+            .visible(&self.state.store, &self.state.dispatcher.runtime, agent)
             .ok_or_else(|| runtime_error(RuntimeError::UnknownAgent(agent.to_string())))
     }
 
@@ -981,13 +981,16 @@ struct Seen {
 
 impl Seen {
     fn of(state: &AppState, agent: &AgentName) -> Seen {
-        let resources = state.skills.visible(&state.store, agent).map(|v| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            for e in &v.entries {
-                (&e.name, e.id, e.active_rev).hash(&mut h);
-            }
-            h.finish()
-        });
+        let resources = state
+            .skills
+            .visible(&state.store, &state.dispatcher.runtime, agent)
+            .map(|v| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                for e in &v.entries {
+                    (&e.name, e.id, e.active_rev).hash(&mut h);
+                }
+                h.finish()
+            });
         let tools = state.dispatcher.offered(agent).ok().map(|o| {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             for e in &o.entries {

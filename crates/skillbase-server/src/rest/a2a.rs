@@ -190,10 +190,12 @@ fn answer(card: AgentCard) -> Response {
     ([(header::CACHE_CONTROL, "private, no-store")], Json(card)).into_response()
 }
 
-/// The card: the agent's visible skills (scope resolution, active, allowlist), in name order.
+/// The card: the agent's visible skills (scope resolution, active, allowlist; less those its
+/// policy withholds for unmet `requires:`), in name order.
 pub fn build(st: &AppState, agent: &Agent, headers: &HeaderMap) -> AgentCard {
     let index = st.store.index();
-    let skills = skillbase_runtime::view::visible(agent, &index)
+    let (env, _) = st.dispatcher.runtime.environment();
+    let skills = skillbase_runtime::view::visible_in(agent, &index, &env)
         .iter()
         .map(|e| skill(e))
         .collect();

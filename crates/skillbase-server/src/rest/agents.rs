@@ -120,6 +120,10 @@ pub struct PoliciesDoc {
     /// Ended runs of the candidate and of the active revision before they are compared [10].
     #[schema(required = false, minimum = 1, maximum = 10000)]
     candidate_min_runs: u32,
+    /// A skill whose `requires:` are unmet for the agent: offered with the reasons in the turn
+    /// report and its body, or withheld from everything the model sees [offer].
+    #[schema(required = false, value_type = String, pattern = "^(offer|withhold)$")]
+    unmet_requires: String,
 }
 
 /// One of the harness's own instructions to the agent, read by the doctor for the skills it

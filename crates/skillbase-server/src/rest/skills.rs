@@ -691,11 +691,22 @@ fn kind_str(k: &WriteKind) -> String {
 }
 
 fn write_result(st: &AppState, o: &WriteOutcome) -> WriteResult {
-    let latest = st
-        .store
-        .index()
-        .get(&o.scope, &o.name)
-        .map_or(o.rev, |e| e.head_rev);
+    let index = st.store.index();
+    let entry = index.get(&o.scope, &o.name);
+    let latest = entry.map_or(o.rev, |e| e.head_rev);
+    let mut warnings = o.warnings.clone();
+    // What the written revision requires that this server provides to no agent (the store
+    // warned of its required skills already).
+    if let Some(e) = entry
+        && matches!(o.kind, WriteKind::Created | WriteKind::Modified)
+        && e.active_rev == o.rev
+        && !e.meta.requires.is_empty()
+    {
+        let (env, _) = st.dispatcher.runtime.environment();
+        warnings.extend(skillbase_runtime::requires::environment_unmet(
+            &e.meta, &env,
+        ));
+    }
     WriteResult {
         name: o.name.clone(),
         scope: o.scope.to_string(),
@@ -704,7 +715,7 @@ fn write_result(st: &AppState, o: &WriteOutcome) -> WriteResult {
         status: o.status.to_string(),
         latest_rev: latest,
         pending_review: o.kind == WriteKind::Pending,
-        warnings: o.warnings.clone(),
+        warnings,
     }
 }
 

@@ -289,3 +289,37 @@ async fn the_local_dev_mode_card_names_no_security_scheme() {
     );
     s.stop().await;
 }
+
+/// A skill the agent's policy withholds for unmet `requires:` is on no card (and in no MCP
+/// listing: both read `view::visible_in`); offered by default, it is on the card.
+#[tokio::test]
+async fn a_withheld_skill_is_not_on_the_card() {
+    let s = TestServer::start().await;
+    let md = "---\nname: shared-two\ndescription: Prints labels.\nrequires:\n  bins: [skillbase-test-no-such-printer]\n---\nBody\n";
+    put_skill(
+        &s.store,
+        Scope::Shared,
+        "shared-two",
+        &[("SKILL.md", md.as_bytes())],
+    )
+    .await;
+    let ids = |c: &Value| -> Vec<String> {
+        c["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let c = card(&s, "/v1/agents/alpha/agent-card.json", &s.admin).await;
+    assert!(ids(&c).contains(&"shared-two".to_owned()), "{c:#}");
+    let alpha = skillbase_store::AgentName::parse("alpha").unwrap();
+    let mut config = s.store.agent(&alpha).await.unwrap().unwrap().config;
+    config.policies.unmet_requires = skillbase_store::UnmetRequires::Withhold;
+    s.store.set_agent(&alpha, &config).await.unwrap();
+    let c = card(&s, "/v1/agents/alpha/agent-card.json", &s.admin).await;
+    assert_valid_card(&c);
+    assert!(!ids(&c).contains(&"shared-two".to_owned()), "{c:#}");
+    assert!(ids(&c).contains(&"shared-one".to_owned()), "{c:#}");
+    s.stop().await;
+}

@@ -404,6 +404,50 @@ async fn an_unavailable_store_answers_503_with_a_problem() {
     assert_eq!(status, 503, "{p}");
 }
 
+/// `requires:` over REST: a write answers what the skill requires that the store does not hold
+/// (a required skill) or this server provides to no agent (a program not on PATH); a built-in
+/// tool class is provided, so it is not warned of.
+#[tokio::test]
+async fn a_write_warns_of_unmet_requires() {
+    let s = TestServer::start().await;
+    let md = "---\nname: needs-things\ndescription: Needs things.\nrequires:\n  skills: [absent-one]\n  tools: [notes]\n  bins: [skillbase-test-no-such-program]\n---\nbody\n";
+    let w = ok_json(
+        s.markdown("/v1/skills/needs-things", &s.admin, md.to_owned())
+            .send()
+            .await
+            .unwrap(),
+        201,
+    )
+    .await;
+    let warnings: Vec<&str> = w["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "requires skill 'absent-one', which the store does not hold in the shared scope",
+            "requires the program 'skillbase-test-no-such-program', which is not on this server's PATH",
+        ],
+        "{w}"
+    );
+    // The skill shows what it requires.
+    let show = ok_json(
+        s.get("/v1/skills/needs-things", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(
+        show["meta"]["requires"]["skills"][0]["name"], "absent-one",
+        "{show}"
+    );
+}
+
 /// Versions over REST: history and show carry each revision's version and digest; a write not
 /// raising the version answers its warning, or 409 `version-not-increased` (nothing written)
 /// under `[store] versions = "require-increase"`, for admin and agent tokens alike.

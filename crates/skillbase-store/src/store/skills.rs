@@ -370,8 +370,14 @@ impl Store {
             }
         }
         let writes: Vec<WriteReq> = checked.into_iter().map(|(w, ..)| w).collect();
-        let outcomes = on_db!(self, skills::write_many(&writes, None, &|_| {}))?;
+        let mut outcomes = on_db!(self, skills::write_many(&writes, None, &|_| {}))?;
         self.after_commit(&outcomes).await;
+        crate::requires::warn_unmet(&self.index(), &mut outcomes);
+        for o in &outcomes {
+            for warning in &o.warnings {
+                tracing::warn!(skill = %o.name, "{warning}");
+            }
+        }
         for (pin, actor) in &pins {
             self.record_pin(pin, actor).await?;
         }
@@ -392,8 +398,9 @@ impl Store {
                 other => break other?,
             }
         };
-        let o = out.into_iter().next().expect("one outcome per request");
+        let mut o = out.into_iter().next().expect("one outcome per request");
         self.after_commit(std::slice::from_ref(&o)).await;
+        crate::requires::warn_unmet(&self.index(), std::slice::from_mut(&mut o));
         Ok(o)
     }
 
@@ -498,7 +505,7 @@ impl Store {
             }
             Scope::Shared => None,
         };
-        let outcomes = on_db!(
+        let mut outcomes = on_db!(
             self,
             skills::write_many(&reqs, agent_update.as_ref().map(|(a, c)| (a, c)), progress)
         )?;
@@ -506,6 +513,7 @@ impl Store {
             self.agents_committed().await;
         }
         self.after_commit(&outcomes).await;
+        crate::requires::warn_unmet(&self.index(), &mut outcomes);
         if let Some(pin) = &pin {
             self.record_pin(pin, &author.to_string()).await?;
         }
@@ -542,8 +550,9 @@ impl Store {
         rev: i64,
         actor: &Author,
     ) -> Result<WriteOutcome> {
-        let o = on_db!(self, skills::approve(scope, name, rev, &actor.to_string()))?;
+        let mut o = on_db!(self, skills::approve(scope, name, rev, &actor.to_string()))?;
         self.after_commit(std::slice::from_ref(&o)).await;
+        crate::requires::warn_unmet(&self.index(), std::slice::from_mut(&mut o));
         Ok(o)
     }
 
