@@ -258,7 +258,7 @@ pub async fn middleware(
 }
 
 /// `res` with its body cut off once the token in `header` stops authenticating.
-fn end_with_token(state: Arc<AppState>, header: String, res: Response) -> Response {
+pub(crate) fn end_with_token(state: Arc<AppState>, header: String, res: Response) -> Response {
     use futures_util::StreamExt as _;
     let (parts, body) = res.into_parts();
     let revoked = tokio_util::sync::CancellationToken::new();

@@ -6,6 +6,7 @@
 //!   (`io.modelcontextprotocol/skills`); `tools/list` is the caller's agent's offered set and
 //!   `tools/call` goes through the dispatch pipeline.
 //! - [`auth`]: bearer tokens, admin or bound to one agent, stored as hashes.
+//! - [`studio`]: the web studio at `/studio`, server-rendered, signed in by a cookie.
 //! - [`metrics`], [`logging`]: Prometheus metrics and redacted structured logs.
 
 #![forbid(unsafe_code)]
@@ -21,6 +22,7 @@ pub mod rest;
 pub mod retention;
 pub mod skills_ext;
 pub mod state;
+pub mod studio;
 
 pub use auth::{Principal, generate_token, hash_token};
 pub use error::{ApiError, Problem};
@@ -53,6 +55,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let mut app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .nest("/studio", studio::router(state.clone()))
         .merge(authed);
     if state.options.dev {
         let allowed: Vec<_> = mcp::allowed_host_names(&state)

@@ -10,3 +10,4 @@ mod contract;
 mod mcp;
 mod rest;
 mod server;
+mod studio;

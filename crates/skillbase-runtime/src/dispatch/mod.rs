@@ -150,15 +150,6 @@ impl Dispatcher {
             .runtime
             .turn_unrecorded(agent, session, message, opts)
             .await?;
-        // Written behind, as calls are: a turn answers even while the events table refuses
-        // writes (the writer retries, then stores what it can one by one).
-        for e in events {
-            self.events.record(e).await;
-        }
-        if self.agent(agent)?.config.policies.record_conversations {
-            self.record_user_message(agent, session, message, "turn")
-                .await;
-        }
         let offered = self.offered(agent)?;
         for (e, (def, t)) in offered.with_defs() {
             if ctx.tools.iter().any(|t| t.name == e.wire_name)
@@ -188,6 +179,32 @@ impl Dispatcher {
                 rank: None,
             })
             .collect();
+        // The `turn` event says what the turn answered: its tool tokens and withheld tools
+        // counted with the offered set, as above.
+        let mut events = events;
+        if let Some(data) = events
+            .iter_mut()
+            .find(|e| e.kind == "turn")
+            .and_then(|e| e.data.as_object_mut())
+        {
+            data.insert(
+                "tokens".into(),
+                serde_json::to_value(&ctx.report.tokens).unwrap_or_default(),
+            );
+            data.insert(
+                "withheld_tools".into(),
+                serde_json::to_value(&ctx.report.withheld_tools).unwrap_or_default(),
+            );
+        }
+        // Written behind, as calls are: a turn answers even while the events table refuses
+        // writes (the writer retries, then stores what it can one by one).
+        for e in events {
+            self.events.record(e).await;
+        }
+        if self.agent(agent)?.config.policies.record_conversations {
+            self.record_user_message(agent, session, message, "turn")
+                .await;
+        }
         Ok(ctx)
     }
 

@@ -17,6 +17,7 @@ mod tools;
 mod vault;
 
 pub use authoring::{REST_SESSION_PREFIX, SESSION_HEADER};
+pub(crate) use sessions::events_for as session_events_for;
 
 use crate::error::ApiError;
 use crate::state::AppState;

@@ -700,6 +700,24 @@ pub async fn events(
         .into_response())
 }
 
+/// [`events`] for a caller the studio authenticated by its cookie (the same stream).
+pub(crate) async fn events_for(
+    st: Arc<AppState>,
+    p: Principal,
+    headers: HeaderMap,
+    id: String,
+    after: Option<i64>,
+) -> ApiResult<Response> {
+    events(
+        State(st),
+        Caller(p),
+        headers,
+        P(id),
+        Q(EventsQuery { after }),
+    )
+    .await
+}
+
 /// The skills active in the session, re-rendered within a budget, most recent first.
 #[utoipa::path(get, path = "/v1/sessions/{id}/pinned", tag = "sessions",
     params(("id" = String, Path), PinnedQuery),

@@ -1,0 +1,1053 @@
+//! The studio's pages: each reads through the store and the runtime, as REST does, and renders.
+
+use super::html::{LIVE_SCRIPT, esc, page, time, url};
+use super::{SignedIn, csrf, fail, redirect};
+use crate::auth::Principal;
+use crate::state::AppState;
+use axum::Form;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+use skillbase_store::{
+    AgentName, Author, EventFilter, EventRecord, Scope, SkillEntry, Status, StatusChange,
+};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// The most events one session page reads (a session of 200 turns writes about 1,000).
+const MAX_SESSION_EVENTS: i64 = 5_000;
+/// Recent turns read per agent for the sessions list.
+const RECENT_TURNS: i64 = 500;
+
+fn who(p: &Principal) -> String {
+    match p {
+        Principal::Admin { .. } => "admin".into(),
+        Principal::Agent { agent, .. } => format!("agent {agent}"),
+    }
+}
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [
+            (header::CACHE_CONTROL, "no-store"),
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn ok(title: &str, p: &Principal, body: &str, script: Option<&str>) -> Response {
+    html(StatusCode::OK, page(title, &who(p), body, script))
+}
+
+fn store_error(e: impl std::fmt::Display) -> Response {
+    fail(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
+}
+
+// ---- Sign-in ----
+
+#[derive(Deserialize)]
+pub(super) struct LoginQuery {
+    expired: Option<String>,
+}
+
+pub(super) async fn login_form(Query(q): Query<LoginQuery>) -> Response {
+    let note = if q.expired.is_some() {
+        "<p class=\"warn\">Your token is no longer valid: sign in again.</p>"
+    } else {
+        ""
+    };
+    html(
+        StatusCode::OK,
+        page(
+            "Sign in",
+            "",
+            &format!(
+                "<h1>Sign in</h1>{note}<form method=\"post\" action=\"/studio/login\">\
+                 <p><label>API token <input type=\"password\" name=\"token\" id=\"token\" size=\"60\" autocomplete=\"off\"></label></p>\
+                 <p><button type=\"submit\" id=\"sign-in\">Sign in</button></p></form>\
+                 <p class=\"muted\">An admin token sees everything; an agent's token sees that agent only. \
+                 Create one with <code>skillbase token create</code>.</p>"
+            ),
+            None,
+        ),
+    )
+}
+
+#[derive(Deserialize)]
+pub(super) struct LoginForm {
+    token: String,
+}
+
+pub(super) async fn login(
+    State(st): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Form(f): Form<LoginForm>,
+) -> Response {
+    let token = f.token.trim();
+    let valid_chars = !token.is_empty()
+        && token.len() <= 256
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let authenticated = valid_chars
+        && st
+            .auth
+            .authenticate(&st, Some(&format!("Bearer {token}")))
+            .await
+            .is_ok();
+    if !authenticated {
+        return html(
+            StatusCode::UNAUTHORIZED,
+            page(
+                "Sign in",
+                "",
+                "<h1>Sign in</h1><p class=\"warn\">That token is not valid (unknown, revoked or malformed).</p>\
+                 <p><a href=\"/studio/login\">Try again</a></p>",
+                None,
+            ),
+        );
+    }
+    let secure = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("https"));
+    let mut r = redirect("/studio/sessions");
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        super::set_cookie(token, secure)
+            .parse()
+            .expect("a token of safe characters"),
+    );
+    r
+}
+
+#[derive(Deserialize)]
+pub(super) struct CsrfForm {
+    csrf: String,
+}
+
+pub(super) async fn logout_form(
+    Extension(p): Extension<Principal>,
+    Extension(signed): Extension<SignedIn>,
+) -> Response {
+    ok(
+        "Sign out",
+        &p,
+        &format!(
+            "<h1>Sign out</h1><form method=\"post\" action=\"/studio/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+             <button type=\"submit\" id=\"sign-out\">Sign out</button></form>",
+            esc(&csrf(&signed))
+        ),
+        None,
+    )
+}
+
+pub(super) async fn logout(
+    Extension(signed): Extension<SignedIn>,
+    Form(f): Form<CsrfForm>,
+) -> Response {
+    if f.csrf != csrf(&signed) {
+        return fail(
+            StatusCode::FORBIDDEN,
+            "refused: the form is stale; reload the page",
+        );
+    }
+    let mut r = redirect("/studio/login");
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        super::clear_cookie().parse().expect("a valid header"),
+    );
+    r
+}
+
+// ---- Sessions ----
+
+/// One session in the list.
+struct Listed {
+    id: String,
+    agent: String,
+    last_turn: i64,
+    turns: usize,
+    /// Skills the recent turns placed in the prompt.
+    placed: Vec<String>,
+}
+
+pub(super) async fn sessions(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+) -> Response {
+    let agents: Vec<String> = match p.agent() {
+        Some(a) => vec![a.to_string()],
+        None => match st.store.agents().await {
+            Ok(v) => v.into_iter().map(|a| a.name.to_string()).collect(),
+            Err(e) => return store_error(e),
+        },
+    };
+    // Activations and turns are written behind the call path: this server's first.
+    st.dispatcher.flush().await;
+    let mut by_session: BTreeMap<String, Listed> = BTreeMap::new();
+    for a in &agents {
+        let evs = match st.store.recent_events(a, "turn", RECENT_TURNS).await {
+            Ok(v) => v,
+            Err(e) => return store_error(e),
+        };
+        for e in evs {
+            let Some(s) = e.session else { continue };
+            let l = by_session.entry(s.clone()).or_insert(Listed {
+                id: s,
+                agent: a.clone(),
+                last_turn: e.at,
+                turns: 0,
+                placed: Vec::new(),
+            });
+            l.turns += 1;
+            for a in e.data["activated"].as_array().into_iter().flatten() {
+                if let Some(n) = a["name"].as_str() {
+                    l.placed.push(n.to_owned());
+                }
+            }
+            l.last_turn = l.last_turn.max(e.at);
+        }
+    }
+    let mut list: Vec<Listed> = by_session.into_values().collect();
+    list.sort_by_key(|l| std::cmp::Reverse(l.last_turn));
+    list.truncate(100);
+    let mut body = String::from("<h1>Sessions</h1>");
+    if list.is_empty() {
+        body.push_str("<p class=\"muted\">No turns yet.</p>");
+    } else {
+        body.push_str(
+            "<table id=\"sessions\"><tr><th>Session</th><th>Agent</th><th>Last turn</th><th>Turns (recent)</th><th>Active skills</th></tr>",
+        );
+        for l in &list {
+            // Loaded (the session's activations) and placed by its turns.
+            let mut names = l.placed.clone();
+            if let Ok(Some(rec)) = st.store.session(&l.id).await {
+                names.extend(rec.activations.iter().map(|a| a.skill.clone()));
+            }
+            names.sort();
+            names.dedup();
+            let active = names.join(", ");
+            let _ = write!(
+                body,
+                "<tr><td><a href=\"/studio/sessions/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                url(&l.id),
+                esc(&l.id),
+                esc(&l.agent),
+                time(l.last_turn),
+                l.turns,
+                esc(&active)
+            );
+        }
+        body.push_str("</table>");
+    }
+    ok("Sessions", &p, &body, None)
+}
+
+fn missing_session() -> Response {
+    fail(StatusCode::NOT_FOUND, "no such session")
+}
+
+pub(super) async fn session(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+    Path(id): Path<String>,
+) -> Response {
+    if id.is_empty() || id.len() > 128 {
+        return missing_session();
+    }
+    let rec = match st.store.session(&id).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return missing_session(),
+        Err(e) => return store_error(e),
+    };
+    // An agent token sees its own agent's sessions only: another's is not found, as in REST.
+    if p.agent().is_some_and(|a| a.as_str() != rec.agent) {
+        return missing_session();
+    }
+    // Written behind the call path: what this server counted is stored first.
+    st.dispatcher.flush().await;
+    let events = match st
+        .store
+        .events(&EventFilter {
+            session: Some(id.clone()),
+            limit: Some(MAX_SESSION_EVENTS),
+            ..EventFilter::default()
+        })
+        .await
+    {
+        Ok(v) => v,
+        Err(e) => return store_error(e),
+    };
+    let body = render_session(&id, &rec.agent, rec.created_at, &events);
+    ok(&format!("Session {id}"), &p, &body, Some(LIVE_SCRIPT))
+}
+
+/// The session's events as SSE, for the page's live updates (the REST route's stream, under
+/// the studio's cookie).
+#[derive(Deserialize)]
+pub(super) struct AfterQuery {
+    after: Option<i64>,
+}
+
+pub(super) async fn session_events(
+    state: State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<AfterQuery>,
+) -> Response {
+    let after = q.after;
+    match crate::rest::session_events_for(state.0, p, headers, id, after).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn render_session(id: &str, agent: &str, created: i64, events: &[EventRecord]) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<h1>Session <code>{}</code></h1><p>Agent <a href=\"/studio/agents/{}\">{}</a> · opened {}</p>\
+         <div id=\"live\" data-src=\"/studio/sessions/{}/events?after={}\"></div>",
+        esc(id),
+        url(agent),
+        esc(agent),
+        time(created),
+        url(id),
+        events.last().map_or(0, |e| e.id)
+    );
+    let mut turn = 0;
+    let mut open = false;
+    for e in events {
+        let kind = e.kind.as_str();
+        match kind {
+            "user_message" => {
+                let _ = write!(
+                    out,
+                    "<div class=\"card call\" data-card=\"user\"><span class=\"k\">user</span> {}</div>",
+                    esc(e.data["message"].as_str().unwrap_or(""))
+                );
+            }
+            "turn" => {
+                if open {
+                    out.push_str("</section>");
+                }
+                turn += 1;
+                open = true;
+                let _ = write!(
+                    out,
+                    "<section class=\"turn\" data-turn=\"{turn}\"><h2>Turn {turn} <span class=\"muted\">{}</span></h2>",
+                    time(e.at)
+                );
+                render_turn(&mut out, &e.data);
+            }
+            "skill_activated" if e.data["source"] == "load_skill" => {
+                activation_card(
+                    &mut out,
+                    e.skill.as_deref().unwrap_or(""),
+                    e.data["reason"].as_str().unwrap_or("load"),
+                    e.rev.unwrap_or(0),
+                    e.data["tokens"].as_u64().unwrap_or(0),
+                );
+            }
+            // The context's activations are the turn's, shown with it.
+            "skill_activated" => {}
+            "call_refused" => {
+                let _ = write!(
+                    out,
+                    "<div class=\"card refused\" data-card=\"refused\" data-tool=\"{}\" data-rule=\"{}\">\
+                     <span class=\"k\">refused</span> {} — rule <code>{}</code>: {}</div>",
+                    esc(e.data["tool"].as_str().unwrap_or("")),
+                    esc(e.data["rule"].as_str().unwrap_or("")),
+                    esc(e.data["tool"].as_str().unwrap_or("")),
+                    esc(e.data["rule"].as_str().unwrap_or("")),
+                    esc(e.data["message"].as_str().unwrap_or(""))
+                );
+            }
+            "call_started" | "call_finished" => {
+                let what = e.data["outcome"]
+                    .as_str()
+                    .or_else(|| e.data["status"].as_str())
+                    .unwrap_or(if kind == "call_started" {
+                        "started"
+                    } else {
+                        "finished"
+                    });
+                let _ = write!(
+                    out,
+                    "<div class=\"card call\" data-card=\"call\"><span class=\"k\">call</span> {} — {}</div>",
+                    esc(e.data["tool"].as_str().unwrap_or("")),
+                    esc(what)
+                );
+            }
+            other => {
+                let _ = write!(
+                    out,
+                    "<p class=\"muted\" data-event=\"{}\">{} {}{}</p>",
+                    esc(other),
+                    time(e.at),
+                    esc(other),
+                    e.skill
+                        .as_deref()
+                        .map(|s| format!(" · {}", esc(s)))
+                        .unwrap_or_default()
+                );
+            }
+        }
+    }
+    if open {
+        out.push_str("</section>");
+    }
+    if turn == 0 {
+        out.push_str("<p class=\"muted\">No turns in this session yet.</p>");
+    }
+    out
+}
+
+fn activation_card(out: &mut String, name: &str, reason: &str, rev: i64, tokens: u64) {
+    let _ = write!(
+        out,
+        "<div class=\"card\" data-card=\"activation\" data-skill=\"{n}\" data-reason=\"{r}\" data-rev=\"{rev}\" data-tokens=\"{tokens}\">\
+         <span class=\"k\">skill</span> <a href=\"/studio/skills/{u}\">{n}</a> · <span class=\"k\">reason</span> <code>{r}</code> · \
+         <span class=\"k\">revision</span> {rev} · {tokens} tokens</div>",
+        n = esc(name),
+        u = url(name),
+        r = esc(reason),
+    );
+}
+
+/// A turn's activation cards, evictions and its Context card, from its `turn` event (the
+/// report as the turn computed it, after the budget cut).
+fn render_turn(out: &mut String, r: &Value) {
+    for a in r["activated"].as_array().into_iter().flatten() {
+        activation_card(
+            out,
+            a["name"].as_str().unwrap_or(""),
+            a["reason"].as_str().unwrap_or(""),
+            a["rev"].as_i64().unwrap_or(0),
+            a["tokens"].as_u64().unwrap_or(0),
+        );
+    }
+    for o in r["evicted"].as_array().into_iter().flatten() {
+        let _ = write!(
+            out,
+            "<div class=\"card evicted\" data-card=\"evicted\" data-skill=\"{n}\"><span class=\"k\">evicted</span> {n} — {}</div>",
+            esc(o["reason"].as_str().unwrap_or("")),
+            n = esc(o["name"].as_str().unwrap_or("")),
+        );
+    }
+    for (key, label) in [
+        ("suppressed", "trigger suppressed"),
+        ("unmet_requires", "offered with unmet requires"),
+        ("withheld_skills", "withheld"),
+    ] {
+        for o in r[key].as_array().into_iter().flatten() {
+            let _ = write!(
+                out,
+                "<div class=\"card evicted\" data-card=\"{key}\"><span class=\"k\">{label}</span> {} — {}</div>",
+                esc(o["name"].as_str().unwrap_or("")),
+                esc(o["reason"].as_str().unwrap_or(""))
+            );
+        }
+    }
+    let t = &r["tokens"];
+    let c = &r["catalog"];
+    let num = |v: &Value| v.as_u64().unwrap_or(0);
+    let _ = write!(
+        out,
+        "<div class=\"card context\" data-card=\"context\"><strong>Context</strong> \
+         <table><tr><th>eager</th><th>injected</th><th>catalog</th><th>tools</th><th>total</th></tr>\
+         <tr><td data-k=\"eager\">{}</td><td data-k=\"injected\">{}</td><td data-k=\"catalog\">{}</td><td data-k=\"tools\">{}</td><td data-k=\"total\">{}</td></tr></table>\
+         <p>Catalog: {} of {} tokens{}.</p>",
+        num(&t["eager"]),
+        num(&t["injected"]),
+        num(&t["catalog"]),
+        num(&t["tools"]),
+        num(&t["total"]),
+        num(&c["tokens"]),
+        num(&c["budget"]),
+        if c["ranked"] == true {
+            format!(
+                ", ranked by relevance ({})",
+                esc(c["stages"].as_str().unwrap_or("lexical"))
+            )
+        } else {
+            String::new()
+        }
+    );
+    let full: Vec<String> = match c["full"].as_array() {
+        Some(names) => names.iter().filter_map(|n| n.as_str().map(esc)).collect(),
+        // A ranked catalog's event keeps the full entries in `shown`, with their ranks.
+        None => c["shown"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                format!(
+                    "{} (rank {}, {})",
+                    esc(s["name"].as_str().unwrap_or("")),
+                    s["rank"],
+                    esc(s["stage"].as_str().unwrap_or(""))
+                )
+            })
+            .collect(),
+    };
+    let _ = write!(
+        out,
+        "<p data-k=\"full\">In full: {}</p>",
+        if full.is_empty() {
+            "none".into()
+        } else {
+            full.join(", ")
+        }
+    );
+    for (key, label) in [("name_only", "By name only"), ("omitted", "Left out")] {
+        let s = &c[key];
+        let count = num(&s["count"]);
+        if count == 0 {
+            continue;
+        }
+        let _ = write!(out, "<p data-k=\"{key}\">{label}: {count}");
+        for g in s["by_reason"].as_array().into_iter().flatten() {
+            let _ = write!(
+                out,
+                " · {} × {}{}",
+                num(&g["count"]),
+                esc(g["reason"].as_str().unwrap_or("")),
+                g["names"]
+                    .as_array()
+                    .map(|n| format!(
+                        " ({})",
+                        n.iter()
+                            .filter_map(|x| x.as_str().map(esc))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                    .or_else(|| g["ranks"].as_str().map(|r| format!(" (ranks {})", esc(r))))
+                    .unwrap_or_default()
+            );
+        }
+        out.push_str("</p>");
+    }
+    if let Some(w) = r["withheld_tools"].as_array().filter(|w| !w.is_empty()) {
+        let _ = write!(
+            out,
+            "<p class=\"muted\">Tools withheld (not granted): {}</p>",
+            w.iter()
+                .filter_map(|o| o["name"].as_str().map(esc))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    out.push_str("</div>");
+}
+
+// ---- Skills ----
+
+/// The records the caller may see: every record for an admin; the skills an agent may load.
+fn visible(st: &AppState, p: &Principal) -> Vec<Arc<SkillEntry>> {
+    let index = st.store.index();
+    match p.agent() {
+        None => index.all().cloned().collect(),
+        Some(a) => match st.store.agent_cached(a) {
+            Some(agent) => skillbase_runtime::view::visible(&agent, &index),
+            None => Vec::new(),
+        },
+    }
+}
+
+pub(super) async fn skills(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+) -> Response {
+    let mut list = visible(&st, &p);
+    list.sort_by(|a, b| (&a.name, a.scope.to_string()).cmp(&(&b.name, b.scope.to_string())));
+    let mut body = format!(
+        "<h1>Skills</h1><p class=\"muted\">{} records</p>",
+        list.len()
+    );
+    body.push_str(
+        "<table id=\"skills\"><tr><th>Name</th><th>Scope</th><th>Status</th><th>Revision</th><th>Author</th><th>Triggers</th></tr>",
+    );
+    for e in &list {
+        let _ = write!(
+            body,
+            "<tr><td><a href=\"/studio/skills/{}?scope={}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            url(&e.name),
+            url(&e.scope.to_string()),
+            esc(&e.name),
+            esc(&e.scope.to_string()),
+            e.status,
+            e.active_rev,
+            esc(&e.author),
+            esc(&e.meta.triggers.join(", "))
+        );
+    }
+    body.push_str("</table>");
+    ok("Skills", &p, &body, None)
+}
+
+#[derive(Deserialize)]
+pub(super) struct SkillQuery {
+    scope: Option<String>,
+    a: Option<i64>,
+    b: Option<i64>,
+}
+
+/// The record the caller asks for and may see.
+fn find(
+    st: &AppState,
+    p: &Principal,
+    name: &str,
+    scope: Option<&str>,
+) -> Result<Arc<SkillEntry>, Box<Response>> {
+    let missing = || Box::new(fail(StatusCode::NOT_FOUND, "no such skill"));
+    match p.agent() {
+        Some(_) => visible(st, p)
+            .into_iter()
+            .find(|e| e.name == name)
+            .ok_or_else(missing),
+        None => {
+            let scope: Scope = match scope {
+                None | Some("") => Scope::Shared,
+                Some(s) => s
+                    .parse()
+                    .map_err(|e: String| Box::new(fail(StatusCode::BAD_REQUEST, &e)))?,
+            };
+            st.store
+                .index()
+                .get(&scope, name)
+                .cloned()
+                .ok_or_else(missing)
+        }
+    }
+}
+
+pub(super) async fn skill(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+    Extension(signed): Extension<SignedIn>,
+    Path(name): Path<String>,
+    Query(q): Query<SkillQuery>,
+) -> Response {
+    let e = match find(&st, &p, &name, q.scope.as_deref()) {
+        Ok(e) => e,
+        Err(r) => return *r,
+    };
+    let history = match st.store.history(&e.scope, &e.name).await {
+        Ok(h) => h,
+        Err(err) => return store_error(err),
+    };
+    st.dispatcher.flush().await;
+    let mut runs = st
+        .store
+        .runs(&e.scope, &e.name, 20)
+        .await
+        .unwrap_or_default();
+    if let Some(a) = p.agent() {
+        runs.retain(|r| r.agent == a.as_str());
+    }
+    let scope = e.scope.to_string();
+    let admin = p.is_admin();
+    let token = csrf(&signed);
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<h1>{}</h1><p><span class=\"k\">scope</span> {} · <span class=\"k\">status</span> <strong id=\"status\">{}</strong> · \
+         <span class=\"k\">active revision</span> <span id=\"active-rev\">{}</span> of {} · {} · {}{}</p><p>{}</p>",
+        esc(&e.name),
+        esc(&scope),
+        e.status,
+        e.active_rev,
+        e.head_rev,
+        esc(&e.author),
+        esc(&e.digest.to_string()),
+        e.signer
+            .as_deref()
+            .map(|s| format!(" · signed by {}", esc(s)))
+            .unwrap_or_default(),
+        esc(&e.meta.description)
+    );
+    if !e.meta.triggers.is_empty() {
+        let _ = write!(
+            b,
+            "<p><span class=\"k\">triggers</span> {}</p>",
+            esc(&e.meta.triggers.join(", "))
+        );
+    }
+    if admin {
+        b.push_str("<p>");
+        let actions: &[(&str, &str)] = match e.status {
+            Status::Active => &[("retire", "Retire"), ("disable", "Disable")],
+            Status::Disabled => &[("enable", "Enable"), ("retire", "Retire")],
+            Status::Retired => &[("restore", "Restore")],
+            _ => &[],
+        };
+        for (action, label) in actions {
+            action_form(&mut b, &e.name, &scope, action, None, label, &token);
+        }
+        b.push_str("</p>");
+        if let Scope::Shared = e.scope {
+            let _ = write!(
+                b,
+                "<p class=\"muted\">Specialize it for one agent: <code>skillbase export {} --out DIR</code>, edit, then <code>skillbase put DIR --scope agent:NAME</code>.</p>",
+                esc(&e.name)
+            );
+        }
+    }
+    let _ = write!(
+        b,
+        "<h2>SKILL.md</h2><pre id=\"frontmatter\">{}</pre><pre id=\"body\">{}</pre>",
+        esc(&serde_json::to_string_pretty(&*e.frontmatter).unwrap_or_default()),
+        esc(&e.body)
+    );
+    b.push_str("<h2>Files</h2><ul>");
+    for f in &e.files {
+        let _ = write!(
+            b,
+            "<li><code>{}</code> · {} bytes{}</li>",
+            esc(&f.path),
+            f.size,
+            if f.executable { " · executable" } else { "" }
+        );
+    }
+    b.push_str("</ul>");
+    // History, with the two revisions to compare picked by radio buttons.
+    let _ = write!(
+        b,
+        "<h2>History</h2><form method=\"get\" action=\"/studio/skills/{}\"><input type=\"hidden\" name=\"scope\" value=\"{}\">\
+         <table id=\"history\"><tr><th>a</th><th>b</th><th>Revision</th><th>State</th><th>Version</th><th>Author</th><th>When</th><th>Message</th><th></th></tr>",
+        url(&e.name),
+        esc(&scope)
+    );
+    let (qa, qb) = (
+        q.a.unwrap_or(e.active_rev.saturating_sub(1).max(1)),
+        q.b.unwrap_or(e.active_rev),
+    );
+    for h in history.iter().rev() {
+        let _ = write!(
+            b,
+            "<tr data-rev=\"{r}\"><td><input type=\"radio\" name=\"a\" value=\"{r}\"{}></td><td><input type=\"radio\" name=\"b\" value=\"{r}\"{}></td>\
+             <td>{r}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>",
+            if h.rev == qa { " checked" } else { "" },
+            if h.rev == qb { " checked" } else { "" },
+            if h.active { " (active)" } else { "" },
+            esc(&h.state),
+            esc(h.version.as_deref().unwrap_or("")),
+            esc(&h.author),
+            time(h.created_at),
+            esc(&h.message),
+            r = h.rev,
+        );
+        b.push_str("</td></tr>");
+    }
+    b.push_str(
+        "</table><p><button type=\"submit\" id=\"compare\">Compare a → b</button></p></form>",
+    );
+    if admin {
+        b.push_str("<p>");
+        for h in history
+            .iter()
+            .rev()
+            .filter(|h| !h.active && h.state == "committed")
+        {
+            action_form(
+                &mut b,
+                &e.name,
+                &scope,
+                "revert",
+                Some(h.rev),
+                &format!("Revert to revision {}", h.rev),
+                &token,
+            );
+        }
+        b.push_str("</p>");
+    }
+    if let (Some(a), Some(bb)) = (q.a, q.b) {
+        match st.store.diff(&e.scope, &e.name, a, bb).await {
+            Ok(d) => {
+                let _ = write!(b, "<h2>Diff {a} → {bb}</h2><pre id=\"diff\">");
+                for line in d.lines() {
+                    let class = if line.starts_with('+') && !line.starts_with("+++") {
+                        "add"
+                    } else if line.starts_with('-') && !line.starts_with("---") {
+                        "del"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(b, "<span class=\"{class}\">{}</span>", esc(line));
+                }
+                b.push_str("</pre>");
+            }
+            Err(err) => {
+                let _ = write!(b, "<p class=\"warn\">{}</p>", esc(&err.to_string()));
+            }
+        }
+    }
+    b.push_str("<h2>Runs</h2>");
+    if runs.is_empty() {
+        b.push_str("<p class=\"muted\">No runs yet.</p>");
+    } else {
+        b.push_str("<table id=\"runs\"><tr><th>Started</th><th>Agent</th><th>Session</th><th>Revision</th><th>Outcome</th><th>Calls (failed)</th><th>Note</th></tr>");
+        for r in &runs {
+            let _ = write!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td><a href=\"/studio/sessions/{}\">{}</a></td><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td></tr>",
+                time(r.started_at),
+                esc(&r.agent),
+                url(&r.session),
+                esc(&r.session),
+                r.rev,
+                esc(r.outcome.as_deref().unwrap_or("open")),
+                r.calls,
+                r.failed_calls,
+                esc(&r.note)
+            );
+        }
+        b.push_str("</table>");
+    }
+    if e.status == Status::Disabled {
+        b.push_str("<p class=\"warn\">Disabled: by a person, or by the drift guard after failed runs (see <code>skillbase runs</code>).</p>");
+    }
+    ok(&e.name, &p, &b, None)
+}
+
+fn action_form(
+    b: &mut String,
+    name: &str,
+    scope: &str,
+    action: &str,
+    rev: Option<i64>,
+    label: &str,
+    token: &str,
+) {
+    let _ = write!(
+        b,
+        "<form class=\"inline\" method=\"post\" action=\"/studio/skills/{}/action\">\
+         <input type=\"hidden\" name=\"scope\" value=\"{}\"><input type=\"hidden\" name=\"action\" value=\"{}\">\
+         {}<input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\" data-action=\"{}\"{}>{}</button></form> ",
+        url(name),
+        esc(scope),
+        esc(action),
+        rev.map(|r| format!("<input type=\"hidden\" name=\"rev\" value=\"{r}\">"))
+            .unwrap_or_default(),
+        esc(token),
+        esc(action),
+        rev.map(|r| format!(" data-rev=\"{r}\""))
+            .unwrap_or_default(),
+        esc(label)
+    );
+}
+
+#[derive(Deserialize)]
+pub(super) struct ActionForm {
+    scope: String,
+    action: String,
+    rev: Option<i64>,
+    csrf: String,
+    confirm: Option<String>,
+}
+
+/// Revert, retire, restore, disable or enable: asked for confirmation first, then done through
+/// the store exactly as REST does it. Admin only.
+pub(super) async fn skill_action(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+    Extension(signed): Extension<SignedIn>,
+    Path(name): Path<String>,
+    Form(f): Form<ActionForm>,
+) -> Response {
+    if f.csrf != csrf(&signed) {
+        return fail(
+            StatusCode::FORBIDDEN,
+            "refused: the form is stale; reload the page",
+        );
+    }
+    if !p.is_admin() {
+        return fail(
+            StatusCode::FORBIDDEN,
+            "an agent's token is read-only in the studio; sign in with an admin token",
+        );
+    }
+    let e = match find(&st, &p, &name, Some(&f.scope)) {
+        Ok(e) => e,
+        Err(r) => return *r,
+    };
+    let change = match f.action.as_str() {
+        "revert" => None,
+        "retire" => Some(StatusChange::Retire),
+        "restore" => Some(StatusChange::Restore),
+        "disable" => Some(StatusChange::Disable),
+        "enable" => Some(StatusChange::Enable),
+        _ => return fail(StatusCode::BAD_REQUEST, "unknown action"),
+    };
+    let rev = match (change.is_none(), f.rev) {
+        (true, Some(r)) if r >= 1 => Some(r),
+        (true, _) => return fail(StatusCode::BAD_REQUEST, "revert needs a revision"),
+        (false, _) => None,
+    };
+    let what = match rev {
+        Some(r) => format!("revert {} ({}) to revision {r}", e.name, e.scope),
+        None => format!("{} {} ({})", f.action, e.name, e.scope),
+    };
+    if f.confirm.as_deref() != Some("yes") {
+        let mut b = format!(
+            "<h1>Confirm</h1><p>Really {}? Nothing is deleted: the change is recorded and can be undone from the skill's page.</p>",
+            esc(&what)
+        );
+        let _ = write!(
+            b,
+            "<form method=\"post\" action=\"/studio/skills/{}/action\"><input type=\"hidden\" name=\"scope\" value=\"{}\">\
+             <input type=\"hidden\" name=\"action\" value=\"{}\">{}<input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+             <input type=\"hidden\" name=\"confirm\" value=\"yes\"><button type=\"submit\" id=\"confirm\">Yes, {}</button> \
+             <a href=\"/studio/skills/{}?scope={}\">Cancel</a></form>",
+            url(&e.name),
+            esc(&e.scope.to_string()),
+            esc(&f.action),
+            rev.map(|r| format!("<input type=\"hidden\" name=\"rev\" value=\"{r}\">"))
+                .unwrap_or_default(),
+            esc(&csrf(&signed)),
+            esc(&what),
+            url(&e.name),
+            url(&e.scope.to_string())
+        );
+        return ok("Confirm", &p, &b, None);
+    }
+    let actor = match &p {
+        Principal::Admin { token } => Author::Human(match token {
+            Some(id) => format!("studio:token-{id}"),
+            None => "studio:dev".into(),
+        }),
+        Principal::Agent { .. } => unreachable!("refused above"),
+    };
+    let done = match (change, rev) {
+        (None, Some(r)) => st.store.revert(&e.scope, &e.name, r, &actor).await,
+        (Some(c), _) => {
+            st.store
+                .set_status(
+                    &e.scope,
+                    &e.name,
+                    c,
+                    &actor,
+                    serde_json::json!({"from": "studio"}),
+                )
+                .await
+        }
+        _ => return fail(StatusCode::BAD_REQUEST, "revert needs a revision"),
+    };
+    match done {
+        Ok(_) => redirect(&format!(
+            "/studio/skills/{}?scope={}",
+            url(&e.name),
+            url(&e.scope.to_string())
+        )),
+        Err(err) => fail(StatusCode::CONFLICT, &err.to_string()),
+    }
+}
+
+// ---- Agents ----
+
+fn names(set: &skillbase_store::NameSet) -> String {
+    match serde_json::to_value(set) {
+        Ok(Value::String(s)) => s,
+        Ok(Value::Array(v)) => v
+            .iter()
+            .filter_map(|x| x.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => String::new(),
+    }
+}
+
+pub(super) async fn agents(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+) -> Response {
+    let all = match st.store.agents().await {
+        Ok(v) => v,
+        Err(e) => return store_error(e),
+    };
+    let mut b = String::from(
+        "<h1>Agents</h1><table id=\"agents\"><tr><th>Agent</th><th>Skills</th><th>Eager</th><th>Grants (tools)</th><th>Budgets</th></tr>",
+    );
+    for a in all
+        .iter()
+        .filter(|a| p.agent().is_none_or(|x| *x == a.name))
+    {
+        let _ = write!(
+            b,
+            "<tr><td><a href=\"/studio/agents/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>catalog {} · context {}</td></tr>",
+            url(a.name.as_str()),
+            esc(a.name.as_str()),
+            esc(&names(&a.config.skills)),
+            esc(&names(&a.config.eager)),
+            esc(&a.config.grants.tools.join(", ")),
+            a.config.catalog_budget,
+            a.config.context_budget
+        );
+    }
+    b.push_str("</table>");
+    ok("Agents", &p, &b, None)
+}
+
+pub(super) async fn agent(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+    Path(name): Path<String>,
+) -> Response {
+    let missing = || fail(StatusCode::NOT_FOUND, "no such agent");
+    let Ok(agent) = AgentName::parse(&name) else {
+        return missing();
+    };
+    if p.agent().is_some_and(|a| *a != agent) {
+        return missing();
+    }
+    let Some(a) = st.store.agent_cached(&agent) else {
+        return missing();
+    };
+    let mut b = format!(
+        "<h1>Agent {}</h1><p>{}</p><h2>Configuration</h2><pre id=\"config\">{}</pre>",
+        esc(agent.as_str()),
+        esc(&a.config.description),
+        esc(&serde_json::to_string_pretty(&a.config).unwrap_or_default())
+    );
+    let report = st
+        .dispatcher
+        .doctor(&skillbase_runtime::doctor::DoctorOptions {
+            agent: Some(agent.clone()),
+            own_only: p.agent().is_some(),
+            actor: format!("studio:{}", who(&p)),
+            ..Default::default()
+        })
+        .await;
+    b.push_str("<h2>Doctor</h2>");
+    match report {
+        Ok(r) if r.findings.is_empty() => b.push_str("<p id=\"findings\">No findings.</p>"),
+        Ok(r) => {
+            b.push_str("<table id=\"findings\"><tr><th>Code</th><th>Severity</th><th>Skill</th><th>Finding</th><th>Fix</th></tr>");
+            for f in &r.findings {
+                let _ = write!(
+                    b,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    f.code,
+                    f.severity.as_str(),
+                    esc(f.skill.as_deref().unwrap_or("")),
+                    esc(&f.message),
+                    esc(&f.fix)
+                );
+            }
+            b.push_str("</table>");
+        }
+        Err(e) => {
+            let _ = write!(b, "<p class=\"warn\">{}</p>", esc(&e.to_string()));
+        }
+    }
+    ok(&format!("Agent {agent}"), &p, &b, None)
+}

@@ -1,0 +1,290 @@
+//! The studio in a real browser: Debian's Chromium driven through ChromeDriver over the W3C
+//! WebDriver protocol (a few JSON requests, made with the tests' HTTP client). Run when
+//! `SKILLBASE_TEST_CHROMEDRIVER` names a chromedriver at build time (`.ci/run` installs
+//! `chromium` and `chromium-driver` and sets it); otherwise compiled as ignored, so `cargo test`
+//! reports them skipped. With `SKILLBASE_STUDIO_SCREENSHOTS=DIR`, the pages' screenshots are
+//! written there (the README's come from it).
+
+use super::{triggered_skill, turn};
+use crate::common::*;
+use serde_json::{Value, json};
+use skillbase_store::Scope;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// A chromedriver process and one headless browser session.
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    http: reqwest::Client,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let path = std::env::var("SKILLBASE_TEST_CHROMEDRIVER")
+            .ok()
+            .or_else(|| option_env!("SKILLBASE_TEST_CHROMEDRIVER").map(str::to_owned))
+            .expect(
+                "SKILLBASE_TEST_CHROMEDRIVER was set when the tests were built but is not set now",
+            );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = Command::new(&path)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let mut ready = false;
+        for _ in 0..100 {
+            if let Ok(r) = http.get(format!("{base}/status")).send().await
+                && let Ok(v) = r.json::<Value>().await
+                && v["value"]["ready"] == true
+            {
+                ready = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(ready, "chromedriver did not become ready");
+        let binary =
+            std::env::var("SKILLBASE_TEST_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": binary,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"]
+            }
+        }}});
+        let mut b = Browser {
+            driver,
+            base,
+            session: String::new(),
+            http,
+        };
+        let v = b.call(reqwest::Method::POST, "/session", caps).await;
+        b.session = v["sessionId"].as_str().expect("a session id").to_owned();
+        b
+    }
+
+    async fn call(&self, m: reqwest::Method, path: &str, body: Value) -> Value {
+        let mut r = self.http.request(m.clone(), format!("{}{path}", self.base));
+        if m != reqwest::Method::GET {
+            r = r.json(&body);
+        }
+        let v: Value = r.send().await.unwrap().json().await.unwrap();
+        assert!(
+            v["value"].get("error").is_none(),
+            "webdriver {m} {path}: {v}"
+        );
+        v["value"].clone()
+    }
+
+    fn s(&self, rest: &str) -> String {
+        format!("/session/{}{rest}", self.session)
+    }
+
+    async fn open(&self, url: &str) {
+        self.call(reqwest::Method::POST, &self.s("/url"), json!({"url": url}))
+            .await;
+    }
+
+    async fn find(&self, css: &str) -> String {
+        let v = self
+            .call(
+                reqwest::Method::POST,
+                &self.s("/element"),
+                json!({"using": "css selector", "value": css}),
+            )
+            .await;
+        v[ELEMENT].as_str().expect("an element").to_owned()
+    }
+
+    async fn count(&self, css: &str) -> usize {
+        self.call(
+            reqwest::Method::POST,
+            &self.s("/elements"),
+            json!({"using": "css selector", "value": css}),
+        )
+        .await
+        .as_array()
+        .map_or(0, Vec::len)
+    }
+
+    async fn attr(&self, el: &str, name: &str) -> String {
+        self.call(
+            reqwest::Method::GET,
+            &self.s(&format!("/element/{el}/attribute/{name}")),
+            Value::Null,
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
+    async fn text(&self, css: &str) -> String {
+        let el = self.find(css).await;
+        self.call(
+            reqwest::Method::GET,
+            &self.s(&format!("/element/{el}/text")),
+            Value::Null,
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
+    async fn click(&self, css: &str) {
+        let el = self.find(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &self.s(&format!("/element/{el}/click")),
+            json!({}),
+        )
+        .await;
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let el = self.find(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &self.s(&format!("/element/{el}/value")),
+            json!({"text": text}),
+        )
+        .await;
+    }
+
+    /// The page's title once it is `want` (a click's navigation may still be under way).
+    async fn wait_title(&self, want: &str) -> String {
+        let mut t = String::new();
+        for _ in 0..50 {
+            t = self.title().await;
+            if t == want {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        t
+    }
+
+    async fn title(&self) -> String {
+        self.call(reqwest::Method::GET, &self.s("/title"), Value::Null)
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Save a screenshot as `NAME.png` when `SKILLBASE_STUDIO_SCREENSHOTS` names a folder.
+    async fn screenshot(&self, name: &str) {
+        let Ok(dir) = std::env::var("SKILLBASE_STUDIO_SCREENSHOTS") else {
+            return;
+        };
+        use base64::Engine;
+        let v = self
+            .call(reqwest::Method::GET, &self.s("/screenshot"), Value::Null)
+            .await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap())
+            .unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+    }
+
+    async fn sign_in(&self, server: &TestServer, token: &str) {
+        self.open(&server.url("/studio/login")).await;
+        self.type_into("#token", token).await;
+        self.click("#sign-in").await;
+    }
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(skillbase_browser),
+    ignore = "browser tests skipped: set SKILLBASE_TEST_CHROMEDRIVER to a chromedriver (apt install chromium chromium-driver) to run them"
+)]
+async fn in_a_browser_the_turn_the_revert_and_the_agent_boundary() {
+    let s = TestServer::start().await;
+    triggered_skill(&s).await;
+    let (id, report) = turn(&s, &s.alpha, "I want a refund, please").await;
+    let b = Browser::start().await;
+    b.sign_in(&s, &s.admin).await;
+    assert_eq!(
+        b.wait_title("Sessions · Skillbase studio").await,
+        "Sessions · Skillbase studio"
+    );
+
+    // The session page: the activation card and the Context card say what the turn reported.
+    b.open(&s.url(&format!("/studio/sessions/{id}"))).await;
+    let card = b
+        .find("[data-card=activation][data-skill=shared-one]")
+        .await;
+    let a = &report["activated"][0];
+    assert_eq!(b.attr(&card, "data-reason").await, "trigger:refund");
+    assert_eq!(b.attr(&card, "data-rev").await, a["rev"].to_string());
+    assert_eq!(b.attr(&card, "data-tokens").await, a["tokens"].to_string());
+    for k in ["eager", "injected", "catalog", "tools", "total"] {
+        assert_eq!(
+            b.text(&format!("[data-card=context] [data-k={k}]")).await,
+            report["tokens"][k].to_string(),
+            "{k}"
+        );
+    }
+    b.screenshot("studio-session").await;
+
+    // Revert from the skill's page: confirm, then the store has revision 1 active.
+    b.open(&s.url("/studio/skills/shared-one?scope=shared&a=1&b=2"))
+        .await;
+    assert_eq!(b.text("#active-rev").await, "2");
+    b.screenshot("studio-skill").await;
+    b.click("button[data-action=revert][data-rev='1']").await;
+    assert_eq!(
+        b.wait_title("Confirm · Skillbase studio").await,
+        "Confirm · Skillbase studio"
+    );
+    b.click("#confirm").await;
+    assert_eq!(
+        b.wait_title("shared-one · Skillbase studio").await,
+        "shared-one · Skillbase studio"
+    );
+    assert_eq!(b.text("#active-rev").await, "1");
+    assert_eq!(
+        s.store
+            .index()
+            .get(&Scope::Shared, "shared-one")
+            .unwrap()
+            .active_rev,
+        1
+    );
+
+    // The agent's page, with its doctor findings.
+    b.open(&s.url("/studio/agents/alpha")).await;
+    assert!(b.count("#findings").await == 1);
+    b.screenshot("studio-agent").await;
+
+    // An agent's token cannot open another agent's session.
+    let other = Browser::start().await;
+    other.sign_in(&s, &s.beta).await;
+    other.wait_title("Sessions · Skillbase studio").await;
+    other.open(&s.url(&format!("/studio/sessions/{id}"))).await;
+    assert_eq!(other.title().await, "404 · Skillbase studio");
+    assert_eq!(other.count("[data-card=activation]").await, 0);
+    s.stop().await;
+}
