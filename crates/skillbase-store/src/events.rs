@@ -26,6 +26,8 @@ pub enum EventKind {
     Reverted,
     /// A pending revision was approved and activated.
     Approved,
+    /// A pending revision was rejected: never served (the active one stays).
+    Rejected,
     /// A skill was retired.
     Retired,
     /// A retired skill was restored.
@@ -108,11 +110,12 @@ impl Default for EventKind {
 
 impl EventKind {
     /// Every kind this build names, in the order above.
-    pub const KNOWN: [EventKind; 35] = [
+    pub const KNOWN: [EventKind; 36] = [
         EventKind::RevisionWritten,
         EventKind::RevisionPending,
         EventKind::Reverted,
         EventKind::Approved,
+        EventKind::Rejected,
         EventKind::Retired,
         EventKind::Restored,
         EventKind::Disabled,
@@ -174,6 +177,7 @@ impl EventKind {
             EventKind::RevisionPending => "revision_pending",
             EventKind::Reverted => "reverted",
             EventKind::Approved => "approved",
+            EventKind::Rejected => "revision_rejected",
             EventKind::Retired => "retired",
             EventKind::Restored => "restored",
             EventKind::Disabled => "disabled",
@@ -245,6 +249,7 @@ impl EventKind {
             "revision_pending" => EventKind::RevisionPending,
             "reverted" => EventKind::Reverted,
             "approved" => EventKind::Approved,
+            "revision_rejected" => EventKind::Rejected,
             "retired" => EventKind::Retired,
             "restored" => EventKind::Restored,
             "disabled" => EventKind::Disabled,

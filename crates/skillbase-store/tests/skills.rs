@@ -541,8 +541,76 @@ async fn a_scan_of_stored_revisions_says_where_it_found_what(db: TestDb) {
     db.cleanup().await;
 }
 
+/// A pending revision rejected is never served and the active one stays; a skill created
+/// pending is retired with its only revision; rejecting anything else is refused, changing
+/// nothing; each rejection is one `revision_rejected` event.
+async fn pending_revisions_are_rejected(db: TestDb) {
+    let store = db.open().await;
+    store
+        .put(put(Scope::Shared, skill("alpha", "v1"), None))
+        .await
+        .unwrap();
+    let o = store
+        .put_pending(put(Scope::Shared, skill("alpha", "v2"), None))
+        .await
+        .unwrap();
+    assert_eq!(o.rev, 2);
+    let o = store
+        .reject(&Scope::Shared, "alpha", 2, &human())
+        .await
+        .unwrap();
+    assert_eq!((o.rev, o.status), (1, Status::Active));
+    let e = store.index().get(&Scope::Shared, "alpha").cloned().unwrap();
+    assert_eq!((e.active_rev, e.head_rev), (1, 2));
+    assert!(e.body.contains("v1"));
+    let h = store.history(&Scope::Shared, "alpha").await.unwrap();
+    assert_eq!(h[1].state, "rejected");
+    for (rev, want) in [(2, "not pending"), (1, "not pending"), (9, "revision 9")] {
+        let err = store
+            .reject(&Scope::Shared, "alpha", rev, &human())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(want), "{rev}: {err}");
+    }
+    assert!(
+        store
+            .approve(&Scope::Shared, "alpha", 2, &human())
+            .await
+            .is_err(),
+        "a rejected revision is not approved later"
+    );
+    // Created pending: retired with its revision.
+    store
+        .put_pending(put(Scope::Shared, skill("beta", "b1"), None))
+        .await
+        .unwrap();
+    let o = store
+        .reject(&Scope::Shared, "beta", 1, &human())
+        .await
+        .unwrap();
+    assert_eq!(o.status, Status::Retired);
+    let ev = store
+        .events(&skillbase_store::EventFilter {
+            kind: Some("revision_rejected".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ev.len(), 2);
+    assert!(
+        store
+            .reject(&Scope::Shared, "nobody", 1, &human())
+            .await
+            .is_err()
+    );
+    store.close().await;
+    db.cleanup().await;
+}
+
 suite!(
     revisions_and_revert,
+    pending_revisions_are_rejected,
     a_scan_of_stored_revisions_says_where_it_found_what,
     conflict_changes_nothing,
     statuses,

@@ -517,7 +517,7 @@ pub async fn eval(
 /// Run an evaluation of `input` on `view`: the messages' vectors first when the semantic stage
 /// is configured (an unavailable stage ranks lexically, as turns do), then the evaluation
 /// itself, pure CPU work over the view, off the async workers.
-async fn evaluate_off_workers<T, R>(
+pub(crate) async fn evaluate_off_workers<T, R>(
     st: &AppState,
     view: Arc<skillbase_runtime::AgentView>,
     input: T,

@@ -16,6 +16,7 @@ mod tokens;
 mod tools;
 mod vault;
 
+pub(crate) use agents::evaluate_off_workers;
 pub use authoring::{REST_SESSION_PREFIX, SESSION_HEADER};
 pub(crate) use sessions::events_for as session_events_for;
 

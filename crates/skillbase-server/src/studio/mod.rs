@@ -51,6 +51,10 @@ pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/skills/{name}/action", post(pages::skill_action))
         .route("/agents", get(pages::agents))
         .route("/agents/{name}", get(pages::agent))
+        .route("/agents/{name}/config", post(pages::agent_config))
+        .route("/agents/{name}/turn", post(pages::agent_turn))
+        .route("/agents/{name}/eval", post(pages::agent_eval))
+        .route("/approvals", get(pages::approvals))
         .fallback(|| async { fail(StatusCode::NOT_FOUND, "no such page") })
         .layer(middleware::from_fn_with_state(state, gate))
 }

@@ -49,6 +49,16 @@ fn store_error(e: impl std::fmt::Display) -> Response {
     fail(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
 }
 
+/// A form whose CSRF value is not this sign-in's: refused (a forged or stale form).
+fn stale(signed: &SignedIn, sent: &str) -> Option<Response> {
+    (sent != csrf(signed)).then(|| {
+        fail(
+            StatusCode::FORBIDDEN,
+            "refused: the form is stale; reload the page",
+        )
+    })
+}
+
 // ---- Sign-in ----
 
 #[derive(Deserialize)]
@@ -152,11 +162,8 @@ pub(super) async fn logout(
     Extension(signed): Extension<SignedIn>,
     Form(f): Form<CsrfForm>,
 ) -> Response {
-    if f.csrf != csrf(&signed) {
-        return fail(
-            StatusCode::FORBIDDEN,
-            "refused: the form is stale; reload the page",
-        );
+    if let Some(refused) = stale(&signed, &f.csrf) {
+        return refused;
     }
     let mut r = redirect("/studio/login");
     r.headers_mut().insert(
@@ -695,11 +702,35 @@ pub(super) async fn skill(
         }
         b.push_str("</p>");
         if let Scope::Shared = e.scope {
-            let _ = write!(
-                b,
-                "<p class=\"muted\">Specialize it for one agent: <code>skillbase export {} --out DIR</code>, edit, then <code>skillbase put DIR --scope agent:NAME</code>.</p>",
-                esc(&e.name)
-            );
+            // Agents that allow it and have no copy of their own yet.
+            let index = st.store.index();
+            let holders: Vec<String> = st
+                .store
+                .agents()
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|a| {
+                    a.config.skills.contains(&e.name)
+                        && index.get(&Scope::Agent(a.name.clone()), &e.name).is_none()
+                })
+                .map(|a| a.name.to_string())
+                .collect();
+            if !holders.is_empty() {
+                let _ = write!(
+                    b,
+                    "<form class=\"inline\" method=\"post\" action=\"/studio/skills/{}/action\">\
+                     <input type=\"hidden\" name=\"scope\" value=\"shared\"><input type=\"hidden\" name=\"action\" value=\"specialize\">\
+                     <input type=\"hidden\" name=\"csrf\" value=\"{}\">Specialize for <select name=\"agent\" id=\"specialize-agent\">{}</select> \
+                     <button type=\"submit\" data-action=\"specialize\">Specialize</button></form>",
+                    url(&e.name),
+                    esc(&token),
+                    holders
+                        .iter()
+                        .map(|h| format!("<option value=\"{0}\">{0}</option>", esc(h)))
+                        .collect::<String>()
+                );
+            }
         }
     }
     let _ = write!(
@@ -853,6 +884,8 @@ pub(super) struct ActionForm {
     rev: Option<i64>,
     csrf: String,
     confirm: Option<String>,
+    /// `specialize`: the agent whose own scope gets a copy of the shared body.
+    agent: Option<String>,
 }
 
 /// Revert, retire, restore, disable or enable: asked for confirmation first, then done through
@@ -864,11 +897,8 @@ pub(super) async fn skill_action(
     Path(name): Path<String>,
     Form(f): Form<ActionForm>,
 ) -> Response {
-    if f.csrf != csrf(&signed) {
-        return fail(
-            StatusCode::FORBIDDEN,
-            "refused: the form is stale; reload the page",
-        );
+    if let Some(refused) = stale(&signed, &f.csrf) {
+        return refused;
     }
     if !p.is_admin() {
         return fail(
@@ -881,21 +911,50 @@ pub(super) async fn skill_action(
         Err(r) => return *r,
     };
     let change = match f.action.as_str() {
-        "revert" => None,
+        "revert" | "approve" | "reject" | "specialize" => None,
         "retire" => Some(StatusChange::Retire),
         "restore" => Some(StatusChange::Restore),
         "disable" => Some(StatusChange::Disable),
         "enable" => Some(StatusChange::Enable),
         _ => return fail(StatusCode::BAD_REQUEST, "unknown action"),
     };
-    let rev = match (change.is_none(), f.rev) {
-        (true, Some(r)) if r >= 1 => Some(r),
-        (true, _) => return fail(StatusCode::BAD_REQUEST, "revert needs a revision"),
-        (false, _) => None,
+    let specialize_for = if f.action == "specialize" {
+        let Some(agent) = f.agent.as_deref().and_then(|a| AgentName::parse(a).ok()) else {
+            return fail(StatusCode::BAD_REQUEST, "specialize needs an agent");
+        };
+        if e.scope != Scope::Shared {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                "only a shared skill is specialized",
+            );
+        }
+        if st.store.agent_cached(&agent).is_none() {
+            return fail(StatusCode::NOT_FOUND, "no such agent");
+        }
+        Some(agent)
+    } else {
+        None
     };
-    let what = match rev {
-        Some(r) => format!("revert {} ({}) to revision {r}", e.name, e.scope),
-        None => format!("{} {} ({})", f.action, e.name, e.scope),
+    let rev = match (f.action.as_str(), f.rev) {
+        ("revert" | "approve" | "reject", Some(r)) if r >= 1 => Some(r),
+        ("revert" | "approve" | "reject", _) => {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                "revert, approve and reject need a revision",
+            );
+        }
+        _ => None,
+    };
+    let what = match (&specialize_for, rev) {
+        (Some(a), _) => format!(
+            "specialize {} for agent {a} (its own copy of the shared body, which it then sees instead)",
+            e.name
+        ),
+        (None, Some(r)) if f.action == "approve" || f.action == "reject" => {
+            format!("{} revision {r} of {} ({})", f.action, e.name, e.scope)
+        }
+        (None, Some(r)) => format!("revert {} ({}) to revision {r}", e.name, e.scope),
+        (None, None) => format!("{} {} ({})", f.action, e.name, e.scope),
     };
     if f.confirm.as_deref() != Some("yes") {
         let mut b = format!(
@@ -905,13 +964,20 @@ pub(super) async fn skill_action(
         let _ = write!(
             b,
             "<form method=\"post\" action=\"/studio/skills/{}/action\"><input type=\"hidden\" name=\"scope\" value=\"{}\">\
-             <input type=\"hidden\" name=\"action\" value=\"{}\">{}<input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+             <input type=\"hidden\" name=\"action\" value=\"{}\">{}{}<input type=\"hidden\" name=\"csrf\" value=\"{}\">\
              <input type=\"hidden\" name=\"confirm\" value=\"yes\"><button type=\"submit\" id=\"confirm\">Yes, {}</button> \
              <a href=\"/studio/skills/{}?scope={}\">Cancel</a></form>",
             url(&e.name),
             esc(&e.scope.to_string()),
             esc(&f.action),
             rev.map(|r| format!("<input type=\"hidden\" name=\"rev\" value=\"{r}\">"))
+                .unwrap_or_default(),
+            specialize_for
+                .as_ref()
+                .map(|a| format!(
+                    "<input type=\"hidden\" name=\"agent\" value=\"{}\">",
+                    esc(a.as_str())
+                ))
                 .unwrap_or_default(),
             esc(&csrf(&signed)),
             esc(&what),
@@ -928,6 +994,33 @@ pub(super) async fn skill_action(
         Principal::Agent { .. } => unreachable!("refused above"),
     };
     let done = match (change, rev) {
+        _ if specialize_for.is_some() => {
+            let agent = specialize_for.clone().expect("checked");
+            match st.store.bundle(&e.scope, &e.name, None).await {
+                Ok((_, bundle)) => {
+                    st.store
+                        .put(skillbase_store::PutRequest {
+                            scope: Scope::Agent(agent.clone()),
+                            bundle,
+                            author: actor.clone(),
+                            message: format!(
+                                "specialized from the shared {} in the studio",
+                                e.name
+                            ),
+                            expect_rev: None,
+                            signature: None,
+                        })
+                        .await
+                }
+                Err(err) => Err(err),
+            }
+        }
+        (None, Some(r)) if f.action == "approve" => {
+            st.store.approve(&e.scope, &e.name, r, &actor).await
+        }
+        (None, Some(r)) if f.action == "reject" => {
+            st.store.reject(&e.scope, &e.name, r, &actor).await
+        }
         (None, Some(r)) => st.store.revert(&e.scope, &e.name, r, &actor).await,
         (Some(c), _) => {
             st.store
@@ -942,11 +1035,15 @@ pub(super) async fn skill_action(
         }
         _ => return fail(StatusCode::BAD_REQUEST, "revert needs a revision"),
     };
+    let scope_after = match &specialize_for {
+        Some(a) => Scope::Agent(a.clone()).to_string(),
+        None => e.scope.to_string(),
+    };
     match done {
         Ok(_) => redirect(&format!(
             "/studio/skills/{}?scope={}",
             url(&e.name),
-            url(&e.scope.to_string())
+            url(&scope_after)
         )),
         Err(err) => fail(StatusCode::CONFLICT, &err.to_string()),
     }
@@ -1000,6 +1097,7 @@ pub(super) async fn agents(
 pub(super) async fn agent(
     State(st): State<Arc<AppState>>,
     Extension(p): Extension<Principal>,
+    Extension(signed): Extension<SignedIn>,
     Path(name): Path<String>,
 ) -> Response {
     let missing = || fail(StatusCode::NOT_FOUND, "no such agent");
@@ -1049,5 +1147,360 @@ pub(super) async fn agent(
             let _ = write!(b, "<p class=\"warn\">{}</p>", esc(&e.to_string()));
         }
     }
+    agent_forms(
+        &mut b,
+        agent.as_str(),
+        &serde_json::to_string_pretty(&a.config).unwrap_or_default(),
+        p.is_admin(),
+        &csrf(&signed),
+    );
     ok(&format!("Agent {agent}"), &p, &b, None)
+}
+
+// ---- Agents: edit, try a turn, eval ----
+
+fn agent_of(st: &AppState, p: &Principal, name: &str) -> Option<Arc<skillbase_store::Agent>> {
+    let agent = AgentName::parse(name).ok()?;
+    if p.agent().is_some_and(|a| *a != agent) {
+        return None;
+    }
+    st.store.agent_cached(&agent)
+}
+
+/// The agent page's forms: edit (admin), try a turn, evaluate cases.
+pub(super) fn agent_forms(b: &mut String, name: &str, config: &str, admin: bool, token: &str) {
+    let u = url(name);
+    if admin {
+        let _ = write!(
+            b,
+            "<h2>Edit</h2><form method=\"post\" action=\"/studio/agents/{u}/config\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{t}\"><textarea name=\"config\" id=\"config-edit\" rows=\"14\" cols=\"100\">{c}</textarea>\
+             <p><button type=\"submit\" id=\"save-config\">Save (checked as every agent write is)</button></p></form>",
+            t = esc(token),
+            c = esc(config)
+        );
+    }
+    let _ = write!(
+        b,
+        "<h2>Try a turn</h2><form method=\"post\" action=\"/studio/agents/{u}/turn\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{t}\"><input type=\"text\" name=\"message\" id=\"try-message\" size=\"90\" maxlength=\"65536\">\
+         <button type=\"submit\" id=\"try-turn\">Run the turn</button></form>\
+         <h2>Evaluate</h2><form method=\"post\" action=\"/studio/agents/{u}/eval\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{t}\"><p class=\"muted\">One case per line, as <code>skillbase eval</code> reads them: \
+         <code>{{\"message\": \"…\", \"expected\": \"skill-name\"}}</code> (or <code>null</code>), optional <code>kind</code> and <code>lang</code>.</p>\
+         <textarea name=\"cases\" id=\"eval-cases\" rows=\"8\" cols=\"100\"></textarea>\
+         <p><button type=\"submit\" id=\"run-eval\">Evaluate</button></p></form>",
+        t = esc(token)
+    );
+    b.push_str(RUNNING_SCRIPT);
+}
+
+/// A turn or an evaluation takes a while: its button says it is running.
+const RUNNING_SCRIPT: &str = "<script>document.querySelectorAll('form').forEach(function(f){f.addEventListener('submit',function(){\
+var b=f.querySelector('button[type=submit]');if(b&&b.id!=='save-config'){b.disabled=true;b.textContent='Running…';}});});</script>";
+
+#[derive(Deserialize)]
+pub(super) struct ConfigForm {
+    csrf: String,
+    config: String,
+}
+
+/// Replace the agent's configuration with the JSON given, checked by the store as every agent
+/// write is; a refusal changes nothing and says what to fix.
+pub(super) async fn agent_config(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+    Extension(signed): Extension<SignedIn>,
+    Path(name): Path<String>,
+    Form(f): Form<ConfigForm>,
+) -> Response {
+    if let Some(refused) = stale(&signed, &f.csrf) {
+        return refused;
+    }
+    if !p.is_admin() {
+        return fail(
+            StatusCode::FORBIDDEN,
+            "an agent's token is read-only in the studio",
+        );
+    }
+    let Some(a) = agent_of(&st, &p, &name) else {
+        return fail(StatusCode::NOT_FOUND, "no such agent");
+    };
+    if f.config.len() > 256 * 1024 {
+        return fail(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the configuration is over 256 KiB",
+        );
+    }
+    let config: skillbase_store::AgentConfig = match serde_json::from_str(&f.config) {
+        Ok(c) => c,
+        Err(e) => {
+            return fail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &format!("not saved: the configuration is not valid: {e}"),
+            );
+        }
+    };
+    match st.store.set_agent(&a.name, &config).await {
+        Ok(_) => redirect(&format!("/studio/agents/{}", url(a.name.as_str()))),
+        Err(e) => fail(StatusCode::UNPROCESSABLE_ENTITY, &format!("not saved: {e}")),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct TurnForm {
+    csrf: String,
+    message: String,
+}
+
+/// A turn in a new session, exactly as `skillbase turn` runs it (recorded like any turn):
+/// what the model is shown and the report.
+pub(super) async fn agent_turn(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+    Extension(signed): Extension<SignedIn>,
+    Path(name): Path<String>,
+    Form(f): Form<TurnForm>,
+) -> Response {
+    if let Some(refused) = stale(&signed, &f.csrf) {
+        return refused;
+    }
+    let Some(a) = agent_of(&st, &p, &name) else {
+        return fail(StatusCode::NOT_FOUND, "no such agent");
+    };
+    if f.message.trim().is_empty() || f.message.len() > 64 * 1024 {
+        return fail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "write a message of 1 byte to 64 KiB",
+        );
+    }
+    let mut raw = [0u8; 8];
+    getrandom::fill(&mut raw).expect("the operating system's random source failed");
+    let session = format!(
+        "studio-{}",
+        raw.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    if let Err(e) = st.store.open_session(&session, &a.name).await {
+        return store_error(e);
+    }
+    let ctx = match st
+        .dispatcher
+        .turn(&a.name, &session, &f.message, &Default::default())
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => return fail(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
+    };
+    let mut b = format!(
+        "<h1>A turn of {}</h1><p>Session <a href=\"/studio/sessions/{}\">{}</a> · message: {}</p>",
+        esc(a.name.as_str()),
+        url(&session),
+        esc(&session),
+        esc(&f.message)
+    );
+    for (title, text) in [
+        ("Prompt prefix (eager, the same every turn)", &ctx.prefix),
+        ("Injected for this turn", &ctx.injected),
+        ("Catalog", &ctx.catalog),
+    ] {
+        let _ = write!(
+            b,
+            "<h2>{title}</h2><pre>{}</pre>",
+            esc(text.as_deref().unwrap_or("(none)"))
+        );
+    }
+    b.push_str("<h2>Tools</h2><ul>");
+    for t in &ctx.tools {
+        let _ = write!(
+            b,
+            "<li><code>{}</code>: {}</li>",
+            esc(&t.name),
+            esc(&t.description)
+        );
+    }
+    b.push_str("</ul><h2>Report</h2>");
+    let report = serde_json::to_value(&ctx.report).unwrap_or_default();
+    render_turn(&mut b, &report);
+    ok("Try a turn", &p, &b, None)
+}
+
+#[derive(Deserialize)]
+pub(super) struct EvalForm {
+    csrf: String,
+    cases: String,
+}
+
+/// `skillbase eval` on the cases given, on the agent's real turn path; its tables.
+pub(super) async fn agent_eval(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+    Extension(signed): Extension<SignedIn>,
+    Path(name): Path<String>,
+    Form(f): Form<EvalForm>,
+) -> Response {
+    if let Some(refused) = stale(&signed, &f.csrf) {
+        return refused;
+    }
+    let Some(a) = agent_of(&st, &p, &name) else {
+        return fail(StatusCode::NOT_FOUND, "no such agent");
+    };
+    if f.cases.len() > 4 * 1024 * 1024 {
+        return fail(StatusCode::PAYLOAD_TOO_LARGE, "the cases are over 4 MiB");
+    }
+    let cases = match skillbase_runtime::eval::parse_cases(&f.cases) {
+        Ok(c) if !c.is_empty() => c,
+        Ok(_) => {
+            return fail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "no cases: write one per line",
+            );
+        }
+        Err(e) => return fail(StatusCode::UNPROCESSABLE_ENTITY, &format!("cases: {e}")),
+    };
+    let view = match st.runtime.view(&a.name) {
+        Ok(v) => v,
+        Err(e) => return store_error(e),
+    };
+    let report = match crate::rest::evaluate_off_workers(
+        &st,
+        view,
+        cases,
+        |cases| cases.iter().map(|c| c.message.as_str()).collect(),
+        |view, cases, opts, vectors| {
+            skillbase_runtime::eval::evaluate_with(view, cases, opts, vectors)
+        },
+        Default::default(),
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let mut b = format!(
+        "<h1>Evaluation of {}</h1><p>{} skills seen · {} cases</p>",
+        esc(a.name.as_str()),
+        report.skills,
+        report.overall.cases
+    );
+    let row = |b: &mut String, label: &str, m: &skillbase_runtime::eval::Metrics| {
+        let _ = write!(
+            b,
+            "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td></tr>",
+            esc(label),
+            m.cases,
+            m.recall_at_1,
+            m.recall_at_5,
+            m.recall_at_10,
+            m.visible,
+            m.false_triggers
+        );
+    };
+    for (title, id, rows) in [
+        ("By kind", "eval-kind", &report.by_kind),
+        ("By language", "eval-lang", &report.by_lang),
+        ("By skill", "eval-skill", &report.by_skill),
+    ] {
+        let _ = write!(
+            b,
+            "<h2>{title}</h2><table id=\"{id}\"><tr><th></th><th>cases</th><th>recall@1</th><th>recall@5</th><th>recall@10</th><th>visible</th><th>false triggers</th></tr>"
+        );
+        row(&mut b, "all", &report.overall);
+        for (k, m) in rows {
+            row(&mut b, k, m);
+        }
+        b.push_str("</table>");
+    }
+    if !report.confused.is_empty() {
+        b.push_str("<h2>Most confused</h2><table><tr><th>expected</th><th>ranked first</th><th>times</th></tr>");
+        for c in &report.confused {
+            let _ = write!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.expected),
+                esc(&c.got),
+                c.count
+            );
+        }
+        b.push_str("</table>");
+    }
+    if !report.unknown_expected.is_empty() {
+        let _ = write!(
+            b,
+            "<p class=\"warn\">Expected skills this agent does not see: {}</p>",
+            esc(&report.unknown_expected.join(", "))
+        );
+    }
+    ok("Evaluation", &p, &b, None)
+}
+
+// ---- Approvals ----
+
+pub(super) async fn approvals(
+    State(st): State<Arc<AppState>>,
+    Extension(p): Extension<Principal>,
+    Extension(signed): Extension<SignedIn>,
+) -> Response {
+    if !p.is_admin() {
+        return fail(StatusCode::FORBIDDEN, "approvals need an admin token");
+    }
+    let index = st.store.index();
+    let mut pending: Vec<&Arc<SkillEntry>> = index
+        .all()
+        .filter(|e| e.status == Status::Pending || e.head_rev > e.active_rev)
+        .collect();
+    pending.sort_by(|a, b| (&a.name, a.scope.to_string()).cmp(&(&b.name, b.scope.to_string())));
+    let token = csrf(&signed);
+    let mut b = String::from(
+        "<h1>Approvals</h1><table id=\"approvals\"><tr><th>Skill</th><th>Scope</th><th>Revision</th><th>Author</th><th>When</th><th>Message</th><th></th></tr>",
+    );
+    let mut n = 0;
+    for e in pending {
+        let history = match st.store.history(&e.scope, &e.name).await {
+            Ok(h) => h,
+            Err(err) => return store_error(err),
+        };
+        for r in history.iter().filter(|r| r.state == "pending") {
+            n += 1;
+            let scope = e.scope.to_string();
+            let _ = write!(
+                b,
+                "<tr><td><a href=\"/studio/skills/{}?scope={}&amp;a={}&amp;b={}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>",
+                url(&e.name),
+                url(&scope),
+                e.active_rev.max(1),
+                r.rev,
+                esc(&e.name),
+                esc(&scope),
+                r.rev,
+                esc(&r.author),
+                time(r.created_at),
+                esc(&r.message)
+            );
+            action_form(
+                &mut b,
+                &e.name,
+                &scope,
+                "approve",
+                Some(r.rev),
+                "Approve",
+                &token,
+            );
+            action_form(
+                &mut b,
+                &e.name,
+                &scope,
+                "reject",
+                Some(r.rev),
+                "Reject",
+                &token,
+            );
+            b.push_str("</td></tr>");
+        }
+    }
+    b.push_str("</table>");
+    if n == 0 {
+        b.push_str("<p class=\"muted\">Nothing waits for approval.</p>");
+    }
+    b.push_str("<p class=\"muted\">A rejected revision is never served (the active one stays); a skill created pending is retired with it.</p>");
+    ok("Approvals", &p, &b, None)
 }

@@ -468,3 +468,298 @@ async fn hostile_text_is_rendered_as_text() {
     }
     s.stop().await;
 }
+
+#[tokio::test]
+async fn agents_are_edited_tried_and_evaluated_through_the_same_operations() {
+    let s = TestServer::start().await;
+    triggered_skill(&s).await;
+    let cookie = sign_in(&s, &s.admin).await;
+    let (status, html) = page(&s, &cookie, "/studio/agents/alpha").await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("id=\"config-edit\"") && html.contains("id=\"findings\""),
+        "{html}"
+    );
+    let token = csrf_of(&html);
+    let alpha = skillbase_store::AgentName::parse("alpha").unwrap();
+    // Edit: saved when valid (checked by the store), refused with nothing changed otherwise.
+    let mut config = s.store.agent(&alpha).await.unwrap().unwrap().config;
+    config.catalog_budget = 1234;
+    let enc = |v: &str| url_encode(v);
+    let body = |c: &str| format!("csrf={token}&config={}", enc(c));
+    let r = form(
+        &s,
+        &cookie,
+        "/studio/agents/alpha/config",
+        &body(&serde_json::to_string(&config).unwrap()),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(
+        s.store
+            .agent(&alpha)
+            .await
+            .unwrap()
+            .unwrap()
+            .config
+            .catalog_budget,
+        1234
+    );
+    for (bad, want) in [
+        ("{not json", "not valid"),
+        (
+            "{\"policies\": {\"failure_threshold\": 0}}",
+            "failure_threshold",
+        ),
+        ("{\"grants\": {\"tools\": [\"Bad Class\"]}}", "grants.tools"),
+        ("{\"surprise\": 1}", "unknown field"),
+    ] {
+        let r = form(&s, &cookie, "/studio/agents/alpha/config", &body(bad), None).await;
+        assert_eq!(r.status().as_u16(), 422, "{bad}");
+        let text = r.text().await.unwrap();
+        assert!(text.contains(want), "{bad}: {text}");
+        assert_eq!(
+            s.store
+                .agent(&alpha)
+                .await
+                .unwrap()
+                .unwrap()
+                .config
+                .catalog_budget,
+            1234
+        );
+    }
+    // Try a turn: what the model is shown, and the report's cards.
+    let r = form(
+        &s,
+        &cookie,
+        "/studio/agents/alpha/turn",
+        &format!("csrf={token}&message=a+refund+please"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 200);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains(
+            "data-card=\"activation\" data-skill=\"shared-one\" data-reason=\"trigger:refund\""
+        ) && html.contains("Check the order, then refund it.")
+            && html.contains("<code>load_skill</code>"),
+        "{html}"
+    );
+    let r = form(
+        &s,
+        &cookie,
+        "/studio/agents/alpha/turn",
+        &format!("csrf={token}&message=+"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 422);
+    // Evaluate: the tables of `skillbase eval`.
+    let cases = "{\"message\": \"I want a refund\", \"expected\": \"shared-one\"}\n{\"message\": \"hello\", \"expected\": null}\n";
+    let r = form(
+        &s,
+        &cookie,
+        "/studio/agents/alpha/eval",
+        &format!("csrf={token}&cases={}", enc(cases)),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 200);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("id=\"eval-kind\"") && html.contains("<td>1.000</td>"),
+        "{html}"
+    );
+    for bad in ["", "not json", "{\"expected\": \"x\"}"] {
+        let r = form(
+            &s,
+            &cookie,
+            "/studio/agents/alpha/eval",
+            &format!("csrf={token}&cases={}", enc(bad)),
+            None,
+        )
+        .await;
+        assert_eq!(r.status().as_u16(), 422, "{bad:?}");
+    }
+    // An agent's token may try its own agent, never edit it.
+    let beta = sign_in(&s, &s.beta).await;
+    let (_, html) = page(&s, &beta, "/studio/agents/beta").await;
+    assert!(!html.contains("config-edit"), "{html}");
+    let bt = csrf_of(&html);
+    let r = form(
+        &s,
+        &beta,
+        "/studio/agents/beta/config",
+        &format!("csrf={bt}&config=%7B%7D"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 403);
+    let r = form(
+        &s,
+        &beta,
+        "/studio/agents/alpha/turn",
+        &format!("csrf={bt}&message=hi"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 404);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn approvals_and_specializing_go_through_the_store() {
+    let s = TestServer::start().await;
+    let md = "---\nname: shared-two\ndescription: An agent's rewrite, waiting.\n---\nNew text.\n";
+    s.store
+        .put_pending(skillbase_store::PutRequest {
+            scope: Scope::Shared,
+            bundle: skillbase_format::Bundle::single(md.as_bytes().to_vec()).unwrap(),
+            author: skillbase_store::Author::AgentInline(
+                skillbase_store::AgentName::parse("alpha").unwrap(),
+            ),
+            message: "rewrite".into(),
+            expect_rev: None,
+            signature: None,
+        })
+        .await
+        .unwrap();
+    let cookie = sign_in(&s, &s.admin).await;
+    let (status, html) = page(&s, &cookie, "/studio/approvals").await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("data-action=\"approve\" data-rev=\"2\"")
+            && html.contains("data-action=\"reject\" data-rev=\"2\""),
+        "{html}"
+    );
+    let token = csrf_of(&html);
+    let r = form(
+        &s,
+        &cookie,
+        "/studio/skills/shared-two/action",
+        &format!("scope=shared&action=approve&rev=2&csrf={token}&confirm=yes"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(
+        s.store
+            .index()
+            .get(&Scope::Shared, "shared-two")
+            .unwrap()
+            .active_rev,
+        2
+    );
+    let (_, html) = page(&s, &cookie, "/studio/approvals").await;
+    assert!(html.contains("Nothing waits for approval"), "{html}");
+    // Reject: a second pending revision, never served; the active one stays.
+    let md3 = "---\nname: shared-two\ndescription: Another rewrite.\n---\nWorse text.\n";
+    s.store
+        .put_pending(skillbase_store::PutRequest {
+            scope: Scope::Shared,
+            bundle: skillbase_format::Bundle::single(md3.as_bytes().to_vec()).unwrap(),
+            author: skillbase_store::Author::AgentInline(
+                skillbase_store::AgentName::parse("alpha").unwrap(),
+            ),
+            message: "rewrite again".into(),
+            expect_rev: None,
+            signature: None,
+        })
+        .await
+        .unwrap();
+    let r = form(
+        &s,
+        &cookie,
+        "/studio/skills/shared-two/action",
+        &format!("scope=shared&action=reject&rev=3&csrf={token}&confirm=yes"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 303);
+    let e = s
+        .store
+        .index()
+        .get(&Scope::Shared, "shared-two")
+        .cloned()
+        .unwrap();
+    assert_eq!((e.active_rev, e.status.to_string().as_str()), (2, "active"));
+    let h = s.store.history(&Scope::Shared, "shared-two").await.unwrap();
+    assert_eq!(h.last().unwrap().state, "rejected");
+    // Twice: refused, saying why.
+    let r = form(
+        &s,
+        &cookie,
+        "/studio/skills/shared-two/action",
+        &format!("scope=shared&action=reject&rev=3&csrf={token}&confirm=yes"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 409);
+    assert!(r.text().await.unwrap().contains("not pending approval"));
+    // Specialize the shared skill for alpha: alpha's own copy, the shared one untouched.
+    let (_, html) = page(&s, &cookie, "/studio/skills/shared-one?scope=shared").await;
+    assert!(
+        html.contains("<option value=\"alpha\">alpha</option>"),
+        "{html}"
+    );
+    let r = form(
+        &s,
+        &cookie,
+        "/studio/skills/shared-one/action",
+        &format!("scope=shared&action=specialize&agent=alpha&csrf={token}&confirm=yes"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(
+        r.headers()["location"],
+        "/studio/skills/shared-one?scope=agent%3Aalpha"
+    );
+    let own = s
+        .store
+        .index()
+        .get(
+            &Scope::Agent(skillbase_store::AgentName::parse("alpha").unwrap()),
+            "shared-one",
+        )
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        own.body,
+        s.store
+            .index()
+            .get(&Scope::Shared, "shared-one")
+            .unwrap()
+            .body
+    );
+    for bad in ["agent=", "agent=nobody", "agent=Bad%20Name"] {
+        let r = form(
+            &s,
+            &cookie,
+            "/studio/skills/shared-one/action",
+            &format!("scope=shared&action=specialize&{bad}&csrf={token}&confirm=yes"),
+            None,
+        )
+        .await;
+        assert!(r.status().is_client_error(), "{bad}");
+    }
+    // Agents' tokens see no approvals.
+    let beta = sign_in(&s, &s.beta).await;
+    assert_eq!(page(&s, &beta, "/studio/approvals").await.0, 403);
+    s.stop().await;
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}

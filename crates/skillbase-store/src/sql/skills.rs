@@ -1106,6 +1106,44 @@ macro_rules! statements {
             Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Modified, rev, status, warnings: Vec::new() })
         }
 
+        /// Reject a pending revision: it is never served; the active revision stays. A skill
+        /// created pending (nothing committed) is retired with it.
+        pub async fn reject(pool: &Pool<Db>, scope: &Scope, name: &str, rev: i64, actor: &str) -> Result<WriteOutcome> {
+            let mut tx = pool.begin_with($begin).await?;
+            let s = scope.to_string();
+            let (id, head, active, status, _) = lock_skill(&mut tx, &s, name)
+                .await?
+                .ok_or_else(|| StoreError::NotFound { scope: scope.clone(), name: name.to_owned() })?;
+            let state: Option<String> = sqlx::query_scalar("SELECT state FROM revisions WHERE skill_id = $1 AND rev = $2")
+                .bind(id)
+                .bind(rev)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if state.as_deref() != Some("pending") {
+                check_approve(name, rev, head, state.as_deref())?;
+                return Err(StoreError::NotPending { name: name.to_owned(), rev, state: state.unwrap_or_default() });
+            }
+            let now = now_ms();
+            sqlx::query("UPDATE revisions SET state = 'rejected' WHERE skill_id = $1 AND rev = $2")
+                .bind(id)
+                .bind(rev)
+                .execute(&mut *tx)
+                .await?;
+            let mut status = parse_status(&status)?;
+            if status == Status::Pending {
+                status = Status::Retired;
+                sqlx::query("UPDATE skills SET status = $1, updated_at = $2 WHERE id = $3")
+                    .bind(status.as_str())
+                    .bind(now)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            insert_event(&mut tx, &skill_event(EventKind::Rejected, &s, name, rev, actor, serde_json::json!({"status": status})), now).await?;
+            tx.commit().await?;
+            Ok(WriteOutcome { scope: scope.clone(), name: name.to_owned(), kind: WriteKind::Status, rev: active, status, warnings: Vec::new() })
+        }
+
         pub async fn set_status(
             pool: &Pool<Db>,
             scope: &Scope,

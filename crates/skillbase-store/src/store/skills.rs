@@ -556,6 +556,20 @@ impl Store {
         Ok(o)
     }
 
+    /// Reject a pending revision: it is never served and the active one stays (a skill created
+    /// pending, with nothing committed, is retired). Recorded as a `revision_rejected` event.
+    pub async fn reject(
+        &self,
+        scope: &Scope,
+        name: &str,
+        rev: i64,
+        actor: &Author,
+    ) -> Result<WriteOutcome> {
+        let o = on_db!(self, skills::reject(scope, name, rev, &actor.to_string()))?;
+        self.after_commit(std::slice::from_ref(&o)).await;
+        Ok(o)
+    }
+
     /// Change a skill's status: retire and restore (soft delete), disable and enable.
     pub async fn set_status(
         &self,
