@@ -15,6 +15,7 @@
 //!   and doctor findings). No logic lives here: every action is a store or runtime operation.
 
 mod html;
+mod markdown;
 mod pages;
 
 use crate::auth::Principal;
@@ -29,6 +30,10 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 pub use html::{esc, url};
+
+/// Every studio page's Content-Security-Policy: its own inline style and script, requests to
+/// this server only, never framed by another site.
+pub(crate) const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The cookie that holds the studio's token.
 pub const COOKIE: &str = "skillbase_studio";
@@ -198,7 +203,11 @@ pub(crate) fn fail(status: StatusCode, message: &str) -> Response {
     );
     (
         status,
-        [(header::CACHE_CONTROL, "no-store")],
+        [
+            (header::CACHE_CONTROL, "no-store"),
+            (header::CONTENT_SECURITY_POLICY, CSP),
+            (header::X_FRAME_OPTIONS, "DENY"),
+        ],
         axum::response::Html(html::page(&status.as_u16().to_string(), "", &body, None)),
     )
         .into_response()

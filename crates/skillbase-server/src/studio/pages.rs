@@ -35,6 +35,9 @@ fn html(status: StatusCode, body: String) -> Response {
         [
             (header::CACHE_CONTROL, "no-store"),
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            // Only this page's own inline style and script; never framed by another site.
+            (header::CONTENT_SECURITY_POLICY, super::CSP),
+            (header::X_FRAME_OPTIONS, "DENY"),
         ],
         body,
     )
@@ -735,8 +738,10 @@ pub(super) async fn skill(
     }
     let _ = write!(
         b,
-        "<h2>SKILL.md</h2><pre id=\"frontmatter\">{}</pre><pre id=\"body\">{}</pre>",
+        "<h2>SKILL.md</h2><pre id=\"frontmatter\">{}</pre><div class=\"card\" id=\"body\">{}</div>\
+         <details><summary>The body as written</summary><pre id=\"body-source\">{}</pre></details>",
         esc(&serde_json::to_string_pretty(&*e.frontmatter).unwrap_or_default()),
+        super::markdown::render(&e.body),
         esc(&e.body)
     );
     b.push_str("<h2>Files</h2><ul>");
@@ -1188,6 +1193,7 @@ pub(super) fn agent_forms(b: &mut String, name: &str, config: &str, admin: bool,
          <h2>Evaluate</h2><form method=\"post\" action=\"/studio/agents/{u}/eval\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{t}\"><p class=\"muted\">One case per line, as <code>skillbase eval</code> reads them: \
          <code>{{\"message\": \"…\", \"expected\": \"skill-name\"}}</code> (or <code>null</code>), optional <code>kind</code> and <code>lang</code>.</p>\
+         <p><label>A cases file (.jsonl) <input type=\"file\" id=\"eval-file\" accept=\".jsonl,.json,.txt\"></label> or paste them:</p>\
          <textarea name=\"cases\" id=\"eval-cases\" rows=\"8\" cols=\"100\"></textarea>\
          <p><button type=\"submit\" id=\"run-eval\">Evaluate</button></p></form>",
         t = esc(token)
@@ -1197,7 +1203,9 @@ pub(super) fn agent_forms(b: &mut String, name: &str, config: &str, admin: bool,
 
 /// A turn or an evaluation takes a while: its button says it is running.
 const RUNNING_SCRIPT: &str = "<script>document.querySelectorAll('form').forEach(function(f){f.addEventListener('submit',function(){\
-var b=f.querySelector('button[type=submit]');if(b&&b.id!=='save-config'){b.disabled=true;b.textContent='Running…';}});});</script>";
+var b=f.querySelector('button[type=submit]');if(b&&b.id!=='save-config'){b.disabled=true;b.textContent='Running…';}});});\
+var i=document.getElementById('eval-file');if(i){i.addEventListener('change',function(){var r=new FileReader();\
+r.onload=function(){document.getElementById('eval-cases').value=r.result;};if(i.files[0])r.readAsText(i.files[0]);});}</script>";
 
 #[derive(Deserialize)]
 pub(super) struct ConfigForm {

@@ -138,6 +138,19 @@ impl Browser {
         .to_owned()
     }
 
+    async fn property(&self, css: &str, name: &str) -> String {
+        let el = self.find(css).await;
+        self.call(
+            reqwest::Method::GET,
+            &self.s(&format!("/element/{el}/property/{name}")),
+            Value::Null,
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
     async fn text(&self, css: &str) -> String {
         let el = self.find(css).await;
         self.call(
@@ -278,6 +291,31 @@ async fn in_a_browser_the_turn_the_revert_and_the_agent_boundary() {
     b.open(&s.url("/studio/agents/alpha")).await;
     assert!(b.count("#findings").await == 1);
     b.screenshot("studio-agent").await;
+
+    // Evaluate a cases file uploaded from the agent's page: its tables.
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases.jsonl");
+    std::fs::write(
+        &cases,
+        "{\"message\": \"I want a refund\", \"expected\": \"shared-one\"}\n{\"message\": \"hello\", \"expected\": null}\n",
+    )
+    .unwrap();
+    b.type_into("#eval-file", cases.to_str().unwrap()).await;
+    let mut loaded = String::new();
+    for _ in 0..50 {
+        loaded = b.property("#eval-cases", "value").await;
+        if !loaded.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(loaded.contains("I want a refund"), "{loaded}");
+    b.click("#run-eval").await;
+    assert_eq!(
+        b.wait_title("Evaluation · Skillbase studio").await,
+        "Evaluation · Skillbase studio"
+    );
+    assert!(b.text("#eval-kind").await.contains("1.000"));
 
     // An agent's token cannot open another agent's session.
     let other = Browser::start().await;
