@@ -289,9 +289,8 @@ pub(crate) fn decide(
             d.offered.insert(e.name.clone(), why);
         }
     }
-    let mut answers: Vec<(Need, Answer)> = asked.into_iter().collect();
-    answers.sort_by(|a, b| format!("{:?}", a.0).cmp(&format!("{:?}", b.0)));
-    d.answers = answers;
+    // Asked again, each on its own, by `answers_hold`: their order does not matter.
+    d.answers = asked.into_iter().collect();
     d
 }
 

@@ -13,23 +13,21 @@ pub fn render(body: &str) -> String {
     opts.insert(Options::ENABLE_STRIKETHROUGH);
     let events = Parser::new_ext(body, opts).map(|e| match e {
         Event::Html(s) | Event::InlineHtml(s) => Event::Text(s),
-        Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Event::Start(Tag::Link {
-            link_type,
-            dest_url: safe_url(dest_url),
-            title,
-            id,
-        }),
-        Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Event::Start(Tag::Link {
+        // An image is a link to it: nothing the body names is fetched.
+        Event::Start(
+            Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }
+            | Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            },
+        ) => Event::Start(Tag::Link {
             link_type,
             dest_url: safe_url(dest_url),
             title,
