@@ -15,12 +15,16 @@
 //! (`tasks.jsonl`, `relevance.json`, an id → skill map) and score the same routing order with
 //! its metrics: hit@1, recall@5/10/20 over the task's relevant skills, graded nDCG@10, and the
 //! share of the relevant skills visible in the turn.
+//!
+//! A long evaluation can be watched and stopped from another thread: [`evaluate_observed`]
+//! counts the cases done in a [`Progress`] (the studio's progress bar reads it).
 
 use crate::semantic::SemanticQuery;
 use crate::turn::{TurnOptions, TurnReport, resolve_with};
 use crate::view::AgentView;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Most cases one evaluation reads.
 pub const MAX_CASES: usize = 100_000;
@@ -302,6 +306,39 @@ pub fn evaluate_with(
     opts: &TurnOptions,
     vectors: Option<&QueryVectors>,
 ) -> EvalReport {
+    evaluate_observed(view, cases, opts, vectors, &Progress::default())
+        .expect("an evaluation nobody can stop runs to its end")
+}
+
+/// How far a running evaluation has come, shared with the thread that runs it: the cases done
+/// so far, and a request to stop.
+#[derive(Debug, Default)]
+pub struct Progress {
+    done: AtomicUsize,
+    stop: AtomicBool,
+}
+
+impl Progress {
+    /// The cases evaluated so far (the report is assembled after the last one).
+    pub fn done(&self) -> usize {
+        self.done.load(Ordering::Relaxed)
+    }
+
+    /// Ask the evaluation to stop: it ends after the case it is on, with no report.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// [`evaluate_with`], counting each case in `progress` as it is done; `None` when
+/// [`Progress::stop`] was called before the last case.
+pub fn evaluate_observed(
+    view: &AgentView,
+    cases: &[EvalCase],
+    opts: &TurnOptions,
+    vectors: Option<&QueryVectors>,
+    progress: &Progress,
+) -> Option<EvalReport> {
     let mut overall = Tally::default();
     let mut by_kind: BTreeMap<String, Tally> = BTreeMap::new();
     let mut by_lang: BTreeMap<String, Tally> = BTreeMap::new();
@@ -311,6 +348,9 @@ pub fn evaluate_with(
     let mut unknown: Vec<String> = Vec::new();
     let mut outcomes = Vec::with_capacity(cases.len());
     for (n, case) in cases.iter().enumerate() {
+        if progress.stop.load(Ordering::Relaxed) {
+            return None;
+        }
         let o = run_case(view, n + 1, case, opts, vectors.and_then(|v| v.query(n)));
         if let Some(e) = &case.expected
             && view.get(e).is_none()
@@ -339,6 +379,7 @@ pub fn evaluate_with(
             *stray.entry((skill.clone(), phrase.clone())).or_default() += 1;
         }
         outcomes.push(o);
+        progress.done.fetch_add(1, Ordering::Relaxed);
     }
     let mut confused: Vec<Confusion> = confused
         .into_iter()
@@ -361,7 +402,7 @@ pub fn evaluate_with(
     stray.sort_by_key(|t| std::cmp::Reverse(t.count));
     unknown.sort();
     let done = |m: BTreeMap<String, Tally>| m.into_iter().map(|(k, t)| (k, t.metrics())).collect();
-    EvalReport {
+    Some(EvalReport {
         agent: view.agent.name.to_string(),
         skills: view.skills.len(),
         overall: overall.metrics(),
@@ -372,7 +413,7 @@ pub fn evaluate_with(
         confused,
         stray_triggers: stray,
         outcomes,
-    }
+    })
 }
 
 /// One case through the turn and the ranking.

@@ -1,6 +1,6 @@
 //! Routing evaluation over an index made in memory: the figures each case contributes.
 
-use skillbase_runtime::eval::{EvalCase, evaluate, parse_cases};
+use skillbase_runtime::eval::{EvalCase, Progress, evaluate, evaluate_observed, parse_cases};
 use skillbase_runtime::turn::TurnOptions;
 use skillbase_runtime::view::AgentView;
 use skillbase_store::{Agent, AgentConfig, AgentName, Index, NameSet, Scope, SkillEntry};
@@ -91,6 +91,49 @@ fn a_confused_pair_is_reported() {
         ("cancel-order", "refund-order")
     );
     assert!(parse_cases("{\"message\": 1, \"expected\": null}").is_err());
+}
+
+#[test]
+fn progress_counts_every_case_and_a_stop_ends_the_evaluation() {
+    let v = view(4000);
+    let opts = TurnOptions::default();
+    let cases: Vec<EvalCase> = (0..300)
+        .map(|i| match i % 3 {
+            0 => case("I want my money back", Some("refund-order"), "trigger"),
+            1 => case("please cancel the order", Some("cancel-order"), "direct"),
+            _ => case("hello there", None, "no_skill"),
+        })
+        .collect();
+    // Watched: every case counted, the same report as unwatched.
+    let progress = Progress::default();
+    assert_eq!(progress.done(), 0);
+    let watched = evaluate_observed(&v, &cases, &opts, None, &progress).expect("not stopped");
+    assert_eq!(progress.done(), cases.len());
+    assert_eq!(watched, evaluate(&v, &cases, &opts));
+    // Stopped before it starts: no case run, no report.
+    let stopped = Progress::default();
+    stopped.stop();
+    assert_eq!(evaluate_observed(&v, &cases, &opts, None, &stopped), None);
+    assert_eq!(stopped.done(), 0);
+    // Stopped from another thread while it runs: it ends after the case it is on.
+    let many: Vec<EvalCase> = cases.iter().cycle().take(100_000).cloned().collect();
+    let progress = Progress::default();
+    let report = std::thread::scope(|s| {
+        s.spawn(|| {
+            while progress.done() == 0 {
+                std::hint::spin_loop();
+            }
+            progress.stop();
+        });
+        evaluate_observed(&v, &many, &opts, None, &progress)
+    });
+    assert_eq!(report, None);
+    assert!(
+        (1..many.len()).contains(&progress.done()),
+        "{} of {}",
+        progress.done(),
+        many.len()
+    );
 }
 
 #[test]

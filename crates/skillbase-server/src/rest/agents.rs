@@ -517,22 +517,25 @@ pub async fn eval(
 /// Run an evaluation of `input` on `view`: the messages' vectors first when the semantic stage
 /// is configured (an unavailable stage ranks lexically, as turns do), then the evaluation
 /// itself, pure CPU work over the view, off the async workers.
-pub(crate) async fn evaluate_off_workers<T, R>(
+pub(crate) async fn evaluate_off_workers<T, R, F>(
     st: &AppState,
     view: Arc<skillbase_runtime::AgentView>,
     input: T,
     messages: fn(&T) -> Vec<&str>,
-    run: fn(
-        &skillbase_runtime::AgentView,
-        &T,
-        &skillbase_runtime::TurnOptions,
-        Option<&skillbase_runtime::eval::QueryVectors>,
-    ) -> R,
+    run: F,
     opts: skillbase_runtime::TurnOptions,
 ) -> Result<R, ApiError>
 where
     T: Send + 'static,
     R: Send + 'static,
+    F: FnOnce(
+            &skillbase_runtime::AgentView,
+            &T,
+            &skillbase_runtime::TurnOptions,
+            Option<&skillbase_runtime::eval::QueryVectors>,
+        ) -> R
+        + Send
+        + 'static,
 {
     let vectors = st
         .runtime

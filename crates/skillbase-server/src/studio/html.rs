@@ -57,7 +57,8 @@ th{background:#eef1f5}.card{background:#fff;border:1px solid #dde1e7;border-left
 .card.context{border-left-color:#27ae60}.card .k{color:#5b6475}.turn{margin:1rem 0;padding:.4rem 0;border-top:2px solid #dde1e7}\
 pre{background:#fff;border:1px solid #dde1e7;padding:.6rem;overflow:auto;white-space:pre-wrap}\
 .del{color:#b03a2e}.add{color:#1e8449}form.inline{display:inline}button{cursor:pointer}\
-.muted{color:#5b6475}.warn{background:#fff4e5;border:1px solid #f0c27b;padding:.5rem .8rem}";
+.muted{color:#5b6475}.warn{background:#fff4e5;border:1px solid #f0c27b;padding:.5rem .8rem}\
+progress{width:24rem;max-width:100%;height:1rem;vertical-align:middle}";
 
 /// Reload the page when the session's event stream says something happened (debounced), so a
 /// session page follows the session live.

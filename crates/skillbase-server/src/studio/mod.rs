@@ -12,20 +12,23 @@
 //!   that reached the prompt, evictions, refused calls and the Context card, live over the
 //!   session's SSE stream), skills (the record, files, history, diffs between any two
 //!   revisions, revert, retire/restore, disable/enable, runs) and agents (their configuration
-//!   and doctor findings). No logic lives here: every action is a store or runtime operation.
+//!   and doctor findings, "try a turn", and evaluations run as background jobs whose pages show
+//!   their progress: see `jobs`). No logic lives here: every action is a store or runtime
+//!   operation.
 
 mod html;
+mod jobs;
 mod markdown;
 mod pages;
 
 use crate::auth::Principal;
 use crate::state::AppState;
-use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -59,8 +62,14 @@ pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/agents/{name}/config", post(pages::agent_config))
         .route("/agents/{name}/turn", post(pages::agent_turn))
         .route("/agents/{name}/eval", post(pages::agent_eval))
+        .route("/agents/{name}/eval/{job}", get(pages::agent_eval_job))
+        .route(
+            "/agents/{name}/eval/{job}/status",
+            get(pages::agent_eval_status),
+        )
         .route("/approvals", get(pages::approvals))
         .fallback(|| async { fail(StatusCode::NOT_FOUND, "no such page") })
+        .layer(Extension(Arc::new(jobs::Jobs::default())))
         .layer(middleware::from_fn_with_state(state, gate))
 }
 

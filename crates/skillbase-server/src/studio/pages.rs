@@ -1,6 +1,7 @@
 //! The studio's pages: each reads through the store and the runtime, as REST does, and renders.
 
 use super::html::{LIVE_SCRIPT, esc, page, time, url};
+use super::jobs::{self, Jobs};
 use super::{SignedIn, csrf, fail, redirect};
 use crate::auth::Principal;
 use crate::state::AppState;
@@ -16,6 +17,7 @@ use skillbase_store::{
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The most events one session page reads (a session of 200 turns writes about 1,000).
 const MAX_SESSION_EVENTS: i64 = 5_000;
@@ -1101,6 +1103,7 @@ pub(super) async fn agents(
 
 pub(super) async fn agent(
     State(st): State<Arc<AppState>>,
+    Extension(jobs): Extension<Arc<Jobs>>,
     Extension(p): Extension<Principal>,
     Extension(signed): Extension<SignedIn>,
     Path(name): Path<String>,
@@ -1159,6 +1162,22 @@ pub(super) async fn agent(
         p.is_admin(),
         &csrf(&signed),
     );
+    let mine = jobs.of(&agent, owner(&p), Instant::now());
+    if !mine.is_empty() {
+        b.push_str("<h3>Your recent evaluations</h3><ul id=\"eval-jobs\">");
+        for j in &mine {
+            let (state, done, _) = j.snapshot();
+            let _ = write!(
+                b,
+                "<li data-job=\"{}\"><a href=\"{}\">{} cases</a> · {} ({done} done)</li>",
+                state.as_str(),
+                job_url(agent.as_str(), &j.id),
+                j.total,
+                state.as_str()
+            );
+        }
+        b.push_str("</ul>");
+    }
     ok(&format!("Agent {agent}"), &p, &b, None)
 }
 
@@ -1195,15 +1214,16 @@ pub(super) fn agent_forms(b: &mut String, name: &str, config: &str, admin: bool,
          <code>{{\"message\": \"…\", \"expected\": \"skill-name\"}}</code> (or <code>null</code>), optional <code>kind</code> and <code>lang</code>.</p>\
          <p><label>A cases file (.jsonl) <input type=\"file\" id=\"eval-file\" accept=\".jsonl,.json,.txt\"></label> or paste them:</p>\
          <textarea name=\"cases\" id=\"eval-cases\" rows=\"8\" cols=\"100\"></textarea>\
-         <p><button type=\"submit\" id=\"run-eval\">Evaluate</button></p></form>",
+         <p><button type=\"submit\" id=\"run-eval\">Evaluate</button> <span class=\"muted\">It runs in the background: its page shows the cases done, then the tables.</span></p></form>",
         t = esc(token)
     );
     b.push_str(RUNNING_SCRIPT);
 }
 
-/// A turn or an evaluation takes a while: its button says it is running.
+/// A turn can take a while (the semantic stage warming): its button says it is running. An
+/// evaluation's cases are read before its job starts: its button says so.
 const RUNNING_SCRIPT: &str = "<script>document.querySelectorAll('form').forEach(function(f){f.addEventListener('submit',function(){\
-var b=f.querySelector('button[type=submit]');if(b&&b.id!=='save-config'){b.disabled=true;b.textContent='Running…';}});});\
+var b=f.querySelector('button[type=submit]');if(b&&b.id!=='save-config'){b.disabled=true;b.textContent=b.id==='run-eval'?'Starting…':'Running…';}});});\
 var i=document.getElementById('eval-file');if(i){i.addEventListener('change',function(){var r=new FileReader();\
 r.onload=function(){document.getElementById('eval-cases').value=r.result;};if(i.files[0])r.readAsText(i.files[0]);});}</script>";
 
@@ -1338,9 +1358,24 @@ pub(super) struct EvalForm {
     cases: String,
 }
 
-/// `skillbase eval` on the cases given, on the agent's real turn path; its tables.
+/// Who a job belongs to: the signed-in token.
+fn owner(p: &Principal) -> jobs::Owner {
+    match p {
+        Principal::Admin { token } => *token,
+        Principal::Agent { token, .. } => Some(*token),
+    }
+}
+
+fn job_url(agent: &str, id: &str) -> String {
+    format!("/studio/agents/{}/eval/{id}", url(agent))
+}
+
+/// `skillbase eval` on the cases given, on the agent's real turn path, as a background job:
+/// the cases are read and checked here (a refusal starts nothing), then the answer is the job's
+/// page, which shows its progress and then its tables.
 pub(super) async fn agent_eval(
     State(st): State<Arc<AppState>>,
+    Extension(jobs): Extension<Arc<Jobs>>,
     Extension(p): Extension<Principal>,
     Extension(signed): Extension<SignedIn>,
     Path(name): Path<String>,
@@ -1369,24 +1404,191 @@ pub(super) async fn agent_eval(
         Ok(v) => v,
         Err(e) => return store_error(e),
     };
-    let report = match crate::rest::evaluate_off_workers(
+    let job = match jobs.start(&a.name, owner(&p), cases.len(), Instant::now()) {
+        Ok(j) => j,
+        Err(why) => {
+            let message = match why {
+                jobs::Refused::Agent => format!(
+                    "not started: {} evaluations of {} are running already (at most {} at a time); wait for one to finish",
+                    jobs::MAX_PER_AGENT,
+                    a.name,
+                    jobs::MAX_PER_AGENT
+                ),
+                jobs::Refused::Total => format!(
+                    "not started: the studio is running {} evaluations already (at most {} at a time); wait for one to finish",
+                    jobs::MAX_RUNNING,
+                    jobs::MAX_RUNNING
+                ),
+            };
+            return fail(StatusCode::TOO_MANY_REQUESTS, &message);
+        }
+    };
+    let to = job_url(a.name.as_str(), &job.id);
+    tokio::spawn(run_job(st, job, view, cases));
+    redirect(&to)
+}
+
+/// Run a job's evaluation to its end (or until the server shuts down) and keep its outcome.
+async fn run_job(
+    st: Arc<AppState>,
+    job: Arc<jobs::Job>,
+    view: Arc<skillbase_runtime::AgentView>,
+    cases: Vec<skillbase_runtime::eval::EvalCase>,
+) {
+    let progress = job.progress.clone();
+    let running = job.clone();
+    let run = crate::rest::evaluate_off_workers(
         &st,
         view,
         cases,
         |cases| cases.iter().map(|c| c.message.as_str()).collect(),
-        |view, cases, opts, vectors| {
-            skillbase_runtime::eval::evaluate_with(view, cases, opts, vectors)
+        move |view, cases, opts, vectors| {
+            running.set_running();
+            skillbase_runtime::eval::evaluate_observed(view, cases, opts, vectors, &progress)
         },
         Default::default(),
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) => return e.into_response(),
+    );
+    let state = tokio::select! {
+        r = run => match r {
+            Ok(Some(mut report)) => {
+                // The page shows the tables, never the cases one by one.
+                report.outcomes = Vec::new();
+                jobs::State::Done(Arc::new(report))
+            }
+            Ok(None) => jobs::State::Stopped,
+            Err(e) => jobs::State::Failed(e.detail),
+        },
+        () = st.shutdown.cancelled() => {
+            // The evaluation ends after the case it is on.
+            job.progress.stop();
+            jobs::State::Stopped
+        }
     };
+    job.finish(state, Instant::now());
+}
+
+/// The job `id` of agent `name` if the signed-in token started it; anyone else's, a
+/// forgotten one and a malformed id are all [`no_such_job`].
+fn job_of(
+    st: &AppState,
+    jobs: &Jobs,
+    p: &Principal,
+    name: &str,
+    id: &str,
+) -> Option<(Arc<skillbase_store::Agent>, Arc<jobs::Job>)> {
+    let a = agent_of(st, p, name)?;
+    let job = jobs.get(id, &a.name, owner(p), Instant::now())?;
+    Some((a, job))
+}
+
+fn no_such_job() -> Response {
+    fail(StatusCode::NOT_FOUND, "no such evaluation")
+}
+
+/// Poll the status route while the job runs (the bar and the count follow it), then reload:
+/// the page then has the tables. Without JavaScript the page reloads itself (`noscript`).
+const JOB_SCRIPT: &str = "(function(){var el=document.getElementById('eval-job');if(!el||!window.fetch)return;\
+var bar=document.getElementById('eval-progress'),count=document.getElementById('eval-count');\
+function tick(){fetch(el.dataset.status,{cache:'no-store',credentials:'same-origin'}).then(function(r){if(!r.ok)throw r.status;return r.json();})\
+.then(function(s){bar.max=s.total;bar.value=s.done;count.textContent=s.done+' of '+s.total+' cases';el.dataset.state=s.state;\
+if(s.state==='preparing'||s.state==='running'){setTimeout(tick,500);}else{location.reload();}})\
+.catch(function(){setTimeout(function(){location.reload();},1000);});}setTimeout(tick,300);})();";
+
+/// A job's page: its progress while it runs, then the evaluation's tables.
+pub(super) async fn agent_eval_job(
+    State(st): State<Arc<AppState>>,
+    Extension(jobs): Extension<Arc<Jobs>>,
+    Extension(p): Extension<Principal>,
+    Path((name, id)): Path<(String, String)>,
+) -> Response {
+    let Some((a, job)) = job_of(&st, &jobs, &p, &name, &id) else {
+        return no_such_job();
+    };
+    let (state, done, took) = job.snapshot();
+    let agent = a.name.as_str();
+    let back = format!(
+        "<p class=\"muted\"><a href=\"/studio/agents/{}\">Back to {}</a></p>",
+        url(agent),
+        esc(agent)
+    );
+    match state {
+        jobs::State::Preparing | jobs::State::Running => {
+            let phase = if matches!(state, jobs::State::Preparing) {
+                "Computing the messages' vectors for the semantic stage…"
+            } else {
+                "Running each case through the agent's turn path…"
+            };
+            let b = format!(
+                "<h1>Evaluation of {}</h1><div id=\"eval-job\" data-state=\"{}\" data-status=\"{}/status\">\
+                 <p><progress id=\"eval-progress\" max=\"{total}\" value=\"{done}\">{done} of {total}</progress> \
+                 <span id=\"eval-count\">{done} of {total} cases</span></p><p class=\"muted\">{phase}</p></div>\
+                 <noscript><meta http-equiv=\"refresh\" content=\"2\"><p class=\"muted\">This page reloads itself until the evaluation is done.</p></noscript>{back}",
+                esc(agent),
+                state.as_str(),
+                job_url(agent, &job.id),
+                total = job.total,
+            );
+            ok("Evaluation running", &p, &b, Some(JOB_SCRIPT))
+        }
+        jobs::State::Done(report) => {
+            let mut b = eval_tables(agent, &report);
+            let _ = write!(
+                b,
+                "<p class=\"muted\" id=\"eval-took\">{} cases in {:.1} s.</p>{back}",
+                job.total,
+                took.unwrap_or_default().as_secs_f64()
+            );
+            ok("Evaluation", &p, &b, None)
+        }
+        jobs::State::Failed(why) => {
+            let b = format!(
+                "<h1>Evaluation of {}</h1><p class=\"warn\" id=\"eval-failed\">The evaluation failed: {}</p>{back}",
+                esc(agent),
+                esc(&why)
+            );
+            ok("Evaluation failed", &p, &b, None)
+        }
+        jobs::State::Stopped => {
+            let b = format!(
+                "<h1>Evaluation of {}</h1><p class=\"warn\" id=\"eval-stopped\">The evaluation was stopped after {done} of {} cases: the server is shutting down.</p>{back}",
+                esc(agent),
+                job.total
+            );
+            ok("Evaluation stopped", &p, &b, None)
+        }
+    }
+}
+
+/// A job's progress as JSON, for its page's script: `{"state", "done", "total"}`.
+pub(super) async fn agent_eval_status(
+    State(st): State<Arc<AppState>>,
+    Extension(jobs): Extension<Arc<Jobs>>,
+    Extension(p): Extension<Principal>,
+    Path((name, id)): Path<(String, String)>,
+) -> Response {
+    let Some((_, job)) = job_of(&st, &jobs, &p, &name, &id) else {
+        return no_such_job();
+    };
+    let (state, done, _) = job.snapshot();
+    (
+        [
+            (header::CACHE_CONTROL, "no-store"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        axum::Json(serde_json::json!({
+            "state": state.as_str(),
+            "done": done,
+            "total": job.total,
+        })),
+    )
+        .into_response()
+}
+
+/// The tables of `skillbase eval`.
+fn eval_tables(agent: &str, report: &skillbase_runtime::eval::EvalReport) -> String {
     let mut b = format!(
         "<h1>Evaluation of {}</h1><p>{} skills seen · {} cases</p>",
-        esc(a.name.as_str()),
+        esc(agent),
         report.skills,
         report.overall.cases
     );
@@ -1438,7 +1640,7 @@ pub(super) async fn agent_eval(
             esc(&report.unknown_expected.join(", "))
         );
     }
-    ok("Evaluation", &p, &b, None)
+    b
 }
 
 // ---- Approvals ----

@@ -5,6 +5,7 @@
 //! reports them skipped. With `SKILLBASE_STUDIO_SCREENSHOTS=DIR`, the pages' screenshots are
 //! written there (the README's come from it).
 
+use super::eval::{CROWD, SLOW, crowd, many_cases};
 use super::{triggered_skill, turn};
 use crate::common::*;
 use serde_json::{Value, json};
@@ -138,17 +139,21 @@ impl Browser {
         .to_owned()
     }
 
+    /// An element's property: a string as it is, a number written out.
     async fn property(&self, css: &str, name: &str) -> String {
         let el = self.find(css).await;
-        self.call(
-            reqwest::Method::GET,
-            &self.s(&format!("/element/{el}/property/{name}")),
-            Value::Null,
-        )
-        .await
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
+        match self
+            .call(
+                reqwest::Method::GET,
+                &self.s(&format!("/element/{el}/property/{name}")),
+                Value::Null,
+            )
+            .await
+        {
+            Value::String(s) => s,
+            Value::Null => String::new(),
+            other => other.to_string(),
+        }
     }
 
     async fn text(&self, css: &str) -> String {
@@ -186,8 +191,14 @@ impl Browser {
 
     /// The page's title once it is `want` (a click's navigation may still be under way).
     async fn wait_title(&self, want: &str) -> String {
+        self.wait_title_for(want, Duration::from_secs(5)).await
+    }
+
+    /// [`Browser::wait_title`], waiting up to `limit`.
+    async fn wait_title_for(&self, want: &str, limit: Duration) -> String {
+        let until = std::time::Instant::now() + limit;
         let mut t = String::new();
-        for _ in 0..50 {
+        while std::time::Instant::now() < until {
             t = self.title().await;
             if t == want {
                 break;
@@ -292,30 +303,65 @@ async fn in_a_browser_the_turn_the_revert_and_the_agent_boundary() {
     assert!(b.count("#findings").await == 1);
     b.screenshot("studio-agent").await;
 
-    // Evaluate a cases file uploaded from the agent's page: its tables.
+    // Evaluate a cases file uploaded from the agent's page: the job's page shows its progress
+    // bar, which the page's script moves as the cases are done, then the tables.
+    // (The triggered revision again, after the revert; many skills, so it runs for seconds.)
+    triggered_skill(&s).await;
+    crowd(&s, CROWD).await;
+    b.open(&s.url("/studio/agents/alpha")).await;
     let dir = tempfile::tempdir().unwrap();
     let cases = dir.path().join("cases.jsonl");
-    std::fs::write(
-        &cases,
-        "{\"message\": \"I want a refund\", \"expected\": \"shared-one\"}\n{\"message\": \"hello\", \"expected\": null}\n",
-    )
-    .unwrap();
+    std::fs::write(&cases, many_cases(SLOW)).unwrap();
     b.type_into("#eval-file", cases.to_str().unwrap()).await;
     let mut loaded = String::new();
     for _ in 0..50 {
         loaded = b.property("#eval-cases", "value").await;
-        if !loaded.is_empty() {
+        if loaded.len() == std::fs::metadata(&cases).unwrap().len() as usize {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(loaded.contains("I want a refund"), "{loaded}");
+    assert_eq!(loaded.lines().count(), SLOW);
     b.click("#run-eval").await;
     assert_eq!(
-        b.wait_title("Evaluation · Skillbase studio").await,
+        b.wait_title("Evaluation running · Skillbase studio").await,
+        "Evaluation running · Skillbase studio"
+    );
+    let number = |v: String| v.parse::<f64>().unwrap_or(f64::NAN);
+    assert_eq!(
+        number(b.property("#eval-progress", "max").await),
+        SLOW as f64
+    );
+    let first = number(b.property("#eval-progress", "value").await);
+    // The script moves the bar without reloading the page (the same page, a larger value).
+    let mut moved = None;
+    for _ in 0..600 {
+        if b.count("#eval-progress").await == 0 {
+            break;
+        }
+        let now = number(b.property("#eval-progress", "value").await);
+        if now > first {
+            moved = Some(now);
+            b.screenshot("studio-eval-progress").await;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(moved.is_some(), "the bar never moved from {first}");
+    assert!(
+        b.text("#eval-count")
+            .await
+            .ends_with(&format!(" of {SLOW} cases"))
+    );
+    // Then, once it is done, the page has the tables.
+    assert_eq!(
+        b.wait_title_for("Evaluation · Skillbase studio", Duration::from_secs(600))
+            .await,
         "Evaluation · Skillbase studio"
     );
-    assert!(b.text("#eval-kind").await.contains("1.000"));
+    assert_eq!(b.count("#eval-progress").await, 0);
+    let table = b.text("#eval-kind").await;
+    assert!(table.contains("1.000"), "{table}");
 
     // An agent's token cannot open another agent's session.
     let other = Browser::start().await;

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use skillbase_store::Scope;
 
 mod browser;
+mod eval;
 
 /// A client that does not follow redirects (the tests read them).
 fn client() -> reqwest::Client {
@@ -557,7 +558,7 @@ async fn agents_are_edited_tried_and_evaluated_through_the_same_operations() {
     )
     .await;
     assert_eq!(r.status().as_u16(), 422);
-    // Evaluate: the tables of `skillbase eval`.
+    // Evaluate: a job whose page, once it is done, has the tables of `skillbase eval`.
     let cases = "{\"message\": \"I want a refund\", \"expected\": \"shared-one\"}\n{\"message\": \"hello\", \"expected\": null}\n";
     let r = form(
         &s,
@@ -567,8 +568,12 @@ async fn agents_are_edited_tried_and_evaluated_through_the_same_operations() {
         None,
     )
     .await;
-    assert_eq!(r.status().as_u16(), 200);
-    let html = r.text().await.unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    let job = r.headers()["location"].to_str().unwrap().to_owned();
+    let seen = eval::statuses_until_done(&s, &cookie, &job).await;
+    assert_eq!(seen.last().unwrap()["state"], "done", "{seen:?}");
+    let (status, html) = page(&s, &cookie, &job).await;
+    assert_eq!(status, 200);
     assert!(
         html.contains("id=\"eval-kind\"") && html.contains("<td>1.000</td>"),
         "{html}"
