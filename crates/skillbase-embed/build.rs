@@ -2,10 +2,12 @@
 // the variable naming it is set at build time; otherwise they are compiled as ignored, so
 // `cargo test` reports them as skipped instead of passing silently (as the store's PostgreSQL
 // tests).
-/// Sets the `skillbase_model`, `skillbase_extended` and `skillbase_sweep` cfgs (see above).
+/// Sets the `skillbase_model`, `skillbase_e5`, `skillbase_extended` and `skillbase_sweep` cfgs
+/// (see above).
 fn main() {
     for (var, cfg) in [
         ("SKILLBASE_TEST_MODEL_DIR", "skillbase_model"),
+        ("SKILLBASE_TEST_E5_DIR", "skillbase_e5"),
         ("SKILLBASE_TEST_EXTENDED", "skillbase_extended"),
         ("SKILLBASE_TEST_TOKEN_SWEEP", "skillbase_sweep"),
     ] {

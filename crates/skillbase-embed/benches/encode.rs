@@ -1,10 +1,12 @@
-//! Speed of the local sentence encoder (all-MiniLM-L6-v2), on one core.
+//! Speed of a local sentence encoder (all-MiniLM-L6-v2 or multilingual-e5-small), on one core.
 //!
-//! Needs the model: `SKILLBASE_MODEL_DIR=DIR` (a folder with config.json, model.safetensors and
-//! tokenizer.json); without it the benchmark says so and measures nothing.
+//! Needs the model: `SKILLBASE_MODEL_DIR=DIR` (a folder `skillbase model pull` filled: the
+//! all-MiniLM-L6-v2 one, or the multilingual-e5-small one); without it the benchmark says so and
+//! measures nothing. `SKILLBASE_BENCH_EXACT=1` measures the f32 path instead of the quantized one.
 //!
-//! - `embed/2kb_max128`, `embed/2kb_max256`: a 2 KB chat message, truncated as the runtime
-//!   does, to 128 and 256 tokens.
+//! - `embed/2kb_max32`, `embed/2kb_max64`, `embed/2kb_max128`, `embed/2kb_max256`: a 2 KB chat
+//!   message, truncated as the runtime does, to 32 (the runtime's default), 64, 128 and 256
+//!   tokens.
 //! - `embed/short_15_words`: a 15-word message (17 tokens).
 //! - `load`: reading and preparing the model from disk (page cache warm).
 //!
@@ -19,7 +21,7 @@
 //! Run: `SKILLBASE_MODEL_DIR=/path/to/minilm cargo bench -p skillbase-embed`.
 
 use criterion::Criterion;
-use skillbase_embed::Encoder;
+use skillbase_embed::{Encoder, Precision, Role};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -178,10 +180,13 @@ fn report(enc: &Encoder) {
         .unwrap_or(1000);
     if n > 0 {
         let texts: Vec<String> = (0..n).map(skill_text).collect();
-        let tokens: usize = texts.iter().map(|t| enc.tokenize(t, 256).len()).sum();
+        let tokens: usize = texts
+            .iter()
+            .map(|t| enc.tokenize_as(t, 256, Role::Passage).len())
+            .sum();
         let t = Instant::now();
         for text in &texts {
-            black_box(enc.embed(text));
+            black_box(enc.embed_as(text, 256, Role::Passage));
         }
         let secs = t.elapsed().as_secs_f64();
         println!(
@@ -192,10 +197,16 @@ fn report(enc: &Encoder) {
     }
 }
 
-fn benches(c: &mut Criterion, dir: &Path, enc: &Encoder) {
+fn benches(c: &mut Criterion, dir: &Path, enc: &Encoder, precision: Precision) {
     let msg = message_2kb();
     let mut g = c.benchmark_group("embed");
     g.sample_size(20).measurement_time(Duration::from_secs(8));
+    g.bench_function("2kb_max32", |b| {
+        b.iter(|| enc.embed_with_limit(black_box(&msg), 32))
+    });
+    g.bench_function("2kb_max64", |b| {
+        b.iter(|| enc.embed_with_limit(black_box(&msg), 64))
+    });
     g.bench_function("2kb_max128", |b| {
         b.iter(|| enc.embed_with_limit(black_box(&msg), 128))
     });
@@ -207,7 +218,7 @@ fn benches(c: &mut Criterion, dir: &Path, enc: &Encoder) {
     let mut g = c.benchmark_group("load");
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.bench_function("model", |b| {
-        b.iter(|| Encoder::load(black_box(dir)).unwrap())
+        b.iter(|| Encoder::load_with(black_box(dir), precision).unwrap())
     });
     g.finish();
 }
@@ -215,15 +226,20 @@ fn benches(c: &mut Criterion, dir: &Path, enc: &Encoder) {
 fn main() {
     let Some(dir) = std::env::var_os("SKILLBASE_MODEL_DIR")
         .map(PathBuf::from)
-        .filter(|d| d.join("model.safetensors").is_file())
+        .filter(|d| Encoder::present(d))
     else {
         eprintln!(
-            "skipped: set SKILLBASE_MODEL_DIR to an all-MiniLM-L6-v2 folder (config.json, model.safetensors, tokenizer.json) to run the encoder benchmarks"
+            "skipped: set SKILLBASE_MODEL_DIR to a model folder `skillbase model pull` filled (all-MiniLM-L6-v2 or multilingual-e5-small) to run the encoder benchmarks"
         );
         return;
     };
+    let precision = if std::env::var_os("SKILLBASE_BENCH_EXACT").is_some() {
+        Precision::Exact
+    } else {
+        Precision::Fast
+    };
     let t = Instant::now();
-    let enc = Encoder::load(&dir).expect("load the model");
+    let enc = Encoder::load_with(&dir, precision).expect("load the model");
     println!(
         "loaded {} in {:.0} ms",
         enc.model_id(),
@@ -253,6 +269,6 @@ fn main() {
         report(&enc);
     }
     let mut c = Criterion::default().configure_from_args();
-    benches(&mut c, &dir, &enc);
+    benches(&mut c, &dir, &enc, precision);
     c.final_summary();
 }

@@ -67,18 +67,38 @@ pub(crate) fn gemm(alpha: f32, a: Mat<'_>, b: Mat<'_>, beta: f32, c: &mut [f32],
 }
 
 /// Fills each `width`-wide row of `out` with `bias` (the product then adds onto it).
+#[inline(always)]
 pub(crate) fn fill_rows(out: &mut [f32], bias: &[f32]) {
     for row in out.chunks_exact_mut(bias.len()) {
         row.copy_from_slice(bias);
     }
 }
 
+/// Sum of `v` in eight interleaved partial sums (so that the loop vectorises; the order of
+/// additions differs from a left-to-right sum by a rounding or two).
+#[inline(always)]
+pub(crate) fn sum8(v: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (chunks, rest) = v.as_chunks::<8>();
+    for c in chunks {
+        for (a, x) in acc.iter_mut().zip(c) {
+            *a += x;
+        }
+    }
+    acc.iter().sum::<f32>() + rest.iter().sum::<f32>()
+}
+
 /// Layer norm over each row of `x`, in place: `(x - mean) / sqrt(var + eps) * g + b`.
+#[inline(always)]
 pub(crate) fn layer_norm(x: &mut [f32], g: &[f32], b: &[f32], eps: f32) {
     let width = g.len();
+    let mut centred = vec![0f32; width];
     for row in x.chunks_exact_mut(width) {
-        let mean = row.iter().sum::<f32>() / width as f32;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
+        let mean = sum8(row) / width as f32;
+        for (c, v) in centred.iter_mut().zip(row.iter()) {
+            *c = (v - mean) * (v - mean);
+        }
+        let var = sum8(&centred) / width as f32;
         let inv = 1.0 / (var + eps).sqrt();
         for ((v, g), b) in row.iter_mut().zip(g).zip(b) {
             *v = (*v - mean) * inv * g + b;
@@ -87,18 +107,20 @@ pub(crate) fn layer_norm(x: &mut [f32], g: &[f32], b: &[f32], eps: f32) {
 }
 
 /// Softmax of one row, in place.
+#[inline(always)]
 pub(crate) fn softmax(row: &mut [f32]) {
     let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
     for v in row.iter_mut() {
         *v = exp(*v - max);
     }
-    let inv = 1.0 / row.iter().sum::<f32>();
+    let inv = 1.0 / sum8(row);
     for v in row.iter_mut() {
         *v *= inv;
     }
 }
 
 /// Exact GELU (with erf, as BERT's `gelu`), in place.
+#[inline(always)]
 pub(crate) fn gelu(x: &mut [f32]) {
     for v in x.iter_mut() {
         *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));

@@ -2,6 +2,7 @@
 
 use crate::error::EmbedError;
 use crate::math::{Mat, fill_rows, gelu, gemm, layer_norm, softmax};
+use crate::quant::{QActs, QMatrix};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
 use std::path::Path;
@@ -90,6 +91,13 @@ impl Config {
                 "hidden_size is not a multiple of num_attention_heads",
             ));
         }
+        // The quantized products sum `width · 255 · 63` in 32 bits (see `quant`).
+        if cfg.hidden > 65_536 || cfg.intermediate > 65_536 {
+            return Err(EmbedError::config(
+                path,
+                "hidden_size and intermediate_size must be at most 65536",
+            ));
+        }
         if cfg.layers > 64 {
             return Err(EmbedError::config(
                 path,
@@ -100,32 +108,129 @@ impl Config {
     }
 }
 
-struct Layer {
-    /// Query, key and value weights stacked: `[3 * hidden, hidden]` (PyTorch's `[out, in]`).
-    qkv_w: Vec<f32>,
-    qkv_b: Vec<f32>,
-    out_w: Vec<f32>,
-    out_b: Vec<f32>,
-    ln1_g: Vec<f32>,
-    ln1_b: Vec<f32>,
-    up_w: Vec<f32>,
-    up_b: Vec<f32>,
-    down_w: Vec<f32>,
-    down_b: Vec<f32>,
-    ln2_g: Vec<f32>,
-    ln2_b: Vec<f32>,
+/// A linear layer: its weights as f32 (the exact path) or quantized (the fast path).
+pub(crate) enum Linear {
+    /// `w` is PyTorch's `[rows, cols]`.
+    Exact {
+        w: Vec<f32>,
+        b: Vec<f32>,
+        rows: usize,
+        cols: usize,
+    },
+    Quant(QMatrix),
+}
+
+impl Linear {
+    pub fn exact(w: Vec<f32>, b: Vec<f32>, rows: usize, cols: usize) -> Linear {
+        debug_assert_eq!(w.len(), rows * cols);
+        Linear::Exact { w, b, rows, cols }
+    }
+
+    fn rows(&self) -> usize {
+        match self {
+            Linear::Exact { rows, .. } => *rows,
+            Linear::Quant(q) => q.rows(),
+        }
+    }
+
+    /// `out = x · wᵀ + b` for the `n` rows of `x`.
+    #[inline(always)]
+    fn forward(&self, x: &[f32], n: usize, cols: usize, out: &mut [f32]) {
+        match self {
+            Linear::Exact { w, b, rows, .. } => {
+                fill_rows(out, b);
+                gemm(
+                    1.0,
+                    Mat::rows(x, n, cols, cols),
+                    Mat::rows(w, *rows, cols, cols).t(),
+                    1.0,
+                    out,
+                    *rows,
+                );
+            }
+            Linear::Quant(q) => q.forward(&QActs::new(&x[..n * cols], n, cols), out),
+        }
+    }
+
+    fn quantize(&mut self) {
+        if let Linear::Exact { w, b, rows, cols } = self {
+            *self = Linear::Quant(QMatrix::new(w, *rows, *cols, b));
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Linear::Exact { w, b, .. } => 4 * (w.len() + b.len()),
+            Linear::Quant(q) => q.bytes(),
+        }
+    }
+}
+
+pub(crate) struct Layer {
+    /// Query, key and value stacked: `[3 * hidden, hidden]`.
+    pub qkv: Linear,
+    pub out: Linear,
+    pub ln1_g: Vec<f32>,
+    pub ln1_b: Vec<f32>,
+    pub up: Linear,
+    pub down: Linear,
+    pub ln2_g: Vec<f32>,
+    pub ln2_b: Vec<f32>,
+}
+
+/// The word embedding table: f32 rows, or 4-bit blocks (`Q4_0`: per 32 values an f16 scale and
+/// 16 bytes of nibbles, value = (nibble - 8) * scale) read a row at a time.
+pub(crate) enum WordTable {
+    F32(Vec<f32>),
+    Q4(Vec<u8>),
+}
+
+impl WordTable {
+    fn row(&self, id: usize, h: usize, out: &mut [f32]) {
+        match self {
+            WordTable::F32(t) => out.copy_from_slice(&t[id * h..(id + 1) * h]),
+            WordTable::Q4(t) => {
+                let row_bytes = h / 32 * 18;
+                crate::e5::dequantize_q4(&t[id * row_bytes..(id + 1) * row_bytes], out);
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            WordTable::F32(t) => 4 * t.len(),
+            WordTable::Q4(t) => t.len(),
+        }
+    }
+}
+
+/// [`Bert::embed`] as a call `pulp` compiles for AVX2 and FMA (the body must be inlined into it,
+/// which a closure's is not).
+struct Embed<'a> {
+    bert: &'a Bert,
+    ids: &'a [u32],
+}
+
+impl pulp::NullaryFnOnce for Embed<'_> {
+    type Output = Vec<f32>;
+
+    #[inline(always)]
+    fn call(self) -> Vec<f32> {
+        self.bert.embed_here(self.ids)
+    }
 }
 
 /// BERT's weights, ready for the forward pass.
 pub(crate) struct Bert {
     pub cfg: Config,
-    word: Vec<f32>,
-    position: Vec<f32>,
+    pub word: WordTable,
+    /// Row `i` is position `i`'s embedding.
+    pub position: Vec<f32>,
     /// Token type 0's embedding (every token of a single sequence has type 0).
-    token_type: Vec<f32>,
-    emb_ln_g: Vec<f32>,
-    emb_ln_b: Vec<f32>,
-    layers: Vec<Layer>,
+    pub token_type: Vec<f32>,
+    pub emb_ln_g: Vec<f32>,
+    pub emb_ln_b: Vec<f32>,
+    pub layers: Vec<Layer>,
 }
 
 struct Tensors<'a> {
@@ -190,22 +295,33 @@ impl Bert {
             qkv_b.extend(g("attention.self.key.bias", &[h])?);
             qkv_b.extend(g("attention.self.value.bias", &[h])?);
             layers.push(Layer {
-                qkv_w,
-                qkv_b,
-                out_w: g("attention.output.dense.weight", &[h, h])?,
-                out_b: g("attention.output.dense.bias", &[h])?,
+                qkv: Linear::exact(qkv_w, qkv_b, 3 * h, h),
+                out: Linear::exact(
+                    g("attention.output.dense.weight", &[h, h])?,
+                    g("attention.output.dense.bias", &[h])?,
+                    h,
+                    h,
+                ),
                 ln1_g: g("attention.output.LayerNorm.weight", &[h])?,
                 ln1_b: g("attention.output.LayerNorm.bias", &[h])?,
-                up_w: g("intermediate.dense.weight", &[cfg.intermediate, h])?,
-                up_b: g("intermediate.dense.bias", &[cfg.intermediate])?,
-                down_w: g("output.dense.weight", &[h, cfg.intermediate])?,
-                down_b: g("output.dense.bias", &[h])?,
+                up: Linear::exact(
+                    g("intermediate.dense.weight", &[cfg.intermediate, h])?,
+                    g("intermediate.dense.bias", &[cfg.intermediate])?,
+                    cfg.intermediate,
+                    h,
+                ),
+                down: Linear::exact(
+                    g("output.dense.weight", &[h, cfg.intermediate])?,
+                    g("output.dense.bias", &[h])?,
+                    h,
+                    cfg.intermediate,
+                ),
                 ln2_g: g("output.LayerNorm.weight", &[h])?,
                 ln2_b: g("output.LayerNorm.bias", &[h])?,
             });
         }
         Ok(Bert {
-            word: t.get("embeddings.word_embeddings.weight", &[cfg.vocab, h])?,
+            word: WordTable::F32(t.get("embeddings.word_embeddings.weight", &[cfg.vocab, h])?),
             position: t.get(
                 "embeddings.position_embeddings.weight",
                 &[cfg.max_positions, h],
@@ -218,9 +334,50 @@ impl Bert {
         })
     }
 
+    /// Quantizes every linear layer (the fast path; see [`crate::quant`]).
+    pub fn quantize(&mut self) {
+        for l in &mut self.layers {
+            for lin in [&mut l.qkv, &mut l.out, &mut l.up, &mut l.down] {
+                lin.quantize();
+            }
+        }
+    }
+
+    /// Bytes of weights held.
+    pub fn bytes(&self) -> usize {
+        let f = |v: &Vec<f32>| 4 * v.len();
+        self.word.bytes()
+            + f(&self.position)
+            + f(&self.token_type)
+            + self
+                .layers
+                .iter()
+                .map(|l| {
+                    l.qkv.bytes()
+                        + l.out.bytes()
+                        + l.up.bytes()
+                        + l.down.bytes()
+                        + f(&l.ln1_g)
+                        + f(&l.ln1_b)
+                        + f(&l.ln2_g)
+                        + f(&l.ln2_b)
+                })
+                .sum::<usize>()
+    }
+
     /// Mean-pooled, L2-normalised sentence embedding of `ids` (ids < vocab, at most
-    /// `max_positions` of them: the caller guarantees both).
+    /// `max_positions` of them: the caller guarantees both). On x86-64 with AVX2 and FMA the
+    /// element-wise work (layer norms, GELU, softmax, quantization) is compiled for them.
     pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = pulp::x86::V3::try_new() {
+            return simd.vectorize(Embed { bert: self, ids });
+        }
+        self.embed_here(ids)
+    }
+
+    #[inline(always)]
+    fn embed_here(&self, ids: &[u32]) -> Vec<f32> {
         let h = self.cfg.hidden;
         let n = ids.len().min(self.cfg.max_positions);
         let heads = self.cfg.heads;
@@ -232,10 +389,10 @@ impl Bert {
         let mut x = vec![0f32; n * h];
         for (i, (row, &id)) in x.chunks_exact_mut(h).zip(ids).enumerate() {
             let id = (id as usize).min(self.cfg.vocab - 1);
-            let w = &self.word[id * h..(id + 1) * h];
+            self.word.row(id, h, row);
             let p = &self.position[i * h..(i + 1) * h];
-            for (((o, w), p), t) in row.iter_mut().zip(w).zip(p).zip(&self.token_type) {
-                *o = w + p + t;
+            for ((o, p), t) in row.iter_mut().zip(p).zip(&self.token_type) {
+                *o += p + t;
             }
         }
         layer_norm(&mut x, &self.emb_ln_g, &self.emb_ln_b, eps);
@@ -248,15 +405,8 @@ impl Bert {
         let scale = 1.0 / (dh as f32).sqrt();
         for l in &self.layers {
             // Q, K, V in one product: [n, 3h] = x · Wqkvᵀ + b.
-            fill_rows(&mut qkv, &l.qkv_b);
-            gemm(
-                1.0,
-                Mat::rows(&x, n, h, h),
-                Mat::rows(&l.qkv_w, 3 * h, h, h).t(),
-                1.0,
-                &mut qkv,
-                3 * h,
-            );
+            debug_assert_eq!(l.qkv.rows(), 3 * h);
+            l.qkv.forward(&x, n, h, &mut qkv);
             // Self-attention per head. One sequence has no padding: every key is attended.
             for head in 0..heads {
                 let q = Mat::rows(&qkv[head * dh..], n, dh, 3 * h);
@@ -276,40 +426,16 @@ impl Bert {
                 );
             }
             // Attention output, residual, layer norm.
-            fill_rows(&mut tmp, &l.out_b);
-            gemm(
-                1.0,
-                Mat::rows(&ctx, n, h, h),
-                Mat::rows(&l.out_w, h, h, h).t(),
-                1.0,
-                &mut tmp,
-                h,
-            );
+            l.out.forward(&ctx, n, h, &mut tmp);
             for (t, x) in tmp.iter_mut().zip(&x) {
                 *t += x;
             }
             layer_norm(&mut tmp, &l.ln1_g, &l.ln1_b, eps);
             std::mem::swap(&mut x, &mut tmp);
             // Feed-forward: GELU(x · W1ᵀ + b1) · W2ᵀ + b2, residual, layer norm.
-            fill_rows(&mut up, &l.up_b);
-            gemm(
-                1.0,
-                Mat::rows(&x, n, h, h),
-                Mat::rows(&l.up_w, inter, h, h).t(),
-                1.0,
-                &mut up,
-                inter,
-            );
+            l.up.forward(&x, n, h, &mut up);
             gelu(&mut up);
-            fill_rows(&mut tmp, &l.down_b);
-            gemm(
-                1.0,
-                Mat::rows(&up, n, inter, inter),
-                Mat::rows(&l.down_w, h, inter, inter).t(),
-                1.0,
-                &mut tmp,
-                h,
-            );
+            l.down.forward(&up, n, inter, &mut tmp);
             for (t, x) in tmp.iter_mut().zip(&x) {
                 *t += x;
             }

