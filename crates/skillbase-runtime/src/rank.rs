@@ -124,7 +124,16 @@ pub struct Bm25 {
     /// first three bytes start no term cannot stem to one: it is skipped without stemming, which
     /// is most of the words of a pasted task.
     prefixes: std::collections::HashSet<u32, std::hash::BuildHasherDefault<Fx>>,
+    /// The first [`COGNATE_PREFIX`] letters of each ASCII term -> the terms: a word of a message
+    /// in another language that matches no stem is looked up here ("produccion" and
+    /// "production", "configuracion" and "configuration" share their start).
+    cognates: FxMap<String, Vec<u32>>,
 }
+
+/// Letters a word of another language shares with the start of a term to count as its cognate.
+const COGNATE_PREFIX: usize = 5;
+/// A cognate's share of a term's score (a weaker sign than the same stem).
+const COGNATE_WEIGHT: f32 = 0.5;
 
 /// The first three bytes of a word as one key (shorter words padded with zeros).
 fn prefix_key(word: &str) -> u32 {
@@ -218,7 +227,17 @@ impl Bm25 {
             }
         }
         let prefixes = terms.keys().map(|t| prefix_key(t)).collect();
+        let mut cognates: FxMap<String, Vec<u32>> = FxMap::default();
+        for (t, &i) in &terms {
+            if t.len() >= COGNATE_PREFIX && t.is_ascii() && !postings[i as usize].is_empty() {
+                cognates
+                    .entry(t[..COGNATE_PREFIX].to_owned())
+                    .or_default()
+                    .push(i);
+            }
+        }
         Bm25 {
+            cognates,
             terms,
             surface,
             postings,
@@ -262,6 +281,7 @@ impl Bm25 {
         // Dedupe by term index: only indexed terms are marked, never the query's other words.
         let mut seen = vec![false; self.postings.len()];
         let mut matched: Vec<u32> = Vec::new();
+        let mut weak: Vec<u32> = Vec::new();
         let mut read = 0usize;
         let mut tried: std::collections::HashSet<&str, std::hash::BuildHasherDefault<Fx>> =
             Default::default();
@@ -289,14 +309,27 @@ impl Bm25 {
             if !tried.insert(word) {
                 return;
             }
+            let mut hit = false;
             if let Some(t) = query_lang.stem_memo(word, |s| self.terms.get(s).copied()) {
                 mark(t, &mut matched);
+                hit = true;
             }
             if query_lang != Lang::En
                 && self.langs.contains(&Lang::En)
                 && let Some(t) = Lang::En.stem_memo(word, |s| self.terms.get(s).copied())
             {
                 mark(t, &mut matched);
+                hit = true;
+            }
+            // A message in another language: a word that matched no stem may still share its
+            // start with a term (a cognate), counted at a fraction of the term's score.
+            if !hit
+                && query_lang != Lang::En
+                && word.len() > COGNATE_PREFIX
+                && word.is_ascii()
+                && let Some(ts) = self.cognates.get(&word[..COGNATE_PREFIX])
+            {
+                weak.extend(ts.iter().copied());
             }
         });
         // A long message (a pasted log, a 2 KB brief) is scored by its most specific words: the
@@ -307,9 +340,21 @@ impl Bm25 {
                 .select_nth_unstable_by_key(MAX_QUERY_TERMS, |&t| self.postings[t as usize].len());
             matched.truncate(MAX_QUERY_TERMS);
         }
-        for t in matched {
-            for &(doc, contribution) in &self.postings[t as usize] {
+        for t in &matched {
+            for &(doc, contribution) in &self.postings[*t as usize] {
                 scores[doc as usize] += contribution;
+            }
+        }
+        if !weak.is_empty() {
+            weak.sort_unstable();
+            weak.dedup();
+            for t in weak {
+                if matched.contains(&t) {
+                    continue;
+                }
+                for &(doc, contribution) in &self.postings[t as usize] {
+                    scores[doc as usize] += COGNATE_WEIGHT * contribution;
+                }
             }
         }
         scores
@@ -389,6 +434,15 @@ mod tests {
         assert_eq!(idx.rank("quiero que me reembolsen los pedidos")[0].0, 2);
         // Stopwords alone match nothing.
         assert!(idx.rank("the a of it").iter().all(|(_, s)| *s == 0.0));
+        // A Spanish message's cognates find the English skill ("cancelacion" shares its start
+        // with "cancel"), at a fraction of a stem's weight; an English message gets no cognates.
+        let idx2 = Bm25::new([
+            doc("configure-autoscaling", "Configure autoscaling of a production service"),
+            doc("cancel-order", "Cancel an order before it ships"),
+        ]);
+        let r = idx2.rank("necesito la configuracion del escalado para el servicio");
+        assert_eq!(r[0].0, 0);
+        assert!(idx2.rank("the autoscroller").iter().all(|(_, s)| *s == 0.0));
         // A message far longer than what is read is accepted and still ranked.
         let long = format!("{} refund", "lorem ipsum ".repeat(5_000));
         let _ = idx.rank(&long);
