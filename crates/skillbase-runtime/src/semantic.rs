@@ -663,7 +663,8 @@ pub struct SemanticConfig {
     /// `multilingual-e5-small` (default: both, whichever are installed).
     #[serde(default)]
     pub models: Option<Vec<String>>,
-    /// `local`: most word pieces of a message that are encoded (default 32).
+    /// `local`: most word pieces of a message that are encoded (default 64 for the English
+    /// model, 24 for the multilingual one).
     #[serde(default)]
     pub max_tokens: Option<usize>,
     /// `openai`: the endpoint, e.g. `https://api.openai.com/v1/embeddings`.
@@ -968,12 +969,16 @@ impl Embedder for OpenAiEmbedder {
 // ---------------------------------------------------------------------------------------------
 // The local encoder.
 
-/// Word pieces of a message the local encoders read unless `max_tokens` says otherwise: the
-/// start of a message says what it is about, and 32 pieces keep a message's embedding under
-/// 15 ms on one core with either model (BENCHMARKS.md has the time and the recall per length).
-pub const DEFAULT_QUERY_TOKENS: usize = 32;
-/// Word pieces of a skill's [`document_text`] the local encoders read.
-pub const DOCUMENT_TOKENS: usize = 256;
+/// Word pieces of a message the English model reads unless `max_tokens` says otherwise: the
+/// start of a message says what it is about, and 64 pieces keep a message's embedding under
+/// 15 ms on one core (BENCHMARKS.md has the time and the recall per length).
+pub const DEFAULT_QUERY_TOKENS: usize = 64;
+/// The same for the multilingual model: it has twice the layers, and 24 pieces take about 11 ms
+/// (32 ranked the repository's set no better).
+pub const DEFAULT_MULTILINGUAL_QUERY_TOKENS: usize = 24;
+/// Word pieces of a skill's [`document_text`] the local encoders read: 128 rank the
+/// repository's set as 256 did, at half the cost of a first index (BENCHMARKS.md).
+pub const DOCUMENT_TOKENS: usize = 128;
 
 /// Where `skillbase model pull` puts the English model, and where `embedder = "local"` looks
 /// for it unless `model_dir` is given: `$SKILLBASE_MODEL_DIR`, else
@@ -1036,15 +1041,19 @@ pub fn reads_as_english(text: &str) -> bool {
 pub struct LocalEmbedder {
     english: Option<Arc<skillbase_embed::Encoder>>,
     multilingual: Option<Arc<skillbase_embed::Encoder>>,
-    query_tokens: usize,
+    /// Word pieces of a message each model reads (`max_tokens`, or each model's default).
+    query_tokens: Option<usize>,
     model_id: String,
     note: Option<String>,
 }
 
 impl LocalEmbedder {
     /// The encoder of one model folder (either kind), reading at most `query_tokens` word
-    /// pieces of a message.
-    pub fn load(dir: &std::path::Path, query_tokens: usize) -> Result<LocalEmbedder, String> {
+    /// pieces of a message (`None`: the model's default).
+    pub fn load(
+        dir: &std::path::Path,
+        query_tokens: Option<usize>,
+    ) -> Result<LocalEmbedder, String> {
         let e = load_encoder(dir)?;
         if e.multilingual() {
             LocalEmbedder::new(None, Some(e), query_tokens)
@@ -1057,7 +1066,7 @@ impl LocalEmbedder {
     pub fn new(
         english: Option<Arc<skillbase_embed::Encoder>>,
         multilingual: Option<Arc<skillbase_embed::Encoder>>,
-        query_tokens: usize,
+        query_tokens: Option<usize>,
     ) -> Result<LocalEmbedder, String> {
         let ids: Vec<&str> = english
             .iter()
@@ -1067,7 +1076,7 @@ impl LocalEmbedder {
         if ids.is_empty() {
             return Err("no local model: run `skillbase model pull`".into());
         }
-        let model_id = format!("local:{}#{DOCUMENT_TOKENS}", ids.join("+"));
+        let model_id = format!("local:{}#{}", ids.join("+"), DOCUMENT_TOKENS);
         Ok(LocalEmbedder {
             english,
             multilingual,
@@ -1118,8 +1127,7 @@ impl LocalEmbedder {
                 .clone()
                 .unwrap_or_else(default_multilingual_dir),
         )?;
-        let tokens = config.max_tokens.unwrap_or(DEFAULT_QUERY_TOKENS);
-        let mut e = LocalEmbedder::new(english, multilingual, tokens).map_err(|_| {
+        let mut e = LocalEmbedder::new(english, multilingual, config.max_tokens).map_err(|_| {
             format!(
                 "no local model: run `skillbase model pull` (looked for {})",
                 missing.join(", ")
@@ -1147,11 +1155,20 @@ impl LocalEmbedder {
             .collect()
     }
 
+    /// Word pieces of a message `e` reads.
+    fn query_tokens(&self, e: &skillbase_embed::Encoder) -> usize {
+        self.query_tokens.unwrap_or(if e.multilingual() {
+            DEFAULT_MULTILINGUAL_QUERY_TOKENS
+        } else {
+            DEFAULT_QUERY_TOKENS
+        })
+    }
+
     fn embed_one(&self, text: &str, purpose: Purpose) -> Vec<f32> {
         use skillbase_embed::Role;
         match (&self.english, &self.multilingual, purpose) {
             (Some(e), None, Purpose::Query) | (None, Some(e), Purpose::Query) => {
-                e.embed_as(text, self.query_tokens, Role::Query)
+                e.embed_as(text, self.query_tokens(e), Role::Query)
             }
             (Some(e), None, Purpose::Document) | (None, Some(e), Purpose::Document) => {
                 e.embed_as(text, DOCUMENT_TOKENS, Role::Passage)
@@ -1165,12 +1182,12 @@ impl LocalEmbedder {
             }
             (Some(en), Some(ml), Purpose::Query) => {
                 if reads_as_english(text) {
-                    let mut v = en.embed_as(text, self.query_tokens, Role::Query);
+                    let mut v = en.embed_as(text, self.query_tokens(en), Role::Query);
                     v.resize(en.dim() + ml.dim(), 0.0);
                     v
                 } else {
                     let mut v = vec![0.0; en.dim()];
-                    v.extend(ml.embed_as(text, self.query_tokens, Role::Query));
+                    v.extend(ml.embed_as(text, self.query_tokens(ml), Role::Query));
                     v
                 }
             }
