@@ -164,7 +164,7 @@ fn report(enc: &Encoder) {
         msg.len(),
         enc.tokenize(&msg, 512).len()
     );
-    for max in [32, 64, 96, 128, 192, 256] {
+    for max in [24, 32, 64, 96, 128, 192, 256] {
         let mut times: Vec<Duration> = (0..30)
             .map(|_| {
                 let t = Instant::now();

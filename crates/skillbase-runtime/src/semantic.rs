@@ -979,6 +979,10 @@ pub const DEFAULT_MULTILINGUAL_QUERY_TOKENS: usize = 24;
 /// Word pieces of a skill's [`document_text`] the local encoders read: 128 rank the
 /// repository's set as 256 did, at half the cost of a first index (BENCHMARKS.md).
 pub const DOCUMENT_TOKENS: usize = 128;
+/// Word pieces of a skill's text the multilingual model reads: a skill's name and description
+/// come first, and 64 pieces ranked the repository's messages in other languages as well as 96
+/// or 128 did (better at the first rank), at half the cost of a first index.
+pub const MULTILINGUAL_DOCUMENT_TOKENS: usize = 64;
 
 /// Where `skillbase model pull` puts the English model, and where `embedder = "local"` looks
 /// for it unless `model_dir` is given: `$SKILLBASE_MODEL_DIR`, else
@@ -1076,7 +1080,12 @@ impl LocalEmbedder {
         if ids.is_empty() {
             return Err("no local model: run `skillbase model pull`".into());
         }
-        let model_id = format!("local:{}#{}", ids.join("+"), DOCUMENT_TOKENS);
+        // The pieces each model reads of a skill text are part of the id: vectors made with
+        // other cuts are not reused.
+        let model_id = format!(
+            "local:{}#{DOCUMENT_TOKENS}/{MULTILINGUAL_DOCUMENT_TOKENS}",
+            ids.join("+")
+        );
         Ok(LocalEmbedder {
             english,
             multilingual,
@@ -1171,12 +1180,17 @@ impl LocalEmbedder {
                 e.embed_as(text, self.query_tokens(e), Role::Query)
             }
             (Some(e), None, Purpose::Document) | (None, Some(e), Purpose::Document) => {
-                e.embed_as(text, DOCUMENT_TOKENS, Role::Passage)
+                let tokens = if e.multilingual() {
+                    MULTILINGUAL_DOCUMENT_TOKENS
+                } else {
+                    DOCUMENT_TOKENS
+                };
+                e.embed_as(text, tokens, Role::Passage)
             }
             (Some(en), Some(ml), Purpose::Document) => {
                 let scale = std::f32::consts::FRAC_1_SQRT_2;
                 let mut v = en.embed_as(text, DOCUMENT_TOKENS, Role::Passage);
-                v.extend(ml.embed_as(text, DOCUMENT_TOKENS, Role::Passage));
+                v.extend(ml.embed_as(text, MULTILINGUAL_DOCUMENT_TOKENS, Role::Passage));
                 v.iter_mut().for_each(|x| *x *= scale);
                 v
             }
