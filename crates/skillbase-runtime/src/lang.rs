@@ -122,13 +122,14 @@ fn stopwords(lang: Lang) -> &'static [&'static str] {
 
 /// Which languages have `word` as a stopword, one bit per language (bit `Lang as usize`): one
 /// hash lookup answers for all five.
-fn stop_mask(word: &str) -> u8 {
-    static MASKS: OnceLock<FxMap<&'static str, u8>> = OnceLock::new();
+pub(crate) fn stop_mask(word: &str) -> u8 {
+    static MASKS: OnceLock<FxMap<u128, u8>> = OnceLock::new();
     let masks = MASKS.get_or_init(|| {
         let mut m = FxMap::default();
         for lang in Lang::ALL {
             for w in stopwords(lang) {
-                *m.entry(*w).or_insert(0) |= 1 << lang.index();
+                let k = pack(w).expect("stopwords are short");
+                *m.entry(k).or_insert(0) |= 1 << lang.index();
             }
         }
         m
@@ -136,7 +137,49 @@ fn stop_mask(word: &str) -> u8 {
     if word.len() > 12 {
         return 0;
     }
-    masks.get(word).copied().unwrap_or(0)
+    pack(word).and_then(|k| masks.get(&k).copied()).unwrap_or(0)
+}
+
+/// Whether a [`stop_mask`] has `lang`'s bit.
+pub(crate) fn mask_has(mask: u8, lang: Lang) -> bool {
+    mask & (1 << lang.index()) != 0
+}
+
+/// A word of 1 to 15 bytes as one integer, the same for the same bytes and different for
+/// different ones: a hash key compared in one instruction instead of a string compare. The
+/// word's first and last bytes are read as two overlapping integers that, with the length, cover
+/// every byte: up to 8 bytes, the first 4 and the last 4 in the lower half and the length in the
+/// upper; 9 to 15 bytes, the first 8 in the lower half and the last 7 with the length (in the
+/// top byte, which is zero in the first kind) in the upper. `None` for the empty word and
+/// longer ones.
+pub(crate) fn pack(word: &str) -> Option<u128> {
+    let b = word.as_bytes();
+    let n = b.len();
+    let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let u64_at = |i: usize| {
+        u64::from_le_bytes([
+            b[i],
+            b[i + 1],
+            b[i + 2],
+            b[i + 3],
+            b[i + 4],
+            b[i + 5],
+            b[i + 6],
+            b[i + 7],
+        ])
+    };
+    let low: u64 = match n {
+        0 => return None,
+        1..=3 => u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
+        4..=8 => u64::from(u32_at(0)) | u64::from(u32_at(n - 4)) << 32,
+        9..=15 => {
+            let last7 = u64_at(n - 8) >> 8;
+            let high = last7 | (n as u64) << 56;
+            return Some(u128::from(u64_at(0)) | u128::from(high) << 64);
+        }
+        _ => return None,
+    };
+    Some(u128::from(low) | (n as u128) << 64)
 }
 
 fn stemmer(lang: Lang) -> &'static Stemmer {
@@ -178,9 +221,13 @@ pub fn stopword_hits<'w>(words: impl IntoIterator<Item = &'w str>, limit: usize)
 /// Guess the language of folded words: the language with the most stopwords among the first
 /// `limit` words, when it has at least two and more than English; otherwise English.
 pub fn detect<'w>(words: impl IntoIterator<Item = &'w str>, limit: usize) -> Lang {
+    detect_masks(words.into_iter().take(limit).map(stop_mask))
+}
+
+/// [`detect`] from the words' [`stop_mask`]s.
+pub(crate) fn detect_masks(masks: impl IntoIterator<Item = u8>) -> Lang {
     let mut hits = [0usize; 5];
-    for w in words.into_iter().take(limit) {
-        let mask = stop_mask(w);
+    for mask in masks {
         if mask == 0 {
             continue;
         }
@@ -206,6 +253,49 @@ pub fn detect<'w>(words: impl IntoIterator<Item = &'w str>, limit: usize) -> Lan
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_words_are_equal_exactly_when_the_words_are() {
+        let mut words: Vec<String> = Vec::new();
+        let alphabet = ["a", "b", "é", "z", "1"];
+        // Every word of up to 4 letters over a small alphabet, and longer ones that differ in
+        // one byte at every position, up to and past 16 bytes.
+        let mut frontier = vec![String::new()];
+        for _ in 0..4 {
+            let mut next = Vec::new();
+            for w in &frontier {
+                for a in alphabet {
+                    next.push(format!("{w}{a}"));
+                }
+            }
+            words.extend(next.iter().cloned());
+            frontier = next;
+        }
+        for n in 5..=18 {
+            let base = "q".repeat(n);
+            words.push(base.clone());
+            for i in 0..n {
+                let mut b = base.clone().into_bytes();
+                b[i] = b'r';
+                words.push(String::from_utf8(b).expect("ascii"));
+            }
+        }
+        words.sort();
+        words.dedup();
+        let mut seen: std::collections::HashMap<u128, &str> = Default::default();
+        for w in &words {
+            match pack(w) {
+                Some(k) => {
+                    assert!(w.len() <= 15, "{w}");
+                    if let Some(other) = seen.insert(k, w) {
+                        panic!("{w:?} and {other:?} packed alike");
+                    }
+                }
+                None => assert!(w.is_empty() || w.len() > 15, "{w}"),
+            }
+        }
+        assert_eq!(pack(""), None);
+    }
 
     fn words(s: &str) -> Vec<String> {
         crate::rank::words(&crate::trigger::fold_fast(s))

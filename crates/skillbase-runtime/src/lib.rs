@@ -35,6 +35,7 @@ mod events;
 pub mod files;
 pub mod gateway;
 mod lang;
+mod lexicon;
 mod rank;
 pub mod redact;
 pub mod requires;

@@ -7,11 +7,14 @@
 //! the rest stemmed by that language's Snowball stemmer ([`crate::lang`]): a document in the
 //! language its description and body are written in, a query in the language of its own words
 //! (and also in each document language, so an English skill is found by inflections of its words
-//! in a message the guess placed elsewhere). A message of any length is accepted: at most
-//! [`MAX_QUERY_WORDS`] words are read and its [`MAX_QUERY_TERMS`] most specific matching terms
-//! scored.
+//! in a message the guess placed elsewhere). A word of a message in another language that no
+//! skill shares is translated by a hand-written lexicon ([`crate::lexicon`]) or, failing that,
+//! matched as a cognate (its first five letters). A message of any length is accepted: at most
+//! [`MAX_QUERY_WORDS`] words are read and its most specific matching terms scored (at most
+//! [`MAX_QUERY_TERMS`], within [`POSTINGS_PER_DOC`] postings per skill).
 
 use crate::lang::{self, Lang};
+use crate::lexicon;
 use crate::trigger::fold_fast;
 use std::collections::HashMap;
 
@@ -27,8 +30,17 @@ const TRIGGER_WEIGHT: f32 = 2.0;
 const BODY_WEIGHT: f32 = 0.3;
 /// Words of a body that are indexed (its opening, where the procedure says what it handles).
 pub const BODY_WORDS: usize = 300;
-/// Most distinct words of one message that are scored (the most specific ones).
-pub const MAX_QUERY_TERMS: usize = 48;
+/// Most distinct words of one message that are scored (the most specific ones), chosen by
+/// measurement with [`POSTINGS_PER_DOC`] (BENCHMARKS.md, "Long messages"): 48 terms, the
+/// earlier cap, left the deciding words of long tasks unread (SkillRouter's 10,000-skill pool,
+/// lexical hit@1 0.573; 128 terms within the postings budget, 0.733).
+pub const MAX_QUERY_TERMS: usize = 128;
+/// The words of a message read, most specific first, add at most this many postings per
+/// indexed skill (past the first [`MIN_QUERY_TERMS`]): a message's common words (found in a
+/// quarter of the skills and more) are left out when it has enough specific ones.
+pub const POSTINGS_PER_DOC: usize = 4;
+/// Terms always scored, whatever their postings.
+pub const MIN_QUERY_TERMS: usize = 8;
 /// Most words of one message that are read (a pasted 5 KB task is well within it).
 pub const MAX_QUERY_WORDS: usize = 2_000;
 /// Words read to guess a text's language.
@@ -55,28 +67,42 @@ pub fn words(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
-/// Call `f` with each word of folded text, as [`words`] splits it; ASCII text is split by bytes
-/// (for ASCII, `char::is_alphanumeric` is `u8::is_ascii_alphanumeric`).
-fn for_each_word<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+/// The first `limit` words of folded text, as [`words`] splits it. ASCII text is split by bytes
+/// (for ASCII, `char::is_alphanumeric` is `u8::is_ascii_alphanumeric`) through a table, in one
+/// pass that stops at the limit.
+fn split_words(text: &str, limit: usize) -> Vec<&str> {
     if !text.is_ascii() {
-        words(text).for_each(f);
-        return;
+        return words(text).take(limit).collect();
     }
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        while i < b.len() && !b[i].is_ascii_alphanumeric() {
-            i += 1;
+    static WORD_BYTE: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            t[b] = (b as u8).is_ascii_alphanumeric();
+            b += 1;
         }
-        let start = i;
-        while i < b.len() && b[i].is_ascii_alphanumeric() {
-            i += 1;
-        }
-        if i > start {
+        t
+    };
+    let mut out = Vec::with_capacity((text.len() / 6).min(limit));
+    let mut start = usize::MAX;
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        if WORD_BYTE[b as usize] {
+            if start == usize::MAX {
+                start = i;
+            }
+        } else if start != usize::MAX {
+            if out.len() == limit {
+                return out;
+            }
             // ASCII: every byte offset is a char boundary.
-            f(&text[start..i]);
+            out.push(&text[start..i]);
+            start = usize::MAX;
         }
     }
+    if start != usize::MAX && out.len() < limit {
+        out.push(&text[start..]);
+    }
+    out
 }
 
 /// FxHash (rustc's hasher): much faster than SipHash for short words, and the keys are the
@@ -104,6 +130,35 @@ impl std::hash::Hasher for Fx {
 
 pub(crate) type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 
+/// Folded words to term indices: words of up to 15 bytes (nearly all) keyed by their
+/// [`lang::pack`]ed integer, so a lookup hashes and compares integers; longer ones by string.
+#[derive(Debug, Clone, Default)]
+struct WordMap {
+    short: FxMap<u128, u32>,
+    long: FxMap<String, u32>,
+}
+
+impl WordMap {
+    fn get(&self, word: &str) -> Option<u32> {
+        match lang::pack(word) {
+            Some(k) => self.short.get(&k).copied(),
+            None => self.long.get(word).copied(),
+        }
+    }
+
+    /// Keep the first term given for a word.
+    fn insert_first(&mut self, word: String, t: u32) {
+        match lang::pack(&word) {
+            Some(k) => {
+                self.short.entry(k).or_insert(t);
+            }
+            None => {
+                self.long.entry(word).or_insert(t);
+            }
+        }
+    }
+}
+
 /// A BM25 index over a fixed set of documents.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25 {
@@ -111,7 +166,7 @@ pub struct Bm25 {
     terms: FxMap<String, u32>,
     /// A folded word seen in a document -> its stem's index (so a query word spelled as in a
     /// document needs no stemming).
-    surface: FxMap<String, u32>,
+    surface: WordMap,
     /// Per term: (document, the term's whole BM25 contribution to that document,
     /// `idf · tf·(k1+1) / (tf + k1·(1-b+b·dl/avgdl))`). Nothing in it depends on the query, so it
     /// is computed once here and a query only adds.
@@ -134,6 +189,8 @@ pub struct Bm25 {
 const COGNATE_PREFIX: usize = 5;
 /// A cognate's share of a term's score (a weaker sign than the same stem).
 const COGNATE_WEIGHT: f32 = 0.5;
+/// A lexicon translation's share of a term's score ([`crate::lexicon`]).
+const TRANSLATION_WEIGHT: f32 = 0.8;
 
 /// The first three bytes of a word as one key (shorter words padded with zeros).
 fn prefix_key(word: &str) -> u32 {
@@ -146,7 +203,7 @@ impl Bm25 {
     /// Index documents.
     pub fn new<'a>(docs: impl IntoIterator<Item = Doc<'a>>) -> Bm25 {
         let mut terms: FxMap<String, u32> = FxMap::default();
-        let mut surface: FxMap<String, u32> = FxMap::default();
+        let mut surface = WordMap::default();
         let mut postings: Vec<Vec<(u32, f32)>> = Vec::new();
         let mut doc_len = Vec::new();
         let mut langs: Vec<Lang> = Vec::new();
@@ -198,7 +255,7 @@ impl Bm25 {
                 }
                 postings[t as usize].push((i as u32, f));
                 for w in spellings {
-                    surface.entry(w).or_insert(t);
+                    surface.insert_first(w, t);
                 }
             }
             doc_len.push(len);
@@ -270,44 +327,63 @@ impl Bm25 {
         if n == 0 {
             return scores;
         }
-        // The message's language, from its first words.
-        let mut head: Vec<&str> = Vec::with_capacity(DETECT_WORDS);
-        for_each_word(folded, |w| {
-            if head.len() < DETECT_WORDS {
-                head.push(w);
-            }
-        });
-        let query_lang = lang::detect(head.iter().copied(), DETECT_WORDS);
-        // Dedupe by term index: only indexed terms are marked, never the query's other words.
-        let mut seen = vec![false; self.postings.len()];
+        // The message's words, split once, and the stopword masks of the first ones, which
+        // give the message's language.
+        let words = split_words(folded, MAX_QUERY_WORDS);
+        let head: Vec<u8> = words
+            .iter()
+            .take(DETECT_WORDS)
+            .map(|w| lang::stop_mask(w))
+            .collect();
+        let query_lang = lang::detect_masks(head.iter().copied());
+        // Dedupe by term index (a bit per indexed term): only indexed terms are marked, never
+        // the query's other words.
+        let mut seen = vec![0u64; self.postings.len().div_ceil(64)];
         let mut matched: Vec<u32> = Vec::new();
-        let mut weak: Vec<u32> = Vec::new();
-        let mut read = 0usize;
+        // Terms reached indirectly (a translation, a cognate), with their share of the score.
+        let mut weak: Vec<(u32, f32)> = Vec::new();
         let mut tried: std::collections::HashSet<&str, std::hash::BuildHasherDefault<Fx>> =
             Default::default();
         let mut mark = |t: u32, matched: &mut Vec<u32>| {
-            if !std::mem::replace(&mut seen[t as usize], true)
-                && !self.postings[t as usize].is_empty()
-            {
-                matched.push(t);
+            let (word, bit) = (t as usize / 64, 1u64 << (t % 64));
+            if seen[word] & bit == 0 {
+                seen[word] |= bit;
+                if !self.postings[t as usize].is_empty() {
+                    matched.push(t);
+                }
             }
         };
-        for_each_word(folded, |word| {
-            read += 1;
-            if read > MAX_QUERY_WORDS {
-                return;
-            }
-            if let Some(&t) = self.surface.get(word) {
+        for (k, &word) in words.iter().enumerate() {
+            if let Some(t) = self.surface.get(word) {
                 mark(t, &mut matched);
-                return;
+                continue;
             }
-            if query_lang.is_stopword(word) || !self.prefixes.contains(&prefix_key(word)) {
-                return;
+            let mask = match head.get(k) {
+                Some(&m) => m,
+                None => lang::stop_mask(word),
+            };
+            if lang::mask_has(mask, query_lang) {
+                continue;
+            }
+            // A message in another language: a word its lexicon knows counts toward the English
+            // terms it translates to (at a fraction of their score: a translation may be loose).
+            if query_lang != Lang::En
+                && let Some(lex) = lexicon::lexicon(query_lang)
+                && let Some(english) = lex.translate(word)
+            {
+                for stem in english {
+                    if let Some(&t) = self.terms.get(stem.as_str()) {
+                        weak.push((t, TRANSLATION_WEIGHT));
+                    }
+                }
+            }
+            if !self.prefixes.contains(&prefix_key(word)) {
+                continue;
             }
             // Each distinct word once, stemmed in the message's language and, for a message in
             // another language, in English too (most skills are written in English).
             if !tried.insert(word) {
-                return;
+                continue;
             }
             let mut hit = false;
             if let Some(t) = query_lang.stem_memo(word, |s| self.terms.get(s).copied()) {
@@ -329,31 +405,51 @@ impl Bm25 {
                 && word.is_ascii()
                 && let Some(ts) = self.cognates.get(&word[..COGNATE_PREFIX])
             {
-                weak.extend(ts.iter().copied());
+                weak.extend(ts.iter().map(|&t| (t, COGNATE_WEIGHT)));
             }
-        });
-        // A long message (a pasted log, a 2 KB brief) is scored by its most specific words: the
-        // ones found in the fewest skills carry the ranking, and the common ones would only add
-        // work to every score.
+        }
+        // A long message (a pasted log, a 2 KB brief) is scored by its most specific words,
+        // the ones found in the fewest skills: at most MAX_QUERY_TERMS of them, and, past the
+        // first MIN_QUERY_TERMS, only while their postings stay within POSTINGS_PER_DOC per
+        // skill. The common words left out barely move a ranking (their idf is small) but would
+        // touch most scores.
         if matched.len() > MAX_QUERY_TERMS {
             matched
                 .select_nth_unstable_by_key(MAX_QUERY_TERMS, |&t| self.postings[t as usize].len());
             matched.truncate(MAX_QUERY_TERMS);
         }
+        matched.sort_unstable_by_key(|&t| (self.postings[t as usize].len(), t));
+        let budget = POSTINGS_PER_DOC * n;
+        let mut total = 0;
+        let keep = matched
+            .iter()
+            .position(|&t| {
+                total += self.postings[t as usize].len();
+                total > budget
+            })
+            .map_or(matched.len(), |k| k.max(MIN_QUERY_TERMS).min(matched.len()));
+        matched.truncate(keep);
         for t in &matched {
             for &(doc, contribution) in &self.postings[*t as usize] {
                 scores[doc as usize] += contribution;
             }
         }
         if !weak.is_empty() {
-            weak.sort_unstable();
-            weak.dedup();
-            for t in weak {
-                if matched.contains(&t) {
-                    continue;
-                }
+            // Each term once, at the highest share it was reached with, and none a message word
+            // already matched; a long message keeps its most specific ones.
+            weak.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+            weak.dedup_by_key(|w| w.0);
+            let message_word = |t: u32| seen[t as usize / 64] & (1u64 << (t % 64)) != 0;
+            weak.retain(|&(t, _)| !message_word(t) && !self.postings[t as usize].is_empty());
+            if weak.len() > MAX_QUERY_TERMS {
+                weak.select_nth_unstable_by_key(MAX_QUERY_TERMS, |&(t, _)| {
+                    self.postings[t as usize].len()
+                });
+                weak.truncate(MAX_QUERY_TERMS);
+            }
+            for (t, share) in weak {
                 for &(doc, contribution) in &self.postings[t as usize] {
-                    scores[doc as usize] += COGNATE_WEIGHT * contribution;
+                    scores[doc as usize] += share * contribution;
                 }
             }
         }
@@ -452,6 +548,39 @@ mod tests {
     }
 
     #[test]
+    fn messages_in_other_languages_reach_english_skills_through_the_lexicons() {
+        let none: Vec<String> = vec![];
+        let doc = |name, description| Doc {
+            name,
+            description,
+            when_to_use: &[],
+            triggers: &none[..],
+            body: "",
+        };
+        let idx = Bm25::new([
+            doc(
+                "reset-password",
+                "Reset a user's password and sign them out",
+            ),
+            doc("send-invoice", "Send an invoice to a customer by email"),
+            doc("track-shipment", "Track where a customer's order is"),
+        ]);
+        // No word of these shares a stem or five letters with the skills' words.
+        for (message, expected) in [
+            ("olvidé mi contraseña y no puedo entrar", 0),
+            ("bitte schick dem Kunden die Rechnung", 1),
+            ("où est ma commande ? le colis n'arrive pas", 2),
+            ("cadê meu pedido? a entrega atrasou", 2),
+        ] {
+            let r = idx.rank(message);
+            assert_eq!(r[0].0, expected, "{message}: {r:?}");
+            assert!(r[0].1 > 0.0, "{message}");
+        }
+        // An English message is never translated: "pedido" is no English word.
+        assert!(idx.rank("pedido").iter().all(|(_, s)| *s == 0.0));
+    }
+
+    #[test]
     fn ascii_word_split_matches_words() {
         for text in [
             "",
@@ -461,9 +590,15 @@ mod tests {
             "crème brûlée ß 退款 naïve",
             "___",
         ] {
-            let mut got = Vec::new();
-            for_each_word(text, |w| got.push(w));
-            assert_eq!(got, words(text).collect::<Vec<_>>(), "{text:?}");
+            let all: Vec<&str> = words(text).collect();
+            assert_eq!(split_words(text, usize::MAX), all, "{text:?}");
+            for limit in 0..4 {
+                assert_eq!(
+                    split_words(text, limit),
+                    all.iter().copied().take(limit).collect::<Vec<_>>(),
+                    "{text:?} {limit}"
+                );
+            }
         }
     }
 }
