@@ -76,6 +76,27 @@ pub const DOCUMENT_BODY_WORDS: usize = 120;
 pub const RECIPE: &str = "doc-v1";
 /// The weight of the semantic score when the configuration gives none.
 pub const DEFAULT_WEIGHT: f32 = 0.65;
+/// Words past which a message is long: the encoders read only its start (64 and 24 word
+/// pieces, some 50 and 20 words) while the lexical stage reads all of it.
+pub const LONG_MESSAGE_WORDS: usize = 100;
+/// The semantic weight's share kept for a long message, chosen on the repository's own set
+/// (BENCHMARKS.md, "Routing quality, fourth part": long messages r@1 0.575 -> 0.875, the other
+/// kinds unchanged).
+pub const LONG_MESSAGE_FACTOR: f32 = 0.6;
+
+/// The semantic weight for a folded message: `weight`, or [`LONG_MESSAGE_FACTOR`] of it for a
+/// message of more than [`LONG_MESSAGE_WORDS`] words.
+pub fn weight_for(folded: &str, weight: f32) -> f32 {
+    if crate::rank::words(folded)
+        .take(LONG_MESSAGE_WORDS + 1)
+        .count()
+        > LONG_MESSAGE_WORDS
+    {
+        weight * LONG_MESSAGE_FACTOR
+    } else {
+        weight
+    }
+}
 
 /// What a skill is embedded as: its name in words, its description, its `when_to_use` entries,
 /// its triggers and the opening of its body.
@@ -1382,6 +1403,11 @@ mod tests {
         );
         let q = [0.0, 1.0];
         // Lexical favours skill 0; the query's meaning is skill 1's.
+        // A long message's semantic share is smaller (the encoders read only its start).
+        assert_eq!(weight_for("refund my order please", 0.65), 0.65);
+        let long = "word ".repeat(LONG_MESSAGE_WORDS + 1);
+        assert_eq!(weight_for(&long, 0.5), 0.5 * LONG_MESSAGE_FACTOR);
+        assert_eq!(weight_for(&"word ".repeat(LONG_MESSAGE_WORDS), 0.5), 0.5);
         let lex = vec![4.0, 0.0, 2.0, 4.0];
         let r = fuse(
             lex.clone(),

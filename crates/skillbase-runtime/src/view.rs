@@ -401,6 +401,10 @@ impl AgentView {
         folded: &str,
         semantic: Option<crate::semantic::SemanticQuery<'_>>,
     ) -> crate::semantic::Relevance {
+        let semantic = semantic.map(|q| crate::semantic::SemanticQuery {
+            weight: crate::semantic::weight_for(folded, q.weight),
+            ..q
+        });
         let mut r = crate::semantic::fuse(self.bm25.scores_folded(folded), semantic);
         if !self.negatives.is_empty() {
             for hit in self.negatives.find_folded(folded) {
