@@ -23,13 +23,13 @@ use std::sync::OnceLock;
 const MAX_TARGETS: usize = 3;
 
 /// One language's lexicon, its translations kept as English stems (the index's terms).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Lexicon {
     /// Folded source word → English stems.
     surface: FxMap<String, Box<[String]>>,
     /// Source-language stem → English stems (unambiguous stems only).
     stems: FxMap<String, Box<[String]>>,
-    lang: Option<Lang>,
+    lang: Lang,
 }
 
 impl Lexicon {
@@ -123,7 +123,7 @@ impl Lexicon {
         Ok(Lexicon {
             surface,
             stems,
-            lang: Some(lang),
+            lang,
         })
     }
 
@@ -138,8 +138,8 @@ impl Lexicon {
         if let Some(t) = self.surface.get(folded) {
             return Some(t);
         }
-        let lang = self.lang?;
-        lang.stem_memo(folded, |s| self.stems.get(s).map(|t| &t[..]))
+        self.lang
+            .stem_memo(folded, |s| self.stems.get(s).map(|t| &t[..]))
     }
 }
 

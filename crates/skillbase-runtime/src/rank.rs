@@ -473,28 +473,32 @@ impl Bm25 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn ranks_by_relevance() {
-        let t1 = ["refund".to_owned()];
-        let none: Vec<String> = vec![];
-        let doc = |name, description, triggers| Doc {
+    /// A skill with a name and a description only.
+    fn doc<'a>(name: &'a str, description: &'a str) -> Doc<'a> {
+        Doc {
             name,
             description,
             when_to_use: &[],
-            triggers,
+            triggers: &[],
             body: "",
-        };
+        }
+    }
+
+    #[test]
+    fn ranks_by_relevance() {
+        let t1 = ["refund".to_owned()];
         let idx = Bm25::new([
-            doc(
-                "refund-procedure",
-                "Process a customer refund through the payments API",
-                &t1[..],
-            ),
-            doc("sql-review", "Review a SQL migration for locks", &none[..]),
+            Doc {
+                triggers: &t1[..],
+                ..doc(
+                    "refund-procedure",
+                    "Process a customer refund through the payments API",
+                )
+            },
+            doc("sql-review", "Review a SQL migration for locks"),
             doc(
                 "release-notes",
                 "Draft release notes from merged pull requests",
-                &none[..],
             ),
         ]);
         let r = idx.rank("the customer wants a refund of the order");
@@ -507,14 +511,6 @@ mod tests {
 
     #[test]
     fn inflections_and_languages_are_matched_through_stems() {
-        let none: Vec<String> = vec![];
-        let doc = |name, description| Doc {
-            name,
-            description,
-            when_to_use: &[],
-            triggers: &none[..],
-            body: "",
-        };
         let idx = Bm25::new([
             doc("refund-order", "Refund the payment of a customer's order"),
             doc("cancel-order", "Cancel an order before it ships"),
@@ -549,14 +545,6 @@ mod tests {
 
     #[test]
     fn messages_in_other_languages_reach_english_skills_through_the_lexicons() {
-        let none: Vec<String> = vec![];
-        let doc = |name, description| Doc {
-            name,
-            description,
-            when_to_use: &[],
-            triggers: &none[..],
-            body: "",
-        };
         let idx = Bm25::new([
             doc(
                 "reset-password",
