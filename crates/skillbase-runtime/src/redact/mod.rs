@@ -1,18 +1,28 @@
 //! Redaction: every vault value, and its base64, hex, URL-encoded and JSON-escaped forms, scrubbed
-//! from text in one pass however many secrets there are (one Aho-Corasick automaton over all
-//! forms).
+//! from text in one pass however many secrets there are.
+//!
+//! For a value of [`LOOSE_MIN_CHARS`] characters or more, every form and the value reversed are
+//! matched loosely ([`matcher`]): in any ASCII case, and with any whitespace or line breaks
+//! inside them, which is how a destination that was sent a value most cheaply reflects it back
+//! changed. Shorter values are matched exactly (Aho-Corasick), since loosening them would hit
+//! innocent text.
 //!
 //! **Redact, then cut.** Anything that cuts text to a cap (a body at `max_bytes`, a result at its
 //! token limit, a URL in a message) redacts the whole text first and then trims the cut end with
-//! [`Redactor::trim_partial`], so that no output ends in the first characters of a secret. Cutting
-//! first would let a caller choose the cut to recover all but the last character of a value.
+//! [`Redactor::trim_partial`], so that no output ends in the first characters of a secret (in any
+//! of the loose forms too). Cutting first would let a caller choose the cut to recover all but the
+//! last character of a value.
 //!
-//! Not covered (and not promised): reversed, split-across-lines, case-changed or otherwise
-//! transformed reflections of a value, and partial values in the middle of a text.
+//! Not covered (and not promised): a value split into parts with other text between them,
+//! encrypted, hashed or otherwise re-encoded forms, non-ASCII case changes, and partial values in
+//! the middle of a text.
+
+mod matcher;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use matcher::{Loose, fold};
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -20,24 +30,40 @@ use std::sync::Arc;
 const MIN_FORM_LEN: usize = 6;
 /// Shortest prefix of a form that a cut text may not end in ([`Redactor::trim_partial`]).
 pub const MIN_PARTIAL_LEN: usize = 4;
+/// Values of at least this many characters are also matched reversed, in any ASCII case and with
+/// whitespace inside them.
+pub const LOOSE_MIN_CHARS: usize = 8;
 
 /// A compiled set of secrets to scrub.
 #[derive(Clone, Default)]
 pub struct Redactor {
-    ac: Option<AhoCorasick>,
-    /// Per pattern: the vault entry it belongs to.
+    /// The loose forms of the long values; pattern ids index `owners`.
+    loose: Loose,
+    /// The exact forms of the short values.
+    exact: Option<AhoCorasick>,
+    /// Per exact pattern: its index in `owners`.
+    exact_owner: Vec<usize>,
+    /// Exact forms longer than [`MIN_PARTIAL_LEN`], for [`Redactor::trim_partial`].
+    exact_forms: Vec<Vec<u8>>,
+    /// The vault entries, one per secret.
     owners: Vec<Arc<str>>,
-    /// Every form, for [`Redactor::trim_partial`].
-    forms: Vec<Vec<u8>>,
-    count: usize,
+    longest_exact: usize,
 }
 
 impl std::fmt::Debug for Redactor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Redactor")
-            .field("secrets", &self.count)
-            .field("patterns", &self.owners.len())
+            .field("secrets", &self.owners.len())
+            .field("exact_patterns", &self.exact_owner.len())
             .finish()
+    }
+}
+
+/// The value with its characters in reverse order (bytes, when it is not UTF-8).
+fn reversed(value: &[u8]) -> Vec<u8> {
+    match std::str::from_utf8(value) {
+        Ok(s) => s.chars().rev().collect::<String>().into_bytes(),
+        Err(_) => value.iter().rev().copied().collect(),
     }
 }
 
@@ -174,67 +200,120 @@ impl LowerHex for String {
 impl Redactor {
     /// Build from `(entry name, value)` pairs.
     pub fn new<'a>(secrets: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Redactor {
-        let mut patterns: Vec<Vec<u8>> = Vec::new();
         let mut owners: Vec<Arc<str>> = Vec::new();
-        let mut count = 0;
+        let mut loose: Vec<(Vec<u8>, usize)> = Vec::new();
+        let mut exact: Vec<Vec<u8>> = Vec::new();
+        let mut exact_owner: Vec<usize> = Vec::new();
         for (name, value) in secrets {
             if value.is_empty() {
                 continue;
             }
-            count += 1;
-            let owner: Arc<str> = Arc::from(name);
-            for f in forms(value) {
-                patterns.push(f);
-                owners.push(owner.clone());
+            let owner = owners.len();
+            owners.push(Arc::from(name));
+            let chars = std::str::from_utf8(value).map_or(value.len(), |s| s.chars().count());
+            let mut all = forms(value);
+            if chars >= LOOSE_MIN_CHARS {
+                all.push(reversed(value));
+            }
+            for f in all {
+                let folded = fold(&f);
+                if chars >= LOOSE_MIN_CHARS && folded.len() >= matcher::KEY {
+                    loose.push((folded, owner));
+                } else {
+                    exact.push(f);
+                    exact_owner.push(owner);
+                }
             }
         }
-        let ac = if patterns.is_empty() {
+        let ac = if exact.is_empty() {
             None
         } else {
             AhoCorasickBuilder::new()
                 .match_kind(MatchKind::LeftmostLongest)
-                .build(&patterns)
+                .build(&exact)
                 .ok()
         };
-        let mut forms = patterns;
-        forms.retain(|f| f.len() > MIN_PARTIAL_LEN);
-        forms.sort();
-        forms.dedup();
+        let longest_exact = exact.iter().map(Vec::len).max().unwrap_or(0);
+        let mut exact_forms = exact;
+        exact_forms.retain(|f| f.len() > MIN_PARTIAL_LEN);
+        exact_forms.sort();
+        exact_forms.dedup();
         Redactor {
-            ac,
+            loose: Loose::new(loose),
+            exact: ac,
+            exact_owner,
+            exact_forms,
             owners,
-            forms,
-            count,
+            longest_exact,
         }
     }
 
-    /// `text` without a trailing piece that begins a secret (in any of its forms) and is at least
-    /// [`MIN_PARTIAL_LEN`] bytes long: what a text cut at a cap must be trimmed to, after it was
-    /// redacted whole. Repeats until the end is clean (trimming may expose another beginning).
+    /// Every match in `bytes` as `(start, end, owner)`: leftmost first, longest at each start,
+    /// none overlapping; `f` returns `false` to stop.
+    fn each_match(&self, bytes: &[u8], mut f: impl FnMut(usize, usize, usize) -> bool) {
+        let Some(ac) = &self.exact else {
+            self.loose.scan(bytes, |h| f(h.start, h.end, h.pattern));
+            return;
+        };
+        let mut all: Vec<(usize, usize, usize)> = ac
+            .find_iter(bytes)
+            .map(|m| (m.start(), m.end(), self.exact_owner[m.pattern().as_usize()]))
+            .collect();
+        self.loose.scan(bytes, |h| {
+            all.push((h.start, h.end, h.pattern));
+            true
+        });
+        all.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut last = 0;
+        for (s, e, o) in all {
+            if s >= last {
+                if !f(s, e, o) {
+                    return;
+                }
+                last = e;
+            }
+        }
+    }
+
+    /// `text` without a trailing piece that begins a secret (in any of its forms, loose ones
+    /// included) and is at least [`MIN_PARTIAL_LEN`] bytes long: what a text cut at a cap must be
+    /// trimmed to, after it was redacted whole. Repeats until the end is clean (trimming may
+    /// expose another beginning).
     pub fn trim_partial<'t>(&self, text: &'t str) -> &'t str {
         let mut end = text.len();
-        'again: loop {
+        loop {
             let t = &text.as_bytes()[..end];
-            for f in &self.forms {
-                // The longest suffix of `t` that is a proper prefix of `f`.
-                let longest = (f.len() - 1).min(t.len());
-                let window = &t[t.len() - longest..];
-                let head = &f[..MIN_PARTIAL_LEN];
-                let mut i = 0;
-                while i + MIN_PARTIAL_LEN <= window.len() {
-                    if &window[i..i + MIN_PARTIAL_LEN] == head && f.starts_with(&window[i..]) {
-                        let mut cut = t.len() - (window.len() - i);
-                        while !text.is_char_boundary(cut) {
-                            cut -= 1;
-                        }
-                        end = cut;
-                        continue 'again;
-                    }
-                    i += 1;
-                }
+            let loose = self.loose.partial_tail(t, MIN_PARTIAL_LEN);
+            let cut = match (loose, self.exact_partial(t)) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(c) => c,
+                    None => return &text[..end],
+                },
+            };
+            end = cut;
+            while !text.is_char_boundary(end) {
+                end -= 1;
             }
-            return &text[..end];
         }
+    }
+
+    /// Where `t` must be cut so that it does not end in a proper prefix (of [`MIN_PARTIAL_LEN`]
+    /// bytes or more) of an exact form.
+    fn exact_partial(&self, t: &[u8]) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for f in &self.exact_forms {
+            let longest = (f.len() - 1).min(t.len());
+            let window = &t[t.len() - longest..];
+            let head = &f[..MIN_PARTIAL_LEN];
+            let found = (0..(window.len() + 1).saturating_sub(MIN_PARTIAL_LEN))
+                .find(|&i| &window[i..i + MIN_PARTIAL_LEN] == head && f.starts_with(&window[i..]));
+            if let Some(i) = found {
+                let cut = t.len() - (window.len() - i);
+                best = Some(best.map_or(cut, |b| b.min(cut)));
+            }
+        }
+        best
     }
 
     /// `text` redacted whole, then cut to at most `max_bytes` (on a character boundary) and
@@ -251,80 +330,82 @@ impl Redactor {
         (self.trim_partial(&full[..end]).to_owned(), true)
     }
 
-    /// The length of the longest form of any secret (0 without secrets): how far past a cap a
-    /// text must be read for redaction to see a value that straddles the cap.
+    /// How far past a cap a text must be read for redaction to see a value that straddles the
+    /// cap (0 without secrets): the longest form, doubled for the loose forms, which may have
+    /// whitespace inside them.
     pub fn longest_form(&self) -> usize {
-        self.forms.iter().map(Vec::len).max().unwrap_or(0)
+        (self.loose.longest() * 2).max(self.longest_exact)
     }
 
     /// Number of secrets (vault entries with a non-empty value), not of the forms matched.
     pub fn len(&self) -> usize {
-        self.count
+        self.owners.len()
     }
 
     /// Whether there is no secret: redaction then returns every text unchanged.
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.owners.is_empty()
     }
 
     /// The vault entry whose value (in any form) occurs in `bytes`, if any.
     pub fn find(&self, bytes: &[u8]) -> Option<&str> {
-        let ac = self.ac.as_ref()?;
-        ac.find(bytes)
-            .map(|m| &*self.owners[m.pattern().as_usize()])
+        let mut found = None;
+        self.each_match(bytes, |_, _, o| {
+            found = Some(o);
+            false
+        });
+        found.map(|o| &*self.owners[o])
     }
 
     /// `bytes` with every secret form replaced by `[REDACTED:<entry>]`, or `None` when it holds
     /// none (for stored files, which need not be text).
     pub fn redact_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
-        let ac = self.ac.as_ref()?;
-        let mut it = ac.find_iter(bytes).peekable();
-        it.peek()?;
-        let mut out = Vec::with_capacity(bytes.len());
+        let mut out: Option<Vec<u8>> = None;
         let mut last = 0;
-        for m in it {
-            out.extend_from_slice(&bytes[last..m.start().max(last)]);
+        self.each_match(bytes, |start, end, o| {
+            let out = out.get_or_insert_with(|| Vec::with_capacity(bytes.len()));
+            out.extend_from_slice(&bytes[last..start]);
             out.extend_from_slice(b"[REDACTED:");
-            out.extend_from_slice(self.owners[m.pattern().as_usize()].as_bytes());
+            out.extend_from_slice(self.owners[o].as_bytes());
             out.push(b']');
-            last = m.end();
-        }
+            last = end;
+            true
+        });
+        let mut out = out?;
         out.extend_from_slice(&bytes[last..]);
         Some(out)
     }
 
     /// `text` with every secret form replaced by `[REDACTED:<entry>]`.
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let Some(ac) = &self.ac else {
-            return Cow::Borrowed(text);
-        };
-        let mut it = ac.find_iter(text).peekable();
-        if it.peek().is_none() {
-            return Cow::Borrowed(text);
-        }
-        let mut out = String::with_capacity(text.len());
+        let mut out: Option<String> = None;
         let mut last = 0;
-        for m in it {
-            // Matches are on byte patterns; keep UTF-8 intact by widening to char boundaries.
-            let mut start = m.start();
+        self.each_match(text.as_bytes(), |start, end, o| {
+            // Matches are on bytes; keep UTF-8 intact by widening to char boundaries.
+            let mut start = start.max(last);
             while !text.is_char_boundary(start) {
                 start -= 1;
             }
-            let mut end = m.end();
+            let start = start.max(last);
+            let mut end = end;
             while !text.is_char_boundary(end) {
                 end += 1;
             }
-            if start < last {
-                start = last;
-            }
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
             out.push_str(&text[last..start]);
             out.push_str("[REDACTED:");
-            out.push_str(&self.owners[m.pattern().as_usize()]);
+            out.push_str(&self.owners[o]);
             out.push(']');
             last = end;
+            true
+        });
+        match out {
+            None => Cow::Borrowed(text),
+            Some(mut out) => {
+                out.push_str(&text[last..]);
+                Cow::Owned(out)
+            }
         }
-        out.push_str(&text[last..]);
-        Cow::Owned(out)
     }
 
     /// The shared empty redactor (no secrets), for callers without a vault: cloning it is one
@@ -337,7 +418,7 @@ impl Redactor {
     /// [`Redactor::redact_json`] on a value the caller owns: redacted in place, so a value
     /// without secrets (and every value when there are none) is returned without a copy.
     pub fn redact_json_owned(&self, mut v: serde_json::Value) -> serde_json::Value {
-        if self.ac.is_some() {
+        if !self.is_empty() {
             self.redact_in_place(&mut v);
         }
         v
@@ -370,7 +451,7 @@ impl Redactor {
     /// Every string in a JSON value (keys too) redacted.
     pub fn redact_json(&self, v: &serde_json::Value) -> serde_json::Value {
         use serde_json::Value;
-        if self.ac.is_none() {
+        if self.is_empty() {
             return v.clone();
         }
         match v {
@@ -525,6 +606,73 @@ mod tests {
         assert_eq!(r2.trim_partial("-- abcdwxyz"), "-- ");
         assert_eq!(r2.trim_partial("plain text"), "plain text");
         assert_eq!(Redactor::default().trim_partial("abcd"), "abcd");
+    }
+
+    #[test]
+    fn scrubs_reversed_case_changed_and_split_reflections() {
+        let secret = "sk_live_9f8E7d6C5b4A";
+        let r = Redactor::new([("KEY", secret.as_bytes()), ("PIN", b"4711".as_slice())]);
+        let rev: String = secret.chars().rev().collect();
+        let b64 = STANDARD.encode(secret);
+        for text in [
+            format!("echo: {rev}"),
+            format!("echo: {}", secret.to_uppercase()),
+            format!("echo: {}", secret.to_lowercase()),
+            format!("echo: {}\n{}", &secret[..9], &secret[9..]),
+            format!("echo: {}\r\n  {}", &secret[..5], &secret[5..]),
+            format!("echo: {} {}", &secret[..12], &secret[12..]),
+            format!(
+                "echo: {}",
+                secret.chars().map(|c| format!("{c} ")).collect::<String>()
+            ),
+            format!("echo: {}", rev.to_uppercase()),
+            format!("b64: {}\n{}", &b64[..10], &b64[10..]),
+            format!(
+                "hex: {}",
+                secret
+                    .bytes()
+                    .map(|b| format!("{b:02X} "))
+                    .collect::<String>()
+            ),
+        ] {
+            let out = r.redact(&text);
+            assert!(out.contains("[REDACTED:KEY]"), "{text:?} -> {out}");
+            assert!(!out.to_lowercase().contains("9f8e7d"), "{out}");
+            assert_eq!(r.find(text.as_bytes()), Some("KEY"), "{text:?}");
+        }
+        // A short value is matched as it is, never loosely (it would hit innocent text).
+        assert_eq!(r.redact("pin 4711"), "pin [REDACTED:PIN]");
+        assert_eq!(r.redact("1174 and 47 11"), "1174 and 47 11");
+        // Innocent text is left alone.
+        let plain = "the quick brown fox: sk_live_ is a prefix, nothing more";
+        assert_eq!(r.redact(plain), plain);
+    }
+
+    #[test]
+    fn a_cut_never_ends_in_the_start_of_a_transformed_value() {
+        let secret = "Zq7vN2pLx9RtK4mW8sYb3cFh6jDg1aQe";
+        let r = Redactor::new([("KEY", secret.as_bytes())]);
+        let rev: String = secret.chars().rev().collect();
+        let split = format!("{}\n{}", &secret[..10], &secret[10..]);
+        for form in [
+            secret.to_uppercase(),
+            rev.clone(),
+            rev.to_lowercase(),
+            split,
+        ] {
+            let text = format!("echo={form}; tail");
+            for cut in 0..text.len() {
+                let (out, _) = r.redact_and_cut(&text, cut);
+                assert!(out.len() <= cut);
+                let kept = fold(out.as_bytes());
+                for k in MIN_PARTIAL_LEN..form.len() {
+                    let head = fold(&form.as_bytes()[..k]);
+                    if head.len() >= MIN_PARTIAL_LEN {
+                        assert!(!kept.ends_with(&head), "cut {cut}: {out:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
