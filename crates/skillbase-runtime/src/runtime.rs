@@ -128,6 +128,7 @@ pub struct Runtime {
     /// Sessions this process has opened, with their activations, kept in step with the store
     /// (activations are written through here), so a turn or a `load_skill` of an active skill
     /// needs no database round trip. Sessions are sticky to a process (see ARCHITECTURE.md).
+    /// Keyed by [`session_key`].
     sessions: Mutex<HashMap<String, Arc<OpenSession>>>,
     validators: Mutex<ValidatorCache>,
     /// Session ids several conversations share without being able to tell each other apart
@@ -172,7 +173,6 @@ impl SemanticInputs {
 
 /// A session as this process knows it.
 pub(crate) struct OpenSession {
-    pub(crate) agent: AgentName,
     activations: Mutex<Vec<ActivationRecord>>,
     /// The run driving the session, once the dispatcher has read it (`None` until then): kept
     /// current by the dispatcher's own writes.
@@ -184,24 +184,34 @@ pub(crate) struct OpenSession {
     pub(crate) network: Mutex<u32>,
 }
 
-/// A set of session ids, bounded like the session cache.
+/// The key of a session in this process's caches: sessions are keyed by `(agent, id)`, so one
+/// id names unrelated sessions of two agents (an agent name holds no line break).
+fn session_key(agent: &AgentName, session: &str) -> String {
+    let mut k = String::with_capacity(agent.as_str().len() + 1 + session.len());
+    k.push_str(agent.as_str());
+    k.push('\n');
+    k.push_str(session);
+    k
+}
+
+/// A set of sessions, bounded like the session cache.
 #[derive(Default)]
 struct SessionMarks(Mutex<std::collections::HashSet<String>>);
 
 impl SessionMarks {
-    fn insert(&self, session: &str) {
+    fn insert(&self, agent: &AgentName, session: &str) {
         let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if s.len() >= MAX_CACHED_SESSIONS {
             s.clear();
         }
-        s.insert(session.to_owned());
+        s.insert(session_key(agent, session));
     }
 
-    fn contains(&self, session: &str) -> bool {
+    fn contains(&self, agent: &AgentName, session: &str) -> bool {
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .contains(session)
+            .contains(&session_key(agent, session))
     }
 }
 
@@ -269,15 +279,15 @@ impl Runtime {
     /// the stateless wire that sends no `Skillbase-Session`: every conversation of one token
     /// lands in one session). A `load_skill` of a skill already active there answers with its
     /// body again (still recording nothing), since this conversation may never have seen it.
-    pub fn mark_shared(&self, session: &str) {
-        self.shared.insert(session);
+    pub fn mark_shared(&self, agent: &AgentName, session: &str) {
+        self.shared.insert(agent, session);
     }
 
     /// Mark a session's client as one that does not share this server's disk (MCP over HTTP):
     /// `load_skill` there names a skill's files by `skill://` URI and SHA-256 (read with
     /// `resources/read`) and writes no workspace folder.
-    pub fn mark_remote(&self, session: &str) {
-        self.remote.insert(session);
+    pub fn mark_remote(&self, agent: &AgentName, session: &str) {
+        self.remote.insert(agent, session);
     }
 
     /// The semantic stage, when configured and usable.
@@ -479,56 +489,50 @@ impl Runtime {
         Ok(turn::resolve(&view, message, opts))
     }
 
-    /// The agent of a session this process has open (no database read), if it has it.
-    pub fn session_agent(&self, session: &str) -> Option<AgentName> {
-        self.cached(session).map(|s| s.agent.clone())
+    /// Whether this process has the session `session` of `agent` open (no database read).
+    pub fn has_session(&self, agent: &AgentName, session: &str) -> bool {
+        self.cached(agent, session).is_some()
     }
 
     /// The cached session, if this process has it open.
-    pub(crate) fn cached(&self, session: &str) -> Option<Arc<OpenSession>> {
+    pub(crate) fn cached(&self, agent: &AgentName, session: &str) -> Option<Arc<OpenSession>> {
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(session)
+            .get(&session_key(agent, session))
             .cloned()
     }
     /// Drop sessions from the session cache (the retention job removed them from the store):
     /// a later turn in one of them starts it again, as new.
-    pub fn forget_sessions(&self, ids: &[String]) {
+    pub fn forget_sessions(&self, ids: &[(String, String)]) {
         if ids.is_empty() {
             return;
         }
         let mut m = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        for id in ids {
-            m.remove(id.as_str());
+        for (agent, id) in ids {
+            if let Ok(agent) = AgentName::parse(agent) {
+                m.remove(&session_key(&agent, id));
+            }
         }
     }
 
     /// Open (or find) a session of `agent`: created in the store on first use, then cached.
     pub(crate) async fn open(&self, agent: &AgentName, session: &str) -> Result<Arc<OpenSession>> {
-        if let Some(s) = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(session)
-            && s.agent == *agent
-        {
-            return Ok(s.clone());
+        if let Some(s) = self.cached(agent, session) {
+            return Ok(s);
         }
-        // Not cached, or cached for another agent: the store decides (and refuses the latter).
         // A session that exists is read without a write; a new one is created first.
-        let record = match self.store.session(session).await? {
-            Some(r) if r.agent == agent.as_str() => r,
-            _ => {
+        let record = match self.store.session(agent, session).await? {
+            Some(r) => r,
+            None => {
                 self.store.open_session(session, agent).await?;
                 self.store
-                    .session(session)
+                    .session(agent, session)
                     .await?
                     .ok_or_else(|| RuntimeError::UnknownSession(session.to_owned()))?
             }
         };
         let open = Arc::new(OpenSession {
-            agent: agent.clone(),
             activations: Mutex::new(record.activations),
             run: Mutex::new(None),
             pinned: Mutex::new(None),
@@ -538,7 +542,7 @@ impl Runtime {
         if m.len() >= MAX_CACHED_SESSIONS {
             m.clear();
         }
-        m.insert(session.to_owned(), open.clone());
+        m.insert(session_key(agent, session), open.clone());
         Ok(open)
     }
 
@@ -670,11 +674,16 @@ impl Runtime {
             a.skill == name && a.scope == entry.scope.to_string() && a.rev == entry.active_rev
         });
         if already {
-            let content = if self.shared.contains(session) {
+            let content = if self.shared.contains(agent, session) {
                 format!(
                     "Skill '{name}' is already active in this session (revision {}); here it is again.\n{}",
                     entry.active_rev,
-                    render_loaded(&entry, &args, self.remote.contains(session), &skill.unmet)
+                    render_loaded(
+                        &entry,
+                        &args,
+                        self.remote.contains(agent, session),
+                        &skill.unmet
+                    )
                 )
             } else {
                 format!(
@@ -694,7 +703,7 @@ impl Runtime {
                 None,
             ));
         }
-        let remote = self.remote.contains(session);
+        let remote = self.remote.contains(agent, session);
         let mut content = render_loaded(&entry, &args, remote, &skill.unmet);
         let mut activated = vec![Activation {
             name: name.to_owned(),
@@ -759,7 +768,7 @@ impl Runtime {
             .map(|_| (agent, &*entry));
         let run_id = self
             .store
-            .record_activations_and_run(session, &records, &events, start)
+            .record_activations_and_run(agent, session, &records, &events, start)
             .await?;
         open.activations
             .lock()
@@ -884,12 +893,9 @@ impl Runtime {
         let view = self.view(agent)?;
         let record = self
             .store
-            .session(session)
+            .session(agent, session)
             .await?
             .ok_or_else(|| RuntimeError::UnknownSession(session.to_owned()))?;
-        if record.agent != agent.as_str() {
-            return Err(RuntimeError::UnknownSession(session.to_owned()));
-        }
         let mut seen: Vec<&str> = Vec::new();
         let mut out = PinnedSet::default();
         let mut used = 0u32;
@@ -908,8 +914,12 @@ impl Runtime {
                 .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
                 .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
                 .map(|args| {
-                    let text =
-                        render_loaded(&s.entry, &args, self.remote.contains(session), &s.unmet);
+                    let text = render_loaded(
+                        &s.entry,
+                        &args,
+                        self.remote.contains(agent, session),
+                        &s.unmet,
+                    );
                     let t = tokens::count(&text);
                     (text, t)
                 });

@@ -186,11 +186,17 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0017_signatures.sql"),
         include_str!("../migrations/postgres/0017_signatures.sql"),
     ),
+    (
+        "sessions_per_agent",
+        include_str!("../migrations/sqlite/0018_sessions_per_agent.sql"),
+        include_str!("../migrations/postgres/0018_sessions_per_agent.sql"),
+    ),
 ];
 
-fn migrator(backend: &str) -> Migrator {
+/// The first `upto` migrations of `backend`.
+fn migrator(backend: &str, upto: usize) -> Migrator {
     Migrator::with_migrations(
-        MIGRATIONS
+        MIGRATIONS[..upto.min(MIGRATIONS.len())]
             .iter()
             .enumerate()
             .map(|(i, (desc, sqlite, postgres))| {
@@ -249,6 +255,13 @@ impl Db {
     }
 
     async fn open_writable(url: &DbUrl) -> Result<Db> {
+        Db::open_at_schema(url, MIGRATIONS.len()).await
+    }
+
+    /// Open (creating if needed) and migrate only up to schema `version`: a store as an older
+    /// Skillbase left it, for the tests of a migration. [`Db::open`] takes it from there.
+    #[doc(hidden)]
+    pub async fn open_at_schema(url: &DbUrl, version: usize) -> Result<Db> {
         let open_err = |message: String| StoreError::Open {
             url: url.redacted(),
             message,
@@ -264,7 +277,10 @@ impl Db {
                 let pool = sqlite_pool(opts)
                     .await
                     .map_err(|e| open_err(e.to_string()))?;
-                migrator("sqlite").run(&pool).await.map_err(migrate_error)?;
+                migrator("sqlite", version)
+                    .run(&pool)
+                    .await
+                    .map_err(migrate_error)?;
                 Ok(Db::Sqlite(pool))
             }
             DbUrl::Postgres { url: u, schema } => {
@@ -300,7 +316,7 @@ impl Db {
                     .connect_with(opts)
                     .await
                     .map_err(|e| open_err(e.to_string()))?;
-                migrator("postgres")
+                migrator("postgres", version)
                     .run(&pool)
                     .await
                     .map_err(migrate_error)?;

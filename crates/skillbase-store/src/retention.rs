@@ -184,9 +184,9 @@ pub struct RetentionReport {
     pub sessions: u64,
     /// Activations removed with those sessions.
     pub activations: u64,
-    /// The ids of the sessions removed (so a server drops them from its caches).
+    /// The `(agent, id)` of each session removed (so a server drops them from its caches).
     #[serde(skip)]
-    pub session_ids: Vec<String>,
+    pub session_ids: Vec<(String, String)>,
 }
 
 impl RetentionReport {

@@ -243,6 +243,7 @@ async fn ended_sessions_go_with_their_activations(db: TestDb) {
         };
         store
             .record_activations(
+                &ops,
                 s,
                 &[act],
                 &[ev("skill_activated", Some(s), serde_json::json!({}))],
@@ -261,8 +262,14 @@ async fn ended_sessions_go_with_their_activations(db: TestDb) {
     assert_eq!((r.sessions, r.activations), (2, 2));
     let mut ids = r.session_ids.clone();
     ids.sort();
-    assert_eq!(ids, ["busy", "old"]);
-    assert!(store.session("old").await.unwrap().is_none());
+    assert_eq!(
+        ids,
+        [
+            ("ops".to_owned(), "busy".to_owned()),
+            ("ops".to_owned(), "old".to_owned())
+        ]
+    );
+    assert!(store.session(&ops, "old").await.unwrap().is_none());
     // Events of other kinds of a removed session stay; the record says what went.
     let t = store
         .events(&EventFilter {
@@ -276,7 +283,7 @@ async fn ended_sessions_go_with_their_activations(db: TestDb) {
     store.open_session("old", &ops).await.unwrap();
     assert!(
         store
-            .session("old")
+            .session(&ops, "old")
             .await
             .unwrap()
             .unwrap()

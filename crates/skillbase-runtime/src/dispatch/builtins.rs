@@ -325,7 +325,7 @@ impl BuiltinCall<'_> {
 
     async fn take_note(&self, args: &Value) -> Out {
         let store = &self.dispatcher.runtime.store;
-        let mut notes = store.note(self.session).await?;
+        let mut notes = store.note(&self.agent.name, self.session).await?;
         // Notes are kept and shown again: never with a vault value in them.
         let redactor = self.dispatcher.redactor();
         let text = redactor.redact(str_arg(args, "text").unwrap_or_default().trim());
@@ -340,7 +340,9 @@ impl BuiltinCall<'_> {
         }
         notes.push_str("- ");
         notes.push_str(text);
-        store.set_note(self.session, &notes).await?;
+        store
+            .set_note(&self.agent.name, self.session, &notes)
+            .await?;
         Ok(Ok(json!({"notes": notes})))
     }
 
@@ -357,7 +359,7 @@ impl BuiltinCall<'_> {
         self.dispatcher
             .runtime
             .store
-            .set_note(self.session, &text)
+            .set_note(&self.agent.name, self.session, &text)
             .await?;
         Ok(Ok(json!({"notes": text})))
     }

@@ -62,8 +62,7 @@ impl Dispatcher {
         agent: &AgentName,
         session: &str,
     ) -> Result<Arc<SessionState>, RuntimeError> {
-        if let Some(s) = self.runtime.cached(session)
-            && s.agent == *agent
+        if let Some(s) = self.runtime.cached(agent, session)
             && s.run.lock().unwrap_or_else(|p| p.into_inner()).is_some()
         {
             return Ok(s);
@@ -86,7 +85,7 @@ impl Dispatcher {
             .unwrap_or_else(|p| p.into_inner())
             .is_some();
         if !loaded {
-            let run = self.runtime.store.open_run(session).await?;
+            let run = self.runtime.store.open_run(agent, session).await?;
             let mut slot = state.run.lock().unwrap_or_else(|p| p.into_inner());
             // A concurrent first call may have read it meanwhile: the same row either way.
             if slot.is_none() {
@@ -97,9 +96,13 @@ impl Dispatcher {
     }
 
     /// Re-read the session's open run after it changed.
-    pub(crate) async fn refresh_run(&self, session: &str) -> Result<(), RuntimeError> {
-        let run = self.runtime.store.open_run(session).await?;
-        if let Some(s) = self.runtime.cached(session) {
+    pub(crate) async fn refresh_run(
+        &self,
+        agent: &AgentName,
+        session: &str,
+    ) -> Result<(), RuntimeError> {
+        let run = self.runtime.store.open_run(agent, session).await?;
+        if let Some(s) = self.runtime.cached(agent, session) {
             *s.run.lock().unwrap_or_else(|p| p.into_inner()) = Some(run);
         }
         Ok(())
@@ -258,7 +261,7 @@ impl Dispatcher {
             .await?;
         if opened.is_some() {
             // A first activation opened the skill's run with its activation.
-            self.refresh_run(session).await?;
+            self.refresh_run(agent, session).await?;
         } else if r.already_active
             && let Some(e) = self
                 .runtime
@@ -270,7 +273,7 @@ impl Dispatcher {
         {
             // The skill drives from now on, unless its run is the one already open.
             self.runtime.store.start_run(session, agent, &e).await?;
-            self.refresh_run(session).await?;
+            self.refresh_run(agent, session).await?;
         }
         if let std::borrow::Cow::Owned(text) = redactor.redact(&r.content) {
             r.content = text;
@@ -378,7 +381,7 @@ impl AfterCall<'_> {
         self.run.sink.flush().await;
         let store = &self.run.runtime.store;
         let _ = store.count_call(run, true).await;
-        if let Ok(Some(r)) = store.open_run(self.session).await
+        if let Ok(Some(r)) = store.open_run(self.run.agent, self.session).await
             && r.id == run
             && r.failed_calls >= FAILED_CALLS_PER_RUN
         {

@@ -15,7 +15,7 @@ async fn a_hostile_skill_is_refused_at_every_step_and_each_refusal_is_recorded()
     assert!(body.contains("raise_budget"));
     let run = env
         .store
-        .open_run(s)
+        .open_run(&bot(), s)
         .await
         .unwrap()
         .expect("the skill drives the session");
@@ -89,7 +89,7 @@ async fn a_hostile_skill_is_refused_at_every_step_and_each_refusal_is_recorded()
     assert_eq!(failed(&o).0, Some(Rule::DestinationNotAllowed));
     // Two failed calls ended the run as a failure: the skill no longer drives, and the agent's
     // grants alone apply (ROOT is declared by the skill, never granted).
-    assert!(env.store.open_run(s).await.unwrap().is_none());
+    assert!(env.store.open_run(&bot(), s).await.unwrap().is_none());
     let runs = env.store.runs(&Scope::Shared, "helpful", 5).await.unwrap();
     assert_eq!(
         (
@@ -263,7 +263,7 @@ async fn a_revoked_grant_refuses_the_next_call() {
         Some(Rule::DestinationNotAllowed)
     );
     // Two failed calls ended the run; outside any skill the grants refuse alike.
-    assert!(env.store.open_run(s).await.unwrap().is_none());
+    assert!(env.store.open_run(&bot(), s).await.unwrap().is_none());
     assert_eq!(
         refused(&env.call(s, "echo", json!({"text": "a"})).await),
         Rule::NotOffered

@@ -25,16 +25,19 @@ async fn notes_append_replace_and_stay_bounded() {
         json!("- the user prefers email\n- order 42 is late")
     );
     assert_eq!(
-        env.store.note(s).await.unwrap(),
+        env.store.note(&bot(), s).await.unwrap(),
         "- the user prefers email\n- order 42 is late"
     );
     let o = env
         .call(s, "revise_notes", json!({"text": "- order 42 is late"}))
         .await;
     assert_eq!(done(&o)["notes"], json!("- order 42 is late"));
-    assert_eq!(env.store.note(s).await.unwrap(), "- order 42 is late");
+    assert_eq!(
+        env.store.note(&bot(), s).await.unwrap(),
+        "- order 42 is late"
+    );
     // Other sessions have their own block.
-    assert_eq!(env.store.note("elsewhere").await.unwrap(), "");
+    assert_eq!(env.store.note(&bot(), "elsewhere").await.unwrap(), "");
     // Full: take_note refuses to grow the block past the limit.
     let chunk = "n".repeat(1990);
     let mut full = false;
@@ -47,7 +50,7 @@ async fn notes_append_replace_and_stay_bounded() {
         }
     }
     assert!(full);
-    assert!(env.store.note(s).await.unwrap().len() <= MAX_NOTES_BYTES);
+    assert!(env.store.note(&bot(), s).await.unwrap().len() <= MAX_NOTES_BYTES);
     // revise_notes is bounded in bytes, not characters.
     assert_eq!(
         refused(
@@ -71,7 +74,7 @@ async fn notes_append_replace_and_stay_bounded() {
         matches!(o, CallOutcome::Failed { .. } | CallOutcome::Refused { .. }),
         "{o:?}"
     );
-    assert!(env.store.note(s).await.unwrap().len() <= MAX_NOTES_BYTES);
+    assert!(env.store.note(&bot(), s).await.unwrap().len() <= MAX_NOTES_BYTES);
     done(&env.call(s, "revise_notes", json!({"text": ""})).await);
     // A note never keeps a vault value.
     let o = env
@@ -93,7 +96,10 @@ async fn notes_append_replace_and_stay_bounded() {
         )
         .await,
     );
-    assert_eq!(env.store.note(s).await.unwrap(), "key [REDACTED:OTHER]");
+    assert_eq!(
+        env.store.note(&bot(), s).await.unwrap(),
+        "key [REDACTED:OTHER]"
+    );
     // Not granted: not offered.
     let a = env
         .agent("quiet", |c| c.grants.tools.retain(|t| t != "notes"))

@@ -179,10 +179,10 @@ async fn failed_calls_end_a_run_as_a_failure_and_count_toward_drift() {
         env.load(&s, "caller").await;
         done(&env.call(&s, "echo", json!({"text": "a"})).await);
         failed(&env.call(&s, "fails", json!({})).await);
-        assert!(env.store.open_run(&s).await.unwrap().is_some());
+        assert!(env.store.open_run(&bot(), &s).await.unwrap().is_some());
         failed(&env.call(&s, "fails", json!({})).await);
         assert!(
-            env.store.open_run(&s).await.unwrap().is_none(),
+            env.store.open_run(&bot(), &s).await.unwrap().is_none(),
             "two failed calls end the run"
         );
     }
@@ -245,7 +245,7 @@ async fn pinned_skills_keep_the_arguments_they_were_loaded_with() {
         "{}",
         asker.content
     );
-    let stored = env.store.session("p2").await.unwrap().unwrap();
+    let stored = env.store.session(&bot(), "p2").await.unwrap().unwrap();
     let args = stored.activations[0].arguments.clone().unwrap();
     assert!(!args.contains(SECRET), "{args}");
 }

@@ -49,7 +49,7 @@ async fn unknown_agents_and_sessions_are_errors() {
         Err(RuntimeError::UnknownAgent(_))
     ));
     // No session was created for the unknown agent (by a turn, a load or a call).
-    assert!(env.store.session("s").await.unwrap().is_none());
+    assert!(env.store.session_agents("s").await.unwrap().is_empty());
     assert!(matches!(
         env.rt.pinned(&a, "never-opened", 10).await,
         Err(RuntimeError::UnknownSession(_))

@@ -47,7 +47,7 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
         .unwrap_err();
     assert!(e.to_string().contains("declares no inputs"), "{e}");
     // Nothing was recorded by the failed loads.
-    let rec = env.store.session("s").await.unwrap();
+    let rec = env.store.session(&a, "s").await.unwrap();
     assert!(rec.is_none_or(|r| r.activations.is_empty()));
 
     // A good load: wrapped body, substitution, file list, companions' bodies.

@@ -83,7 +83,7 @@ async fn session_state_survives_a_restart_and_pinned_is_most_recent_first() {
             .is_empty()
     );
 
-    // Unknown sessions, and another agent's session.
+    // Unknown sessions, and the same id for another agent.
     let e = rt.pinned(&a, "no-such-session", 1000).await.unwrap_err();
     assert!(
         matches!(e, RuntimeError::UnknownSession(ref s) if s == "no-such-session"),
@@ -102,12 +102,13 @@ async fn session_state_survives_a_restart_and_pinned_is_most_recent_first() {
         .unwrap();
     let e = rt.pinned(&other, "s1", 1000).await.unwrap_err();
     assert!(matches!(e, RuntimeError::UnknownSession(_)), "{e}");
-    let e = load_via(&rt, &other, "s1", "notes", None)
-        .await
-        .unwrap_err();
-    assert!(
-        e.to_string().contains("cannot be used by this agent"),
-        "{e}"
-    );
+    // The same id is the other agent's own session: a load there starts it, with nothing of
+    // the first agent's in it, and the first agent's session is as it was.
+    let loaded = load_via(&rt, &other, "s1", "notes", None).await.unwrap();
+    assert!(!loaded.already_active);
+    let theirs = rt.pinned(&other, "s1", 10_000).await.unwrap();
+    let names: Vec<&str> = theirs.skills.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["notes"]);
+    assert_eq!(rt.pinned(&a, "s1", total).await.unwrap().skills.len(), 3);
     store.close().await;
 }

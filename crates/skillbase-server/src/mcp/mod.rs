@@ -479,12 +479,12 @@ async fn call_tool(
         .map(serde_json::Value::Object)
         .unwrap_or_else(|| json!({}));
     if is_token_session(session) {
-        state.runtime.mark_shared(session);
+        state.runtime.mark_shared(&caller.agent, session);
     }
     // Over HTTP the client does not share this server's disk: files as `skill://` URIs. Over
     // stdio it does (a local process): workspace paths.
     if !session.contains(":stdio-") {
-        state.runtime.mark_remote(session);
+        state.runtime.mark_remote(&caller.agent, session);
     }
     let outcome = state
         .dispatcher

@@ -49,8 +49,8 @@ impl<'a> Authoring<'a> {
         headers: &HeaderMap,
     ) -> ApiResult<Authoring<'a>> {
         let session = match super::extract::session_header(headers)? {
-            Some(id) => match st.store.session(id).await? {
-                Some(r) if r.agent == agent.as_str() => id.to_owned(),
+            Some(id) => match st.store.session(agent, id).await? {
+                Some(_) => id.to_owned(),
                 _ => {
                     let shown: String = id.chars().take(128).collect();
                     return Err(ApiError::not_found(format!("no session '{shown}'")));

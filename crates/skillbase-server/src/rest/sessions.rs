@@ -259,35 +259,90 @@ pub struct FinishResult {
     pub disabled_for_drift: bool,
 }
 
-/// The session `id` if the caller may use it: its agent's, or any for an admin.
-async fn owned(st: &AppState, p: &Principal, id: &str) -> ApiResult<(SessionRecord, AgentName)> {
-    let missing = || {
-        let shown: String = id.chars().take(128).collect();
-        ApiError::not_found(format!(
-            "no session '{shown}'; open one with POST /v1/sessions"
-        ))
-    };
-    let rec = st.store.session(id).await?.ok_or_else(missing)?;
-    let agent = AgentName::parse(&rec.agent)
-        .map_err(|e| ApiError::internal(format!("stored session agent: {e}")))?;
-    if p.agent().is_some_and(|a| *a != agent) {
-        return Err(missing());
+/// Which agent's session a request means (`?agent=`). Sessions are keyed by `(agent, id)`: the
+/// same id names unrelated sessions of two agents.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SessionAgentQuery {
+    /// The session's agent. An agent token means its own agent (naming another finds nothing);
+    /// an admin token may leave it out when only one agent holds the id.
+    #[param(max_length = 64)]
+    pub agent: Option<String>,
+}
+
+fn no_session(id: &str) -> ApiError {
+    let shown: String = id.chars().take(128).collect();
+    ApiError::not_found(format!(
+        "no session '{shown}'; open one with POST /v1/sessions"
+    ))
+}
+
+/// The agent whose session `id` the caller means: an agent token's own (the id is looked up
+/// nowhere else, so the answer never depends on another agent's sessions); for an admin, the one
+/// `?agent=` names, else the only agent holding the id.
+async fn session_agent(
+    st: &AppState,
+    p: &Principal,
+    id: &str,
+    named: Option<&str>,
+) -> ApiResult<AgentName> {
+    if let Some(own) = p.agent() {
+        if named.is_some_and(|n| n != own.as_str()) {
+            return Err(no_session(id));
+        }
+        return Ok(own.clone());
     }
+    if let Some(n) = named {
+        return AgentName::parse(n).map_err(|_| no_session(id));
+    }
+    let mut agents = st.store.session_agents(id).await?;
+    match agents.len() {
+        0 => Err(no_session(id)),
+        1 => Ok(agents.remove(0)),
+        _ => {
+            let shown: String = id.chars().take(128).collect();
+            let names: Vec<&str> = agents.iter().map(AgentName::as_str).collect();
+            Err(ApiError::conflict(format!(
+                "several agents hold a session '{shown}' ({}): name one with ?agent=NAME",
+                names.join(", ")
+            )))
+        }
+    }
+}
+
+/// The session `id` the caller means ([`session_agent`]), read from the store.
+async fn owned(
+    st: &AppState,
+    p: &Principal,
+    id: &str,
+    named: Option<&str>,
+) -> ApiResult<(SessionRecord, AgentName)> {
+    let agent = session_agent(st, p, id, named).await?;
+    let rec = st
+        .store
+        .session(&agent, id)
+        .await?
+        .ok_or_else(|| no_session(id))?;
     Ok((rec, agent))
 }
 
 /// The agent of a session the caller may use: from the runtime's session cache when this server
 /// has the session open (no database read per request), else as [`owned`] finds it.
-async fn owner(st: &AppState, p: &Principal, id: &str) -> ApiResult<AgentName> {
-    if let Some(agent) = st.runtime.session_agent(id) {
-        if p.agent().is_some_and(|a| *a != agent) {
-            return Err(owned(st, p, id).await.err().unwrap_or_else(|| {
-                ApiError::internal("a session changed agents while it was cached")
-            }));
-        }
+async fn owner(
+    st: &AppState,
+    p: &Principal,
+    id: &str,
+    named: Option<&str>,
+) -> ApiResult<AgentName> {
+    let agent = session_agent(st, p, id, named).await?;
+    if st.runtime.has_session(&agent, id) {
         return Ok(agent);
     }
-    Ok(owned(st, p, id).await?.1)
+    st.store
+        .session(&agent, id)
+        .await?
+        .ok_or_else(|| no_session(id))?;
+    Ok(agent)
 }
 
 fn new_session_id() -> String {
@@ -304,7 +359,7 @@ fn new_session_id() -> String {
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = NewSession,
     responses((status = 201, description = "Opened", body = Session),
         (status = 404, description = "No such agent", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The id cannot be used by this agent (held by another agent, or reserved)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The id is reserved (the `mcp:` and `rest:` namespaces)", body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
 pub async fn create(
     State(st): State<Arc<AppState>>,
@@ -333,15 +388,16 @@ pub async fn create(
         return Err(ApiError::not_found(format!("no agent '{agent}'")));
     }
     let id = b.id.unwrap_or_else(new_session_id);
-    // Ids in the derived namespaces (`mcp:`, `rest:`) cannot be named here, and an id another
-    // agent holds answers the same (409, one text): the answer tells nothing of other agents.
+    // Ids in the derived namespaces (`mcp:`, `rest:`) cannot be named here. Sessions are keyed
+    // by (agent, id): an id another agent holds is a new session of this agent, so the answer
+    // tells nothing of other agents.
     if DERIVED_SESSION_PREFIXES.iter().any(|p| id.starts_with(p)) {
         return Err(StoreError::SessionUnavailable.into());
     }
     st.store.open_session(&id, &agent).await?;
     let rec = st
         .store
-        .session(&id)
+        .session(&agent, &id)
         .await?
         .ok_or_else(|| ApiError::internal("the session vanished after it was opened"))?;
     Ok((StatusCode::CREATED, Json(rec.into())))
@@ -349,22 +405,23 @@ pub async fn create(
 
 /// A session and its activations.
 #[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
-    params(("id" = String, Path)),
+    params(("id" = String, Path), SessionAgentQuery),
     responses((status = 200, body = Session),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 pub async fn show(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
     P(id): P<String>,
+    Q(sa): Q<SessionAgentQuery>,
 ) -> ApiResult<Json<Session>> {
-    let (rec, _) = owned(&st, &p, &id).await?;
+    let (rec, _) = owned(&st, &p, &id, sa.agent.as_deref()).await?;
     Ok(Json(rec.into()))
 }
 
 /// Resolve a turn: eager prefix, triggered bodies, the catalog, the offered tools and the
 /// activation report; recorded as events of the session.
 #[utoipa::path(post, path = "/v1/sessions/{id}/turns", tag = "sessions",
-    params(("id" = String, Path), TurnQuery), request_body = TurnBody,
+    params(("id" = String, Path), SessionAgentQuery, TurnQuery), request_body = TurnBody,
     responses((status = 200, body = TurnResult),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
@@ -372,10 +429,11 @@ pub async fn turn(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
     P(id): P<String>,
+    Q(sa): Q<SessionAgentQuery>,
     Q(q): Q<TurnQuery>,
     Body(b): Body<TurnBody>,
 ) -> ApiResult<Json<TurnResult>> {
-    let agent = owner(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
     // Both are checked, whichever wins: a bad value is refused wherever it is written.
     let parse = |d: Option<&str>| {
         d.map(|d| d.parse::<OmissionDetail>())
@@ -412,7 +470,7 @@ pub async fn turn(
 /// Dispatch a call through the pipeline (offered set, arguments, capability gate, bounds,
 /// redaction). A refusal or a failure is an outcome (200), not an HTTP error.
 #[utoipa::path(post, path = "/v1/sessions/{id}/calls", tag = "sessions",
-    params(("id" = String, Path)), request_body = CallBody,
+    params(("id" = String, Path), SessionAgentQuery), request_body = CallBody,
     responses((status = 200, description = "done, refused or failed", body = CallOutcomeDoc),
         (status = 202, description = "started apart (detach), or authorized for the harness to run (a `runs = \"harness\"` tool: post its result to .../calls/{call_id}/result)", body = CallOutcomeDoc),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
@@ -420,9 +478,10 @@ pub async fn call(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
     P(id): P<String>,
+    Q(sa): Q<SessionAgentQuery>,
     Body(b): Body<CallBody>,
 ) -> ApiResult<Response> {
-    let agent = owner(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
     let mode = if b.detach {
         CallMode::Detach
     } else {
@@ -447,6 +506,7 @@ pub async fn call(
 /// Events of `kind` in the session whose data names `call_id`.
 async fn call_event(
     st: &AppState,
+    agent: &AgentName,
     session: &str,
     kind: &str,
     call_id: &str,
@@ -455,6 +515,7 @@ async fn call_event(
         .store
         .events(&EventFilter {
             session: Some(session.to_owned()),
+            agent: Some(agent.to_string()),
             kind: Some(kind.to_owned()),
             ..EventFilter::default()
         })
@@ -466,7 +527,7 @@ async fn call_event(
 
 /// The outcome of a detached call (waiting up to `timeout_ms`); 202 while it runs.
 #[utoipa::path(get, path = "/v1/sessions/{id}/calls/{call_id}", tag = "sessions",
-    params(("id" = String, Path), ("call_id" = String, Path), WaitQuery),
+    params(("id" = String, Path), SessionAgentQuery, ("call_id" = String, Path), WaitQuery),
     responses((status = 200, body = CallOutcomeDoc),
         (status = 202, description = "Still running", body = Running),
         (status = 404, description = "No such call in this session", body = Problem, content_type = "application/problem+json")))]
@@ -474,15 +535,16 @@ pub async fn call_result(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
     P((id, call_id)): P<(String, String)>,
+    Q(sa): Q<SessionAgentQuery>,
     Q(q): Q<WaitQuery>,
 ) -> ApiResult<Response> {
-    let _ = owner(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
     st.dispatcher.flush().await;
     let not_found = || {
         let shown: String = call_id.chars().take(64).collect();
         ApiError::not_found(format!("no detached call '{shown}' in session '{id}'"))
     };
-    if call_event(&st, &id, "call_started", &call_id)
+    if call_event(&st, &agent, &id, "call_started", &call_id)
         .await?
         .is_none()
     {
@@ -490,7 +552,7 @@ pub async fn call_result(
     }
     let finished =
         |e: EventRecord| (StatusCode::OK, Json(e.data["outcome"].clone())).into_response();
-    if let Some(e) = call_event(&st, &id, "call_finished", &call_id).await? {
+    if let Some(e) = call_event(&st, &agent, &id, "call_finished", &call_id).await? {
         return Ok(finished(e));
     }
     let cap = st
@@ -506,7 +568,7 @@ pub async fn call_result(
     }
     // Taken by another reader meanwhile, or finished as the wait ended: the event has it.
     st.dispatcher.flush().await;
-    if let Some(e) = call_event(&st, &id, "call_finished", &call_id).await? {
+    if let Some(e) = call_event(&st, &agent, &id, "call_finished", &call_id).await? {
         return Ok(finished(e));
     }
     Ok((
@@ -544,7 +606,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 /// in the driving skill's run; the answer is the call's final outcome. A call that was not
 /// authorized in this session, already answered or past its time limit is refused (409).
 #[utoipa::path(post, path = "/v1/sessions/{id}/calls/{call_id}/result", tag = "sessions",
-    params(("id" = String, Path), ("call_id" = String, Path)), request_body = PostedResult,
+    params(("id" = String, Path), SessionAgentQuery, ("call_id" = String, Path)), request_body = PostedResult,
     responses((status = 200, description = "the call's outcome (done or failed)", body = CallOutcomeDoc),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "No harness-run call of this id awaits a result", body = Problem, content_type = "application/problem+json"),
@@ -553,9 +615,10 @@ pub async fn post_result(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
     P((id, call_id)): P<(String, String)>,
+    Q(sa): Q<SessionAgentQuery>,
     Body(b): Body<PostedResult>,
 ) -> ApiResult<Response> {
-    let agent = owner(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
     let posted = match (b.result, b.error) {
         (Some(v), None) => Ok(v),
         (None, Some(Value::String(e))) if !e.is_empty() && e.len() <= 65536 => Err(e),
@@ -591,6 +654,7 @@ pub async fn post_result(
 
 struct Tail {
     st: Arc<AppState>,
+    agent: String,
     session: String,
     after: i64,
     buf: VecDeque<EventRecord>,
@@ -632,7 +696,7 @@ pub struct SessionEventDoc {
 /// the event as JSON), from `after` (or `Last-Event-ID`) on, until the client leaves or the
 /// server stops.
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "sessions",
-    params(("id" = String, Path), EventsQuery,
+    params(("id" = String, Path), SessionAgentQuery, EventsQuery,
         ("last-event-id" = Option<String>, Header, description = "Resume after this event id")),
     responses((status = 200, description = "A text/event-stream of the session's events: each has `id` (the event id), `event` (its kind) and `data` (a SessionEvent as JSON; `x-sse-data` gives its schema)", content_type = "text/event-stream", body = String),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
@@ -641,9 +705,10 @@ pub async fn events(
     Caller(p): Caller,
     headers: HeaderMap,
     P(id): P<String>,
+    Q(sa): Q<SessionAgentQuery>,
     Q(q): Q<EventsQuery>,
 ) -> ApiResult<Response> {
-    let _ = owner(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
     let last = headers
         .get("last-event-id")
         .map(|v| last_event_id(v.as_bytes()))
@@ -658,6 +723,7 @@ pub async fn events(
     };
     let tail = Tail {
         st: st.clone(),
+        agent: agent.to_string(),
         session: id,
         after,
         buf: VecDeque::new(),
@@ -678,6 +744,7 @@ pub async fn events(
             let filter = EventFilter {
                 after_id: Some(t.after),
                 session: Some(t.session.clone()),
+                agent: Some(t.agent.clone()),
                 limit: Some(256),
                 ..EventFilter::default()
             };
@@ -706,6 +773,7 @@ pub(crate) async fn events_for(
     p: Principal,
     headers: HeaderMap,
     id: String,
+    agent: Option<String>,
     after: Option<i64>,
 ) -> ApiResult<Response> {
     events(
@@ -713,6 +781,7 @@ pub(crate) async fn events_for(
         Caller(p),
         headers,
         P(id),
+        Q(SessionAgentQuery { agent }),
         Q(EventsQuery { after }),
     )
     .await
@@ -720,7 +789,7 @@ pub(crate) async fn events_for(
 
 /// The skills active in the session, re-rendered within a budget, most recent first.
 #[utoipa::path(get, path = "/v1/sessions/{id}/pinned", tag = "sessions",
-    params(("id" = String, Path), PinnedQuery),
+    params(("id" = String, Path), SessionAgentQuery, PinnedQuery),
     responses((status = 200, body = PinnedResult),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A budget over the largest", body = Problem, content_type = "application/problem+json")))]
@@ -728,9 +797,10 @@ pub async fn pinned(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
     P(id): P<String>,
+    Q(sa): Q<SessionAgentQuery>,
     Q(q): Q<PinnedQuery>,
 ) -> ApiResult<Json<PinnedResult>> {
-    let agent = owner(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
     let budget = match budget("budget", q.budget)? {
         Some(b) => b,
         None => st.runtime.view(&agent)?.agent.config.context_budget,
@@ -749,7 +819,7 @@ pub async fn pinned(
 /// End the skill driving the session, on the harness's word (success or failure); a failure
 /// that reaches the agent's threshold disables the revision.
 #[utoipa::path(post, path = "/v1/sessions/{id}/finish", tag = "sessions",
-    params(("id" = String, Path)), request_body = FinishBody,
+    params(("id" = String, Path), SessionAgentQuery), request_body = FinishBody,
     responses((status = 200, body = FinishResult),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "No skill is running", body = Problem, content_type = "application/problem+json"),
@@ -758,9 +828,10 @@ pub async fn finish(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
     P(id): P<String>,
+    Q(sa): Q<SessionAgentQuery>,
     Body(b): Body<FinishBody>,
 ) -> ApiResult<Json<FinishResult>> {
-    let agent = owner(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
     if !matches!(b.outcome.as_str(), "success" | "failure") {
         return Err(unprocessable(
             "invalid-request",
@@ -822,7 +893,7 @@ pub struct ImportedDoc {
 /// most 64 KiB. Checked whole: a message that cannot be imported answers 422 naming it, and
 /// nothing is recorded. Users' messages and tool calls are recorded redacted.
 #[utoipa::path(post, path = "/v1/sessions/{id}/transcript", tag = "sessions",
-    params(("id" = String, Path)), request_body = TranscriptDoc,
+    params(("id" = String, Path), SessionAgentQuery), request_body = TranscriptDoc,
     responses((status = 200, body = ImportedDoc),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
@@ -830,9 +901,10 @@ pub async fn transcript(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
     P(id): P<String>,
+    Q(sa): Q<SessionAgentQuery>,
     Body(t): Body<Value>,
 ) -> ApiResult<Json<skillbase_runtime::dream::transcript::Imported>> {
-    let agent = owner(&st, &p, &id).await?;
+    let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
     let t: skillbase_runtime::dream::transcript::Transcript = serde_json::from_value(t)
         .map_err(|e| unprocessable("invalid-transcript", format!("transcript: {e}")))?;
     use skillbase_runtime::dream::transcript::TranscriptError;

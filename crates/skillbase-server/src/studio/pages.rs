@@ -203,7 +203,8 @@ pub(super) async fn sessions(
     };
     // Activations and turns are written behind the call path: this server's first.
     st.dispatcher.flush().await;
-    let mut by_session: BTreeMap<String, Listed> = BTreeMap::new();
+    // Keyed by (agent, id): one id names unrelated sessions of two agents.
+    let mut by_session: BTreeMap<(String, String), Listed> = BTreeMap::new();
     for a in &agents {
         let evs = match st.store.recent_events(a, "turn", RECENT_TURNS).await {
             Ok(v) => v,
@@ -211,7 +212,7 @@ pub(super) async fn sessions(
         };
         for e in evs {
             let Some(s) = e.session else { continue };
-            let l = by_session.entry(s.clone()).or_insert(Listed {
+            let l = by_session.entry((a.clone(), s.clone())).or_insert(Listed {
                 id: s,
                 agent: a.clone(),
                 last_turn: e.at,
@@ -240,7 +241,10 @@ pub(super) async fn sessions(
         for l in &list {
             // Loaded (the session's activations) and placed by its turns.
             let mut names = l.placed.clone();
-            if let Ok(Some(rec)) = st.store.session(&l.id).await {
+            let agent = AgentName::parse(&l.agent).ok();
+            if let Some(agent) = &agent
+                && let Ok(Some(rec)) = st.store.session(agent, &l.id).await
+            {
                 names.extend(rec.activations.iter().map(|a| a.skill.clone()));
             }
             names.sort();
@@ -248,8 +252,9 @@ pub(super) async fn sessions(
             let active = names.join(", ");
             let _ = write!(
                 body,
-                "<tr><td><a href=\"/studio/sessions/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td><a href=\"/studio/sessions/{}?agent={}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 url(&l.id),
+                url(&l.agent),
                 esc(&l.id),
                 esc(&l.agent),
                 time(l.last_turn),
@@ -266,29 +271,75 @@ fn missing_session() -> Response {
     fail(StatusCode::NOT_FOUND, "no such session")
 }
 
+/// Which agent's session a studio page means (`?agent=`): an agent's cookie means its own.
+#[derive(Deserialize)]
+pub(super) struct SessionAgent {
+    agent: Option<String>,
+}
+
+/// The agent whose session `id` a studio caller means, as the REST routes find it: an agent
+/// token's own; for an admin the one named, else the only agent holding the id.
+async fn session_agent(
+    st: &AppState,
+    p: &Principal,
+    id: &str,
+    named: Option<&str>,
+) -> Result<AgentName, Response> {
+    if let Some(own) = p.agent() {
+        return match named {
+            Some(n) if n != own.as_str() => Err(missing_session()),
+            _ => Ok(own.clone()),
+        };
+    }
+    if let Some(n) = named {
+        return AgentName::parse(n).map_err(|_| missing_session());
+    }
+    match st.store.session_agents(id).await {
+        Ok(mut v) if v.len() == 1 => Ok(v.remove(0)),
+        Ok(v) if v.is_empty() => Err(missing_session()),
+        Ok(v) => {
+            let mut links = String::from("<p>Several agents hold a session with this id:</p><ul>");
+            for a in &v {
+                let _ = write!(
+                    links,
+                    "<li><a href=\"/studio/sessions/{}?agent={}\">{}</a></li>",
+                    url(id),
+                    url(a.as_str()),
+                    esc(a.as_str())
+                );
+            }
+            links.push_str("</ul>");
+            Err(ok("Session", p, &links, None))
+        }
+        Err(e) => Err(store_error(e)),
+    }
+}
+
 pub(super) async fn session(
     State(st): State<Arc<AppState>>,
     Extension(p): Extension<Principal>,
     Path(id): Path<String>,
+    Query(q): Query<SessionAgent>,
 ) -> Response {
     if id.is_empty() || id.len() > 128 {
         return missing_session();
     }
-    let rec = match st.store.session(&id).await {
+    let agent = match session_agent(&st, &p, &id, q.agent.as_deref()).await {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let rec = match st.store.session(&agent, &id).await {
         Ok(Some(r)) => r,
         Ok(None) => return missing_session(),
         Err(e) => return store_error(e),
     };
-    // An agent token sees its own agent's sessions only: another's is not found, as in REST.
-    if p.agent().is_some_and(|a| a.as_str() != rec.agent) {
-        return missing_session();
-    }
     // Written behind the call path: what this server counted is stored first.
     st.dispatcher.flush().await;
     let events = match st
         .store
         .events(&EventFilter {
             session: Some(id.clone()),
+            agent: Some(agent.to_string()),
             limit: Some(MAX_SESSION_EVENTS),
             ..EventFilter::default()
         })
@@ -306,6 +357,7 @@ pub(super) async fn session(
 #[derive(Deserialize)]
 pub(super) struct AfterQuery {
     after: Option<i64>,
+    agent: Option<String>,
 }
 
 pub(super) async fn session_events(
@@ -316,7 +368,7 @@ pub(super) async fn session_events(
     Query(q): Query<AfterQuery>,
 ) -> Response {
     let after = q.after;
-    match crate::rest::session_events_for(state.0, p, headers, id, after).await {
+    match crate::rest::session_events_for(state.0, p, headers, id, q.agent, after).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
@@ -327,12 +379,13 @@ fn render_session(id: &str, agent: &str, created: i64, events: &[EventRecord]) -
     let _ = write!(
         out,
         "<h1>Session <code>{}</code></h1><p>Agent <a href=\"/studio/agents/{}\">{}</a> · opened {}</p>\
-         <div id=\"live\" data-src=\"/studio/sessions/{}/events?after={}\"></div>",
+         <div id=\"live\" data-src=\"/studio/sessions/{}/events?agent={}&amp;after={}\"></div>",
         esc(id),
         url(agent),
         esc(agent),
         time(created),
         url(id),
+        url(agent),
         events.last().map_or(0, |e| e.id)
     );
     let mut turn = 0;

@@ -42,6 +42,25 @@ fn python_json(s: &str) -> String {
     out
 }
 
+/// The value as a cooperating destination changes it before reflecting it.
+fn transform(how: &str, v: &str) -> String {
+    let half = v.len() / 2;
+    match how {
+        "reversed" => v.chars().rev().collect(),
+        "upper" => v.to_uppercase(),
+        "lower" => v.to_lowercase(),
+        "newline" => format!("{}\n{}", &v[..half], &v[half..]),
+        "crlf" => format!("{}\r\n{}", &v[..half], &v[half..]),
+        "spaces" => format!("{}   {}", &v[..half], &v[half..]),
+        "spread" => v.chars().map(|c| format!("{c} ")).collect(),
+        "reversed-upper-wrapped" => {
+            let r: String = v.chars().rev().collect::<String>().to_uppercase();
+            format!("{}\n{}", &r[..7], &r[7..])
+        }
+        _ => v.to_owned(),
+    }
+}
+
 impl Echo {
     async fn start() -> Echo {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -78,6 +97,12 @@ impl Echo {
                         .to_owned();
                     let (status, location, body) = if path.starts_with("/echo") {
                         ("200 OK", None, format!("value={auth};tail"))
+                    } else if let Some(how) = path.strip_prefix("/transform/") {
+                        (
+                            "200 OK",
+                            None,
+                            format!("value={};tail", transform(how, &auth)),
+                        )
                     } else if path.starts_with("/json") {
                         (
                             "200 OK",
@@ -327,6 +352,84 @@ async fn refusals_read_the_same_whether_or_not_the_input_held_a_secret() {
     s.stop().await;
 }
 
+/// Issue 35: a destination that reflects the credential reversed, case-changed or split by
+/// whitespace reaches the model only redacted, whole or cut at any body limit.
+#[tokio::test]
+async fn transformed_reflections_are_redacted_whole_and_cut() {
+    let s = TestServer::start().await;
+    let echo = Echo::start().await;
+    let g = gamma(&s, &echo).await;
+    let hows = [
+        "reversed",
+        "upper",
+        "lower",
+        "newline",
+        "crlf",
+        "spaces",
+        "spread",
+        "reversed-upper-wrapped",
+    ];
+    // What no answer may hold: 5 or more characters of the value (or of it reversed) in a row,
+    // in any case, once whitespace is taken out.
+    let reversed: String = KEY.chars().rev().collect();
+    let pieces: Vec<String> = [KEY, reversed.as_str()]
+        .iter()
+        .flat_map(|v| (0..=v.len() - 5).map(move |i| v[i..i + 5].to_lowercase()))
+        .collect();
+    let leaks = |text: &str| -> Option<String> {
+        let squeezed: String = text
+            .replace("\\n", "")
+            .replace("\\r", "")
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_lowercase();
+        pieces
+            .iter()
+            .find(|p| squeezed.contains(p.as_str()))
+            .cloned()
+    };
+    for how in hows {
+        // A session per form: each stays within a session's budget of network calls.
+        let session = format!("t-{how}");
+        open(&s, &g, &session).await;
+        let url = format!("http://127.0.0.1:{}/transform/{how}", echo.port);
+        let out = call(
+            &s,
+            &g,
+            &session,
+            "web_fetch",
+            json!({"url": url, "auth": {"vault": "KEY"}}),
+        )
+        .await;
+        assert_eq!(out["status"], "done", "{how}: {out}");
+        // Spread, the value is followed by a space of its own.
+        let whole = if how == "spread" {
+            "value=[REDACTED:KEY] ;tail"
+        } else {
+            "value=[REDACTED:KEY];tail"
+        };
+        assert_eq!(out["result"]["body"], whole, "{how}: {out}");
+        // Cuts through the value (it starts at byte 6 of the body and, spread, ends at 70).
+        for max_bytes in (7..=72).step_by(2).chain([8, 22, 41, 69]) {
+            let out = call(
+                &s,
+                &g,
+                &session,
+                "web_fetch",
+                json!({"url": url, "auth": {"vault": "KEY"}, "max_bytes": max_bytes}),
+            )
+            .await;
+            let text = out.to_string();
+            assert_eq!(leaks(&text), None, "{how} cut at {max_bytes}: {text}");
+        }
+    }
+    // Nor did any of it reach the events.
+    let events = all_events(&s).await;
+    assert_eq!(leaks(&events.replace("[REDACTED:KEY]", "")), None);
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn json_escaped_reflections_are_redacted_and_refused_on_write() {
     let s = TestServer::start().await;
@@ -556,6 +659,130 @@ async fn stateless_load(s: &TestServer, token: &str, session: Option<&str>) -> S
         .unwrap()
 }
 
+/// Issue 35: session ids are per agent. Alpha asking for an id beta holds gets exactly what it
+/// gets for a free id (REST and MCP): a new, empty session of its own; beta's is untouched; an
+/// admin names the agent when two hold the id.
+#[tokio::test]
+async fn a_session_id_held_by_another_agent_tells_nothing() {
+    let s = TestServer::start().await;
+    // Beta works in "X": a note, then a load (an activation, a run).
+    ok_json(
+        s.post("/v1/sessions", &s.beta)
+            .json(&json!({"id": "X"}))
+            .send()
+            .await
+            .unwrap(),
+        201,
+    )
+    .await;
+    let note = ok_json(
+        s.post("/v1/sessions/X/calls", &s.beta)
+            .json(&json!({"name": "take_note", "arguments": {"text": "beta was here"}}))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(note["result"]["notes"], "- beta was here", "{note}");
+    let text = stateless_load(&s, &s.beta, Some("X")).await;
+    assert!(text.contains("Body of shared-one"), "{text}");
+    // Alpha opens "X" (held by beta) and "Y" (free): the same answer but for the id.
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("id");
+        v.as_object_mut().unwrap().remove("created_at");
+        v
+    };
+    let mut seen = Vec::new();
+    for id in ["X", "Y"] {
+        let r = s
+            .post("/v1/sessions", &s.alpha)
+            .json(&json!({"id": id}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{id}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["id"], id);
+        seen.push(strip(v));
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[0]["agent"], "alpha");
+    assert_eq!(seen[0]["activations"], json!([]));
+    // Alpha's "X" is its own: nothing of beta's is in it.
+    let mine = ok_json(s.get("/v1/sessions/X", &s.alpha).send().await.unwrap(), 200).await;
+    assert_eq!(mine["activations"], json!([]), "{mine}");
+    let note = ok_json(
+        s.post("/v1/sessions/X/calls", &s.alpha)
+            .json(&json!({"name": "take_note", "arguments": {"text": "alpha"}}))
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(note["result"]["notes"], "- alpha", "{note}");
+    // Over MCP too: alpha's Skillbase-Session "X" works as it does for a free id.
+    for id in ["X", "Z"] {
+        let text = stateless_load(&s, &s.alpha, Some(id)).await;
+        assert!(text.contains("Body of shared-one"), "{id}: {text}");
+        assert!(!text.contains("cannot be used"), "{id}: {text}");
+    }
+    // Beta's session is as beta left it.
+    let theirs = ok_json(s.get("/v1/sessions/X", &s.beta).send().await.unwrap(), 200).await;
+    assert_eq!(theirs["agent"], "beta");
+    assert_eq!(
+        theirs["activations"].as_array().unwrap().len(),
+        1,
+        "{theirs}"
+    );
+    let (alpha, beta) = (
+        AgentName::parse("alpha").unwrap(),
+        AgentName::parse("beta").unwrap(),
+    );
+    assert_eq!(s.store.note(&beta, "X").await.unwrap(), "- beta was here");
+    assert_eq!(s.store.note(&alpha, "X").await.unwrap(), "- alpha");
+    // Alpha naming beta finds nothing, as for an id nobody holds.
+    let (st1, p1) = problem(
+        s.get("/v1/sessions/X?agent=beta", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let (st2, p2) = problem(
+        s.get("/v1/sessions/nobody-has-this?agent=beta", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((st1, st2), (404, 404));
+    assert_eq!(
+        p1["detail"].as_str().unwrap().replace("'X'", "'?'"),
+        p2["detail"]
+            .as_str()
+            .unwrap()
+            .replace("'nobody-has-this'", "'?'")
+    );
+    // An admin names the agent when two hold the id.
+    let (st, p) = problem(s.get("/v1/sessions/X", &s.admin).send().await.unwrap()).await;
+    assert_eq!(st, 409, "{p}");
+    assert!(p["detail"].as_str().unwrap().contains("?agent="), "{p}");
+    let b = ok_json(
+        s.get("/v1/sessions/X?agent=beta", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(b["agent"], "beta");
+    let y = ok_json(s.get("/v1/sessions/Y", &s.admin).send().await.unwrap(), 200).await;
+    assert_eq!(y["agent"], "alpha");
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn derived_session_ids_cannot_be_squatted_and_refusals_say_nothing() {
     let s = TestServer::start().await;
@@ -582,19 +809,10 @@ async fn derived_session_ids_cannot_be_squatted_and_refusals_say_nothing() {
         !used.iter().any(|u| u.starts_with("mcp-token-")),
         "{used:?}"
     );
-    // Alpha tries to claim beta's session, a reserved id, and one beta opened by hand: three
-    // identical answers.
-    ok_json(
-        s.post("/v1/sessions", &s.beta)
-            .json(&json!({"id": "beta-work"}))
-            .send()
-            .await
-            .unwrap(),
-        201,
-    )
-    .await;
+    // Alpha tries to name beta's derived session and ids in the reserved namespaces: the same
+    // refusal for each.
     let mut answers = std::collections::BTreeSet::new();
-    for id in [victim.as_str(), "mcp:alpha:mine", "rest:beta", "beta-work"] {
+    for id in [victim.as_str(), "mcp:alpha:mine", "rest:beta"] {
         let (st, p) = problem(
             s.post("/v1/sessions", &s.alpha)
                 .json(&json!({"id": id}))
@@ -611,11 +829,10 @@ async fn derived_session_ids_cannot_be_squatted_and_refusals_say_nothing() {
     let text = stateless_load(&s, &s.alpha, Some(victim.as_str())).await;
     assert!(!text.contains("Body of shared-one"), "{text}");
     assert!(!text.contains("another agent"), "{text}");
-    // The victim's session is still beta's.
-    assert_eq!(
-        s.store.session(&victim).await.unwrap().unwrap().agent,
-        "beta"
-    );
+    // The victim's session is still beta's, and alpha holds none by that id.
+    let beta = AgentName::parse("beta").unwrap();
+    assert!(s.store.session(&beta, &victim).await.unwrap().is_some());
+    assert_eq!(s.store.session_agents(&victim).await.unwrap(), [beta]);
     s.stop().await;
 }
 

@@ -229,7 +229,13 @@ async fn tools_call_goes_through_dispatch_and_refusals_are_error_results() {
         .find(|id| id.starts_with("mcp:alpha:t-"))
         .expect("a stateless session in alpha's namespace, keyed by its token");
     assert_eq!(stateless.len(), "mcp:alpha:t-".len() + 32, "{stateless}");
-    let rec = s.store.session(&stateless).await.unwrap().expect("session");
+    let alpha = skillbase_store::AgentName::parse("alpha").unwrap();
+    let rec = s
+        .store
+        .session(&alpha, &stateless)
+        .await
+        .unwrap()
+        .expect("session");
     assert_eq!(rec.agent, "alpha");
     for wire in WIRES {
         let name = format!("harness-{wire:?}");
@@ -244,7 +250,10 @@ async fn tools_call_goes_through_dispatch_and_refusals_are_error_results() {
             )
             .await;
         assert_ne!(r["isError"], true, "{r}");
-        assert!(s.store.session(&name).await.unwrap().is_some(), "{name}");
+        assert!(
+            s.store.session(&alpha, &name).await.unwrap().is_some(),
+            "{name}"
+        );
     }
     s.stop().await;
 }
@@ -261,7 +270,13 @@ async fn stateful_sessions_get_their_own_skillbase_session() {
         .await;
     assert_ne!(r["isError"], true, "{r}");
     let id = format!("mcp:alpha:{}", c.session.as_deref().unwrap());
-    let rec = s.store.session(&id).await.unwrap().expect("session");
+    let alpha = skillbase_store::AgentName::parse("alpha").unwrap();
+    let rec = s
+        .store
+        .session(&alpha, &id)
+        .await
+        .unwrap()
+        .expect("session");
     assert_eq!(rec.agent, "alpha");
     // Loading again in the same session is a no-op the runtime reports as such.
     let again = c

@@ -324,7 +324,7 @@ async fn another_agents_private_skill_is_indistinguishable_from_a_missing_one() 
     let agents = ok_json(s.get("/v1/agents", &s.alpha).send().await.unwrap(), 200).await;
     assert_eq!(agents.as_array().unwrap().len(), 1);
     assert_eq!(agents[0]["name"], "alpha");
-    // Alpha cannot open a session for beta, nor take beta's session id.
+    // Alpha cannot open a session for beta; beta's id is, for alpha, a new session of its own.
     let (st, _) = problem(
         s.post("/v1/sessions", &s.alpha)
             .json(&json!({"agent": "beta"}))
@@ -334,14 +334,16 @@ async fn another_agents_private_skill_is_indistinguishable_from_a_missing_one() 
     )
     .await;
     assert_eq!(st, 404);
-    let (st, _) = problem(
+    let mine = ok_json(
         s.post("/v1/sessions", &s.alpha)
             .json(&json!({"id": "beta-s1"}))
             .send()
             .await
             .unwrap(),
+        201,
     )
     .await;
-    assert_eq!(st, 409);
+    assert_eq!(mine["agent"], "alpha");
+    assert_eq!(mine["activations"], json!([]));
     s.stop().await;
 }

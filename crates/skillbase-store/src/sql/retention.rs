@@ -93,35 +93,34 @@ macro_rules! statements {
             }
             if let Some(age) = policy.sessions_max_age {
                 let before = cutoff(now, age);
-                let ids: Vec<String> = sqlx::query_scalar(concat!(
-                    "SELECT s.id FROM sessions s WHERE s.updated_at < $1 ",
-                    "AND NOT EXISTS (SELECT 1 FROM activations a WHERE a.session_id = s.id AND a.at >= $1) ",
-                    "AND NOT EXISTS (SELECT 1 FROM events e WHERE e.session = s.id AND e.at >= $1) ",
-                    "ORDER BY s.id"
+                let ids: Vec<(String, String)> = sqlx::query_as(concat!(
+                    "SELECT s.agent, s.id FROM sessions s WHERE s.updated_at < $1 ",
+                    "AND NOT EXISTS (SELECT 1 FROM activations a WHERE a.agent = s.agent AND a.session_id = s.id AND a.at >= $1) ",
+                    "AND NOT EXISTS (SELECT 1 FROM events e WHERE e.session = s.id AND e.agent = s.agent AND e.at >= $1) ",
+                    "ORDER BY s.agent, s.id"
                 ))
                 .bind(before)
                 .fetch_all(&mut *tx)
                 .await?;
                 for chunk in ids.chunks(500) {
-                    for table in ["activations", "notes"] {
-                        let mut q = sqlx::QueryBuilder::<Db>::new(format!("DELETE FROM {table} WHERE session_id IN ("));
+                    for (table, id) in [("activations", "session_id"), ("notes", "session_id"), ("sessions", "id")] {
+                        let mut q = sqlx::QueryBuilder::<Db>::new(format!("DELETE FROM {table} WHERE (agent, {id}) IN (VALUES "));
                         let mut sep = q.separated(", ");
-                        for id in chunk {
-                            sep.push_bind(id);
+                        for (agent, session) in chunk {
+                            sep.push("(");
+                            sep.push_bind_unseparated(agent);
+                            sep.push_unseparated(", ");
+                            sep.push_bind_unseparated(session);
+                            sep.push_unseparated(")");
                         }
                         q.push(")");
                         let n = q.build().execute(&mut *tx).await?.rows_affected();
-                        if table == "activations" {
-                            report.activations += n;
+                        match table {
+                            "activations" => report.activations += n,
+                            "sessions" => report.sessions += n,
+                            _ => {}
                         }
                     }
-                    let mut q = sqlx::QueryBuilder::<Db>::new("DELETE FROM sessions WHERE id IN (");
-                    let mut sep = q.separated(", ");
-                    for id in chunk {
-                        sep.push_bind(id);
-                    }
-                    q.push(")");
-                    report.sessions += q.build().execute(&mut *tx).await?.rows_affected();
                 }
                 report.session_ids = ids;
             }

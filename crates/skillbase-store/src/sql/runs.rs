@@ -89,8 +89,9 @@ macro_rules! statements {
 
         /// Open a run in a session, ending its open one (another skill took over).
         pub async fn insert_run(tx: &mut Transaction<'_, Db>, session: &str, r: &RunStart<'_>, now: i64) -> Result<i64> {
-            sqlx::query("UPDATE runs SET ended_at = $1, outcome = 'superseded' WHERE session_id = $2 AND ended_at IS NULL")
+            sqlx::query("UPDATE runs SET ended_at = $1, outcome = 'superseded' WHERE agent = $2 AND session_id = $3 AND ended_at IS NULL")
                 .bind(now)
+                .bind(r.agent)
                 .bind(session)
                 .execute(&mut **tx)
                 .await?;
@@ -111,11 +112,12 @@ macro_rules! statements {
         }
 
         /// The session's open run, if a skill drives it.
-        pub async fn open_run(pool: &Pool<Db>, session: &str) -> Result<Option<RunRecord>> {
+        pub async fn open_run(pool: &Pool<Db>, agent: &str, session: &str) -> Result<Option<RunRecord>> {
             let row: Option<RunRow> = sqlx::query_as(concat!(
                 "SELECT id, session_id, agent, skill_id, scope, skill, rev, started_at, ended_at, outcome, note, calls, failed_calls ",
-                "FROM runs WHERE session_id = $1 AND ended_at IS NULL ORDER BY id DESC LIMIT 1"
+                "FROM runs WHERE agent = $1 AND session_id = $2 AND ended_at IS NULL ORDER BY id DESC LIMIT 1"
             ))
+            .bind(agent)
             .bind(session)
             .fetch_optional(pool)
             .await?;

@@ -13,31 +13,37 @@ macro_rules! statements {
 
         type Db = $db;
 
-        /// Create the session if new; returns its agent.
-        pub async fn open_session(pool: &Pool<Db>, id: &str, agent: &str) -> Result<String> {
+        /// Create the agent's session if new.
+        pub async fn open_session(pool: &Pool<Db>, agent: &str, id: &str) -> Result<()> {
             let now = now_ms();
-            sqlx::query("INSERT INTO sessions (id, agent, created_at, updated_at) VALUES ($1, $2, $3, $3) ON CONFLICT (id) DO NOTHING")
-                .bind(id)
+            sqlx::query("INSERT INTO sessions (agent, id, created_at, updated_at) VALUES ($1, $2, $3, $3) ON CONFLICT (agent, id) DO NOTHING")
                 .bind(agent)
+                .bind(id)
                 .bind(now)
                 .execute(pool)
                 .await?;
-            let owner: String = sqlx::query_scalar("SELECT agent FROM sessions WHERE id = $1")
-                .bind(id)
-                .fetch_one(pool)
-                .await?;
-            Ok(owner)
+            Ok(())
         }
 
-        pub async fn session(pool: &Pool<Db>, id: &str) -> Result<Option<SessionRecord>> {
-            let row: Option<(String, String, i64)> = sqlx::query_as("SELECT id, agent, created_at FROM sessions WHERE id = $1")
+        /// The agents holding a session named `id` (an admin's way to find one by its id).
+        pub async fn session_agents(pool: &Pool<Db>, id: &str) -> Result<Vec<String>> {
+            Ok(sqlx::query_scalar("SELECT agent FROM sessions WHERE id = $1 ORDER BY agent LIMIT 100")
+                .bind(id)
+                .fetch_all(pool)
+                .await?)
+        }
+
+        pub async fn session(pool: &Pool<Db>, agent: &str, id: &str) -> Result<Option<SessionRecord>> {
+            let row: Option<(String, String, i64)> = sqlx::query_as("SELECT id, agent, created_at FROM sessions WHERE agent = $1 AND id = $2")
+                .bind(agent)
                 .bind(id)
                 .fetch_optional(pool)
                 .await?;
             let Some((id, agent, created_at)) = row else { return Ok(None) };
             let acts: Vec<(String, String, i64, String, i64, Option<String>)> = sqlx::query_as(
-                "SELECT scope, skill, rev, reason, at, arguments FROM activations WHERE session_id = $1 ORDER BY id",
+                "SELECT scope, skill, rev, reason, at, arguments FROM activations WHERE agent = $1 AND session_id = $2 ORDER BY id",
             )
+            .bind(&agent)
             .bind(&id)
             .fetch_all(pool)
             .await?;
@@ -53,17 +59,18 @@ macro_rules! statements {
         }
 
         /// Activations of one load and their events, in one transaction (one commit).
-        pub async fn record_activations(pool: &Pool<Db>, session: &str, acts: &[ActivationRecord], evs: &[NewEvent]) -> Result<()> {
-            record_activations_and_run(pool, session, acts, evs, None).await.map(|_| ())
+        pub async fn record_activations(pool: &Pool<Db>, agent: &str, session: &str, acts: &[ActivationRecord], evs: &[NewEvent]) -> Result<()> {
+            record_activations_and_run(pool, agent, session, acts, evs, None).await.map(|_| ())
         }
 
         /// Record activations and their events, and open a run (ending the session's open
         /// one), in one transaction; returns the new run's id.
-        pub async fn record_activations_and_run(pool: &Pool<Db>, session: &str, acts: &[ActivationRecord], evs: &[NewEvent], run: Option<&RunStart<'_>>) -> Result<Option<i64>> {
+        pub async fn record_activations_and_run(pool: &Pool<Db>, agent: &str, session: &str, acts: &[ActivationRecord], evs: &[NewEvent], run: Option<&RunStart<'_>>) -> Result<Option<i64>> {
             let mut tx = if run.is_some() { pool.begin_with($begin).await? } else { pool.begin().await? };
             let mut last = None;
             for a in acts {
-                sqlx::query("INSERT INTO activations (session_id, scope, skill, rev, reason, at, arguments) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+                sqlx::query("INSERT INTO activations (agent, session_id, scope, skill, rev, reason, at, arguments) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+                    .bind(agent)
                     .bind(session)
                     .bind(&a.scope)
                     .bind(&a.skill)
@@ -76,8 +83,9 @@ macro_rules! statements {
                 last = Some(a.at);
             }
             if let Some(at) = last {
-                sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
+                sqlx::query("UPDATE sessions SET updated_at = $1 WHERE agent = $2 AND id = $3")
                     .bind(at)
+                    .bind(agent)
                     .bind(session)
                     .execute(&mut *tx)
                     .await?;
@@ -94,24 +102,26 @@ macro_rules! statements {
             Ok(id)
         }
 
-        pub async fn record_activation(pool: &Pool<Db>, session: &str, a: &ActivationRecord) -> Result<()> {
-            record_activations(pool, session, std::slice::from_ref(a), &[]).await
+        pub async fn record_activation(pool: &Pool<Db>, agent: &str, session: &str, a: &ActivationRecord) -> Result<()> {
+            record_activations(pool, agent, session, std::slice::from_ref(a), &[]).await
         }
 
         /// A session's note block (empty if it has none).
-        pub async fn note(pool: &Pool<Db>, session: &str) -> Result<String> {
-            let t: Option<String> = sqlx::query_scalar("SELECT text FROM notes WHERE session_id = $1")
+        pub async fn note(pool: &Pool<Db>, agent: &str, session: &str) -> Result<String> {
+            let t: Option<String> = sqlx::query_scalar("SELECT text FROM notes WHERE agent = $1 AND session_id = $2")
+                .bind(agent)
                 .bind(session)
                 .fetch_optional(pool)
                 .await?;
             Ok(t.unwrap_or_default())
         }
 
-        pub async fn set_note(pool: &Pool<Db>, session: &str, text: &str) -> Result<()> {
+        pub async fn set_note(pool: &Pool<Db>, agent: &str, session: &str, text: &str) -> Result<()> {
             sqlx::query(concat!(
-                "INSERT INTO notes (session_id, text, updated_at) VALUES ($1, $2, $3) ",
-                "ON CONFLICT (session_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at"
+                "INSERT INTO notes (agent, session_id, text, updated_at) VALUES ($1, $2, $3, $4) ",
+                "ON CONFLICT (agent, session_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at"
             ))
+            .bind(agent)
             .bind(session)
             .bind(text)
             .bind(now_ms())

@@ -27,8 +27,8 @@ impl Store {
     }
 
     /// The session's open run: the skill driving it, if any.
-    pub async fn open_run(&self, session: &str) -> Result<Option<RunRecord>> {
-        on_db!(self, runs::open_run(session))
+    pub async fn open_run(&self, agent: &AgentName, session: &str) -> Result<Option<RunRecord>> {
+        on_db!(self, runs::open_run(agent.as_str(), session))
     }
 
     /// Count a call made under a run.
