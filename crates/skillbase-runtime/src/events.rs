@@ -20,6 +20,8 @@ use tokio::sync::{Notify, mpsc, oneshot};
 const BATCH: usize = 512;
 /// Queue length before callers wait.
 const QUEUE: usize = 8192;
+/// How long a caller waits for room in a full queue before its event is dropped.
+const FULL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// How long the writer waits for more events before it writes a batch.
 const LINGER: std::time::Duration = std::time::Duration::from_millis(5);
 
@@ -83,9 +85,15 @@ impl EventSink {
     }
 
     /// Queue an event for the background writer, which stores it in its next batch; waits only
-    /// while the queue is full. Use [`EventSink::flush`] to know it is stored.
+    /// while the queue is full, and at most [`FULL_WAIT`]: a store that refuses writes for long
+    /// (its files turned unwritable) must not hold every turn and call back, so past that the
+    /// event is dropped with an error in the log. Use [`EventSink::flush`] to know it is stored.
     pub async fn record(&self, event: NewEvent) {
-        let _ = self.tx.send(Msg::Event(Box::new(event))).await;
+        let kind = event.kind.clone();
+        let send = self.tx.send(Msg::Event(Box::new(event)));
+        if tokio::time::timeout(FULL_WAIT, send).await.is_err() {
+            tracing::error!(kind = %kind, "the event queue stayed full (the store refuses writes): an event was not recorded");
+        }
     }
 
     /// Count one (successful) call in a run's `calls`, written behind with the events.

@@ -20,6 +20,7 @@ mod bad_input;
 mod doctor;
 mod dream;
 mod eval;
+mod faults;
 mod mcp_servers;
 mod openapi;
 mod routes;

@@ -10,6 +10,7 @@ use sqlx::sqlite::{
 };
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The schema version this build writes.
@@ -274,7 +275,7 @@ impl Db {
                     std::fs::create_dir_all(parent).map_err(|e| open_err(e.to_string()))?;
                 }
                 let opts = sqlite_options(path);
-                let pool = sqlite_pool(opts)
+                let pool = sqlite_pool(opts, Some(path))
                     .await
                     .map_err(|e| open_err(e.to_string()))?;
                 migrator("sqlite", version)
@@ -342,20 +343,102 @@ impl Db {
     }
 }
 
-/// Whether a SQLite connection going back to the pool may be reused: not if it is still inside
-/// a transaction. After a failed COMMIT (a full disk, an I/O error) SQLite may have rolled the
-/// transaction back itself, so sqlx's ROLLBACK fails and its depth stays above zero; reused,
-/// that connection refused every write ("begin_with at non-zero transaction depth"), or kept
-/// SQLite's write lock ("database is locked") until a restart. Closing it ends whatever
-/// transaction it holds; the pool opens a fresh one when needed.
-/// The SQLite pool, writable or read-only: eight connections, each checked on release
-/// ([`release_sqlite`]) so none goes back to the pool inside a transaction.
-async fn sqlite_pool(opts: SqliteConnectOptions) -> std::result::Result<SqlitePool, sqlx::Error> {
-    SqlitePoolOptions::new()
+/// The SQLite pool, writable or read-only: eight connections, kept open (no idle timeout, no
+/// lifetime: closing the last one would close the `-shm` WAL index with it, and reopening that
+/// while the files cannot be written fails every read). Each is checked on release
+/// ([`release_sqlite`]) so none goes back to the pool inside a transaction. A writable pool
+/// also recovers from files that turn unwritable underneath it ([`Recovery`]).
+async fn sqlite_pool(
+    opts: SqliteConnectOptions,
+    writable: Option<&Path>,
+) -> std::result::Result<SqlitePool, sqlx::Error> {
+    let mut options = SqlitePoolOptions::new()
         .max_connections(8)
-        .after_release(|conn, _| Box::pin(release_sqlite(conn)))
-        .connect_with(opts)
-        .await
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .after_release(|conn, _| Box::pin(release_sqlite(conn)));
+    if let Some(path) = writable {
+        let recovery = std::sync::Arc::new(Recovery::new(path));
+        let on_connect = recovery.clone();
+        options = options
+            .after_connect(move |_, _| {
+                on_connect.connected();
+                Box::pin(async { Ok(()) })
+            })
+            .before_acquire(move |_, meta| {
+                let keep = recovery.keep(meta.age);
+                Box::pin(async move { Ok(keep) })
+            });
+    }
+    options.connect_with(opts).await
+}
+
+/// How a writable SQLite pool gets its writes back, without a restart, after its files turned
+/// unwritable underneath it (a file system remounted read-only after an I/O error; `chattr +i`).
+///
+/// Connections open before the fault keep their read-write file handles: their writes fail
+/// with an I/O error while it lasts (a 503, at once) and work again after. But SQLite opens a
+/// *new* connection read-only, silently and for good, when it cannot open the file for
+/// writing; left in the pool, such a connection would refuse writes long after the files are
+/// writable again. So: a connection opened while the files cannot be written marks the pool
+/// degraded; while degraded, taking a connection from the pool looks whether the files are
+/// writable again (an `open` of each), and once they are, every connection opened before that
+/// moment is closed instead of handed out. The pool opens fresh ones, read-write, so the first
+/// write after the fault is already served. Outside a fault this costs two atomic loads.
+#[derive(Debug)]
+struct Recovery {
+    /// The database file and its write-ahead log.
+    files: [PathBuf; 2],
+    epoch: std::time::Instant,
+    /// When (milliseconds since `epoch`, plus one) a connection was opened while the files
+    /// could not be written; 0 when none is.
+    degraded: AtomicU64,
+    /// When (milliseconds since `epoch`) the files were seen writable again after a fault:
+    /// connections older than this are closed when next taken.
+    recovered: AtomicU64,
+}
+
+impl Recovery {
+    fn new(path: &Path) -> Recovery {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        Recovery {
+            files: [path.to_owned(), PathBuf::from(wal)],
+            epoch: std::time::Instant::now(),
+            degraded: AtomicU64::new(0),
+            recovered: AtomicU64::new(0),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Whether every file that exists can be opened for writing.
+    fn writable(&self) -> bool {
+        self.files
+            .iter()
+            .all(|f| !f.exists() || std::fs::OpenOptions::new().write(true).open(f).is_ok())
+    }
+
+    /// A connection was just opened: if the files cannot be written, SQLite opened it read-only.
+    fn connected(&self) {
+        if !self.writable() {
+            self.degraded.store(self.now() + 1, Ordering::Release);
+        }
+    }
+
+    /// Whether a pooled connection of this age may be handed out.
+    fn keep(&self, age: Duration) -> bool {
+        let now = self.now();
+        if self.degraded.load(Ordering::Acquire) != 0 && self.writable() {
+            self.recovered.store(now, Ordering::Release);
+            self.degraded.store(0, Ordering::Release);
+        }
+        let recovered = self.recovered.load(Ordering::Acquire);
+        let opened = now.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX));
+        recovered == 0 || opened > recovered
+    }
 }
 
 async fn release_sqlite(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
@@ -369,12 +452,19 @@ async fn release_sqlite(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx:
 /// Why an existing SQLite store cannot be written, if it cannot: opening the file for writing
 /// fails, or its folder cannot take the files SQLite writes beside it (`-wal`, `-shm`).
 /// `None` when the file is missing or everything is writable (the failure was something else).
-fn unwritable(path: &Path) -> Option<String> {
+pub(crate) fn unwritable(path: &Path) -> Option<String> {
     if !path.is_file() {
         return None;
     }
-    if let Err(e) = std::fs::OpenOptions::new().write(true).open(path) {
-        return Some(format!("cannot write {}: {e}", path.display()));
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        let file = PathBuf::from(file);
+        if (suffix.is_empty() || file.exists())
+            && let Err(e) = std::fs::OpenOptions::new().write(true).open(&file)
+        {
+            return Some(format!("cannot write {}: {e}", file.display()));
+        }
     }
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty())?;
     let probe = dir.join(format!(".skillbase-write-probe-{}", std::process::id()));
@@ -403,9 +493,8 @@ async fn open_sqlite_read_only(url: &DbUrl, path: &Path, why: &str) -> Result<Db
         .read_only(true)
         .immutable(!has_wal)
         .foreign_keys(true)
-        .busy_timeout(Duration::from_secs(30))
-        .pragma("mmap_size", "268435456");
-    let pool = sqlite_pool(opts)
+        .busy_timeout(Duration::from_secs(30));
+    let pool = sqlite_pool(opts, None)
         .await
         .map_err(|e| open_err(e.to_string()))?;
     let version: Option<i64> =
@@ -438,9 +527,11 @@ fn sqlite_options(path: &Path) -> SqliteConnectOptions {
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(30))
-        // Read pages through a memory map instead of a read() call each: halves the time to
-        // load the index of a large store (benches/store.rs, cold start). Writes are unchanged.
-        .pragma("mmap_size", "268435456")
+        // No memory map of the database file (SQLite's default, said explicitly): it read a
+        // large store's index about twice as fast at a cold start, but an I/O error on a mapped
+        // page is a SIGBUS that kills the process, where a read() is an error the store answers
+        // (issue 35: a disk failing underneath a running server).
+        .pragma("mmap_size", "0")
 }
 
 #[cfg(test)]

@@ -146,7 +146,7 @@ pub enum StoreError {
     /// The store was opened read-only (its file or folder cannot be written); reads work,
     /// writes are refused.
     #[error(
-        "the store at {url} is read-only: {why}; reads work, writes are refused until it is writable again (then restart)"
+        "the store at {url} is read-only: {why}; reads work, writes are refused until it is writable again"
     )]
     ReadOnly {
         /// The database's location.

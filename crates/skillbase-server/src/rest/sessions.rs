@@ -407,7 +407,8 @@ pub async fn create(
 #[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
     params(("id" = String, Path), SessionAgentQuery),
     responses((status = 200, body = Session),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json")))]
 pub async fn show(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
@@ -424,6 +425,7 @@ pub async fn show(
     params(("id" = String, Path), SessionAgentQuery, TurnQuery), request_body = TurnBody,
     responses((status = 200, body = TurnResult),
         (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
 pub async fn turn(
     State(st): State<Arc<AppState>>,
@@ -473,7 +475,8 @@ pub async fn turn(
     params(("id" = String, Path), SessionAgentQuery), request_body = CallBody,
     responses((status = 200, description = "done, refused or failed", body = CallOutcomeDoc),
         (status = 202, description = "started apart (detach), or authorized for the harness to run (a `runs = \"harness\"` tool: post its result to .../calls/{call_id}/result)", body = CallOutcomeDoc),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json")))]
 pub async fn call(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
@@ -530,7 +533,8 @@ async fn call_event(
     params(("id" = String, Path), SessionAgentQuery, ("call_id" = String, Path), WaitQuery),
     responses((status = 200, body = CallOutcomeDoc),
         (status = 202, description = "Still running", body = Running),
-        (status = 404, description = "No such call in this session", body = Problem, content_type = "application/problem+json")))]
+        (status = 404, description = "No such call in this session", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json")))]
 pub async fn call_result(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
@@ -609,7 +613,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     params(("id" = String, Path), SessionAgentQuery, ("call_id" = String, Path)), request_body = PostedResult,
     responses((status = 200, description = "the call's outcome (done or failed)", body = CallOutcomeDoc),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "No harness-run call of this id awaits a result", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "No harness-run call of this id awaits a result; or: an admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Neither or both of result and error", body = Problem, content_type = "application/problem+json")))]
 pub async fn post_result(
     State(st): State<Arc<AppState>>,
@@ -699,7 +703,8 @@ pub struct SessionEventDoc {
     params(("id" = String, Path), SessionAgentQuery, EventsQuery,
         ("last-event-id" = Option<String>, Header, description = "Resume after this event id")),
     responses((status = 200, description = "A text/event-stream of the session's events: each has `id` (the event id), `event` (its kind) and `data` (a SessionEvent as JSON; `x-sse-data` gives its schema)", content_type = "text/event-stream", body = String),
-        (status = 404, body = Problem, content_type = "application/problem+json")))]
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json")))]
 pub async fn events(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
@@ -792,6 +797,7 @@ pub(crate) async fn events_for(
     params(("id" = String, Path), SessionAgentQuery, PinnedQuery),
     responses((status = 200, body = PinnedResult),
         (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A budget over the largest", body = Problem, content_type = "application/problem+json")))]
 pub async fn pinned(
     State(st): State<Arc<AppState>>,
@@ -822,7 +828,7 @@ pub async fn pinned(
     params(("id" = String, Path), SessionAgentQuery), request_body = FinishBody,
     responses((status = 200, body = FinishResult),
         (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "No skill is running", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "No skill is running; or: an admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
 pub async fn finish(
     State(st): State<Arc<AppState>>,
@@ -896,6 +902,7 @@ pub struct ImportedDoc {
     params(("id" = String, Path), SessionAgentQuery), request_body = TranscriptDoc,
     responses((status = 200, body = ImportedDoc),
         (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
 pub async fn transcript(
     State(st): State<Arc<AppState>>,

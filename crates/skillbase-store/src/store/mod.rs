@@ -70,6 +70,8 @@ pub struct Store {
     verified: Verified,
     /// Why the store was opened read-only, if it was (its location, and the reason).
     read_only: Option<(String, String)>,
+    /// The SQLite file, whose writability a storage fault is checked against to name its cause.
+    sqlite_path: Option<std::path::PathBuf>,
     /// The limits every written bundle must meet.
     pub limits: BundleLimits,
 }
@@ -104,6 +106,10 @@ impl Store {
         }
         let store = Store {
             read_only: read_only.map(|why| (url.redacted(), why)),
+            sqlite_path: match url {
+                DbUrl::Sqlite(path) => Some(path.clone()),
+                DbUrl::Postgres { .. } => None,
+            },
             db,
             index: ArcSwap::from_pointee(Index::default()),
             agent_cache: ArcSwap::from_pointee(std::collections::HashMap::new()),
@@ -133,13 +139,27 @@ impl Store {
         self.read_only.as_ref().map(|(_, why)| why.as_str())
     }
 
-    /// A write the database refused as read-only names the reason the store was opened so.
+    /// A write the database refused as read-only names the reason the store was opened so; a
+    /// SQLite fault while the store's files cannot be written (they turned unwritable under a
+    /// running server) names the file and the reason.
     fn read_only_error(&self, e: StoreError) -> StoreError {
         match (&self.read_only, e) {
             (Some((url, why)), StoreError::ReadOnly { .. }) => StoreError::ReadOnly {
                 url: url.clone(),
-                why: why.clone(),
+                why: format!("{why} (it was opened read-only: restart once it can be written)"),
             },
+            (None, e @ (StoreError::ReadOnly { .. } | StoreError::Unavailable(_))) => {
+                let Some(path) = &self.sqlite_path else {
+                    return e;
+                };
+                match crate::db::unwritable(path) {
+                    Some(why) => StoreError::ReadOnly {
+                        url: path.display().to_string(),
+                        why,
+                    },
+                    None => e,
+                }
+            }
             (_, e) => e,
         }
     }
