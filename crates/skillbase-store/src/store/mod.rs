@@ -124,7 +124,16 @@ impl Store {
             verified: Verified::default(),
             limits: BundleLimits::default(),
         };
-        store.reload().await?;
+        // The first load reads through a memory map (faster), the serving pool never does.
+        let mapped = match store.read_only {
+            None => crate::db::mapped_loader(url).await,
+            Some(_) => None,
+        };
+        let loaded = store.reload_from(mapped.as_ref()).await;
+        if let Some(pool) = mapped {
+            pool.close().await;
+        }
+        loaded?;
         Ok(store)
     }
 
@@ -182,9 +191,17 @@ impl Store {
 
     /// Rebuild the whole index from the database and swap it in.
     pub async fn reload(&self) -> Result<()> {
+        self.reload_from(None).await
+    }
+
+    /// [`Store::reload`], reading the skills through `mapped` when given (SQLite only).
+    async fn reload_from(&self, mapped: Option<&sqlx::SqlitePool>) -> Result<()> {
         let _guard = self.index_lock.lock().await;
         let seen = on_db!(self, sync::max_event_id())?;
-        let raw = on_db!(self, skills::load_all())?;
+        let raw = match mapped {
+            Some(pool) => crate::sql::skills::sqlite::load_all(pool).await?,
+            None => on_db!(self, skills::load_all())?,
+        };
         let generation = self.index.load().generation + 1;
         let guard = self.guard();
         let entries =
