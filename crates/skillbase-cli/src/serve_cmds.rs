@@ -89,6 +89,15 @@ fn examples_dir() -> Option<PathBuf> {
 
 async fn state_for(s: &StoreArgs, options: ServerOptions) -> Result<(Arc<Store>, Arc<AppState>)> {
     let store = s.open().await?;
+    state_on(s, store, options).await
+}
+
+/// The server's state over an open store.
+async fn state_on(
+    s: &StoreArgs,
+    store: Arc<Store>,
+    options: ServerOptions,
+) -> Result<(Arc<Store>, Arc<AppState>)> {
     let home = skillbase_store::default_home();
     let key = VaultKey::load(&home)?;
     let vault = Vault::open(store.clone(), key).await?;
@@ -321,12 +330,13 @@ pub async fn mcp(s: &StoreArgs, a: McpArgs) -> Result<u8> {
         default_agent: Some(agent.clone()),
         ..ServerOptions::default()
     };
-    let (store, state) = state_for(s, options).await?;
-    if store.agent(&agent).await?.is_none() {
-        return Err(anyhow!(
-            "no agent '{agent}'; create it with `skillbase agent create {agent}`"
-        ));
-    }
+    // A mistyped agent fails before anything is written, and leaves no new store behind.
+    let store = s
+        .open_for_agent(&agent, || {
+            anyhow!("no agent '{agent}'; create it with `skillbase agent create {agent}`")
+        })
+        .await?;
+    let (store, state) = state_on(s, store, options).await?;
     let gateway = state.gateway.clone();
     skillbase_server::mcp::serve_stdio(state, agent).await?;
     gateway.shutdown().await;

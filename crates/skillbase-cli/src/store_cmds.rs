@@ -12,7 +12,7 @@ use skillbase_store::{
     StatusChange, Store, StoreError, WriteKind, WriteOutcome,
 };
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Where the store is, shared by every store command.
@@ -68,6 +68,73 @@ impl StoreArgs {
             }
         }
         Ok(store)
+    }
+}
+
+impl StoreArgs {
+    /// [`StoreArgs::open`] for a command about one agent: when there is no such agent the
+    /// command fails with `missing()`, and what this call created (the SQLite file, its `-wal`
+    /// and `-shm`, the vault key, the folders) is removed again, so a mistyped name on a fresh
+    /// machine leaves no empty store behind.
+    pub async fn open_for_agent(
+        &self,
+        agent: &AgentName,
+        missing: impl FnOnce() -> anyhow::Error,
+    ) -> Result<Arc<Store>> {
+        let fresh = self.fresh_paths()?;
+        let store = match self.open().await {
+            Ok(store) => store,
+            Err(e) => {
+                remove_created(&fresh);
+                return Err(e);
+            }
+        };
+        if store.agent_cached(agent).is_some() {
+            return Ok(store);
+        }
+        store.close().await;
+        drop(store);
+        remove_created(&fresh);
+        Err(missing())
+    }
+
+    /// The paths a first open of this store would create that do not exist now, files before
+    /// the folders holding them (nothing for PostgreSQL).
+    fn fresh_paths(&self) -> Result<Vec<PathBuf>> {
+        let DbUrl::Sqlite(db) = self.url()? else {
+            return Ok(Vec::new());
+        };
+        let home = skillbase_store::default_home();
+        let with = |suffix: &str| {
+            let mut p = db.as_os_str().to_owned();
+            p.push(suffix);
+            PathBuf::from(p)
+        };
+        let mut paths = vec![
+            db.clone(),
+            with("-wal"),
+            with("-shm"),
+            home.join("vault.key"),
+        ];
+        paths.extend(
+            db.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(Path::to_owned),
+        );
+        paths.push(home);
+        Ok(paths.into_iter().filter(|p| !p.exists()).collect())
+    }
+}
+
+/// Remove what [`StoreArgs::fresh_paths`] listed and a failed command created: files, then
+/// folders only when empty.
+fn remove_created(paths: &[PathBuf]) {
+    for p in paths {
+        if p.is_dir() {
+            let _ = std::fs::remove_dir(p);
+        } else if p.exists() {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 
@@ -586,6 +653,22 @@ pub async fn list(s: &StoreArgs, a: ListArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
+/// What `show` says of the skill beside a revision: the skill's status and the revision it
+/// serves, worded so that it never reads as the state of the revision shown.
+fn served_line(rev: i64, entry: Option<&skillbase_store::SkillEntry>) -> String {
+    match entry {
+        None => "skill: not in the index".to_owned(),
+        Some(e) if e.active_rev == rev => {
+            format!("skill: {}, serves this revision", e.status.as_str())
+        }
+        Some(e) => format!(
+            "skill: {}, serves revision {} (not this one)",
+            e.status.as_str(),
+            e.active_rev
+        ),
+    }
+}
+
 pub async fn show(s: &StoreArgs, a: ShowArgs) -> Result<u8> {
     let store = s.open().await?;
     let t = &a.target;
@@ -610,14 +693,14 @@ pub async fn show(s: &StoreArgs, a: ShowArgs) -> Result<u8> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!(
-            "{} ({}) revision {}{} by {} — {}",
+            "{} ({}) revision {}{} by {}",
             t.name,
             t.scope,
             info.rev,
             if info.active { " [active]" } else { "" },
             info.author,
-            entry.map(|e| e.status.as_str()).unwrap_or("unknown")
         );
+        println!("{}", served_line(info.rev, entry.as_deref()));
         if !info.message.is_empty() {
             println!("message: {}", info.message);
         }

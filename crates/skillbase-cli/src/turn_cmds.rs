@@ -50,12 +50,13 @@ fn parse_cost(s: &str) -> Result<Cost, String> {
 
 pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
     let agent = AgentName::parse(&a.agent).map_err(|e| anyhow!(e))?;
-    let store = s.open().await?;
-    if store.agent_cached(&agent).is_none() {
-        return Err(anyhow!(
-            "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"
-        ));
-    }
+    let store = s
+        .open_for_agent(&agent, || {
+            anyhow!(
+                "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"
+            )
+        })
+        .await?;
     let session = a.session.clone().unwrap_or_else(|| {
         let ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -161,12 +162,13 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
             )
         }
     };
-    let store = s.open().await?;
-    if store.agent_cached(&agent).is_none() {
-        return Err(anyhow!(
-            "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"
-        ));
-    }
+    let store = s
+        .open_for_agent(&agent, || {
+            anyhow!(
+                "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"
+            )
+        })
+        .await?;
     let mut engine = skillbase_runtime::Engine::builder().store(store.clone());
     if !store.vault_all().await?.is_empty() {
         engine = engine.vault_key(skillbase_runtime::vault::VaultKey::load(

@@ -470,3 +470,43 @@ fn status_changes_agree_between_the_cli_and_rest() {
     }
     terminate(server);
 }
+
+/// A mistyped agent on a fresh machine fails and leaves no new store behind (no `skillbase.db`,
+/// `-wal`, `-shm` or `vault.key`, no folder); on an existing store, the store is kept.
+#[test]
+fn an_unknown_agent_leaves_no_new_store_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("fresh");
+    let db = store.join("skillbase.db");
+    let home = dir.path().join("home");
+    let run = |args: &[&str]| {
+        let out = skillbase(&db, dir.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for args in [
+        &["mcp", "--agent", "ghost"][..],
+        &["turn", "--agent", "ghost", "-m", "hi"][..],
+    ] {
+        let (code, _, err) = run(args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(err.contains("no agent 'ghost'"), "{args:?}: {err}");
+        assert!(!store.exists(), "{args:?} left the store folder");
+        assert!(!home.exists(), "{args:?} left the home folder");
+    }
+    let (code, _, err) = run(&["agent", "create", "ops", "--skills", "all"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, _) = run(&["mcp", "--agent", "ghost"]);
+    assert_ne!(code, 0);
+    assert!(db.is_file());
+    let (code, out, err) = run(&["agent", "list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ops"), "{out}");
+}

@@ -198,11 +198,19 @@ impl Auth {
         };
         match known {
             Known::Valid(p) => Ok(p),
-            Known::Unknown => Err(ApiError::unauthorized("unknown token")),
-            Known::Revoked => Err(ApiError::unauthorized("this token has been revoked")),
+            Known::Unknown => Err(ApiError::unauthorized(UNKNOWN_TOKEN)),
+            Known::Revoked => Err(ApiError::unauthorized(REVOKED_TOKEN)),
         }
     }
 }
+
+/// The 401 for a token this server does not know: what a person reading it in a coding
+/// agent's error panel should do next.
+pub const UNKNOWN_TOKEN: &str = "unknown token: this server has no such token (mistyped, or made for another store); create one with `skillbase token create --agent NAME` on the server's store and configure the client with it";
+
+/// The 401 for a revoked token (a restart of `serve --demo` revokes the demo token of the
+/// start before).
+pub const REVOKED_TOKEN: &str = "this token has been revoked: configure the client with a new one (`skillbase token create --agent NAME`, or the token `serve --demo` printed at its latest start; each start revokes the one before)";
 
 impl Known {
     fn of(record: Option<TokenRecord>) -> Result<Known, ApiError> {

@@ -45,7 +45,14 @@ async fn every_other_route_needs_a_valid_token() {
             .unwrap();
         let (status, p) = problem(r).await;
         assert_eq!(status, 401, "{path}");
-        assert_eq!(p["detail"], "unknown token");
+        assert_eq!(p["detail"], skillbase_server::auth::UNKNOWN_TOKEN);
+        // It says what to do, not only what is wrong.
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains("skillbase token create")
+        );
 
         let r = s
             .http
@@ -128,7 +135,14 @@ async fn a_revoked_token_is_refused_at_once() {
     s.state.auth.invalidate();
     let (status, p) = problem(get(&s.admin).await.unwrap()).await;
     assert_eq!(status, 401);
-    assert_eq!(p["detail"], "this token has been revoked");
+    assert_eq!(p["detail"], skillbase_server::auth::REVOKED_TOKEN);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("this token has been revoked"),
+        "{detail}"
+    );
+    assert!(detail.contains("skillbase token create"), "{detail}");
+    assert!(detail.contains("serve --demo"), "{detail}");
     s.stop().await;
 }
 

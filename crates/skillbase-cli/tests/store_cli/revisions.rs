@@ -78,6 +78,28 @@ pub(super) fn authoring(sb: &Sb) {
         (true.into(), false.into())
     );
     assert_eq!(sb.skill_md("alpha", &[]), skill_text("alpha", "v1"));
+    // Showing revision 2 after the revert says which revision the skill serves, never "active"
+    // beside revision 2 as if it were that revision's state.
+    let t = sb.ok(&["show", "alpha", "--rev", "2"]).stdout;
+    let head: Vec<&str> = t.lines().take(2).collect();
+    assert!(!head[0].contains("active"), "{t}");
+    assert_eq!(
+        head[1], "skill: active, serves revision 1 (not this one)",
+        "{t}"
+    );
+    let t = sb.ok(&["show", "alpha", "--rev", "1"]).stdout;
+    assert!(
+        t.lines()
+            .next()
+            .unwrap()
+            .ends_with("revision 1 [active] by human:tester"),
+        "{t}"
+    );
+    assert_eq!(
+        t.lines().nth(1),
+        Some("skill: active, serves this revision"),
+        "{t}"
+    );
     let l = sb.list(&[]);
     assert_eq!(l["alpha@shared"]["rev"], 1);
     assert_eq!(l["alpha@shared"]["latest_rev"], 2);

@@ -120,6 +120,12 @@ impl Content {
     }
 }
 
+/// Whether a message calls any tool: `tool_calls: []` (which some clients send on every
+/// message) calls none, and is accepted on any role, as the OpenAPI document says.
+fn calls_any(m: &ChatMessage) -> bool {
+    m.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
+}
+
 /// What is recorded, checked whole: (users' messages, calls as (id, tool, arguments)).
 type Checked = (Vec<String>, Vec<(String, String, Value)>);
 
@@ -152,7 +158,7 @@ fn check(t: &Transcript) -> Result<Checked, String> {
         }
         match m.role.as_str() {
             "system" | "user" => {
-                if m.tool_calls.is_some() || m.tool_call_id.is_some() {
+                if calls_any(m) || m.tool_call_id.is_some() {
                     return Err(at(
                         "only assistant messages call tools, only tool messages answer them",
                     ));
@@ -208,7 +214,7 @@ fn check(t: &Transcript) -> Result<Checked, String> {
                 }
             }
             "tool" => {
-                if m.tool_calls.is_some() {
+                if calls_any(m) {
                     return Err(at("only assistant messages call tools"));
                 }
                 match &m.tool_call_id {
@@ -309,6 +315,26 @@ mod tests {
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].2, json!({"order_id": "7"}));
         assert_eq!(calls[1].2, json!({}));
+    }
+
+    /// `tool_calls: []` calls nothing, on any role (the OpenAPI document allows it there, and
+    /// clients send it); a non-empty list is still refused outside assistant messages.
+    #[test]
+    fn an_empty_tool_calls_list_calls_nothing_on_any_role() {
+        let (users, calls) = parse(json!({"messages": [
+            {"role": "system", "content": "be brief", "tool_calls": []},
+            {"role": "user", "content": "hi", "tool_calls": []},
+            {"role": "assistant", "content": "hello", "tool_calls": []}
+        ]}))
+        .unwrap();
+        assert_eq!(users, ["hi"]);
+        assert!(calls.is_empty());
+        let e = parse(
+            json!({"messages": [{"role": "user", "content": "hi", "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "t", "arguments": ""}}]}]}),
+        )
+        .unwrap_err();
+        assert!(e.contains("only assistant messages call tools"), "{e}");
     }
 
     #[test]

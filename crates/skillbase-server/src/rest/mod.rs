@@ -862,7 +862,16 @@ fn finish_components(doc: &mut serde_json::Value) {
         let mut cases = list.clone();
         cases["items"] = json!({"$ref": "#/components/schemas/EvalCase"});
         let mut tasks = list;
-        tasks["items"] = json!({"type": "object"});
+        // A task needs its id and its text (other keys, as SkillRouter's lines carry, are read
+        // past): `{}` is refused by the server, so the document refuses it too.
+        tasks["items"] = json!({
+            "type": "object",
+            "required": ["task_id", "instruction_text"],
+            "properties": {
+                "task_id": {"type": "string"},
+                "instruction_text": {"type": "string"}
+            }
+        });
         eval["oneOf"] = json!([
             {"required": ["cases"], "properties": {
                 "cases": cases, "tasks": {"type": "null"},

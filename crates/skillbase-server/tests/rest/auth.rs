@@ -16,7 +16,7 @@ async fn missing_wrong_and_revoked_tokens_get_401_problems() {
     let (status, p) = problem(r).await;
     assert_eq!(
         (status, p["detail"].as_str().unwrap()),
-        (401, "unknown token")
+        (401, skillbase_server::auth::UNKNOWN_TOKEN)
     );
 
     let created = ok_json(

@@ -238,16 +238,24 @@ fn bodies_have_the_media_types_the_routes_read_and_answer() {
     // An evaluation is one form or the other.
     let v = validator(&doc, "/components/schemas/EvalRequest");
     let case = json!({"message": "refund my order", "expected": "refund"});
+    let task = json!({"task_id": "t", "instruction_text": "refund my order", "domain": "x"});
     for (sample, ok) in [
         (json!({"cases": [case]}), true),
         (
             json!({"cases": [case], "tasks": null, "id_map": null}),
             true,
         ),
-        (json!({"tasks": [{"task_id": "t"}], "relevance": {}}), true),
+        (json!({"tasks": [task], "relevance": {}}), true),
         (
-            json!({"tasks": [{"task_id": "t"}], "relevance": {}, "id_map": {}}),
+            json!({"tasks": [task], "relevance": {}, "id_map": {}}),
             true,
+        ),
+        // What the server refuses (422), the document refuses: a task without its id or text.
+        (json!({"tasks": [{}], "relevance": {}}), false),
+        (json!({"tasks": [{"task_id": "t"}], "relevance": {}}), false),
+        (
+            json!({"tasks": [{"task_id": 1, "instruction_text": "x"}], "relevance": {}}),
+            false,
         ),
         (
             json!({"cases": [case], "tasks": [], "relevance": {}}),
