@@ -1,18 +1,15 @@
 //! `skillbase call`, `runs` and `approve`: the dispatch pipeline from the command line.
 
+use crate::common::read_input;
+use crate::engine_setup::dispatcher;
 use crate::store_cmds::{AuthorArg, StoreArgs, Target};
-use crate::turn_cmds::read_input;
 use crate::{EXIT_INVALID, EXIT_OK};
 use anyhow::{Result, anyhow};
 use clap::Args;
-use skillbase_runtime::dispatch::{CallMode, CallOutcome, Dispatcher};
-use skillbase_runtime::tool::decls_from_tables;
-use skillbase_runtime::vault::VaultKey;
-use skillbase_runtime::{Engine, EngineBuilder};
+use skillbase_runtime::dispatch::{CallMode, CallOutcome};
 use skillbase_store::config::Config;
 use skillbase_store::{AgentName, Scope, Store};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Dispatch one call as the agent would, through every stage of the pipeline.
 #[derive(Args)]
@@ -63,126 +60,6 @@ pub struct ApproveArgs {
     rev: i64,
     #[command(flatten)]
     author: AuthorArg,
-}
-
-/// A dispatcher with the configured tools, `web_fetch` and the vault; skill files go under
-/// `workspace` (default: `$SKILLBASE_HOME/workspaces`). Upstream MCP servers of `--config` are
-/// connected (waiting up to 30 s for each to answer or fail) before it is returned.
-pub async fn dispatcher(
-    s: &StoreArgs,
-    store: Arc<Store>,
-    workspace: Option<std::path::PathBuf>,
-) -> Result<Loaded> {
-    let key = VaultKey::load(&skillbase_store::default_home())?;
-    let workspace = workspace.unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
-    let engine = Engine::builder()
-        .store(store)
-        .vault_key(key)
-        .workspace(workspace)
-        .web_fetch();
-    let engine = configured(s, engine)?.build().await?;
-    let g = engine.gateway();
-    g.settled(std::time::Duration::from_secs(30)).await;
-    for st in g.status() {
-        if let Some(why) = &st.reason {
-            eprintln!("upstream MCP server '{}' is not connected: {why}", st.name);
-        }
-    }
-    Ok(Loaded { engine })
-}
-
-/// An engine for one command: its dispatcher, and its upstream connections until
-/// [`Loaded::finish`].
-pub struct Loaded {
-    engine: Engine,
-}
-
-impl std::ops::Deref for Loaded {
-    type Target = Dispatcher;
-    fn deref(&self) -> &Dispatcher {
-        self.engine.dispatcher()
-    }
-}
-
-impl Loaded {
-    /// Store the events and stop the upstream servers (stdio ones exit).
-    pub async fn finish(&self) {
-        self.engine.gateway().shutdown().await;
-        self.engine.dispatcher().flush().await;
-    }
-
-    /// The engine (its gateway, for `skillbase tools`).
-    pub fn engine(&self) -> &Engine {
-        &self.engine
-    }
-}
-
-/// An engine builder with what `--config` declares beyond agents (which [`StoreArgs::open`]
-/// applies): its tools and its semantic ranking stage.
-pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuilder> {
-    if let Some(path) = &s.config {
-        let config = Config::load(path)?;
-        for decl in
-            decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))?
-        {
-            engine = engine.declare(decl);
-        }
-        if let Some(table) = &config.semantic {
-            let c = skillbase_runtime::semantic::SemanticConfig::from_table(table)
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            engine = engine.semantic_config(c);
-        }
-        if let Some(t) = &config.dreaming {
-            let c = skillbase_runtime::dream::model::DreamingConfig::from_table(t)
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            engine = engine.dreaming(c);
-        }
-        if let Some(t) = &config.gateway {
-            let settings = skillbase_runtime::gateway::GatewaySettings::from_table(t)
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            engine = engine.gateway_settings(settings);
-        }
-        for server in skillbase_runtime::gateway::servers_from_table(
-            &config.mcp_servers,
-            config.folder.as_deref(),
-        )
-        .map_err(|e| anyhow!("{}: {e}", path.display()))?
-        {
-            engine = engine.mcp_server(server);
-        }
-    }
-    Ok(engine)
-}
-
-/// What skills' `requires:` are checked against at import from the command line: the built-in
-/// tools, `web_fetch` (every engine of the CLI and the server registers it), the tools
-/// `--config` declares, and its upstream servers as configured (they are not connected here; a
-/// running server checks them as connected, per agent).
-pub fn configured_environment(s: &StoreArgs) -> Result<skillbase_runtime::requires::Environment> {
-    let mut env = skillbase_runtime::requires::Environment::builtins();
-    env.classes
-        .insert(skillbase_runtime::web_fetch::NAME.to_owned());
-    if let Some(path) = &s.config {
-        let config = Config::load(path)?;
-        for decl in
-            decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))?
-        {
-            env.classes.insert(decl.class);
-        }
-        for server in skillbase_runtime::gateway::servers_from_table(
-            &config.mcp_servers,
-            config.folder.as_deref(),
-        )
-        .map_err(|e| anyhow!("{}: {e}", path.display()))?
-        {
-            env.classes.insert(server.class.clone());
-            env.servers
-                .entry(server.name.clone())
-                .or_default()
-                .insert(server.class);
-        }
-    }
-    Ok(env)
 }
 
 pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {

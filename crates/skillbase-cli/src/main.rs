@@ -1,8 +1,10 @@
 //! `skillbase`: the command line. Thin: parsing and printing only; the libraries do the work.
 
+mod common;
 mod dispatch_cmds;
 mod doctor_cmds;
 mod dream_cmds;
+mod engine_setup;
 mod format_cmds;
 mod gc_cmds;
 mod git_source;

@@ -107,7 +107,7 @@ async fn state_on(
         .vault(vault)
         .workspace(home.join("workspaces"))
         .web_fetch();
-    let engine = crate::dispatch_cmds::configured(s, engine)?;
+    let engine = crate::engine_setup::configured(s, engine)?;
     let state = AppState::new(&engine.build().await?, options)?;
     // The semantic stage's first index in the background: turns rank lexically (and say so)
     // until each agent's vectors are ready; stored vectors are only read.

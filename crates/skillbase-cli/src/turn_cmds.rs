@@ -1,7 +1,7 @@
 //! `skillbase turn`: the window a newcomer looks through first.
 
 use crate::EXIT_OK;
-use crate::store_cmds::StoreArgs;
+use crate::common::{StoreArgs, read_input};
 use anyhow::{Result, anyhow};
 use clap::Args;
 use skillbase_format::Cost;
@@ -68,7 +68,7 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
         .workspace
         .clone()
         .unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
-    let d = crate::dispatch_cmds::dispatcher(s, store.clone(), Some(workspace)).await?;
+    let d = crate::engine_setup::dispatcher(s, store.clone(), Some(workspace)).await?;
     let opts = TurnOptions {
         max_cost: a.max_cost,
         catalog_budget: a.catalog_budget,
@@ -121,15 +121,6 @@ pub struct EvalArgs {
     json: bool,
 }
 
-/// A file of at most 256 MiB, as text.
-pub(crate) fn read_input(path: &std::path::Path) -> Result<String> {
-    let meta = std::fs::metadata(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    if meta.len() > 256 * 1024 * 1024 {
-        return Err(anyhow!("{}: larger than 256 MiB; split it", path.display()));
-    }
-    std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))
-}
-
 /// What `eval` reads: plain cases, or graded tasks.
 enum EvalInput {
     Cases(Vec<skillbase_runtime::eval::EvalCase>),
@@ -175,7 +166,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
             &skillbase_store::default_home(),
         )?);
     }
-    let engine = crate::dispatch_cmds::configured(s, engine)?.build().await?;
+    let engine = crate::engine_setup::configured(s, engine)?.build().await?;
     let rt = engine.runtime().clone();
     let view = rt.view(&agent)?;
     let messages: Vec<&str> = match &input {

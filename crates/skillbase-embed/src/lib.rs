@@ -34,6 +34,7 @@ mod error;
 mod math;
 mod model;
 pub mod package;
+mod q4;
 mod quant;
 pub mod tokenizer;
 pub mod unigram;

@@ -191,7 +191,7 @@ impl WordTable {
             WordTable::F32(t) => out.copy_from_slice(&t[id * h..(id + 1) * h]),
             WordTable::Q4(t) => {
                 let row_bytes = h / 32 * 18;
-                crate::e5::dequantize_q4(&t[id * row_bytes..(id + 1) * row_bytes], out);
+                crate::q4::dequantize_q4(&t[id * row_bytes..(id + 1) * row_bytes], out);
             }
         }
     }

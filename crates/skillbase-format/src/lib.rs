@@ -23,6 +23,7 @@ pub mod digest;
 pub mod discover;
 pub mod draft;
 pub mod frontmatter;
+mod grammar;
 pub mod meta;
 pub mod name;
 pub mod prompt;

@@ -7,7 +7,7 @@
 
 use crate::frontmatter::SkillMd;
 use crate::name::SkillName;
-use crate::yaml::Node;
+use crate::yaml::{Node, string_list};
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
@@ -222,19 +222,6 @@ fn non_blank(items: Vec<String>) -> Vec<String> {
         .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty())
         .collect()
-}
-
-/// A list of strings, or a single string taken as a one-item list.
-pub(crate) fn string_list(node: Option<&Node>) -> Vec<String> {
-    match node {
-        Some(Node::Seq { items, .. }) => items
-            .iter()
-            .filter_map(Node::as_str)
-            .map(str::to_owned)
-            .collect(),
-        Some(Node::Scalar { text, .. }) if !text.trim().is_empty() => vec![text.clone()],
-        _ => Vec::new(),
-    }
 }
 
 fn capabilities(node: Option<&Node>) -> Capabilities {

@@ -142,7 +142,7 @@ impl Requires {
         };
         let list = |key: &str, check: fn(&str) -> Option<&'static str>| -> Vec<String> {
             let mut out: Vec<String> = Vec::new();
-            for item in crate::meta::string_list(map.get(key)) {
+            for item in crate::yaml::string_list(map.get(key)) {
                 let t = item.trim();
                 if check(t).is_none() && !out.iter().any(|o| o == t) {
                     out.push(t.to_owned());
@@ -164,9 +164,9 @@ impl Requires {
         skills.truncate(MAX_REQUIRES_ENTRIES);
         Requires {
             skills,
-            tools: list("tools", crate::validate::check_tool_class),
-            mcp: list("mcp", crate::validate::check_server_name),
-            bins: list("bins", crate::validate::check_program_name),
+            tools: list("tools", crate::grammar::check_tool_class),
+            mcp: list("mcp", crate::grammar::check_server_name),
+            bins: list("bins", crate::grammar::check_program_name),
         }
     }
 }

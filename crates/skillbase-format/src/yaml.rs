@@ -574,6 +574,19 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A list of strings, or a single string taken as a one-item list.
+pub(crate) fn string_list(node: Option<&Node>) -> Vec<String> {
+    match node {
+        Some(Node::Seq { items, .. }) => items
+            .iter()
+            .filter_map(Node::as_str)
+            .map(str::to_owned)
+            .collect(),
+        Some(Node::Scalar { text, .. }) if !text.trim().is_empty() => vec![text.clone()],
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 //! exact than stemming the original spelling, but documents and queries are treated alike, which
 //! is what matching needs.
 
-use crate::rank::FxMap;
+use crate::fxhash::FxMap;
 use rust_stemmers::{Algorithm, Stemmer};
 use std::sync::OnceLock;
 

@@ -14,8 +14,8 @@
 //! overlap (a verb and its noun); otherwise that stem is left out ("saber" and "sábado") and only
 //! the exact spellings are found.
 
+use crate::fxhash::FxMap;
 use crate::lang::Lang;
-use crate::rank::FxMap;
 use crate::trigger::fold_fast;
 use std::sync::OnceLock;
 

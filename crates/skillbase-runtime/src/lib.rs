@@ -33,6 +33,7 @@ mod envelope;
 pub mod eval;
 mod events;
 pub mod files;
+pub(crate) mod fxhash;
 pub mod gateway;
 mod lang;
 mod lexicon;

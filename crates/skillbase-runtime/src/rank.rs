@@ -13,10 +13,10 @@
 //! [`MAX_QUERY_WORDS`] words are read and its most specific matching terms scored (at most
 //! [`MAX_QUERY_TERMS`], within [`POSTINGS_PER_DOC`] postings per skill).
 
+use crate::fxhash::{Fx, FxMap};
 use crate::lang::{self, Lang};
 use crate::lexicon;
 use crate::trigger::fold_fast;
-use std::collections::HashMap;
 
 /// Term-frequency saturation, chosen by measurement (BENCHMARKS.md, "Lexical parameters"): on
 /// the repository's own set 0.7 lifts paraphrase recall@5 from 0.525 to 0.550 over the usual
@@ -104,31 +104,6 @@ fn split_words(text: &str, limit: usize) -> Vec<&str> {
     }
     out
 }
-
-/// FxHash (rustc's hasher): much faster than SipHash for short words, and the keys are the
-/// index's own terms, so hash flooding is not a concern.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct Fx(u64);
-
-impl std::hash::Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 
 /// Folded words to term indices: words of up to 15 bytes (nearly all) keyed by their
 /// [`lang::pack`]ed integer, so a lookup hashes and compares integers; longer ones by string.

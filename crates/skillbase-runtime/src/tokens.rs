@@ -10,7 +10,6 @@
 //! for the whole text; a test checks this on many generated texts.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Tokens in `text` (o200k_base).
@@ -198,30 +197,7 @@ fn other_run(b: &[u8], j: usize) -> usize {
 const CACHE_MAX_ENTRIES: usize = 16 * 1024;
 const CACHE_MAX_PIECE: usize = 48;
 
-#[derive(Default)]
-struct Fx(u64);
-
-impl std::hash::Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.0 =
-            (self.0.rotate_left(5) ^ u64::from_le_bytes(tail) ^ rest.len() as u64).wrapping_mul(K);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type PieceCache = HashMap<Box<[u8]>, u32, std::hash::BuildHasherDefault<Fx>>;
+type PieceCache = crate::fxhash::FxMap<Box<[u8]>, u32>;
 
 thread_local! {
     static PIECES: RefCell<PieceCache> = RefCell::new(PieceCache::default());

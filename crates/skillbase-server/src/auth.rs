@@ -3,15 +3,10 @@
 //! only) treats every request as the admin.
 
 use crate::error::ApiError;
-use crate::state::AppState;
-use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::Next;
-use axum::response::Response;
 use sha2::{Digest, Sha256};
 use skillbase_store::{AgentName, Author, TokenRecord};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Who is calling.
@@ -126,7 +121,7 @@ pub struct Auth {
     pub dev: bool,
     cache: Mutex<HashMap<[u8; 32], (Instant, Known)>>,
     /// Wakes the watchers of open streams when the cache is cleared (a token changed).
-    changed: tokio::sync::Notify,
+    pub(crate) changed: tokio::sync::Notify,
 }
 
 impl Auth {
@@ -149,7 +144,7 @@ impl Auth {
     /// The principal for an `Authorization` header value.
     pub async fn authenticate(
         &self,
-        state: &AppState,
+        store: &skillbase_store::Store,
         header: Option<&str>,
     ) -> Result<Principal, ApiError> {
         if self.dev {
@@ -179,14 +174,12 @@ impl Auth {
         let known = match cached {
             Some(k) => k,
             None => {
-                let record = state
-                    .store
-                    .token_by_hash(&hex(&digest))
-                    .await
-                    .map_err(|e| match crate::error::storage_fault(&e) {
+                let record = store.token_by_hash(&hex(&digest)).await.map_err(|e| {
+                    match crate::error::storage_fault(&e) {
                         Some(_) => ApiError::from(e),
                         None => ApiError::internal(format!("token lookup failed: {e}")),
-                    })?;
+                    }
+                })?;
                 let known = Known::of(record)?;
                 let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
                 if cache.len() > 10_000 {
@@ -231,75 +224,6 @@ impl Known {
             },
         }))
     }
-}
-
-/// Authenticate the request and attach its [`Principal`] as an extension (which the MCP
-/// handler reads from the request parts).
-///
-/// A response that streams (server-sent events: REST's event tails, MCP's streams) outlives the
-/// request that authenticated it, so its token is checked again every [`TOKEN_CACHE_TTL`] while
-/// it is open, and whenever a token changes, and the stream ends once the token is revoked (or
-/// deleted). Every other request
-/// of a revoked token, an MCP session's included, is refused at this middleware.
-pub async fn middleware(
-    State(state): State<Arc<AppState>>,
-    mut req: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    let h = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let principal = state.auth.authenticate(&state, h).await?;
-    let bearer = (!state.auth.dev).then(|| h.map(str::to_owned)).flatten();
-    req.extensions_mut().insert(principal);
-    let res = next.run(req).await;
-    let streams = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    match bearer {
-        Some(bearer) if streams => Ok(end_with_token(state, bearer, res)),
-        _ => Ok(res),
-    }
-}
-
-/// `res` with its body cut off once the token in `header` stops authenticating.
-pub(crate) fn end_with_token(state: Arc<AppState>, header: String, res: Response) -> Response {
-    use futures_util::StreamExt as _;
-    let (parts, body) = res.into_parts();
-    let revoked = tokio_util::sync::CancellationToken::new();
-    // Dropped with the body (the client left): the watcher stops too.
-    let gone = tokio_util::sync::CancellationToken::new();
-    let (watch_revoked, watch_gone) = (revoked.clone(), gone.clone());
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = watch_gone.cancelled() => return,
-                _ = state.shutdown.cancelled() => return,
-                _ = tokio::time::sleep(TOKEN_CACHE_TTL) => {}
-                _ = state.auth.changed.notified() => {}
-            }
-            match state.auth.authenticate(&state, Some(&header)).await {
-                Err(e) if e.status == StatusCode::UNAUTHORIZED => {
-                    watch_revoked.cancel();
-                    return;
-                }
-                // A store that does not answer is not a revocation: look again later.
-                _ => {}
-            }
-        }
-    });
-    let guard = gone.drop_guard();
-    let stream = body
-        .into_data_stream()
-        .take_until(revoked.cancelled_owned())
-        .map(move |chunk| {
-            let _ = &guard;
-            chunk
-        });
-    Response::from_parts(parts, axum::body::Body::from_stream(stream))
 }
 
 #[cfg(test)]

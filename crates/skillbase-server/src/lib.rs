@@ -15,6 +15,7 @@
 pub mod auth;
 pub mod dreaming;
 pub mod error;
+mod guard;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;
@@ -50,7 +51,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            auth::middleware,
+            guard::middleware,
         ));
     let mut app = Router::new()
         .route("/healthz", get(healthz))

@@ -48,7 +48,7 @@ pub enum StoreError {
     /// store's policy (`[store] versions = "require-increase"`). Nothing changed.
     #[error(
         "skill '{name}': {}, and this store requires each revision to raise it ([store] versions = \"require-increase\" in skillbase.toml); write `version: \"{next}\"` or higher",
-        crate::sql::skills::not_higher(version.as_deref(), active)
+        not_higher(version.as_deref(), active)
     )]
     VersionNotIncreased {
         /// The skill's name.
@@ -190,6 +190,14 @@ pub fn session_id_usable(id: &str, agent: &str) -> bool {
         return rest == agent;
     }
     true
+}
+
+/// Why a write's version does not follow the active revision's, in words.
+pub(crate) fn not_higher(new: Option<&str>, active: &str) -> String {
+    match new {
+        Some(v) => format!("version {v} is not higher than {active}, the active revision's"),
+        None => format!("this revision declares no version, and the active revision's is {active}"),
+    }
 }
 
 impl From<sqlx::Error> for StoreError {

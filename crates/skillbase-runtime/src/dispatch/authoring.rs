@@ -3,33 +3,16 @@
 //! Revisions are authored `agent:<id>/inline`; declared capabilities are limited to the agent's
 //! grants ([`crate::envelope::excess`], with the same host coverage as calls), or held for review
 //! when the install asks for it; approval never grants anything. Every write goes through one
-//! [`SkillDraft`]: the tool's schema is the draft's fields plus `message` (and `expect_rev` for a
-//! modification), and the SKILL.md is rendered by the format crate.
+//! [`SkillDraft`]: the tool's schema (`builtins::write_properties`) is the draft's fields plus
+//! `message` (and `expect_rev` for a modification), and the SKILL.md is rendered by the format
+//! crate.
 
 use super::builtins::{BuiltinCall, Out, str_arg};
 use super::outcome::Rule;
 use crate::tool::{Failure, ToolError};
 use serde_json::{Value, json};
-use skillbase_format::draft::draft_properties;
 use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillDraft, SkillName};
 use skillbase_store::{Author, PutRequest, Scope, StoreError, WriteKind};
-
-/// The properties of `skill_create` (`modify == false`) or `skill_modify`: the draft's fields,
-/// the revision message, and for a modification the revision it expects to replace.
-pub(super) fn write_properties(create: bool) -> serde_json::Map<String, Value> {
-    let mut p = draft_properties();
-    p.insert(
-        "message".into(),
-        json!({"type": "string", "maxLength": skillbase_store::model::MAX_MESSAGE_CHARS}),
-    );
-    if !create {
-        p.insert(
-            "expect_rev".into(),
-            json!({"type": "integer", "minimum": 0}),
-        );
-    }
-    p
-}
 
 impl BuiltinCall<'_> {
     /// `skill_create` and `skill_modify`.

@@ -175,13 +175,10 @@ impl Builtin {
                 &["text"],
             ),
             Builtin::SkillCreate => object(
-                Value::Object(super::authoring::write_properties(true)),
+                Value::Object(write_properties(true)),
                 &["name", "description", "body"],
             ),
-            Builtin::SkillModify => object(
-                Value::Object(super::authoring::write_properties(false)),
-                &["name"],
-            ),
+            Builtin::SkillModify => object(Value::Object(write_properties(false)), &["name"]),
             Builtin::SkillRevert => object(
                 json!({"name": name, "rev": {"type": "integer", "minimum": 1}}),
                 &["name", "rev"],
@@ -393,6 +390,23 @@ pub fn search_skills_tool() -> ToolDef {
         parameters: Arc::new(Builtin::SearchSkills.parameters()),
     })
     .clone()
+}
+
+/// The properties of `skill_create` (`modify == false`) or `skill_modify`: the draft's fields,
+/// the revision message, and for a modification the revision it expects to replace.
+fn write_properties(create: bool) -> serde_json::Map<String, Value> {
+    let mut p = skillbase_format::draft::draft_properties();
+    p.insert(
+        "message".into(),
+        json!({"type": "string", "maxLength": skillbase_store::model::MAX_MESSAGE_CHARS}),
+    );
+    if !create {
+        p.insert(
+            "expect_rev".into(),
+            json!({"type": "integer", "minimum": 0}),
+        );
+    }
+    p
 }
 
 #[cfg(test)]

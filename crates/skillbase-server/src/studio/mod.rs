@@ -98,7 +98,7 @@ async fn gate(State(st): State<Arc<AppState>>, mut req: Request, next: Next) -> 
         return redirect("/studio/login");
     };
     let bearer = format!("Bearer {token}");
-    match st.auth.authenticate(&st, Some(&bearer)).await {
+    match st.auth.authenticate(&st.store, Some(&bearer)).await {
         Ok(p) => {
             req.extensions_mut().insert(p);
             req.extensions_mut().insert(SignedIn(Some(token)));
@@ -110,7 +110,7 @@ async fn gate(State(st): State<Arc<AppState>>, mut req: Request, next: Next) -> 
                 .is_some_and(|v| v.starts_with("text/event-stream"));
             if streams {
                 // A live page's stream ends when the token stops authenticating, as the API's do.
-                crate::auth::end_with_token(st, bearer, res)
+                crate::guard::end_with_token(st, bearer, res)
             } else {
                 res
             }

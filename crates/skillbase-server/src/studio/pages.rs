@@ -113,7 +113,7 @@ pub(super) async fn login(
     let authenticated = valid_chars
         && st
             .auth
-            .authenticate(&st, Some(&format!("Bearer {token}")))
+            .authenticate(&st.store, Some(&format!("Bearer {token}")))
             .await
             .is_ok();
     if !authenticated {

@@ -1,7 +1,7 @@
 //! Skills: loading records with their active revision, writing revisions (one by one, or in
 //! bulk for imports), reverting, approving, status changes, history and a revision's files.
 
-use crate::error::StoreError;
+use crate::error::{StoreError, not_higher};
 use crate::events::EventKind;
 use crate::model::{Scope, Status};
 use crate::records::{NewEvent, Origin, RawEntry, RevisionInfo, WriteKind, WriteOutcome, WriteReq};
@@ -97,14 +97,6 @@ fn version_check(
         "{}: written, but a client comparing versions will not see it as newer; raise it (`version: \"{next}\"`)",
         not_higher(new, active_text)
     )))
-}
-
-/// Why a write's version does not follow the active revision's, in words.
-pub(crate) fn not_higher(new: Option<&str>, active: &str) -> String {
-    match new {
-        Some(v) => format!("version {v} is not higher than {active}, the active revision's"),
-        None => format!("this revision declares no version, and the active revision's is {active}"),
-    }
 }
 
 /// The `version` column's value for a write: the declared version, or `''` for none (`NULL`
