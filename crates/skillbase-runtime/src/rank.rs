@@ -329,15 +329,18 @@ impl Bm25 {
             }
         };
         for (k, &word) in words.iter().enumerate() {
-            if let Some(t) = self.surface.get(word) {
-                mark(t, &mut matched);
-                continue;
-            }
+            // A stopword of the message's language is no evidence, even where the index holds
+            // it as a term: a skill whose text reads as another language indexes "the", "and"
+            // or "to" as rare words, and would top every long English message.
             let mask = match head.get(k) {
                 Some(&m) => m,
                 None => lang::stop_mask(word),
             };
             if lang::mask_has(mask, query_lang) {
+                continue;
+            }
+            if let Some(t) = self.surface.get(word) {
+                mark(t, &mut matched);
                 continue;
             }
             // A message in another language: a word its lexicon knows counts toward the English
@@ -482,6 +485,67 @@ mod tests {
         assert_eq!(r[0].0, 1);
         let r = idx.rank("Crème brûlée");
         assert!(r.iter().all(|(_, s)| *s == 0.0));
+    }
+
+    /// Issue 36's bug: a skill whose text reads as another language indexes English stopwords
+    /// as rare terms; they must not count for an English message (found in the surface map,
+    /// they were scored before the stopword check, and the French skill came first).
+    #[test]
+    fn stopwords_of_the_message_never_count_even_when_another_language_indexed_them() {
+        let topics = [
+            "refund",
+            "invoice",
+            "deploy",
+            "migration",
+            "calendar",
+            "translate",
+            "resume",
+            "password",
+            "backup",
+            "report",
+            "budget",
+            "contract",
+            "recipe",
+            "playlist",
+            "ticket",
+            "meeting",
+            "expense",
+            "newsletter",
+            "survey",
+            "inventory",
+            "shipping",
+            "payroll",
+            "podcast",
+            "workout",
+        ];
+        let names: Vec<String> = topics.iter().map(|t| format!("{t}-helper")).collect();
+        let descriptions: Vec<String> = topics
+            .iter()
+            .map(|t| format!("Helps with the {t} tasks a user asks about"))
+            .collect();
+        let mut docs: Vec<Doc> = names
+            .iter()
+            .zip(&descriptions)
+            .map(|(n, d)| doc(n, d))
+            .collect();
+        docs.push(doc(
+            "weather-forecast",
+            "Get the weather forecast and local time for a city",
+        ));
+        docs.push(doc(
+            "cuisine-francaise",
+            "Des recettes de la cuisine française pour les débutants et pour les enfants, avec le livre « the joy of cooking and baking » que nous aimons dans la cuisine de tous les jours",
+        ));
+        let idx = Bm25::new(docs);
+        let french = (idx.len() - 1) as u32;
+        let weather = (idx.len() - 2) as u32;
+        let r = idx.rank("what is the weather and the time in the city of my trip");
+        assert_eq!(r[0].0, weather, "{r:?}");
+        let french_score = r.iter().find(|(i, _)| *i == french).map_or(0.0, |x| x.1);
+        assert_eq!(french_score, 0.0, "{r:?}");
+        // The French skill is still found by what it says, in French or in English.
+        assert_eq!(idx.rank("recettes de cuisine pour débutants")[0].0, french);
+        assert_eq!(idx.rank("the joy of cooking")[0].0, french);
     }
 
     #[test]
