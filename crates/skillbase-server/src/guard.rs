@@ -31,15 +31,18 @@ pub async fn middleware(
     let bearer = (!state.auth.dev).then(|| h.map(str::to_owned)).flatten();
     req.extensions_mut().insert(principal);
     let res = next.run(req).await;
-    let streams = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
     match bearer {
-        Some(bearer) if streams => Ok(end_with_token(state, bearer, res)),
+        Some(bearer) if streams(&res) => Ok(end_with_token(state, bearer, res)),
         _ => Ok(res),
     }
+}
+
+/// Whether a response streams (server-sent events), and so outlives its request's check.
+pub(crate) fn streams(res: &Response) -> bool {
+    res.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 /// `res` with its body cut off once the token in `header` stops authenticating.

@@ -103,12 +103,7 @@ async fn gate(State(st): State<Arc<AppState>>, mut req: Request, next: Next) -> 
             req.extensions_mut().insert(p);
             req.extensions_mut().insert(SignedIn(Some(token)));
             let res = next.run(req).await;
-            let streams = res
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("text/event-stream"));
-            if streams {
+            if crate::guard::streams(&res) {
                 // A live page's stream ends when the token stops authenticating, as the API's do.
                 crate::guard::end_with_token(st, bearer, res)
             } else {
