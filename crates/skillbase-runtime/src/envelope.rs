@@ -137,12 +137,12 @@ impl<'a> Envelope<'a> {
 
     /// Whether a tool of `class` may run: granted, and declared while a skill drives; the
     /// refusal says which half failed.
-    pub fn allows_class(&self, class: &str) -> Result<(), crate::dispatch::Rule> {
+    pub fn allows_class(&self, class: &str) -> Result<(), crate::rule::Rule> {
         if !self.class_granted(class) {
-            return Err(crate::dispatch::Rule::ClassNotGranted);
+            return Err(crate::rule::Rule::ClassNotGranted);
         }
         if !self.class_declared(class) {
-            return Err(crate::dispatch::Rule::ClassNotDeclared);
+            return Err(crate::rule::Rule::ClassNotDeclared);
         }
         Ok(())
     }
@@ -254,7 +254,7 @@ mod tests {
         assert_eq!(free.allows_class("notes"), Ok(()));
         assert_eq!(
             free.allows_class("skills"),
-            Err(crate::dispatch::Rule::ClassNotGranted)
+            Err(crate::rule::Rule::ClassNotGranted)
         );
         assert!(free.allows_vault("OTHER") && !free.allows_vault("NOPE"));
         assert!(free.allows_url("api.example.org", 443, 443));
@@ -266,7 +266,7 @@ mod tests {
         assert_eq!(under.allows_class("web_fetch"), Ok(()));
         assert_eq!(
             under.allows_class("notes"),
-            Err(crate::dispatch::Rule::ClassNotDeclared)
+            Err(crate::rule::Rule::ClassNotDeclared)
         );
         assert!(under.allows_vault("KEY") && !under.allows_vault("OTHER"));
         assert!(under.allows_url("api.example.org", 443, 443));

@@ -19,10 +19,10 @@
 //! A long evaluation can be watched and stopped from another thread: [`evaluate_observed`]
 //! counts the cases done in a [`Progress`] (the studio's progress bar reads it).
 
-use crate::semantic::SemanticQuery;
 use crate::turn::{TurnOptions, TurnReport, resolve_with};
 use crate::view::AgentView;
 use serde::{Deserialize, Serialize};
+use skillbase_route::fusion::SemanticQuery;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -276,7 +276,7 @@ pub struct EvalReport {
 #[derive(Debug, Clone)]
 pub struct QueryVectors {
     /// The view's skill vectors.
-    pub matrix: std::sync::Arc<crate::semantic::SemanticMatrix>,
+    pub matrix: std::sync::Arc<skillbase_route::fusion::SemanticMatrix>,
     /// One vector per case (per graded task, in the set's order).
     pub queries: Vec<Vec<f32>>,
     /// The semantic score's share of the fused score.
@@ -468,7 +468,7 @@ fn routing_order<'a>(
             order.push(&a.name);
         }
     }
-    let folded = crate::trigger::fold_fast(message);
+    let folded = skillbase_route::trigger::fold_fast(message);
     for (i, score) in view.relevance(&folded, semantic).order() {
         if score <= 0.0 {
             break;

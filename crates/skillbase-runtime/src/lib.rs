@@ -4,7 +4,6 @@
 //! - [`engine`]: the façade a Rust harness embeds ([`Engine::builder`]); `examples/embed.rs`
 //!   shows a whole turn, a load, a harness tool behind the envelope and a finished run.
 //! - [`view`]: the skills an agent may see, cached until the index or the agent changes.
-//! - `trigger` (private): deterministic activation, one Aho-Corasick pass over folded text.
 //! - [`turn`] (a folder: place, catalog, report): eager prefix, triggered bodies, the budgeted
 //!   level-1 catalog, the tools, and the activation report, in phases.
 //! - [`runtime`]: sessions, `load_skill` (level 2), `search_skills`, `pinned` after compaction,
@@ -25,6 +24,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod builtin;
 pub mod dispatch;
 pub mod doctor;
 pub mod dream;
@@ -33,18 +33,14 @@ mod envelope;
 pub mod eval;
 mod events;
 pub mod files;
-pub(crate) mod fxhash;
 pub mod gateway;
-mod lang;
-mod lexicon;
-mod rank;
 pub mod redact;
 pub mod requires;
+mod rule;
 pub mod runtime;
 pub mod semantic;
-pub mod tokens;
 pub mod tool;
-mod trigger;
+mod tooldef;
 pub mod turn;
 pub mod vault;
 pub mod view;
@@ -52,6 +48,8 @@ pub mod web_fetch;
 
 pub use engine::{Engine, EngineBuilder, EngineError};
 pub use runtime::{LoadResult, Pinned, PinnedSet, Runtime, RuntimeError, SearchHit};
+/// Token counts with a real tokenizer (from `skillbase-route`, re-exported for the edges).
+pub use skillbase_route::tokens;
 pub use turn::{
     Activation, Omission, OmissionDetail, OmissionList, ToolDef, TurnContext, TurnOptions,
     TurnReport, resolve,

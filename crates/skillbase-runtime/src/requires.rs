@@ -11,7 +11,7 @@
 //! [`crate::Runtime::view`] builds the view again when they change (a server connected, a
 //! program installed).
 
-use crate::dispatch::{ACTIVATION_CLASS, Builtin};
+use crate::builtin::{ACTIVATION_CLASS, Builtin};
 use crate::tool::{Registry, ToolSource};
 use skillbase_store::{Agent, Index, NameSet, SkillEntry, Status};
 use std::collections::{BTreeSet, HashMap, HashSet};

@@ -2,11 +2,12 @@
 //! files on disk, and the events that record all of it.
 
 use crate::files;
-use crate::semantic::{Semantic, SemanticQuery};
-use crate::tokens;
+use crate::semantic::Semantic;
 use crate::turn::{self, Activation, TurnContext, TurnOptions};
 use crate::view::AgentView;
 use serde::Serialize;
+use skillbase_route::fusion::SemanticQuery;
+use skillbase_route::tokens;
 use skillbase_store::{ActivationRecord, AgentName, NewEvent, Store, StoreError};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -153,7 +154,7 @@ pub struct Runtime {
 /// message's vector and the fusion weight.
 pub struct SemanticInputs {
     /// The view's skill vectors.
-    pub matrix: Arc<crate::semantic::SemanticMatrix>,
+    pub matrix: Arc<skillbase_route::fusion::SemanticMatrix>,
     /// The message's vector.
     pub query: Vec<f32>,
     /// The semantic score's share of the fused score.
@@ -644,7 +645,7 @@ impl Runtime {
             let problems: Vec<String> = validator
                 .iter_errors(&args)
                 .take(10)
-                .map(|e| crate::dispatch::schema_problem(&e))
+                .map(|e| crate::tool::schema_problem(&e))
                 .collect();
             if !problems.is_empty() {
                 return Err(RuntimeError::InvalidArguments {
@@ -868,7 +869,7 @@ impl Runtime {
         let limit = limit.clamp(1, 20);
         // Unavailable semantic stage: the lexical ranking (the catalog says why, per turn).
         let inputs = self.semantic_inputs(&view, query).await.ok().flatten();
-        let folded = crate::trigger::fold_fast(query);
+        let folded = skillbase_route::trigger::fold_fast(query);
         Ok(view
             .relevance(&folded, inputs.as_ref().map(SemanticInputs::as_query))
             .order()

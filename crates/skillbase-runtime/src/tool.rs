@@ -6,15 +6,16 @@
 //! they get a [`CallContext`] whose vault and destination checks are already intersected with
 //! the agent's current grants and the driving skill's declarations.
 
-use crate::dispatch::{Builtin, Rule};
+use crate::builtin::Builtin;
 use crate::redact::Redactor;
+use crate::rule::Rule;
 use crate::vault::{Secret, Vault};
 use serde::{Deserialize, Serialize};
 use skillbase_format::Cost;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// What a tool may touch.
@@ -61,10 +62,10 @@ pub struct ToolDecl {
     /// posts back for redaction, caps, recording and run accounting).
     #[serde(default, skip_serializing_if = "Runs::is_skillbase")]
     pub runs: Runs,
-    /// The tool is one HTTP request (see [`crate::gateway::HttpSpec`]): made by `web_fetch`'s
+    /// The tool is one HTTP request (see [`crate::gateway::spec::HttpSpec`]): made by `web_fetch`'s
     /// client, under the call's destination policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http: Option<crate::gateway::HttpSpec>,
+    pub http: Option<crate::gateway::spec::HttpSpec>,
 }
 
 impl Default for ToolDecl {
@@ -564,5 +565,58 @@ impl ToolTable {
     /// Ticks after every change of the registry.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()
+    }
+}
+/// One argument problem for a message: where, and what the schema wants, with the value the
+/// caller sent masked (a message that quotes input, redacted or not, would tell the caller
+/// whether the input held a secret).
+pub(crate) fn schema_problem(e: &jsonschema::ValidationError<'_>) -> String {
+    let p = e.instance_path().to_string();
+    let text = e.masked_with("the value").to_string();
+    if p.is_empty() {
+        text
+    } else {
+        format!("at {p}: {text}")
+    }
+}
+
+impl Builtin {
+    /// The declaration, as a registry would hold it.
+    pub fn decl(self) -> ToolDecl {
+        ToolDecl {
+            name: self.name().into(),
+            description: self.description().into(),
+            parameters: self.parameters(),
+            returns: None,
+            class: self.class().into(),
+            permissions: vec![Permission::None],
+            cost: Cost::Immediate,
+            ..ToolDecl::default()
+        }
+    }
+
+    /// The declaration with its compiled schema, built once per process.
+    pub(crate) fn tool(self) -> &'static RegisteredTool {
+        static TABLE: OnceLock<Vec<RegisteredTool>> = OnceLock::new();
+        let table = TABLE.get_or_init(|| {
+            Builtin::ALL
+                .into_iter()
+                .map(|b| {
+                    let decl = b.decl();
+                    RegisteredTool {
+                        validator: jsonschema::validator_for(&decl.parameters)
+                            .expect("built-in schemas compile (tested)"),
+                        id: format!("tool:{}", decl.name),
+                        decl,
+                        handler: None,
+                        source: crate::tool::ToolSource::Config,
+                    }
+                })
+                .collect()
+        });
+        &table[Builtin::ALL
+            .iter()
+            .position(|b| *b == self)
+            .expect("in ALL")]
     }
 }

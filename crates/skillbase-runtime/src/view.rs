@@ -1,10 +1,12 @@
 //! An agent's view: exactly the skills it may see (allowlist ∩ scope resolution, active only),
 //! with everything a turn needs precomputed. Cached until the index or the agent changes.
 
-use crate::rank::Bm25;
-use crate::tokens;
-use crate::trigger::TriggerMatcher;
+use crate::builtin::{Builtin, LOAD_SKILL_DESCRIPTION};
+use serde_json::json;
 use skillbase_format::prompt::html_escape;
+use skillbase_route::rank::Bm25;
+use skillbase_route::tokens;
+use skillbase_route::trigger::TriggerMatcher;
 use skillbase_store::{Agent, Index, NameSet, SkillEntry, Status};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
@@ -15,7 +17,7 @@ pub struct ViewSkill {
     /// The index entry of the skill's active revision (meta, body, file list) at build time.
     pub entry: Arc<SkillEntry>,
     /// The name, shared by every report that mentions the skill.
-    pub name_ref: crate::turn::Name,
+    pub name_ref: crate::turn::report::Name,
     /// The full catalog entry (`<skill>…</skill>`).
     pub catalog_entry: String,
     /// Tokens of `catalog_entry` (o200k_base).
@@ -161,7 +163,7 @@ pub struct AgentView {
     pub bm25: Bm25,
     /// The skills' vectors for the semantic stage, once every one of them has a vector (set by
     /// [`crate::semantic::Semantic::matrix`]).
-    pub semantic: OnceLock<Arc<crate::semantic::SemanticMatrix>>,
+    pub semantic: OnceLock<Arc<skillbase_route::fusion::SemanticMatrix>>,
     /// Per skill, contiguous (the ranked catalog walks them in relevance order): tokens of the
     /// full catalog entry ([`ViewSkill::catalog_tokens`]).
     pub full_tokens: Vec<u32>,
@@ -169,7 +171,7 @@ pub struct AgentView {
     /// ([`ViewSkill::name_tokens`]).
     pub name_only_tokens: Vec<u32>,
     /// Every skill's name, in view order, shared whole by the reports of its turns.
-    pub names: Arc<[crate::turn::Name]>,
+    pub names: Arc<[crate::turn::report::Name]>,
     /// The `load_skill` tool per cadence (no limit, then each cost class), built on first use.
     load_tools: [OnceLock<LoadTool>; 4],
 }
@@ -178,7 +180,7 @@ pub struct AgentView {
 #[derive(Debug)]
 pub struct LoadTool {
     /// `None` when nothing is loadable.
-    pub tool: Option<crate::turn::ToolDef>,
+    pub tool: Option<crate::tooldef::ToolDef>,
     /// The loadable skills (indices into [`AgentView::skills`]), shared with every turn's
     /// context.
     pub loadable: std::sync::Arc<[usize]>,
@@ -284,7 +286,7 @@ impl AgentView {
                 let catalog_entry = render_entry(e);
                 let name_entry = format!("<skill><name>{}</name></skill>\n", escape(&e.name));
                 ViewSkill {
-                    name_ref: crate::turn::Name::from(e.name.as_str()),
+                    name_ref: crate::turn::report::Name::from(e.name.as_str()),
                     catalog_tokens: tokens::count(&catalog_entry),
                     name_tokens: tokens::count(&name_entry),
                     catalog_entry,
@@ -324,7 +326,7 @@ impl AgentView {
                 .iter()
                 .map(move |t| (i, t.as_str()))
         }));
-        let bm25 = Bm25::new(skills.iter().map(|s| crate::rank::Doc {
+        let bm25 = Bm25::new(skills.iter().map(|s| skillbase_route::rank::Doc {
             name: s.entry.name.as_str(),
             description: s.entry.meta.description.as_str(),
             when_to_use: &s.entry.meta.when_to_use[..],
@@ -384,8 +386,7 @@ impl AgentView {
                 .map(|&i| self.skills[i].name_tokens.saturating_sub(8) + 2)
                 .sum();
             LoadTool {
-                tool: (!loadable.is_empty())
-                    .then(|| crate::dispatch::load_skill_tool(self, &loadable)),
+                tool: (!loadable.is_empty()).then(|| load_skill_tool(self, &loadable)),
                 loadable: loadable.into(),
                 name_tokens,
             }
@@ -399,13 +400,13 @@ impl AgentView {
     pub fn relevance(
         &self,
         folded: &str,
-        semantic: Option<crate::semantic::SemanticQuery<'_>>,
-    ) -> crate::semantic::Relevance {
-        let semantic = semantic.map(|q| crate::semantic::SemanticQuery {
-            weight: crate::semantic::weight_for(folded, q.weight),
+        semantic: Option<skillbase_route::fusion::SemanticQuery<'_>>,
+    ) -> skillbase_route::fusion::Relevance {
+        let semantic = semantic.map(|q| skillbase_route::fusion::SemanticQuery {
+            weight: skillbase_route::fusion::weight_for(folded, q.weight),
             ..q
         });
-        let mut r = crate::semantic::fuse(self.bm25.scores_folded(folded), semantic);
+        let mut r = skillbase_route::fusion::fuse(self.bm25.scores_folded(folded), semantic);
         if !self.negatives.is_empty() {
             for hit in self.negatives.find_folded(folded) {
                 if let Some(s) = r.scores.get_mut(hit.skill) {
@@ -456,4 +457,23 @@ fn render_entry(e: &SkillEntry) -> String {
     }
     out.push_str("</skill>\n");
     out
+}
+
+/// The `load_skill` tool a model is offered: `name` is a closed enum of exactly the loadable
+/// skills.
+pub fn load_skill_tool(view: &AgentView, loadable: &[usize]) -> crate::tooldef::ToolDef {
+    let names: Vec<&str> = loadable.iter().map(|&i| view.skills[i].name()).collect();
+    crate::tooldef::ToolDef {
+        name: Builtin::LoadSkill.name().into(),
+        description: LOAD_SKILL_DESCRIPTION.into(),
+        parameters: Arc::new(json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "enum": names, "description": "The skill to load."},
+                "arguments": {"type": "object", "description": "Arguments for skills that declare inputs."}
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        })),
+    }
 }

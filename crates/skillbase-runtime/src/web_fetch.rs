@@ -46,7 +46,7 @@ pub const MAX_BODY_BYTES: usize = 256 * 1024;
 /// Redirect hops followed before the call fails.
 pub const MAX_REDIRECTS: usize = 5;
 /// The rule recorded when a destination is refused.
-const DESTINATION_RULE: crate::dispatch::Rule = crate::dispatch::Rule::DestinationNotAllowed;
+const DESTINATION_RULE: crate::rule::Rule = crate::rule::Rule::DestinationNotAllowed;
 
 /// The declaration of `web_fetch`.
 pub fn declaration() -> ToolDecl {
@@ -448,39 +448,14 @@ fn default_auth_scheme() -> String {
     "Bearer".into()
 }
 
-/// Request headers the caller may not set: the client owns framing, the host and the
-/// connection, and proxies are never used.
-fn reserved_header(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "host"
-            | "content-length"
-            | "transfer-encoding"
-            | "connection"
-            | "keep-alive"
-            | "upgrade"
-            | "te"
-            | "trailer"
-            | "expect"
-    ) || name.as_str().starts_with("proxy-")
-}
-
 /// Headers not carried to another origin on a redirect.
 fn credential_header(name: &HeaderName) -> bool {
     matches!(name.as_str(), "authorization" | "cookie")
 }
 
 pub(crate) fn header_name(name: &str) -> Result<HeaderName, ToolError> {
-    let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-        // Input is not quoted back (see `Rule::NotOffered`).
-        ToolError::new("a header name is not valid: use letters, digits and `-`")
-    })?;
-    if reserved_header(&n) {
-        return Err(ToolError::new(format!(
-            "the '{n}' header is set by web_fetch itself and cannot be given"
-        )));
-    }
-    Ok(n)
+    // Input is not quoted back (see `Rule::NotOffered`).
+    crate::gateway::spec::header_name(name).map_err(ToolError::new)
 }
 
 fn refuse(ctx: &CallContext, message: String) -> ToolError {

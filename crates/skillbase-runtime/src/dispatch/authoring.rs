@@ -8,7 +8,7 @@
 //! crate.
 
 use super::builtins::{BuiltinCall, Out, str_arg};
-use super::outcome::Rule;
+use crate::rule::Rule;
 use crate::tool::{Failure, ToolError};
 use serde_json::{Value, json};
 use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillDraft, SkillName};

@@ -26,26 +26,27 @@ mod offer;
 mod outcome;
 mod runs;
 
-pub use crate::envelope::host_matches;
-pub use builtins::{
-    ACTIVATION_CLASS, AUTHORING_CLASS, Builtin, MAX_NOTES_BYTES, NOTES_CLASS, load_skill_tool,
-    search_skills_tool,
+pub use crate::builtin::{
+    ACTIVATION_CLASS, AUTHORING_CLASS, Builtin, MAX_NOTES_BYTES, NOTES_CLASS, search_skills_tool,
 };
+pub use crate::envelope::host_matches;
+pub use crate::rule::Rule;
+pub use crate::view::load_skill_tool;
 pub use offer::{EntryKind, OfferedEntry, OfferedSet};
-pub use outcome::{CallMode, CallOutcome, Rule, cap_tokens};
+pub use outcome::{CallMode, CallOutcome, cap_tokens};
 pub use runs::FAILED_CALLS_PER_RUN;
 
 pub use crate::envelope::Envelope;
 use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::runtime::{Runtime, RuntimeError};
+use crate::tool::schema_problem;
 use crate::tool::{
     Availability, CallContext, Permission, RegisteredTool, Registry, Runs, ToolError, ToolTable,
     timeout_for,
 };
 use crate::vault::Vault;
 use offer::{OfferedCache, Target};
-pub(crate) use outcome::schema_problem;
 use outcome::{call_id_text, from_tool_result};
 use runs::{AfterCall, Driver, RunEnd, SessionState, run_of};
 use skillbase_format::Cost;
@@ -70,7 +71,7 @@ pub struct Dispatcher {
     /// Harness-run calls authorized and not yet answered: call id → who may answer, and where.
     harness: Arc<Mutex<HashMap<String, PendingHarness>>>,
     /// `[dreaming]`: its settings and model, set once by the engine.
-    pub(crate) dreaming: std::sync::OnceLock<Arc<crate::dream::DreamSettings>>,
+    pub(crate) dreaming: std::sync::OnceLock<Arc<crate::dream::model::DreamSettings>>,
 }
 
 /// A harness-run call waiting for its result.

@@ -5,7 +5,7 @@
 //! the report, never shown to the model.
 
 use super::Dispatcher;
-use super::builtins::{ACTIVATION_CLASS, Builtin};
+use crate::builtin::{ACTIVATION_CLASS, Builtin};
 use crate::envelope::Envelope;
 use crate::runtime::RuntimeError;
 use crate::tool::{RegisteredTool, ToolSource};
@@ -254,7 +254,9 @@ impl Dispatcher {
                     description: format!("[{}] {}", e.id, e.description),
                     parameters: Arc::new(e.parameters.clone()),
                 };
-                let tokens = crate::tokens::count(&serde_json::to_string(&def).unwrap_or_default());
+                let tokens = skillbase_route::tokens::count(
+                    &serde_json::to_string(&def).unwrap_or_default(),
+                );
                 (def, tokens)
             })
             .collect();

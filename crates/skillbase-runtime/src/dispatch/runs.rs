@@ -3,13 +3,14 @@
 //! activation as a call, what happens after each call, and [`RunEnd`], the one way a run ends.
 
 use super::Dispatcher;
-use super::outcome::{CallOutcome, Rule};
+use super::outcome::CallOutcome;
 use crate::events::EventSink;
 use crate::redact::Redactor;
+use crate::rule::Rule;
 use crate::runtime::{Runtime, RuntimeError};
-use crate::tokens;
 use crate::tool::InnerRefusal;
 use skillbase_format::SkillMeta;
+use skillbase_route::tokens;
 use skillbase_store::{Agent, AgentName, Author, NewEvent, RunRecord, Scope, SkillEntry, Status};
 use std::sync::{Arc, Mutex};
 

@@ -668,7 +668,7 @@ fn d009_shared(a: &AgentInput) -> Vec<Finding> {
             .meta
             .triggers
             .iter()
-            .find(|t| crate::trigger::fold_for_matching(t.trim()) == phrase)
+            .find(|t| skillbase_route::trigger::fold_for_matching(t.trim()) == phrase)
             .cloned()
             .unwrap_or_else(|| phrase.clone());
         let list = by_phrase.entry(phrase).or_default();

@@ -7,7 +7,7 @@
 //! name: in backticks or quotes (`` `refund` ``, `"refund"`, `'refund'`), as `<name>refund</name>`,
 //! or with its namespace (`skill:refund`, `agent:support`). Anything else would be a guess.
 
-use crate::trigger::{TriggerMatcher, fold_for_matching};
+use skillbase_route::trigger::{TriggerMatcher, fold_for_matching};
 
 /// A set of names, compiled once, found in texts line by line.
 pub(crate) struct NameFinder {

@@ -4,9 +4,9 @@
 //! in the others).
 
 use super::mine::{Pattern, SessionLog, arguments_seen};
-use crate::lang::Lang;
-use crate::trigger::fold_fast;
 use skillbase_format::{Capabilities, SkillDraft, SkillName};
+use skillbase_route::lang::Lang;
+use skillbase_route::trigger::fold_fast;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Keyphrases of the supporting sessions' messages, best first (at most `n`): each found in at
@@ -33,7 +33,7 @@ pub fn keyphrases(
         for m in &s.messages {
             let folded = fold_fast(m);
             let mut prev: Option<&str> = None;
-            for w in crate::rank::words(&folded) {
+            for w in skillbase_route::rank::words(&folded) {
                 let content = w.chars().count() >= 3
                     && !w.bytes().any(|b| b.is_ascii_digit())
                     && !Lang::ALL.iter().any(|l| l.is_stopword(w));

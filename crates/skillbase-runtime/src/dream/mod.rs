@@ -43,28 +43,7 @@ pub struct DreamOptions {
     pub model: Option<Arc<model::ProseModel>>,
 }
 
-/// The engine's `[dreaming]`: the table and its model, ready.
-#[derive(Debug, Default)]
-pub struct DreamSettings {
-    /// The table as read.
-    pub config: model::DreamingConfig,
-    /// Its model, made with the engine's vault.
-    pub model: Option<Arc<model::ProseModel>>,
-}
-
-impl DreamSettings {
-    /// The settings of a `[dreaming]` table (its model made with `vault`).
-    pub fn new(
-        config: model::DreamingConfig,
-        vault: Option<Arc<crate::vault::Vault>>,
-    ) -> Result<DreamSettings, String> {
-        let model = match &config.model {
-            Some(m) => Some(Arc::new(model::ProseModel::new(m.clone(), vault)?)),
-            None => None,
-        };
-        Ok(DreamSettings { config, model })
-    }
-}
+pub use model::DreamSettings;
 
 impl Default for DreamOptions {
     fn default() -> DreamOptions {
@@ -200,7 +179,7 @@ pub async fn sessions_of(
     agent: &AgentName,
     since: Option<i64>,
 ) -> Result<Vec<SessionLog>, RuntimeError> {
-    use crate::dispatch::{ACTIVATION_CLASS, AUTHORING_CLASS, Builtin};
+    use crate::builtin::{ACTIVATION_CLASS, AUTHORING_CLASS, Builtin};
     let skip: Vec<&str> = Builtin::ALL
         .iter()
         .filter(|b| matches!(b.class(), ACTIVATION_CLASS | AUTHORING_CLASS))
@@ -483,7 +462,7 @@ pub async fn dream(
         let mut classes: Vec<String> = Vec::new();
         let mut unknown = None;
         for t in &tools {
-            let class = crate::dispatch::Builtin::ALL
+            let class = crate::builtin::Builtin::ALL
                 .iter()
                 .find(|b| b.name() == *t)
                 .map(|b| b.class().to_owned())

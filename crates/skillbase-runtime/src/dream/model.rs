@@ -254,6 +254,29 @@ pub fn check_answer(draft: &SkillDraft, text: &str) -> Result<String, String> {
     Ok(md)
 }
 
+/// The engine's `[dreaming]`: the table and its model, ready.
+#[derive(Debug, Default)]
+pub struct DreamSettings {
+    /// The table as read.
+    pub config: DreamingConfig,
+    /// Its model, made with the engine's vault.
+    pub model: Option<Arc<ProseModel>>,
+}
+
+impl DreamSettings {
+    /// The settings of a `[dreaming]` table (its model made with `vault`).
+    pub fn new(
+        config: DreamingConfig,
+        vault: Option<Arc<crate::vault::Vault>>,
+    ) -> Result<DreamSettings, String> {
+        let model = match &config.model {
+            Some(m) => Some(Arc::new(ProseModel::new(m.clone(), vault)?)),
+            None => None,
+        };
+        Ok(DreamSettings { config, model })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,78 +21,12 @@
 //! or not at all (`body = "none"`). The result is `web_fetch`'s: status, final URL, a few
 //! headers, the body as text (cut, redacted).
 
-use super::Value;
+use super::spec::{HttpBody, HttpSpec, Value, placeholders};
 use crate::tool::{CallContext, ToolError, ToolFuture, ToolHandler};
 use crate::web_fetch::{self, WebFetch};
 use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, Url};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// What is sent as the body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HttpBody {
-    /// The arguments not used in the URL or the query, as a JSON object.
-    Json,
-    /// No body.
-    None,
-}
-
-/// The request an HTTP tool makes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HttpSpec {
-    /// GET (default), HEAD, POST, PUT, PATCH or DELETE.
-    #[serde(default = "default_method")]
-    pub method: String,
-    /// The URL, `http://` or `https://`, with `{name}` placeholders for arguments.
-    pub url: String,
-    /// Arguments sent as query parameters (when given).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub query: Vec<String>,
-    /// Request headers: text, or `{ vault = "NAME", prefix = "…" }` resolved through the call's
-    /// envelope.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, Value>,
-    /// The body (default: `json` for POST, PUT and PATCH, `none` otherwise).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<HttpBody>,
-}
-
-fn default_method() -> String {
-    "GET".into()
-}
-
-/// The `{name}` placeholders of a template, in order; `Err` for an unclosed or empty one.
-fn placeholders(template: &str) -> Result<Vec<&str>, String> {
-    let mut out = Vec::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        let after = &rest[open + 1..];
-        let close = after
-            .find('}')
-            .ok_or_else(|| "a `{` in the URL is not closed".to_owned())?;
-        let name = &after[..close];
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(format!(
-                "URL placeholder '{{{}}}' must name an argument (letters, digits, `_`, `-`)",
-                name.escape_debug()
-            ));
-        }
-        out.push(name);
-        rest = &after[close + 1..];
-    }
-    if rest.contains('}') {
-        return Err("a `}` in the URL has no `{`".into());
-    }
-    Ok(out)
-}
 
 /// Everything but the unreserved characters, percent-encoded (a value can never add a path
 /// segment, a query, a fragment or user info).
@@ -109,69 +43,6 @@ fn encode(value: &str) -> String {
 }
 
 impl HttpSpec {
-    fn method(&self) -> Option<Method> {
-        Some(match self.method.to_ascii_uppercase().as_str() {
-            "GET" => Method::GET,
-            "HEAD" => Method::HEAD,
-            "POST" => Method::POST,
-            "PUT" => Method::PUT,
-            "PATCH" => Method::PATCH,
-            "DELETE" => Method::DELETE,
-            _ => return None,
-        })
-    }
-
-    fn body(&self) -> HttpBody {
-        self.body.unwrap_or(match self.method() {
-            Some(Method::POST | Method::PUT | Method::PATCH) => HttpBody::Json,
-            _ => HttpBody::None,
-        })
-    }
-
-    /// Check the declaration: the method, the URL template, header names and vault entries.
-    pub fn check(&self) -> Result<(), String> {
-        let method = self
-            .method()
-            .ok_or_else(|| "http.method: use GET, HEAD, POST, PUT, PATCH or DELETE".to_owned())?;
-        if self.url.len() > 8192 {
-            return Err("http.url: at most 8,192 bytes".into());
-        }
-        let names = placeholders(&self.url).map_err(|e| format!("http.url: {e}"))?;
-        let mut sample = self.url.clone();
-        for n in &names {
-            sample = sample.replacen(&format!("{{{n}}}"), "x", 1);
-        }
-        let url = Url::parse(&sample).map_err(|e| format!("http.url: not a URL: {e}"))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err("http.url: use an http:// or https:// URL with a host".into());
-        }
-        if url.fragment().is_some() {
-            return Err("http.url: a URL sent to a server has no `#fragment`".into());
-        }
-        for (name, v) in &self.headers {
-            web_fetch::header_name(name).map_err(|e| format!("http.headers: {e}"))?;
-            v.check()
-                .map_err(|why| format!("http.headers.{name}: {why}"))?;
-            if let Value::Text(t) = v {
-                HeaderValue::from_str(t).map_err(|_| {
-                    format!("http.headers.{name}: the value cannot be sent in a header")
-                })?;
-            }
-        }
-        if self.body() == HttpBody::Json && matches!(method, Method::GET | Method::HEAD) {
-            return Err("http.body: GET and HEAD send no body; use `body = \"none\"`".into());
-        }
-        Ok(())
-    }
-
-    /// The vault entries its headers name.
-    pub fn vault_entries(&self) -> Vec<&str> {
-        self.headers
-            .values()
-            .filter_map(Value::vault_entry)
-            .collect()
-    }
-
     /// The request for one call's (schema-checked) arguments.
     fn request(
         &self,

@@ -14,107 +14,20 @@
 //! - **Harness-run tools** (`runs = "harness"`) need nothing here: the dispatcher authorizes
 //!   them and takes the harness's result (`Dispatcher::post_result`).
 
-mod http;
+pub(crate) mod http;
 mod mcp;
+pub(crate) mod spec;
 
-pub use http::{HttpBody, HttpSpec, HttpTool};
+pub use http::HttpTool;
 pub use mcp::{McpServerConfig, McpToolOverride, Transport};
 use serde::Deserialize;
+pub use spec::{HttpBody, HttpSpec, Value};
 
 use crate::tool::ToolTable;
 use crate::vault::Vault;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A configured value (an upstream's environment or header, an HTTP tool's header): literal
-/// text, or a vault entry with an optional prefix (e.g. `Bearer `), never written in the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum Value {
-    /// Written in the file.
-    Text(String),
-    /// `{ vault = "NAME", prefix = "Bearer " }`.
-    Vault {
-        /// The vault entry.
-        vault: String,
-        /// Text before the value.
-        #[serde(default)]
-        prefix: String,
-    },
-}
-
-impl<'de> Deserialize<'de> for Value {
-    /// Text, or a table of `vault` and optionally `prefix` (no other keys), with a message that
-    /// says so.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-        struct V;
-        const WHAT: &str = "text, or { vault = \"NAME\", prefix = \"...\" }";
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Value;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str(WHAT)
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
-                Ok(Value::Text(v.to_owned()))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
-                use serde::de::Error;
-                let (mut vault, mut prefix) = (None, None);
-                while let Some(k) = m.next_key::<String>()? {
-                    match k.as_str() {
-                        "vault" if vault.is_none() => vault = Some(m.next_value::<String>()?),
-                        "prefix" if prefix.is_none() => prefix = Some(m.next_value::<String>()?),
-                        "vault" | "prefix" => {
-                            return Err(A::Error::custom(format!("`{k}` is given twice")));
-                        }
-                        other => {
-                            return Err(A::Error::custom(format!(
-                                "unknown key `{other}` in a vault value; a value is {WHAT}"
-                            )));
-                        }
-                    }
-                }
-                let vault = vault.ok_or_else(|| {
-                    A::Error::custom(format!("a vault value needs `vault`; a value is {WHAT}"))
-                })?;
-                Ok(Value::Vault {
-                    vault,
-                    prefix: prefix.unwrap_or_default(),
-                })
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl Value {
-    /// Text without NUL or line breaks; a vault entry's name by the vault's grammar.
-    pub fn check(&self) -> Result<(), String> {
-        let bad = |t: &str| t.contains(['\0', '\r', '\n']);
-        match self {
-            Value::Text(t) if bad(t) => Err("values cannot hold NUL or line breaks".into()),
-            Value::Text(_) => Ok(()),
-            Value::Vault { vault, prefix } => {
-                if let Some(why) = skillbase_format::validate::check_vault_name(vault) {
-                    return Err(format!("vault entry {why}"));
-                }
-                if bad(prefix) {
-                    return Err("the prefix cannot hold NUL or line breaks".into());
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// The vault entry it names, if any.
-    pub fn vault_entry(&self) -> Option<&str> {
-        match self {
-            Value::Vault { vault, .. } => Some(vault),
-            Value::Text(_) => None,
-        }
-    }
-}
 
 /// The state of one upstream server, as `skillbase tools` and `GET /v1/tools` show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -616,13 +529,13 @@ pub fn listing(
     gateway: Option<&Gateway>,
     agents: &[skillbase_store::Agent],
 ) -> Vec<ToolInfo> {
-    use crate::dispatch::Builtin;
+    use crate::builtin::Builtin;
     use crate::tool::{Availability, Runs, ToolSource};
     let granted = |class: &str| -> Vec<String> {
         agents
             .iter()
             .filter(|a| {
-                class == crate::dispatch::ACTIVATION_CLASS
+                class == crate::builtin::ACTIVATION_CLASS
                     || crate::envelope::Envelope::for_call(a, None).class_granted(class)
             })
             .map(|a| a.name.to_string())

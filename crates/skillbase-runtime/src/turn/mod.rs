@@ -24,6 +24,7 @@ pub use report::{
     TurnReport,
 };
 
+pub use crate::tooldef::ToolDef;
 use crate::view::AgentView;
 use serde::Serialize;
 use skillbase_format::Cost;
@@ -38,17 +39,6 @@ pub struct TurnOptions {
     pub catalog_budget: Option<u32>,
     /// Override the agent's context budget (tokens) for injected bodies.
     pub context_budget: Option<u32>,
-}
-
-/// A tool offered to the model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolDef {
-    /// The name the model calls.
-    pub name: String,
-    /// What the model is told the tool does.
-    pub description: String,
-    /// JSON Schema of the arguments (shared: the `load_skill` schema of a view is built once).
-    pub parameters: Arc<serde_json::Value>,
 }
 
 /// Everything the harness gives the model this turn.
@@ -92,7 +82,7 @@ pub fn resolve_with(
     view: &AgentView,
     message: &str,
     opts: &TurnOptions,
-    semantic: Option<crate::semantic::SemanticQuery<'_>>,
+    semantic: Option<skillbase_route::fusion::SemanticQuery<'_>>,
 ) -> TurnContext {
     let mut report = TurnReport {
         agent: view.agent.name.to_string(),
@@ -100,7 +90,7 @@ pub fn resolve_with(
         ..TurnReport::default()
     };
     // Folded once for the triggers and the ranking.
-    let folded = crate::trigger::fold_fast(message);
+    let folded = skillbase_route::trigger::fold_fast(message);
     let context_budget = opts
         .context_budget
         .unwrap_or(view.agent.config.context_budget);
@@ -173,7 +163,7 @@ fn tools(
         tools.push(tool.clone());
         if report.catalog.ranked {
             tool_tokens += catalog::SEARCH_TOOL_TOKENS;
-            tools.push(crate::dispatch::search_skills_tool());
+            tools.push(crate::builtin::search_skills_tool());
         }
     }
     report.tokens.tools = tool_tokens;

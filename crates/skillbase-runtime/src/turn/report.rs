@@ -472,7 +472,7 @@ pub struct Ranked {
     /// Its relevance rank among the catalog's candidates (1 = most relevant).
     pub rank: usize,
     /// The stage whose score weighed most in its place.
-    pub stage: crate::semantic::Stage,
+    pub stage: skillbase_route::fusion::Stage,
 }
 
 /// Token counts per part of what the model is shown.

@@ -1,0 +1,384 @@
+//! The semantic stage's arithmetic: a view's skill vectors as one matrix, centring, and fusion
+//! of the lexical and semantic scores into one relevance per skill. Pure: the vectors come
+//! from whoever embeds (skillbase-runtime's `semantic`), the lexical scores from [`crate::rank`].
+//!
+//! Fusion is score mixing ([`fuse`]): the lexical score divided by the query's best lexical
+//! score, and the centred similarity divided by the query's best, mixed by the configured
+//! weight. A skill whose vector could not be computed keeps its lexical score alone.
+
+use std::sync::{Arc, Mutex};
+
+/// The weight of the semantic score when the configuration gives none.
+pub const DEFAULT_WEIGHT: f32 = 0.65;
+/// Words past which a message is long: the encoders read only its start (64 and 24 word
+/// pieces, some 50 and 20 words) while the lexical stage reads all of it.
+pub const LONG_MESSAGE_WORDS: usize = 100;
+/// The semantic weight's share kept for a long message, chosen on the repository's own set
+/// (BENCHMARKS.md, "Routing quality, fourth part": long messages r@1 0.575 -> 0.875, the other
+/// kinds unchanged).
+pub const LONG_MESSAGE_FACTOR: f32 = 0.6;
+
+/// The semantic weight for a folded message: `weight`, or [`LONG_MESSAGE_FACTOR`] of it for a
+/// message of more than [`LONG_MESSAGE_WORDS`] words.
+pub fn weight_for(folded: &str, weight: f32) -> f32 {
+    if crate::rank::words(folded)
+        .take(LONG_MESSAGE_WORDS + 1)
+        .count()
+        > LONG_MESSAGE_WORDS
+    {
+        weight * LONG_MESSAGE_FACTOR
+    } else {
+        weight
+    }
+}
+
+/// Scale `v` to length 1 (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+}
+
+/// One view's skill vectors, row `i` for `view.skills[i]`.
+#[derive(Debug, Default)]
+pub struct SemanticMatrix {
+    /// Values per vector.
+    pub dim: usize,
+    /// Row-major, `dim` values per skill (zeros where `present` is false).
+    pub data: Vec<f32>,
+    /// Whether skill `i` has a vector.
+    pub present: Vec<bool>,
+    /// Per span of dimensions a query uses ([`query_span`]), the figures that centre the
+    /// skills' vectors on their mean (computed once per view and span).
+    centred: Mutex<Vec<Arc<Centred>>>,
+}
+
+/// Fewest skills with vectors whose mean is subtracted ([`SemanticMatrix::similarities`]).
+pub const MIN_CENTRED: usize = 16;
+
+/// A view's vectors centred on their mean, over the span `lo..hi` of dimensions.
+#[derive(Debug)]
+struct Centred {
+    lo: usize,
+    hi: usize,
+    mean: Vec<f32>,
+    /// Per skill, `d · mean` and `|d - mean|` over the span.
+    d_mean: Vec<f32>,
+    norm: Vec<f32>,
+    mean_sq: f32,
+}
+
+/// The span of dimensions a query vector uses: from its first to its last non-zero value (all
+/// of them for a plain model; one model's part for the local encoders' pair).
+fn query_span(query: &[f32]) -> (usize, usize) {
+    let lo = query.iter().position(|v| *v != 0.0).unwrap_or(0);
+    let hi = query.iter().rposition(|v| *v != 0.0).map_or(0, |i| i + 1);
+    (lo, hi.max(lo))
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, ra) = a.as_chunks::<8>();
+    let (cb, rb) = b.as_chunks::<8>();
+    for (x, y) in ca.iter().zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + ra.iter().zip(rb).map(|(x, y)| x * y).sum::<f32>()
+}
+
+impl SemanticMatrix {
+    /// A view's matrix.
+    pub fn new(dim: usize, data: Vec<f32>, present: Vec<bool>) -> SemanticMatrix {
+        SemanticMatrix {
+            dim,
+            data,
+            present,
+            centred: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Cosine similarity of every skill with a normalized query vector (0 for a skill without
+    /// a vector, or for a query of another size).
+    pub fn cosines(&self, query: &[f32]) -> Vec<f32> {
+        let n = self.present.len();
+        if query.len() != self.dim || self.dim == 0 {
+            return vec![0.0; n];
+        }
+        self.data
+            .chunks_exact(self.dim)
+            .map(|row| dot(row, query))
+            .collect()
+    }
+
+    /// The similarity fusion reads: the cosine of the query and each skill after both are
+    /// centred on the mean of the view's skill vectors (over the dimensions the query uses).
+    /// Sentence encoders place every text in a narrow cone (multilingual-e5-small's unrelated
+    /// pairs are at cosine 0.7-0.8), so raw cosines barely separate skills; centring measures
+    /// where a skill stands relative to the others. Below [`MIN_CENTRED`] skills with vectors
+    /// the mean says little, and the plain cosines are used.
+    pub fn similarities(&self, query: &[f32]) -> Vec<f32> {
+        let mut cos = self.cosines(query);
+        let have = self.present.iter().filter(|p| **p).count();
+        if have < MIN_CENTRED || query.len() != self.dim || self.dim == 0 {
+            return cos;
+        }
+        let (lo, hi) = query_span(query);
+        if hi <= lo {
+            return cos;
+        }
+        let c = self.centred(lo, hi);
+        let q = &query[lo..hi];
+        let q_mean = dot(q, &c.mean);
+        let q_norm = (dot(q, q) - 2.0 * q_mean + c.mean_sq).max(1e-12).sqrt();
+        for (i, cos) in cos.iter_mut().enumerate() {
+            if !self.present[i] {
+                continue;
+            }
+            *cos = (*cos - q_mean - c.d_mean[i] + c.mean_sq) / (q_norm * c.norm[i].max(1e-6));
+        }
+        cos
+    }
+
+    fn centred(&self, lo: usize, hi: usize) -> Arc<Centred> {
+        let mut all = self.centred.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = all.iter().find(|c| c.lo == lo && c.hi == hi) {
+            return c.clone();
+        }
+        let mut mean = vec![0f32; hi - lo];
+        let mut k = 0f32;
+        for (row, p) in self.data.chunks_exact(self.dim).zip(&self.present) {
+            if *p {
+                k += 1.0;
+                for (m, v) in mean.iter_mut().zip(&row[lo..hi]) {
+                    *m += v;
+                }
+            }
+        }
+        mean.iter_mut().for_each(|m| *m /= k.max(1.0));
+        let mean_sq = dot(&mean, &mean);
+        let (mut d_mean, mut norm) = (Vec::new(), Vec::new());
+        for row in self.data.chunks_exact(self.dim) {
+            let d = &row[lo..hi];
+            let dm = dot(d, &mean);
+            d_mean.push(dm);
+            norm.push((dot(d, d) - 2.0 * dm + mean_sq).max(0.0).sqrt());
+        }
+        let c = Arc::new(Centred {
+            lo,
+            hi,
+            mean,
+            d_mean,
+            norm,
+            mean_sq,
+        });
+        all.push(c.clone());
+        c
+    }
+
+    /// Skills without a vector.
+    pub fn missing(&self) -> usize {
+        self.present.iter().filter(|p| !**p).count()
+    }
+}
+
+/// A message's vector with the view's matrix: what a turn needs for the semantic stage.
+#[derive(Debug, Clone, Copy)]
+pub struct SemanticQuery<'a> {
+    /// The view's skill vectors.
+    pub matrix: &'a SemanticMatrix,
+    /// The message's vector (normalized).
+    pub query: &'a [f32],
+    /// The semantic score's share of the fused score, 0 to 1.
+    pub weight: f32,
+}
+
+/// Which stage ranked a skill where it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// A trigger phrase injected it.
+    Trigger,
+    /// Its lexical score weighed most.
+    Lexical,
+    /// Its semantic score weighed most.
+    Semantic,
+}
+
+/// Relevance of every skill of a view to one message.
+#[derive(Debug, Clone, Default)]
+pub struct Relevance {
+    /// Fused score per skill (higher is more relevant; 0 is unrelated).
+    pub scores: Vec<f32>,
+    /// Per skill, whether the semantic part of its score outweighed the lexical part (empty
+    /// when the ranking was lexical alone).
+    pub semantic_won: Vec<bool>,
+}
+
+impl Relevance {
+    /// The stage that placed skill `i`.
+    pub fn stage(&self, i: usize) -> Stage {
+        if self.semantic_won.get(i).copied().unwrap_or(false) {
+            Stage::Semantic
+        } else {
+            Stage::Lexical
+        }
+    }
+
+    /// Skills by fused score, highest first, ties by index.
+    pub fn order(&self) -> Vec<(u32, f32)> {
+        let mut v: Vec<(u32, f32)> = self
+            .scores
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (i as u32, s))
+            .collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+}
+
+/// Score mixing: `(1 - w) · lexical / max lexical + w · max(sim, 0) / max sim`, where `sim` is
+/// [`SemanticMatrix::similarities`]. Without a semantic query, the lexical scores as they are.
+pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance {
+    let Some(sq) = semantic else {
+        // Lexical alone: no per-skill flags (every stage is lexical), nothing allocated.
+        return Relevance {
+            scores: lexical,
+            semantic_won: Vec::new(),
+        };
+    };
+    let cos = sq.matrix.similarities(sq.query);
+    let w = sq.weight.clamp(0.0, 1.0);
+    let max_lex = lexical.iter().copied().fold(0.0f32, f32::max);
+    let max_cos = cos.iter().copied().fold(0.0f32, f32::max);
+    let mut scores = Vec::with_capacity(lexical.len());
+    let mut won = Vec::with_capacity(lexical.len());
+    for (i, &l) in lexical.iter().enumerate() {
+        let lex = if max_lex > 0.0 {
+            (1.0 - w) * l / max_lex
+        } else {
+            0.0
+        };
+        let sem = match cos.get(i) {
+            Some(&c) if max_cos > 0.0 && sq.matrix.present[i] => w * c.max(0.0) / max_cos,
+            _ => 0.0,
+        };
+        scores.push(lex + sem);
+        won.push(sem > lex);
+    }
+    Relevance {
+        scores,
+        semantic_won: won,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fusion_mixes_normalized_scores_and_names_the_stage() {
+        let m = SemanticMatrix::new(
+            2,
+            vec![1.0, 0.0, 0.0, 1.0, 0.6, 0.8, 0.0, 0.0],
+            vec![true, true, true, false],
+        );
+        let q = [0.0, 1.0];
+        // Lexical favours skill 0; the query's meaning is skill 1's.
+        // A long message's semantic share is smaller (the encoders read only its start).
+        assert_eq!(weight_for("refund my order please", 0.65), 0.65);
+        let long = "word ".repeat(LONG_MESSAGE_WORDS + 1);
+        assert_eq!(weight_for(&long, 0.5), 0.5 * LONG_MESSAGE_FACTOR);
+        assert_eq!(weight_for(&"word ".repeat(LONG_MESSAGE_WORDS), 0.5), 0.5);
+        let lex = vec![4.0, 0.0, 2.0, 4.0];
+        let r = fuse(
+            lex.clone(),
+            Some(SemanticQuery {
+                matrix: &m,
+                query: &q,
+                weight: 0.5,
+            }),
+        );
+        assert_eq!(r.scores, vec![0.5, 0.5, 0.25 + 0.4, 0.5]);
+        assert_eq!(r.order()[0].0, 2);
+        assert_eq!(r.stage(1), Stage::Semantic);
+        assert_eq!(r.stage(0), Stage::Lexical);
+        // Skill 3 has no vector: its lexical score alone.
+        assert_eq!(r.stage(3), Stage::Lexical);
+        // Weight 0 is the lexical order; no semantic query is the lexical scores unchanged.
+        let r0 = fuse(
+            lex.clone(),
+            Some(SemanticQuery {
+                matrix: &m,
+                query: &q,
+                weight: 0.0,
+            }),
+        );
+        assert_eq!(r0.order()[0].0, 0);
+        assert_eq!(fuse(lex.clone(), None).scores, lex);
+        // A query of another size scores nothing semantic.
+        let r = fuse(
+            lex,
+            Some(SemanticQuery {
+                matrix: &m,
+                query: &[1.0],
+                weight: 1.0,
+            }),
+        );
+        assert!(r.scores.iter().all(|s| *s == 0.0));
+    }
+
+    #[test]
+    fn centring_separates_skills_crowded_in_one_cone() {
+        // 20 skills whose vectors share one large component (as every sentence encoder's do)
+        // and differ in small ones; a query close to skill 3's direction.
+        let dim = 24;
+        let unit = |mut v: Vec<f32>| {
+            normalize(&mut v);
+            v
+        };
+        let mut data = Vec::new();
+        for i in 0..20 {
+            let mut v = vec![0.0; dim];
+            v[0] = 5.0;
+            v[1 + i] = 1.0;
+            // A skill with a larger common part: closer to everything by raw cosine.
+            if i == 7 {
+                v[0] = 9.0;
+            }
+            data.extend(unit(v));
+        }
+        let mut q = vec![0.0; dim];
+        q[0] = 5.0;
+        q[4] = 1.2;
+        let q = unit(q);
+        let m = SemanticMatrix::new(dim, data.clone(), vec![true; 20]);
+        let raw = m.cosines(&q);
+        let sim = m.similarities(&q);
+        let best = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
+        assert_eq!(best(&raw), 3);
+        // Raw cosines crowd together; centred ones spread out (best far above the rest).
+        let spread = |v: &[f32], i: usize| {
+            v[i] - v
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, x)| *x)
+                .fold(f32::MIN, f32::max)
+        };
+        assert!(spread(&sim, 3) > 5.0 * spread(&raw, 3), "{sim:?} / {raw:?}");
+        assert_eq!(best(&sim), 3);
+        // Too few skills: the raw cosines.
+        let few = SemanticMatrix::new(dim, data[..dim * 5].to_vec(), vec![true; 5]);
+        assert_eq!(few.similarities(&q), few.cosines(&q));
+        // A query using only part of the dimensions is centred over that part alone.
+        let mut half = vec![0.0; dim];
+        half[..12].copy_from_slice(&q[..12]);
+        let s = m.similarities(&half);
+        assert!(s.iter().all(|x| x.is_finite()));
+        assert_eq!(best(&s), 3);
+    }
+}
