@@ -152,22 +152,9 @@ impl<'a> Envelope<'a> {
         allowed_vault(self.agent, self.driving)
     }
 
-    /// Whether the call may resolve vault entry `name`.
-    pub fn allows_vault(&self, name: &str) -> bool {
-        self.vault().iter().any(|v| v == name)
-    }
-
     /// The host patterns the call may reach.
     pub fn hosts(&self) -> Vec<String> {
         allowed_hosts(self.agent, self.driving)
-    }
-
-    /// Whether the call may reach `host:port` (`default_port` is the scheme's: a pattern without
-    /// a port covers only it).
-    pub fn allows_url(&self, host: &str, port: u16, default_port: u16) -> bool {
-        self.hosts()
-            .iter()
-            .any(|p| host_matches(p, host, port, default_port))
     }
 }
 
@@ -256,9 +243,12 @@ mod tests {
             free.allows_class("skills"),
             Err(crate::rule::Rule::ClassNotGranted)
         );
-        assert!(free.allows_vault("OTHER") && !free.allows_vault("NOPE"));
-        assert!(free.allows_url("api.example.org", 443, 443));
-        assert!(!free.allows_url("example.org", 443, 443));
+        let reaches = |e: &Envelope<'_>, host: &str| {
+            e.hosts().iter().any(|p| host_matches(p, host, 443, 443))
+        };
+        assert!(free.vault().contains(&"OTHER".into()) && !free.vault().contains(&"NOPE".into()));
+        assert!(reaches(&free, "api.example.org"));
+        assert!(!reaches(&free, "example.org"));
         let text = "---\nname: s\ndescription: d\ncapabilities:\n  tools: [web_fetch]\n  vault: [KEY]\n  hosts: [api.example.org]\n---\nb";
         let parsed = skillbase_format::SkillMd::parse(text, &Default::default()).unwrap();
         let meta = SkillMeta::from_md(&parsed).unwrap();
@@ -268,8 +258,8 @@ mod tests {
             under.allows_class("notes"),
             Err(crate::rule::Rule::ClassNotDeclared)
         );
-        assert!(under.allows_vault("KEY") && !under.allows_vault("OTHER"));
-        assert!(under.allows_url("api.example.org", 443, 443));
-        assert!(!under.allows_url("www.example.org", 443, 443));
+        assert!(under.vault().contains(&"KEY".into()) && !under.vault().contains(&"OTHER".into()));
+        assert!(reaches(&under, "api.example.org"));
+        assert!(!reaches(&under, "www.example.org"));
     }
 }

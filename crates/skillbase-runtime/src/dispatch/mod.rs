@@ -15,15 +15,18 @@
 //! one shrinks every skill at once.
 
 //!
-//! The folder holds the pipeline's nouns: [`outcome`] (rules, outcomes, caps), [`offer`] (the
-//! offered set), [`runs`] (the driving run, activation, and the one way a run ends),
-//! [`builtins`] (the runtime's own tools, one typed table) and [`authoring`] (the built-ins that
-//! write skills, through one `SkillDraft`).
+//! The folder holds the pipeline and its nouns: `pipeline` (the stages, each a function that
+//! admits or refuses; the gate is the envelope's own check), [`outcome`] (outcomes, caps),
+//! [`offer`] (the offered set), [`runs`] (the driving run, activation, and the one way a run
+//! ends), [`builtins`] (the built-ins' handlers; their table is the leaf `builtin`) and
+//! [`authoring`] (the built-ins that write skills, through one `SkillDraft`). Refusal rules are
+//! the leaf `rule`.
 
 mod authoring;
 pub mod builtins;
 mod offer;
 mod outcome;
+mod pipeline;
 mod runs;
 
 pub use crate::builtin::{
@@ -40,16 +43,10 @@ pub use crate::envelope::Envelope;
 use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::runtime::{Runtime, RuntimeError};
-use crate::tool::schema_problem;
-use crate::tool::{
-    Availability, CallContext, Permission, RegisteredTool, Registry, Runs, ToolError, ToolTable,
-    timeout_for,
-};
+use crate::tool::{CallContext, RegisteredTool, Registry, ToolError, ToolTable};
 use crate::vault::Vault;
 use offer::{OfferedCache, Target};
 use outcome::{call_id_text, from_tool_result};
-use runs::{AfterCall, Driver, RunEnd, SessionState, run_of};
-use skillbase_format::Cost;
 use skillbase_store::{AgentName, NewEvent};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -274,7 +271,15 @@ impl Dispatcher {
         let state = self.session(agent, session).await?;
         let redactor = self.redactor();
         let outcome = match self
-            .call_inner(agent, session, &state, wire_name, &args, mode, &call_id)
+            .call_inner(&pipeline::Call {
+                agent,
+                session,
+                state: &state,
+                wire_name,
+                args: &args,
+                mode,
+                call_id: &call_id,
+            })
             .await?
         {
             // A refusal may quote the call back (a wire name, a value the schema rejected).
@@ -344,329 +349,6 @@ impl Dispatcher {
             })
             .await;
         Ok(outcome)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn call_inner(
-        &self,
-        agent: &AgentName,
-        session: &str,
-        state: &Arc<SessionState>,
-        wire_name: &str,
-        args: &serde_json::Value,
-        mode: CallMode,
-        call_id: &str,
-    ) -> Result<CallOutcome, RuntimeError> {
-        let refuse = |rule: Rule, message: String| {
-            Ok(CallOutcome::Refused {
-                call_id: call_id.to_owned(),
-                rule,
-                message,
-            })
-        };
-        // 1. The name must be in the offered set.
-        let (a, offer) = self.offered_for(agent)?;
-        let offered = &offer.set;
-        let Some(entry) = offered.get(wire_name) else {
-            // The name is not quoted back: a text that echoes (redacted) input would tell the
-            // caller whether its input held a secret.
-            return refuse(
-                Rule::NotOffered,
-                "the requested name is not a tool offered to this agent; use one of the offered names"
-                    .to_owned(),
-            );
-        };
-        // The skill driving the session, read now (fail closed if it is no longer active), with
-        // the capabilities of the revision its run activated (a newer revision written mid-run
-        // does not widen what the running skill may do).
-        let run = run_of(state);
-        let driver: Option<Driver> = match &run {
-            Some(r) => match self.active_driver(agent, r) {
-                Ok(d) => d,
-                // Boxed: the database future stays out of the call's state.
-                Err(e) => Some(Box::pin(self.pinned_driver(state, r, &e)).await?),
-            },
-            None => None,
-        };
-        // A built-in's declaration is in the table; a registered tool's in the registry.
-        type Found<'r> = (
-            &'r RegisteredTool,
-            Option<Builtin>,
-            Option<&'r Arc<RegisteredTool>>,
-        );
-        let (tool, builtin, registered): Found<'_> = match &entry.target {
-            Target::Skill(name) => {
-                // 2. Arguments against the skill's inputs happen inside load_skill.
-                return Box::pin(self.activate(&a, session, name, Some(args.clone()), call_id))
-                    .await;
-            }
-            Target::Builtin(b) => (b.tool(), Some(*b), None),
-            Target::Tool(t) => (t, None, Some(t)),
-        };
-        let d = &tool.decl;
-        // 2. Arguments.
-        let problems: Vec<String> = tool
-            .validator
-            .iter_errors(args)
-            .take(10)
-            .map(|e| schema_problem(&e))
-            .collect();
-        if !problems.is_empty() {
-            return refuse(
-                Rule::InvalidArguments,
-                format!(
-                    "arguments for '{}' do not match its parameters: {}",
-                    d.name,
-                    problems.join("; ")
-                ),
-            );
-        }
-        // 3. Capability gate, against the agent's current grants ∩ the driving revision's
-        // declarations.
-        let envelope = Envelope::for_call(&a, driver.as_ref().map(Driver::meta));
-        if d.class != ACTIVATION_CLASS {
-            if !envelope.class_granted(&d.class) {
-                return refuse(
-                    Rule::ClassNotGranted,
-                    format!("tool class '{}' is not granted to agent '{agent}'", d.class),
-                );
-            }
-            if let Some(r) = &run {
-                let Some(s) = &driver else {
-                    return refuse(
-                        Rule::DrivingSkillInactive,
-                        format!(
-                            "skill '{}' drives this session but is no longer active; finish it with skill_finish",
-                            r.skill
-                        ),
-                    );
-                };
-                if d.class == AUTHORING_CLASS {
-                    return refuse(
-                        Rule::SkillCannotModify,
-                        format!(
-                            "no call made under skill '{}' may change a skill; finish the skill first",
-                            s.name
-                        ),
-                    );
-                }
-                if !envelope.class_declared(&d.class) {
-                    return refuse(
-                        Rule::ClassNotDeclared,
-                        format!(
-                            "skill '{}' (revision {}) does not declare tool class '{}'",
-                            s.name, s.rev, d.class
-                        ),
-                    );
-                }
-            }
-        }
-        // Built-ins run in the runtime itself.
-        if let Some(b) = builtin {
-            let call = builtins::BuiltinCall {
-                dispatcher: self,
-                agent: &a,
-                session,
-                call_id,
-            };
-            return Box::pin(b.run(&call, args)).await;
-        }
-        let tool = registered.expect("not a built-in: registered").clone();
-        // 4. Handler lookup: a harness-run tool has none here (the harness runs it); any other
-        // needs one that can take calls now.
-        let harness = d.runs == Runs::Harness;
-        let handler = match tool.handler.clone() {
-            _ if harness => None,
-            None => {
-                return refuse(
-                    Rule::NoHandler,
-                    format!(
-                        "tool '{}' is declared but has no handler in this process",
-                        d.name
-                    ),
-                );
-            }
-            Some(h) => {
-                if let Availability::Unavailable(why) = h.availability() {
-                    return refuse(Rule::ToolUnavailable, why);
-                }
-                Some(h)
-            }
-        };
-        if !harness && mode == CallMode::Detach && d.cost == Cost::Immediate {
-            return refuse(
-                Rule::CannotDetach,
-                format!("'{}' is immediate; call it without detaching", d.name),
-            );
-        }
-        // Bounds: calls in flight per agent (under the policy read now), then network calls
-        // per session (a call refused by the first bound does not use the second).
-        let limit = a.config.policies.max_calls_in_flight.max(1);
-        let sem = {
-            let mut m = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-            let e = m
-                .entry(agent.clone())
-                .or_insert_with(|| (limit, Arc::new(Semaphore::new(limit as usize))));
-            if e.0 != limit {
-                // The policy changed: calls already in flight finish on the old semaphore.
-                *e = (limit, Arc::new(Semaphore::new(limit as usize)));
-            }
-            e.1.clone()
-        };
-        let Ok(permit) = sem.try_acquire_owned() else {
-            return refuse(
-                Rule::TooManyInFlight,
-                format!(
-                    "agent '{agent}' already has {} calls in flight",
-                    a.config.policies.max_calls_in_flight
-                ),
-            );
-        };
-        if d.permissions.contains(&Permission::Network) {
-            let mut n = state.network.lock().unwrap_or_else(|p| p.into_inner());
-            if *n >= a.config.policies.max_network_calls_per_session {
-                return refuse(
-                    Rule::NetworkBudget,
-                    format!(
-                        "this session used its {} network calls",
-                        a.config.policies.max_network_calls_per_session
-                    ),
-                );
-            }
-            *n += 1;
-        }
-        let (vault_allowed, hosts_allowed) = match &driver {
-            None => (offer.vault.clone(), offer.hosts.clone()),
-            Some(_) => (Arc::new(envelope.vault()), Arc::new(envelope.hosts())),
-        };
-        let ctx = CallContext {
-            agent: agent.to_string(),
-            session: session.to_owned(),
-            call_id: call_id.to_owned(),
-            skill: driver.as_ref().map(|d| d.name.clone()),
-            vault_allowed,
-            hosts_allowed,
-            vault: self.vault.clone(),
-            refusals: Arc::new(Mutex::new(Vec::new())),
-            deadline: timeout_for(d.cost),
-            max_response_bytes: 2 * 1024 * 1024,
-        };
-        let redactor = self.redactor();
-        let max_tokens = a.config.policies.max_result_tokens;
-        let run_id = run.as_ref().map(|r| r.id);
-        let failure_threshold = a.config.policies.failure_threshold;
-        let refusals = ctx.refusals.clone();
-        let dispatcher_call: std::pin::Pin<
-            Box<dyn std::future::Future<Output = CallOutcome> + Send>,
-        > = match handler {
-            Some(handler) => Box::pin(run_tool(
-                handler,
-                tool.clone(),
-                ctx,
-                args.clone(),
-                redactor.clone(),
-                max_tokens,
-                call_id.to_owned(),
-            )),
-            None => {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                self.harness
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(
-                        call_id.to_owned(),
-                        PendingHarness {
-                            agent: agent.clone(),
-                            session: session.to_owned(),
-                            tx,
-                        },
-                    );
-                Box::pin(harness_result(
-                    rx,
-                    self.harness.clone(),
-                    tool.clone(),
-                    ctx.deadline,
-                    redactor.clone(),
-                    max_tokens,
-                    call_id.to_owned(),
-                ))
-            }
-        };
-        if harness || (mode == CallMode::Detach && d.cost != Cost::Immediate) {
-            let (tx, rx) = watch::channel(None);
-            {
-                let mut results = self.results.lock().unwrap_or_else(|p| p.into_inner());
-                // Results nobody collected: once finished they are in the store as
-                // `call_finished` events, so the in-memory copies can go.
-                if results.len() >= MAX_PENDING_RESULTS {
-                    results.retain(|_, r| r.borrow().is_none());
-                }
-                results.insert(call_id.to_owned(), rx);
-            }
-            let runtime = self.runtime.clone();
-            let events = self.events.clone();
-            let state = state.clone();
-            let agent = agent.clone();
-            let session = session.to_owned();
-            let id = call_id.to_owned();
-            tokio::spawn(async move {
-                let outcome = dispatcher_call.await;
-                drop(permit);
-                let outcome = AfterCall {
-                    run: RunEnd {
-                        runtime: &runtime,
-                        sink: &events,
-                        redactor: &redactor,
-                        state: &state,
-                        agent: &agent,
-                    },
-                    session: &session,
-                    call_id: &id,
-                    tool: &tool.decl.name,
-                    run_id,
-                    failure_threshold,
-                }
-                .finish(outcome, &refusals)
-                .await;
-                events
-                    .record(NewEvent {
-                        kind: "call_finished".into(),
-                        agent: Some(agent.to_string()),
-                        session: Some(session),
-                        data: serde_json::json!({"call_id": id, "outcome": outcome}),
-                        ..NewEvent::default()
-                    })
-                    .await;
-                let _ = tx.send(Some(outcome));
-            });
-            if harness {
-                return Ok(CallOutcome::Authorized {
-                    call_id: call_id.to_owned(),
-                    tool: d.name.clone(),
-                });
-            }
-            return Ok(CallOutcome::Started {
-                call_id: call_id.to_owned(),
-            });
-        }
-        let outcome = dispatcher_call.await;
-        drop(permit);
-        Ok(AfterCall {
-            run: RunEnd {
-                runtime: &self.runtime,
-                sink: &self.events,
-                redactor: &redactor,
-                state,
-                agent,
-            },
-            session,
-            call_id,
-            tool: &d.name,
-            run_id,
-            failure_threshold,
-        }
-        .finish(outcome, &refusals)
-        .await)
     }
 
     /// The result of a harness-run call, posted by the harness (`Ok`: the tool's value; `Err`:
