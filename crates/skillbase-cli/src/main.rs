@@ -1,4 +1,6 @@
-//! `skillbase`: the command line. Thin: parsing and printing only; the libraries do the work.
+//! `skillbase`: the command line. Mostly parsing and printing over the libraries, with two
+//! exceptions that live only here: git sources (`git_source`, over gix) and the lockfile
+//! (`lock_cmds`: `lock`, `install --locked`, `outdated`).
 
 mod common;
 mod dispatch_cmds;

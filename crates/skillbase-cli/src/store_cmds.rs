@@ -729,7 +729,8 @@ pub type Sourced = (
 );
 
 /// The skills of a `git+URL[@ref][#subdir]` source, each with its signature and origin, the
-/// source the trust policy sees (`git+URL`), and the commit read.
+/// source the trust policy sees (`git+URL`), and the commit read. A remote repository is
+/// fetched into its bare cache under `$SKILLBASE_HOME/git`.
 pub async fn read_git(s: &StoreArgs, spec: &str) -> Result<(Vec<Sourced>, String, String)> {
     let src = crate::git_source::GitSource::parse(spec)?;
     let limits = match &s.config {

@@ -18,15 +18,15 @@ use unicode_normalization::UnicodeNormalization;
 /// Limits applied while loading a bundle. All configurable; the defaults suit skills.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BundleLimits {
-    /// Most files in one bundle.
+    /// Most files in one bundle (default 512).
     pub max_files: usize,
-    /// Most bytes in all files together.
+    /// Most bytes in all files together (default 16 MiB).
     pub max_total_bytes: u64,
-    /// Deepest path (number of segments, the file included).
+    /// Deepest path (number of segments, the file included; default 10).
     pub max_depth: usize,
-    /// Highest ratio of a zip entry's size to its compressed size.
+    /// Highest ratio of a zip entry's size to its compressed size (default 100).
     pub max_compression_ratio: u64,
-    /// Longest relative path, in bytes.
+    /// Longest relative path, in bytes (default 1,024).
     pub max_path_bytes: usize,
 }
 

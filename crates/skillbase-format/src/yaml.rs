@@ -10,11 +10,11 @@ use saphyr_parser::{Event, Parser, ScalarStyle as PStyle, Span};
 /// Hard limits applied while reading frontmatter YAML.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct YamlLimits {
-    /// Largest frontmatter accepted, in bytes.
+    /// Largest frontmatter accepted, in bytes (default 64 KiB).
     pub max_bytes: usize,
-    /// Deepest nesting of collections.
+    /// Deepest nesting of collections (default 32).
     pub max_depth: usize,
-    /// Most nodes (scalars and collections) in one document.
+    /// Most nodes (scalars and collections) in one document (default 10,000).
     pub max_nodes: usize,
 }
 

@@ -3,9 +3,11 @@
 //! A call must not wait for a database commit to record what it did: events go into a bounded
 //! queue and a background task appends them in batches (one transaction per batch). `flush`
 //! waits until everything queued so far is stored; a harness calls it before it exits, and tests
-//! before they read the events table. If the queue is full, the caller waits (back-pressure), so
-//! no event is dropped for lack of room; a batch the database refuses is retried with backoff
-//! (see [`write_batch`]), and only an event the database refuses on its own is lost, logged.
+//! before they read the events table. If the queue is full, the caller waits (back-pressure) up
+//! to [`FULL_WAIT`], after which its event is dropped and logged (a store refusing writes for
+//! long must not hold every turn and call); a batch the database refuses is retried with backoff
+//! (see [`write_batch`]), and otherwise only an event the database refuses on its own is lost,
+//! logged.
 //!
 //! A run's call counter goes the same way ([`EventSink::count_call`]): the counts of a batch are
 //! summed per run and added in the batch's transaction, so a successful call costs no commit of

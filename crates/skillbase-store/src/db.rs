@@ -538,6 +538,9 @@ async fn open_sqlite_read_only(url: &DbUrl, path: &Path, why: &str) -> Result<Db
     Ok(Db::Sqlite(pool))
 }
 
+/// Every SQLite connection of the store: WAL, `synchronous = FULL` (nothing is acknowledged that
+/// is not on disk), foreign keys, a 30 s busy timeout, and `mmap_size = 0` (the serving pool
+/// reads with `read()`; only [`mapped_loader`] maps the file, at open).
 fn sqlite_options(path: &Path) -> SqliteConnectOptions {
     SqliteConnectOptions::new()
         .filename(path)

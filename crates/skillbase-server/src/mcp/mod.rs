@@ -1034,7 +1034,8 @@ async fn watch_changes(
 
 /// Buffer POST bodies so that a body rmcp cannot read as one JSON-RPC message gets a JSON-RPC
 /// error (`-32700` parse error, `-32600` invalid request) instead of a bare HTTP error; answer a
-/// well-formed stateless `tools/call` on the direct path.
+/// well-formed stateless `tools/call` on the direct path; answer `DELETE /mcp` 204 where rmcp
+/// says 202.
 async fn jsonrpc_guard(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
     if req.method() == Method::DELETE {
         // rmcp answers a closed session 202; clients (the SDKs, fast-agent) expect 200 or 204.

@@ -150,9 +150,9 @@ fn write_event_data(digest: &str, message: &str, kind: &WriteKind) -> serde_json
     serde_json::json!({"digest": digest, "message": message, "created": *kind == WriteKind::Created})
 }
 
-/// Whether a batch of writes takes the bulk path: many plain writes to one scope (the bulk path
-/// reads no winner for a conflict and never writes pending or seed-following revisions, except
-/// a seed folder's new skills).
+/// Whether a batch of writes takes the bulk path: 32 or more plain writes to one scope (the
+/// bulk path reads no winner for a conflict and never writes pending or seed-following
+/// revisions, except a seed folder's new skills).
 fn takes_bulk_path(reqs: &[WriteReq]) -> bool {
     reqs.len() >= 32
         && reqs.iter().all(|r| {
