@@ -1,0 +1,33 @@
+//! The studio's pages: each reads through the store and the runtime, as REST does, and renders.
+//!
+//! One module a page: [`login`] (sign-in and sign-out), [`sessions`] (the list) and
+//! [`session`] (a transcript, its turns drawn by [`turn`]), [`skills`] (the list), [`skill`]
+//! (a record) and [`actions`] (what an admin does to one), [`agents`] (the list and an agent's
+//! page), [`try_turn`], [`eval`] (evaluations as background jobs) and [`approvals`]. What they
+//! share sits in two leaves that name no page: [`common`] (the HTML response, the CSRF check)
+//! and [`access`] (what a caller may see).
+
+mod access;
+mod actions;
+mod agents;
+mod approvals;
+mod common;
+mod eval;
+mod login;
+mod session;
+mod sessions;
+mod skill;
+mod skills;
+mod try_turn;
+mod turn;
+
+pub(super) use actions::skill_action;
+pub(super) use agents::{agent, agent_config, agents};
+pub(super) use approvals::approvals;
+pub(super) use eval::{agent_eval, agent_eval_job, agent_eval_status};
+pub(super) use login::{login, login_form, logout, logout_form};
+pub(super) use session::{session, session_events};
+pub(super) use sessions::sessions;
+pub(super) use skill::skill;
+pub(super) use skills::skills;
+pub(super) use try_turn::agent_turn;
