@@ -109,6 +109,33 @@ pub(crate) struct E5Model {
 /// Reads an `E5S1` file's bytes (checked whole before anything is built).
 pub(crate) fn parse(data: &[u8], path: &Path) -> Result<E5Model, EmbedError> {
     let mut r = Reader { data, at: 0, path };
+    let cfg = read_header(&mut r)?;
+    let (pieces, scores, specials) = read_pieces(&mut r, cfg.vocab)?;
+    let control = control_pieces(&pieces, &scores, &specials);
+    let norm = read_normalizer(&mut r)?;
+    let tokenizer =
+        Unigram::new(pieces, scores, &control, specials.unk, norm).map_err(|e| r.bad(e))?;
+    let tensors = read_tensors(&mut r)?;
+    let dir = Directory { tensors, file: &r };
+    let bert = build_bert(&dir, cfg)?;
+    Ok(E5Model {
+        bert,
+        tokenizer,
+        bos: specials.bos,
+        eos: specials.eos,
+    })
+}
+
+/// The ids of the tokenizer's four special pieces.
+struct Specials {
+    bos: u32,
+    eos: u32,
+    pad: u32,
+    unk: u32,
+}
+
+/// The magic number, the version and the model's sizes, checked for consistency.
+fn read_header(r: &mut Reader<'_>) -> Result<Config, EmbedError> {
     if r.take(4, "the magic number")? != b"E5S1" {
         return Err(r.bad("it does not start with E5S1"));
     }
@@ -142,17 +169,34 @@ pub(crate) fn parse(data: &[u8], path: &Path) -> Result<E5Model, EmbedError> {
             "inconsistent sizes (hidden {hidden}, heads {heads}, intermediate {intermediate}, block {qk}, epsilon {eps})"
         )));
     }
+    Ok(Config {
+        hidden,
+        layers,
+        heads,
+        intermediate,
+        vocab,
+        max_positions,
+        type_vocab,
+        eps,
+    })
+}
 
-    // The tokenizer.
+/// The tokenizer's pieces (at most `vocab`), their scores and the special ids.
+fn read_pieces(
+    r: &mut Reader<'_>,
+    vocab: usize,
+) -> Result<(Vec<String>, Vec<f32>, Specials), EmbedError> {
     let n_pieces = r.count("piece count", vocab)?;
-    let bos = r.count("<s> id", n_pieces.saturating_sub(1))? as u32;
-    let eos = r.count("</s> id", n_pieces.saturating_sub(1))? as u32;
-    let pad = r.count("<pad> id", n_pieces.saturating_sub(1))? as u32;
-    let unk = r.count("<unk> id", n_pieces.saturating_sub(1))? as u32;
+    let specials = Specials {
+        bos: r.count("<s> id", n_pieces.saturating_sub(1))? as u32,
+        eos: r.count("</s> id", n_pieces.saturating_sub(1))? as u32,
+        pad: r.count("<pad> id", n_pieces.saturating_sub(1))? as u32,
+        unk: r.count("<unk> id", n_pieces.saturating_sub(1))? as u32,
+    };
     let blob_len = r.u64("the pieces' length")?;
     let blob_len = usize::try_from(blob_len)
         .ok()
-        .filter(|&l| l <= data.len())
+        .filter(|&l| l <= r.data.len())
         .ok_or_else(|| r.bad("the pieces' length exceeds the file"))?;
     let offsets_bytes = r.take((n_pieces + 1) * 4, "the piece offsets")?;
     let scores_bytes = r.take(n_pieces * 4, "the piece scores")?;
@@ -174,21 +218,32 @@ pub(crate) fn parse(data: &[u8], path: &Path) -> Result<E5Model, EmbedError> {
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    // Control pieces: the four specials and any other `<…>` piece of score 0 (`<mask>`).
-    let mut control = vec![bos, eos, pad, unk];
-    for (i, (p, s)) in pieces.iter().zip(&scores).enumerate() {
+    Ok((pieces, scores, specials))
+}
+
+/// Control pieces: the four specials and any other `<…>` piece of score 0 (`<mask>`).
+fn control_pieces(pieces: &[String], scores: &[f32], specials: &Specials) -> Vec<u32> {
+    let mut control = vec![specials.bos, specials.eos, specials.pad, specials.unk];
+    for (i, (p, s)) in pieces.iter().zip(scores).enumerate() {
         if *s == 0.0 && p.starts_with('<') && p.ends_with('>') && p.len() > 2 {
             control.push(i as u32);
         }
     }
+    control
+}
 
-    // The normalizer.
+/// One normalization entry: a code point and the code points it becomes.
+type NormEntry = (char, Box<[char]>);
+
+/// The normalizer: each code point and the code points it becomes. Its table must be used
+/// exactly, with no bytes left over.
+fn read_normalizer(r: &mut Reader<'_>) -> Result<Vec<NormEntry>, EmbedError> {
     let n_norm = r.count("normalization entries", 1 << 21)?;
-    let norm_bytes = r.count("normalization length", data.len())?;
+    let norm_bytes = r.count("normalization length", r.data.len())?;
     let mut nr = Reader {
         data: r.take(norm_bytes, "the normalization table")?,
         at: 0,
-        path,
+        path: r.path,
     };
     let to_char = |v: u32, rr: &Reader<'_>| {
         char::from_u32(v).ok_or_else(|| rr.bad(format!("{v:#x} is not a code point")))
@@ -208,9 +263,13 @@ pub(crate) fn parse(data: &[u8], path: &Path) -> Result<E5Model, EmbedError> {
     if nr.at != nr.data.len() {
         return Err(r.bad("the normalization table has bytes left over"));
     }
-    let tokenizer = Unigram::new(pieces, scores, &control, unk, norm).map_err(|e| r.bad(e))?;
+    Ok(norm)
+}
 
-    // The tensor directory.
+/// The tensor directory: every tensor's name, type and bytes, each checked to lie inside the
+/// file with the size its type and value count require.
+fn read_tensors<'a>(r: &mut Reader<'a>) -> Result<Vec<Tensor<'a>>, EmbedError> {
+    let data = r.data;
     let n_tensors = r.count("tensor count", 4096)?;
     let mut tensors = Vec::with_capacity(n_tensors);
     for _ in 0..n_tensors {
@@ -245,101 +304,121 @@ pub(crate) fn parse(data: &[u8], path: &Path) -> Result<E5Model, EmbedError> {
             bytes: &data[start..end],
         });
     }
-    let get =
-        |name: &str, dtype: u8, values: usize| -> Result<&Tensor<'_>, EmbedError> {
-            let t = tensors.iter().find(|t| t.name == name).ok_or_else(|| {
-                EmbedError::MissingTensor {
-                    name: name.to_owned(),
-                }
+    Ok(tensors)
+}
+
+/// The tensors of a file, looked up by name, type and size.
+struct Directory<'r, 'a> {
+    tensors: Vec<Tensor<'a>>,
+    /// The reader the tensors came from, for its error messages.
+    file: &'r Reader<'a>,
+}
+
+impl Directory<'_, '_> {
+    /// The tensor of this name, which must have this type and number of values.
+    fn get(&self, name: &str, dtype: u8, values: usize) -> Result<&Tensor<'_>, EmbedError> {
+        let t = self
+            .tensors
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| EmbedError::MissingTensor {
+                name: name.to_owned(),
             })?;
-            if t.dtype != dtype || t.values != values {
-                return Err(EmbedError::TensorShape {
-                    name: name.to_owned(),
-                    expected: vec![values],
-                    found: vec![t.values],
-                    dtype: format!("type {}", t.dtype),
-                });
-            }
-            Ok(t)
-        };
-    let f32s = |name: &str, values: usize| -> Result<Vec<f32>, EmbedError> {
-        let t = get(name, 0, values)?;
+        if t.dtype != dtype || t.values != values {
+            return Err(EmbedError::TensorShape {
+                name: name.to_owned(),
+                expected: vec![values],
+                found: vec![t.values],
+                dtype: format!("type {}", t.dtype),
+            });
+        }
+        Ok(t)
+    }
+
+    /// An f32 tensor of `values` finite values.
+    fn f32s(&self, name: &str, values: usize) -> Result<Vec<f32>, EmbedError> {
+        let t = self.get(name, 0, values)?;
         let v: Vec<f32> = t
             .bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
         if v.iter().any(|x| !x.is_finite()) {
-            return Err(r.bad(format!("tensor {name} holds a value that is not finite")));
+            return Err(self
+                .file
+                .bad(format!("tensor {name} holds a value that is not finite")));
         }
         Ok(v)
-    };
-    let q4 = |name: &str, rows: usize, cols: usize| -> Result<Vec<f32>, EmbedError> {
-        let t = get(name, 1, rows * cols)?;
+    }
+
+    /// A Q4_0 matrix of `rows` × `cols`, expanded, every value finite.
+    fn q4(&self, name: &str, rows: usize, cols: usize) -> Result<Vec<f32>, EmbedError> {
+        let t = self.get(name, 1, rows * cols)?;
         let mut v = vec![0f32; rows * cols];
         dequantize_q4(t.bytes, &mut v);
         if v.iter().any(|x| !x.is_finite()) {
-            return Err(r.bad(format!("tensor {name} holds a value that is not finite")));
+            return Err(self
+                .file
+                .bad(format!("tensor {name} holds a value that is not finite")));
         }
         Ok(v)
-    };
-
-    let h = hidden;
-    let word = get("emb.word", 1, vocab * h)?.bytes.to_vec();
-    let mut blocks = Vec::with_capacity(layers);
-    for l in 0..layers {
-        let p = |s: &str| format!("l{l}.{s}");
-        let mut qkv_w = q4(&p("q.w"), h, h)?;
-        qkv_w.extend(q4(&p("k.w"), h, h)?);
-        qkv_w.extend(q4(&p("v.w"), h, h)?);
-        let mut qkv_b = f32s(&p("q.b"), h)?;
-        qkv_b.extend(f32s(&p("k.b"), h)?);
-        qkv_b.extend(f32s(&p("v.b"), h)?);
-        blocks.push(Layer {
-            qkv: Linear::exact(qkv_w, qkv_b, 3 * h, h),
-            out: Linear::exact(q4(&p("ao.w"), h, h)?, f32s(&p("ao.b"), h)?, h, h),
-            ln1_g: f32s(&p("aln.w"), h)?,
-            ln1_b: f32s(&p("aln.b"), h)?,
-            up: Linear::exact(
-                q4(&p("fi.w"), intermediate, h)?,
-                f32s(&p("fi.b"), intermediate)?,
-                intermediate,
-                h,
-            ),
-            down: Linear::exact(
-                q4(&p("fo.w"), h, intermediate)?,
-                f32s(&p("fo.b"), h)?,
-                h,
-                intermediate,
-            ),
-            ln2_g: f32s(&p("oln.w"), h)?,
-            ln2_b: f32s(&p("oln.b"), h)?,
-        });
     }
-    let token_types = f32s("emb.type", type_vocab * h)?;
-    let bert = Bert {
-        cfg: Config {
-            hidden,
-            layers,
-            heads,
-            intermediate,
-            vocab,
-            max_positions,
-            type_vocab,
-            eps,
-        },
+}
+
+/// The encoder from the directory's tensors, with the sizes of the header.
+fn build_bert(dir: &Directory<'_, '_>, cfg: Config) -> Result<Bert, EmbedError> {
+    let h = cfg.hidden;
+    let word = dir.get("emb.word", 1, cfg.vocab * h)?.bytes.to_vec();
+    let mut blocks = Vec::with_capacity(cfg.layers);
+    for l in 0..cfg.layers {
+        blocks.push(build_layer(dir, l, h, cfg.intermediate)?);
+    }
+    let token_types = dir.f32s("emb.type", cfg.type_vocab * h)?;
+    Ok(Bert {
         word: WordTable::Q4(word),
-        position: f32s("emb.pos", max_positions * h)?,
+        position: dir.f32s("emb.pos", cfg.max_positions * h)?,
         token_type: token_types[..h].to_vec(),
-        emb_ln_g: f32s("emb.ln.w", h)?,
-        emb_ln_b: f32s("emb.ln.b", h)?,
+        emb_ln_g: dir.f32s("emb.ln.w", h)?,
+        emb_ln_b: dir.f32s("emb.ln.b", h)?,
         layers: blocks,
-    };
-    Ok(E5Model {
-        bert,
-        tokenizer,
-        bos,
-        eos,
+        cfg,
+    })
+}
+
+/// Layer `l` (tensors `l{l}.…`) of hidden size `h`: query, key and value stacked into one
+/// matrix, the attention output, the feed-forward pair and the two layer norms.
+fn build_layer(
+    dir: &Directory<'_, '_>,
+    l: usize,
+    h: usize,
+    intermediate: usize,
+) -> Result<Layer, EmbedError> {
+    let p = |s: &str| format!("l{l}.{s}");
+    let mut qkv_w = dir.q4(&p("q.w"), h, h)?;
+    qkv_w.extend(dir.q4(&p("k.w"), h, h)?);
+    qkv_w.extend(dir.q4(&p("v.w"), h, h)?);
+    let mut qkv_b = dir.f32s(&p("q.b"), h)?;
+    qkv_b.extend(dir.f32s(&p("k.b"), h)?);
+    qkv_b.extend(dir.f32s(&p("v.b"), h)?);
+    Ok(Layer {
+        qkv: Linear::exact(qkv_w, qkv_b, 3 * h, h),
+        out: Linear::exact(dir.q4(&p("ao.w"), h, h)?, dir.f32s(&p("ao.b"), h)?, h, h),
+        ln1_g: dir.f32s(&p("aln.w"), h)?,
+        ln1_b: dir.f32s(&p("aln.b"), h)?,
+        up: Linear::exact(
+            dir.q4(&p("fi.w"), intermediate, h)?,
+            dir.f32s(&p("fi.b"), intermediate)?,
+            intermediate,
+            h,
+        ),
+        down: Linear::exact(
+            dir.q4(&p("fo.w"), h, intermediate)?,
+            dir.f32s(&p("fo.b"), h)?,
+            h,
+            intermediate,
+        ),
+        ln2_g: dir.f32s(&p("oln.w"), h)?,
+        ln2_b: dir.f32s(&p("oln.b"), h)?,
     })
 }
 

@@ -49,6 +49,167 @@ fn field<'a>(v: &'a Value, key: &str, path: &Path, what: &str) -> Result<&'a Val
         .ok_or_else(|| EmbedError::config(path, format!("{what} has no \"{key}\"")))
 }
 
+/// The error for a tokenizer.json this reader does not handle.
+fn unsupported(path: &Path, what: &str) -> EmbedError {
+    EmbedError::config(
+        path,
+        format!("{what}: only BERT WordPiece tokenizers (as all-MiniLM-L6-v2's) are supported"),
+    )
+}
+
+/// A WordPiece vocabulary, split by the continuation prefix.
+struct Pieces {
+    /// Whole-word pieces.
+    vocab: HashMap<String, u32>,
+    /// Continuation pieces, keyed without their prefix.
+    continuations: HashMap<String, u32>,
+    /// The largest id of either.
+    max_id: u32,
+}
+
+/// `model.vocab`, a non-empty object of u32 ids, split by `model.continuing_subword_prefix`
+/// (`##` by default).
+fn read_vocab(model: &Value, path: &Path) -> Result<Pieces, EmbedError> {
+    let prefix = model
+        .get("continuing_subword_prefix")
+        .and_then(Value::as_str)
+        .unwrap_or("##");
+    let vocab_json = field(model, "vocab", path, "model")?
+        .as_object()
+        .ok_or_else(|| EmbedError::config(path, "model.vocab is not an object"))?;
+    if vocab_json.is_empty() {
+        return Err(EmbedError::config(path, "model.vocab is empty"));
+    }
+    let mut vocab = HashMap::with_capacity(vocab_json.len());
+    let mut continuations = HashMap::new();
+    let mut max_id = 0u32;
+    for (piece, id) in vocab_json {
+        let id = id
+            .as_u64()
+            .and_then(|id| u32::try_from(id).ok())
+            .ok_or_else(|| {
+                EmbedError::config(path, format!("vocab id of {piece:?} is not a u32"))
+            })?;
+        max_id = max_id.max(id);
+        match piece.strip_prefix(prefix) {
+            Some(rest) if !prefix.is_empty() => continuations.insert(rest.to_owned(), id),
+            _ => vocab.insert(piece.clone(), id),
+        };
+    }
+    Ok(Pieces {
+        vocab,
+        continuations,
+        max_id,
+    })
+}
+
+/// The steps of the normalizer that are on.
+struct NormalizerFlags {
+    clean_text: bool,
+    handle_chinese_chars: bool,
+    strip_accents: bool,
+    lowercase: bool,
+}
+
+/// Normalizer: BertNormalizer (or none, every step off).
+fn read_normalizer(json: &Value, path: &Path) -> Result<NormalizerFlags, EmbedError> {
+    match json.get("normalizer") {
+        None | Some(Value::Null) => Ok(NormalizerFlags {
+            clean_text: false,
+            handle_chinese_chars: false,
+            strip_accents: false,
+            lowercase: false,
+        }),
+        Some(n) if n.get("type").and_then(Value::as_str) == Some("BertNormalizer") => {
+            let flag =
+                |k: &str, default: bool| n.get(k).and_then(Value::as_bool).unwrap_or(default);
+            let lowercase = flag("lowercase", true);
+            Ok(NormalizerFlags {
+                clean_text: flag("clean_text", true),
+                handle_chinese_chars: flag("handle_chinese_chars", true),
+                strip_accents: n
+                    .get("strip_accents")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(lowercase),
+                lowercase,
+            })
+        }
+        Some(_) => Err(unsupported(path, "the normalizer is not BertNormalizer")),
+    }
+}
+
+/// Post-processor: [CLS] $A [SEP], from a TemplateProcessing or BertProcessing. The names of
+/// the two special tokens.
+fn read_cls_sep<'a>(json: &'a Value, path: &Path) -> Result<(&'a str, &'a str), EmbedError> {
+    match json.get("post_processor") {
+        Some(p) if p.get("type").and_then(Value::as_str) == Some("BertProcessing") => {
+            let tok = |k: &str| p.get(k).and_then(|v| v.get(0)).and_then(Value::as_str);
+            Ok((tok("cls").unwrap_or("[CLS]"), tok("sep").unwrap_or("[SEP]")))
+        }
+        Some(p) if p.get("type").and_then(Value::as_str) == Some("TemplateProcessing") => {
+            let single = p
+                .get("single")
+                .and_then(Value::as_array)
+                .ok_or_else(|| unsupported(path, "post_processor.single is missing"))?;
+            fn special(v: &Value) -> Option<&str> {
+                v.get("SpecialToken")
+                    .and_then(|s| s.get("id"))
+                    .and_then(Value::as_str)
+            }
+            match single.as_slice() {
+                [first, seq, last] if seq.get("Sequence").is_some() => Ok((
+                    special(first).ok_or_else(|| unsupported(path, "post_processor.single[0]"))?,
+                    special(last).ok_or_else(|| unsupported(path, "post_processor.single[2]"))?,
+                )),
+                _ => Err(unsupported(
+                    path,
+                    "post_processor.single is not [CLS] $A [SEP]",
+                )),
+            }
+        }
+        _ => Err(unsupported(
+            path,
+            "the post_processor is not [CLS] $A [SEP]",
+        )),
+    }
+}
+
+/// `added_tokens`, each with content and id and matched as written (not normalized, not
+/// single-word, not stripped); the empty ones dropped, the rest longest first.
+fn read_added_tokens(json: &Value, path: &Path) -> Result<Vec<(String, u32)>, EmbedError> {
+    let mut added = Vec::new();
+    if let Some(list) = json.get("added_tokens").and_then(Value::as_array) {
+        for t in list {
+            let content = t.get("content").and_then(Value::as_str);
+            let id = t
+                .get("id")
+                .and_then(Value::as_u64)
+                .and_then(|i| u32::try_from(i).ok());
+            let (Some(content), Some(id)) = (content, id) else {
+                return Err(EmbedError::config(
+                    path,
+                    "an added token has no content or id",
+                ));
+            };
+            let plain = t.get("normalized").and_then(Value::as_bool) == Some(false)
+                && t.get("single_word").and_then(Value::as_bool) != Some(true)
+                && t.get("lstrip").and_then(Value::as_bool) != Some(true)
+                && t.get("rstrip").and_then(Value::as_bool) != Some(true);
+            if !plain {
+                return Err(unsupported(
+                    path,
+                    "an added token is normalized, single_word or stripped",
+                ));
+            }
+            if !content.is_empty() {
+                added.push((content.to_owned(), id));
+            }
+        }
+    }
+    added.sort_by_key(|a| std::cmp::Reverse(a.0.len()));
+    Ok(added)
+}
+
 impl Tokenizer {
     /// Reads a tokenizer.json.
     pub fn load(path: &Path) -> Result<Tokenizer, EmbedError> {
@@ -62,22 +223,10 @@ impl Tokenizer {
 
     /// Builds the tokenizer from a parsed tokenizer.json; `path` is only for messages.
     pub fn from_json(json: &Value, path: &Path) -> Result<Tokenizer, EmbedError> {
-        let unsupported = |what: &str| {
-            EmbedError::config(
-                path,
-                format!(
-                    "{what}: only BERT WordPiece tokenizers (as all-MiniLM-L6-v2's) are supported"
-                ),
-            )
-        };
         let model = field(json, "model", path, "tokenizer.json")?;
         if model.get("type").and_then(Value::as_str) != Some("WordPiece") {
-            return Err(unsupported("model.type is not \"WordPiece\""));
+            return Err(unsupported(path, "model.type is not \"WordPiece\""));
         }
-        let prefix = model
-            .get("continuing_subword_prefix")
-            .and_then(Value::as_str)
-            .unwrap_or("##");
         let unk = model
             .get("unk_token")
             .and_then(Value::as_str)
@@ -86,129 +235,41 @@ impl Tokenizer {
             .get("max_input_chars_per_word")
             .and_then(Value::as_u64)
             .unwrap_or(100) as usize;
-        let vocab_json = field(model, "vocab", path, "model")?
-            .as_object()
-            .ok_or_else(|| EmbedError::config(path, "model.vocab is not an object"))?;
-        if vocab_json.is_empty() {
-            return Err(EmbedError::config(path, "model.vocab is empty"));
-        }
-        let mut vocab = HashMap::with_capacity(vocab_json.len());
-        let mut continuations = HashMap::new();
-        let mut max_id = 0u32;
-        for (piece, id) in vocab_json {
-            let id = id
-                .as_u64()
-                .and_then(|id| u32::try_from(id).ok())
-                .ok_or_else(|| {
-                    EmbedError::config(path, format!("vocab id of {piece:?} is not a u32"))
-                })?;
-            max_id = max_id.max(id);
-            match piece.strip_prefix(prefix) {
-                Some(rest) if !prefix.is_empty() => continuations.insert(rest.to_owned(), id),
-                _ => vocab.insert(piece.clone(), id),
-            };
-        }
+        let pieces = read_vocab(model, path)?;
         let id_of = |token: &str| -> Result<u32, EmbedError> {
-            vocab.get(token).copied().ok_or_else(|| {
+            pieces.vocab.get(token).copied().ok_or_else(|| {
                 EmbedError::config(path, format!("{token} is not in the vocabulary"))
             })
         };
         let unk_id = id_of(unk)?;
-
-        // Normalizer: BertNormalizer (or none).
-        let (mut clean_text, mut handle_chinese_chars, mut strip_accents, mut lowercase) =
-            (false, false, false, false);
-        match json.get("normalizer") {
-            None | Some(Value::Null) => {}
-            Some(n) if n.get("type").and_then(Value::as_str) == Some("BertNormalizer") => {
-                let flag =
-                    |k: &str, default: bool| n.get(k).and_then(Value::as_bool).unwrap_or(default);
-                clean_text = flag("clean_text", true);
-                handle_chinese_chars = flag("handle_chinese_chars", true);
-                lowercase = flag("lowercase", true);
-                strip_accents = n
-                    .get("strip_accents")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(lowercase);
-            }
-            Some(_) => return Err(unsupported("the normalizer is not BertNormalizer")),
-        }
+        let norm = read_normalizer(json, path)?;
         match json.get("pre_tokenizer") {
             Some(p) if p.get("type").and_then(Value::as_str) == Some("BertPreTokenizer") => {}
-            _ => return Err(unsupported("the pre_tokenizer is not BertPreTokenizer")),
+            _ => {
+                return Err(unsupported(
+                    path,
+                    "the pre_tokenizer is not BertPreTokenizer",
+                ));
+            }
         }
-        // Post-processor: [CLS] $A [SEP], from a TemplateProcessing or BertProcessing.
-        let (cls, sep) = match json.get("post_processor") {
-            Some(p) if p.get("type").and_then(Value::as_str) == Some("BertProcessing") => {
-                let tok = |k: &str| p.get(k).and_then(|v| v.get(0)).and_then(Value::as_str);
-                (tok("cls").unwrap_or("[CLS]"), tok("sep").unwrap_or("[SEP]"))
-            }
-            Some(p) if p.get("type").and_then(Value::as_str) == Some("TemplateProcessing") => {
-                let single = p
-                    .get("single")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| unsupported("post_processor.single is missing"))?;
-                fn special(v: &Value) -> Option<&str> {
-                    v.get("SpecialToken")
-                        .and_then(|s| s.get("id"))
-                        .and_then(Value::as_str)
-                }
-                match single.as_slice() {
-                    [first, seq, last] if seq.get("Sequence").is_some() => (
-                        special(first).ok_or_else(|| unsupported("post_processor.single[0]"))?,
-                        special(last).ok_or_else(|| unsupported("post_processor.single[2]"))?,
-                    ),
-                    _ => return Err(unsupported("post_processor.single is not [CLS] $A [SEP]")),
-                }
-            }
-            _ => return Err(unsupported("the post_processor is not [CLS] $A [SEP]")),
-        };
+        let (cls, sep) = read_cls_sep(json, path)?;
         let cls_id = id_of(cls)?;
         let sep_id = id_of(sep)?;
-
-        let mut added = Vec::new();
-        if let Some(list) = json.get("added_tokens").and_then(Value::as_array) {
-            for t in list {
-                let content = t.get("content").and_then(Value::as_str);
-                let id = t
-                    .get("id")
-                    .and_then(Value::as_u64)
-                    .and_then(|i| u32::try_from(i).ok());
-                let (Some(content), Some(id)) = (content, id) else {
-                    return Err(EmbedError::config(
-                        path,
-                        "an added token has no content or id",
-                    ));
-                };
-                let plain = t.get("normalized").and_then(Value::as_bool) == Some(false)
-                    && t.get("single_word").and_then(Value::as_bool) != Some(true)
-                    && t.get("lstrip").and_then(Value::as_bool) != Some(true)
-                    && t.get("rstrip").and_then(Value::as_bool) != Some(true);
-                if !plain {
-                    return Err(unsupported(
-                        "an added token is normalized, single_word or stripped",
-                    ));
-                }
-                if !content.is_empty() {
-                    max_id = max_id.max(id);
-                    added.push((content.to_owned(), id));
-                }
-            }
-        }
-        added.sort_by_key(|a| std::cmp::Reverse(a.0.len()));
+        let added = read_added_tokens(json, path)?;
+        let max_id = added.iter().map(|a| a.1).fold(pieces.max_id, u32::max);
 
         Ok(Tokenizer {
-            vocab,
-            continuations,
+            vocab: pieces.vocab,
+            continuations: pieces.continuations,
             unk_id,
             cls_id,
             sep_id,
             max_input_chars_per_word,
             added,
-            clean_text,
-            handle_chinese_chars,
-            strip_accents,
-            lowercase,
+            clean_text: norm.clean_text,
+            handle_chinese_chars: norm.handle_chinese_chars,
+            strip_accents: norm.strip_accents,
+            lowercase: norm.lowercase,
             max_id,
         })
     }

@@ -679,7 +679,35 @@ pub fn read_zip<R: Read + Seek>(
     reader: R,
     limits: &BundleLimits,
 ) -> Result<Vec<(BundlePath, Vec<u8>, bool)>, BundleError> {
-    let mut archive = zip::ZipArchive::new(reader).map_err(|e| BundleError::Zip(e.to_string()))?;
+    let mut archive = open_zip(reader, limits)?;
+    let mut out: Vec<(BundlePath, Vec<u8>, bool)> = Vec::new();
+    let mut total = 0u64;
+    for i in 0..archive.len() {
+        let mut f = archive
+            .by_index(i)
+            .map_err(|e| BundleError::Zip(e.to_string()))?;
+        let raw = String::from_utf8_lossy(f.name_raw()).into_owned();
+        // Escaped for messages: a hostile name must not carry terminal escapes to an operator.
+        let raw_name = crate::text::escape_controls(&raw).into_owned();
+        let Some(path) = zip_entry_path(&f, &raw, &raw_name)? else {
+            continue;
+        };
+        check_zip_entry_limits(&f, &path, &raw_name, out.len(), total, limits)?;
+        let data = read_zip_entry(&mut f, &raw_name)?;
+        total += data.len() as u64;
+        let exec = f.unix_mode().is_some_and(|m| m & 0o111 != 0);
+        out.push((path, data, exec));
+    }
+    Ok(out)
+}
+
+/// Open the archive and refuse it whole if two entries share a name or it has far more entries
+/// than the limit on files allows.
+fn open_zip<R: Read + Seek>(
+    reader: R,
+    limits: &BundleLimits,
+) -> Result<zip::ZipArchive<R>, BundleError> {
+    let archive = zip::ZipArchive::new(reader).map_err(|e| BundleError::Zip(e.to_string()))?;
     // The archive's name index keeps the last of two entries with one name; unzip tools keep
     // the first or ask. Refused whole, naming the path.
     if archive.has_duplicate_names() {
@@ -703,94 +731,120 @@ pub fn read_zip<R: Read + Seek>(
             path,
         });
     }
-    let mut out: Vec<(BundlePath, Vec<u8>, bool)> = Vec::new();
-    let mut total = 0u64;
-    for i in 0..archive.len() {
-        let mut f = archive
-            .by_index(i)
-            .map_err(|e| BundleError::Zip(e.to_string()))?;
-        let raw = String::from_utf8_lossy(f.name_raw()).into_owned();
-        // Escaped for messages: a hostile name must not carry terminal escapes to an operator.
-        let raw_name = crate::text::escape_controls(&raw).into_owned();
-        if f.encrypted() {
-            return Err(BundleError::Encrypted { path: raw_name });
+    Ok(archive)
+}
+
+/// The bundle path of a zip entry, or `None` for a directory (whose name is still checked).
+/// Encrypted entries, links, names that are not UTF-8, unsafe names and names leaving the
+/// archive root are refused. `raw` is the entry's name, `raw_name` the same escaped for messages.
+fn zip_entry_path<R: Read + ?Sized>(
+    f: &zip::read::ZipFile<'_, R>,
+    raw: &str,
+    raw_name: &str,
+) -> Result<Option<BundlePath>, BundleError> {
+    if f.encrypted() {
+        return Err(BundleError::Encrypted {
+            path: raw_name.to_owned(),
+        });
+    }
+    if f.is_symlink() {
+        return Err(BundleError::ZipLink {
+            path: raw_name.to_owned(),
+        });
+    }
+    if f.is_dir() {
+        let trimmed = raw.trim_end_matches('/');
+        if !trimmed.is_empty() {
+            BundlePath::parse(trimmed)?;
         }
-        if f.is_symlink() {
-            return Err(BundleError::ZipLink { path: raw_name });
-        }
-        if f.is_dir() {
-            let trimmed = raw.trim_end_matches('/');
-            if !trimmed.is_empty() {
-                BundlePath::parse(trimmed)?;
-            }
-            continue;
-        }
-        if std::str::from_utf8(f.name_raw()).is_err() {
-            return Err(BundleError::UnsafePath {
-                path: raw_name,
-                reason: "entry names must be valid UTF-8",
-            });
-        }
-        let path = BundlePath::parse(&raw)?;
-        if f.enclosed_name().is_none() {
-            return Err(BundleError::UnsafePath {
-                path: raw_name,
-                reason: "the name leaves the archive root",
-            });
-        }
-        if out.len() >= limits.max_files {
-            return Err(BundleError::TooManyFiles {
-                limit: limits.max_files,
-                path: raw_name,
-            });
-        }
-        if path.depth() > limits.max_depth {
-            return Err(BundleError::TooDeep {
-                path: raw_name,
-                depth: path.depth(),
-                limit: limits.max_depth,
-            });
-        }
-        let declared = f.size();
-        let compressed = f.compressed_size().max(1);
-        let ratio = declared / compressed;
-        if ratio > limits.max_compression_ratio {
-            return Err(BundleError::CompressionRatio {
-                path: raw_name,
-                ratio,
-                limit: limits.max_compression_ratio,
-            });
-        }
-        let remaining = limits.max_total_bytes.saturating_sub(total);
-        if declared > remaining {
-            return Err(BundleError::TooLarge {
-                limit: limits.max_total_bytes,
-                path: raw_name,
-            });
-        }
-        let mut data = Vec::with_capacity(declared as usize);
-        let read = match (&mut f).take(declared + 1).read_to_end(&mut data) {
-            Ok(n) => n,
-            // The zip crate stops an entry at its declared size with this error.
-            Err(e) if e.to_string().contains("larger than its declared") => {
-                return Err(BundleError::SizeMismatch {
-                    path: raw_name,
-                    declared,
-                });
-            }
-            Err(e) => return Err(BundleError::Zip(format!("entry '{raw_name}': {e}"))),
-        };
-        if read as u64 > declared {
+        return Ok(None);
+    }
+    if std::str::from_utf8(f.name_raw()).is_err() {
+        return Err(BundleError::UnsafePath {
+            path: raw_name.to_owned(),
+            reason: "entry names must be valid UTF-8",
+        });
+    }
+    let path = BundlePath::parse(raw)?;
+    if f.enclosed_name().is_none() {
+        return Err(BundleError::UnsafePath {
+            path: raw_name.to_owned(),
+            reason: "the name leaves the archive root",
+        });
+    }
+    Ok(Some(path))
+}
+
+/// The limits a file entry must meet before it is read: the count of files (`files` read so
+/// far), the depth of its path, its compression ratio, and its declared size against what is
+/// left of the total (`total` bytes read so far).
+fn check_zip_entry_limits<R: Read + ?Sized>(
+    f: &zip::read::ZipFile<'_, R>,
+    path: &BundlePath,
+    raw_name: &str,
+    files: usize,
+    total: u64,
+    limits: &BundleLimits,
+) -> Result<(), BundleError> {
+    if files >= limits.max_files {
+        return Err(BundleError::TooManyFiles {
+            limit: limits.max_files,
+            path: raw_name.to_owned(),
+        });
+    }
+    if path.depth() > limits.max_depth {
+        return Err(BundleError::TooDeep {
+            path: raw_name.to_owned(),
+            depth: path.depth(),
+            limit: limits.max_depth,
+        });
+    }
+    let declared = f.size();
+    let compressed = f.compressed_size().max(1);
+    let ratio = declared / compressed;
+    if ratio > limits.max_compression_ratio {
+        return Err(BundleError::CompressionRatio {
+            path: raw_name.to_owned(),
+            ratio,
+            limit: limits.max_compression_ratio,
+        });
+    }
+    let remaining = limits.max_total_bytes.saturating_sub(total);
+    if declared > remaining {
+        return Err(BundleError::TooLarge {
+            limit: limits.max_total_bytes,
+            path: raw_name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// An entry's bytes, read up to one byte past its declared size: an entry longer than it
+/// declares is refused, whichever way the reader notices.
+fn read_zip_entry<R: Read + ?Sized>(
+    f: &mut zip::read::ZipFile<'_, R>,
+    raw_name: &str,
+) -> Result<Vec<u8>, BundleError> {
+    let declared = f.size();
+    let mut data = Vec::with_capacity(declared as usize);
+    let read = match f.by_ref().take(declared + 1).read_to_end(&mut data) {
+        Ok(n) => n,
+        // The zip crate stops an entry at its declared size with this error.
+        Err(e) if e.to_string().contains("larger than its declared") => {
             return Err(BundleError::SizeMismatch {
-                path: raw_name,
+                path: raw_name.to_owned(),
                 declared,
             });
         }
-        total += read as u64;
-        let exec = f.unix_mode().is_some_and(|m| m & 0o111 != 0);
-        out.push((path, data, exec));
+        Err(e) => return Err(BundleError::Zip(format!("entry '{raw_name}': {e}"))),
+    };
+    if read as u64 > declared {
+        return Err(BundleError::SizeMismatch {
+            path: raw_name.to_owned(),
+            declared,
+        });
     }
-    Ok(out)
+    Ok(data)
 }
 
 /// Turn an OS path relative to a skill folder into a bundle path (for callers walking folders).

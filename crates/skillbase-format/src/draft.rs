@@ -235,6 +235,117 @@ fn strings_of(field: DraftField, v: &Value, max_items: usize) -> Result<Vec<Stri
         .collect()
 }
 
+/// `triggers`: at most [`MAX_TRIGGERS`] strings of at most [`MAX_TRIGGER_CHARS`] characters,
+/// trimmed, the empty ones dropped.
+fn triggers_of(field: DraftField, v: &Value) -> Result<Vec<String>, DraftError> {
+    let list = strings_of(field, v, MAX_TRIGGERS)?;
+    if list.iter().any(|t| t.chars().count() > MAX_TRIGGER_CHARS) {
+        return Err(refuse(
+            field,
+            format!("each trigger must be at most {MAX_TRIGGER_CHARS} characters"),
+        ));
+    }
+    Ok(list
+        .into_iter()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .collect())
+}
+
+/// `companions`: at most [`MAX_COMPANIONS`] skill names.
+fn companions_of(field: DraftField, v: &Value) -> Result<Vec<SkillName>, DraftError> {
+    strings_of(field, v, MAX_COMPANIONS)?
+        .iter()
+        .map(|c| {
+            SkillName::parse(c).map_err(|_| {
+                refuse(
+                    field,
+                    "each companion must be a skill name: 1-64 lowercase letters, digits and single hyphens",
+                )
+            })
+        })
+        .collect()
+}
+
+/// `capabilities`: an object with only `tools`, `vault` and `hosts`, each a list of strings
+/// (trimmed, the empty ones dropped; hosts lowercased).
+fn capabilities_of(field: DraftField, v: &Value) -> Result<Capabilities, DraftError> {
+    let map = v
+        .as_object()
+        .ok_or_else(|| refuse(field, "must be an object with tools, vault and hosts"))?;
+    if let Some(k) = map
+        .keys()
+        .find(|k| !matches!(k.as_str(), "tools" | "vault" | "hosts"))
+    {
+        // The key is not quoted back (it may be anything the caller sent).
+        let _ = k;
+        return Err(refuse(field, "may hold only tools, vault and hosts"));
+    }
+    let list = |k: &str| -> Result<Vec<String>, DraftError> {
+        match map.get(k) {
+            None => Ok(Vec::new()),
+            Some(v) => Ok(strings_of(field, v, usize::MAX)?
+                .into_iter()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect()),
+        }
+    };
+    Ok(Capabilities {
+        tools: list("tools")?,
+        vault: list("vault")?,
+        hosts: list("hosts")?
+            .into_iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect(),
+    })
+}
+
+/// `cost`: one of the [`Cost`] words.
+fn cost_of(field: DraftField, v: &Value) -> Result<Cost, DraftError> {
+    let s = v
+        .as_str()
+        .ok_or_else(|| refuse(field, "must be a string"))?;
+    s.parse()
+        .map_err(|_| refuse(field, "must be immediate, seconds or tens_of_seconds"))
+}
+
+/// `when_to_use` / `when_not_to_use`: at most [`MAX_WHEN_ENTRIES`] strings, trimmed, the empty
+/// ones dropped, each of at most [`MAX_WHEN_CHARS`] characters and holding a letter or digit.
+fn situations_of(field: DraftField, v: &Value) -> Result<Vec<String>, DraftError> {
+    let list = strings_of(field, v, MAX_WHEN_ENTRIES)?;
+    let list: Vec<String> = list
+        .into_iter()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if list.iter().any(|t| t.chars().count() > MAX_WHEN_CHARS) {
+        return Err(refuse(
+            field,
+            format!("each entry must be at most {MAX_WHEN_CHARS} characters"),
+        ));
+    }
+    if list.iter().any(|t| !t.chars().any(char::is_alphanumeric)) {
+        return Err(refuse(field, "each entry must hold letters or digits"));
+    }
+    Ok(list)
+}
+
+/// `version`: a semantic version string, kept as written.
+fn version_of(field: DraftField, v: &Value) -> Result<String, DraftError> {
+    let s = v
+        .as_str()
+        .ok_or_else(|| refuse(field, "must be a string"))?;
+    // The value is not quoted back (see `DraftError`).
+    crate::SkillVersion::parse(s).map_err(|_| {
+        refuse(
+            field,
+            "must be a semantic version MAJOR.MINOR.PATCH (optionally -pre.release and +build), such as `1.2.0`",
+        )
+    })?;
+    Ok(s.to_owned())
+}
+
 impl SkillDraft {
     /// An empty draft for a new skill of this name.
     pub fn new(name: SkillName) -> SkillDraft {
@@ -296,114 +407,19 @@ impl SkillDraft {
                 self.description = string_of(field, v, MAX_DESCRIPTION_CHARS)?;
             }
             DraftField::Body => self.body = string_of(field, v, MAX_BODY_CHARS)?,
-            DraftField::Triggers => {
-                let list = strings_of(field, v, MAX_TRIGGERS)?;
-                if list.iter().any(|t| t.chars().count() > MAX_TRIGGER_CHARS) {
-                    return Err(refuse(
-                        field,
-                        format!("each trigger must be at most {MAX_TRIGGER_CHARS} characters"),
-                    ));
-                }
-                self.triggers = list
-                    .into_iter()
-                    .map(|t| t.trim().to_owned())
-                    .filter(|t| !t.is_empty())
-                    .collect();
-            }
-            DraftField::Companions => {
-                self.companions = strings_of(field, v, MAX_COMPANIONS)?
-                    .iter()
-                    .map(|c| {
-                        SkillName::parse(c).map_err(|_| {
-                            refuse(
-                                field,
-                                "each companion must be a skill name: 1-64 lowercase letters, digits and single hyphens",
-                            )
-                        })
-                    })
-                    .collect::<Result<_, _>>()?;
-            }
+            DraftField::Triggers => self.triggers = triggers_of(field, v)?,
+            DraftField::Companions => self.companions = companions_of(field, v)?,
             DraftField::Inputs => {
                 if !v.is_object() {
                     return Err(refuse(field, "must be a JSON Schema object"));
                 }
                 self.inputs = Some(v.clone());
             }
-            DraftField::Capabilities => {
-                let map = v.as_object().ok_or_else(|| {
-                    refuse(field, "must be an object with tools, vault and hosts")
-                })?;
-                if let Some(k) = map
-                    .keys()
-                    .find(|k| !matches!(k.as_str(), "tools" | "vault" | "hosts"))
-                {
-                    // The key is not quoted back (it may be anything the caller sent).
-                    let _ = k;
-                    return Err(refuse(field, "may hold only tools, vault and hosts"));
-                }
-                let list = |k: &str| -> Result<Vec<String>, DraftError> {
-                    match map.get(k) {
-                        None => Ok(Vec::new()),
-                        Some(v) => Ok(strings_of(field, v, usize::MAX)?
-                            .into_iter()
-                            .map(|s| s.trim().to_owned())
-                            .filter(|s| !s.is_empty())
-                            .collect()),
-                    }
-                };
-                self.capabilities = Capabilities {
-                    tools: list("tools")?,
-                    vault: list("vault")?,
-                    hosts: list("hosts")?
-                        .into_iter()
-                        .map(|h| h.to_ascii_lowercase())
-                        .collect(),
-                };
-            }
-            DraftField::Cost => {
-                let s = v
-                    .as_str()
-                    .ok_or_else(|| refuse(field, "must be a string"))?;
-                self.cost =
-                    Some(s.parse().map_err(|_| {
-                        refuse(field, "must be immediate, seconds or tens_of_seconds")
-                    })?);
-            }
-            DraftField::WhenToUse | DraftField::WhenNotToUse => {
-                let list = strings_of(field, v, MAX_WHEN_ENTRIES)?;
-                let list: Vec<String> = list
-                    .into_iter()
-                    .map(|t| t.trim().to_owned())
-                    .filter(|t| !t.is_empty())
-                    .collect();
-                if list.iter().any(|t| t.chars().count() > MAX_WHEN_CHARS) {
-                    return Err(refuse(
-                        field,
-                        format!("each entry must be at most {MAX_WHEN_CHARS} characters"),
-                    ));
-                }
-                if list.iter().any(|t| !t.chars().any(char::is_alphanumeric)) {
-                    return Err(refuse(field, "each entry must hold letters or digits"));
-                }
-                if field == DraftField::WhenToUse {
-                    self.when_to_use = list;
-                } else {
-                    self.when_not_to_use = list;
-                }
-            }
-            DraftField::Version => {
-                let s = v
-                    .as_str()
-                    .ok_or_else(|| refuse(field, "must be a string"))?;
-                // The value is not quoted back (see `DraftError`).
-                crate::SkillVersion::parse(s).map_err(|_| {
-                    refuse(
-                        field,
-                        "must be a semantic version MAJOR.MINOR.PATCH (optionally -pre.release and +build), such as `1.2.0`",
-                    )
-                })?;
-                self.version = Some(s.to_owned());
-            }
+            DraftField::Capabilities => self.capabilities = capabilities_of(field, v)?,
+            DraftField::Cost => self.cost = Some(cost_of(field, v)?),
+            DraftField::WhenToUse => self.when_to_use = situations_of(field, v)?,
+            DraftField::WhenNotToUse => self.when_not_to_use = situations_of(field, v)?,
+            DraftField::Version => self.version = Some(version_of(field, v)?),
         }
         Ok(())
     }

@@ -281,92 +281,109 @@ fn validate_metadata(
     profile: Profile,
     out: &mut Diagnostics<'_>,
 ) -> Option<String> {
-    let fm = &md.frontmatter;
-    let mut extra: Vec<&str> = fm
+    check_extra_keys(md, profile, out);
+    let normalized = check_name(md, dir_name, out);
+    check_description(md, out);
+    check_compatibility(md, out);
+    if profile == Profile::Skillbase {
+        warn_untyped_spec_keys(md, out);
+    }
+    normalized
+}
+
+/// Keys outside the specification: one error listing them all under [`Profile::Spec`], a warning
+/// per key (Skillbase's own keys aside) under [`Profile::Skillbase`].
+fn check_extra_keys(md: &SkillMd, profile: Profile, out: &mut Diagnostics<'_>) {
+    let mut extra: Vec<&str> = md
+        .frontmatter
         .keys()
         .filter(|k| !SPEC_KEYS.contains(k))
         .filter(|k| profile == Profile::Spec || !SKILLBASE_KEYS.contains(k))
         .collect();
     extra.sort_unstable();
-    if !extra.is_empty() {
-        match profile {
-            Profile::Spec => out.push(
-                Severity::Error,
-                None,
-                None,
-                format!(
-                    "Unexpected fields in frontmatter: {}. Only ['allowed-tools', 'compatibility', 'description', 'license', 'metadata', 'name'] are allowed.",
-                    extra.join(", ")
-                ),
-                Some("remove these keys, or move them under `metadata:`"),
+    if extra.is_empty() {
+        return;
+    }
+    match profile {
+        Profile::Spec => out.push(
+            Severity::Error,
+            None,
+            None,
+            format!(
+                "Unexpected fields in frontmatter: {}. Only ['allowed-tools', 'compatibility', 'description', 'license', 'metadata', 'name'] are allowed.",
+                extra.join(", ")
             ),
-            Profile::Skillbase => {
-                for k in extra {
-                    if k == "eager" {
-                        out.field(
-                            Severity::Warning,
-                            md,
-                            k,
-                            "`eager` is ignored: eagerness is the agent's setting, not the skill's".into(),
-                            "remove the key and list the skill in the agent's `eager` setting instead",
-                        );
-                    } else {
-                        out.field(
-                            Severity::Warning,
-                            md,
-                            k,
-                            format!("Unknown field '{k}' is kept but not used by Skillbase or the Agent Skills specification"),
-                            "check the spelling, or move it under `metadata:`",
-                        );
-                    }
+            Some("remove these keys, or move them under `metadata:`"),
+        ),
+        Profile::Skillbase => {
+            for k in extra {
+                if k == "eager" {
+                    out.field(
+                        Severity::Warning,
+                        md,
+                        k,
+                        "`eager` is ignored: eagerness is the agent's setting, not the skill's".into(),
+                        "remove the key and list the skill in the agent's `eager` setting instead",
+                    );
+                } else {
+                    out.field(
+                        Severity::Warning,
+                        md,
+                        k,
+                        format!("Unknown field '{k}' is kept but not used by Skillbase or the Agent Skills specification"),
+                        "check the spelling, or move it under `metadata:`",
+                    );
                 }
             }
         }
     }
+}
 
-    let mut normalized = None;
-    match fm.get("name") {
-        None => out.push(
+/// `name`: present, a non-empty string, a valid skill name, and equal to the folder's name.
+/// Returns the normalised name when the field is a non-empty string.
+fn check_name(md: &SkillMd, dir_name: Option<&str>, out: &mut Diagnostics<'_>) -> Option<String> {
+    let Some(node) = md.frontmatter.get("name") else {
+        out.push(
             Severity::Error,
             Some("name"),
             None,
             "Missing required field in frontmatter: name".into(),
             Some("add `name: <folder-name>` to the frontmatter"),
-        ),
-        Some(node) => {
-            let raw = node.as_str().filter(|s| !s.trim().is_empty());
-            match raw {
-                None => out.field(
-                    Severity::Error,
-                    md,
-                    "name",
-                    NameError::Empty.to_string(),
-                    NameError::Empty.hint(),
-                ),
-                Some(raw) => {
-                    let (n, errors) = name::check(raw);
-                    for e in errors {
-                        out.field(Severity::Error, md, "name", e.to_string(), e.hint());
-                    }
-                    if let Some(dir) = dir_name {
-                        let dir_n: String = dir.nfkc().collect();
-                        if dir_n != n {
-                            out.field(
-                                Severity::Error,
-                                md,
-                                "name",
-                                format!("Directory name '{dir}' must match skill name '{n}'"),
-                                "rename the folder or change `name` so they are equal",
-                            );
-                        }
-                    }
-                    normalized = Some(n);
-                }
-            }
+        );
+        return None;
+    };
+    let Some(raw) = node.as_str().filter(|s| !s.trim().is_empty()) else {
+        out.field(
+            Severity::Error,
+            md,
+            "name",
+            NameError::Empty.to_string(),
+            NameError::Empty.hint(),
+        );
+        return None;
+    };
+    let (n, errors) = name::check(raw);
+    for e in errors {
+        out.field(Severity::Error, md, "name", e.to_string(), e.hint());
+    }
+    if let Some(dir) = dir_name {
+        let dir_n: String = dir.nfkc().collect();
+        if dir_n != n {
+            out.field(
+                Severity::Error,
+                md,
+                "name",
+                format!("Directory name '{dir}' must match skill name '{n}'"),
+                "rename the folder or change `name` so they are equal",
+            );
         }
     }
+    Some(n)
+}
 
-    match fm.get("description") {
+/// `description`: present, a non-empty string, within [`MAX_DESCRIPTION_CHARS`].
+fn check_description(md: &SkillMd, out: &mut Diagnostics<'_>) {
+    match md.frontmatter.get("description") {
         None => out.push(
             Severity::Error,
             Some("description"),
@@ -396,68 +413,73 @@ fn validate_metadata(
             }
         },
     }
+}
 
-    if let Some(node) = fm.get("compatibility") {
-        match node.as_str() {
-            None => out.field(
-                Severity::Error,
+/// `compatibility`, when present: a string within [`MAX_COMPATIBILITY_CHARS`].
+fn check_compatibility(md: &SkillMd, out: &mut Diagnostics<'_>) {
+    let Some(node) = md.frontmatter.get("compatibility") else {
+        return;
+    };
+    match node.as_str() {
+        None => out.field(
+            Severity::Error,
+            md,
+            "compatibility",
+            "Field 'compatibility' must be a string".into(),
+            "write compatibility as one line of text",
+        ),
+        Some(c) => {
+            let len = c.chars().count();
+            if len > MAX_COMPATIBILITY_CHARS {
+                out.field(
+                    Severity::Error,
+                    md,
+                    "compatibility",
+                    format!("Compatibility exceeds {MAX_COMPATIBILITY_CHARS} character limit ({len} chars)"),
+                    "shorten it to the essential requirements",
+                );
+            }
+        }
+    }
+}
+
+/// `license`, `allowed-tools` and `metadata`, which the reference does not type-check but the
+/// specification does: a warning when they have the wrong shape.
+fn warn_untyped_spec_keys(md: &SkillMd, out: &mut Diagnostics<'_>) {
+    let fm = &md.frontmatter;
+    for key in ["license", "allowed-tools"] {
+        if let Some(node) = fm.get(key)
+            && node.as_str().is_none()
+        {
+            out.field(
+                Severity::Warning,
                 md,
-                "compatibility",
-                "Field 'compatibility' must be a string".into(),
-                "write compatibility as one line of text",
-            ),
-            Some(c) => {
-                let len = c.chars().count();
-                if len > MAX_COMPATIBILITY_CHARS {
-                    out.field(
-                        Severity::Error,
-                        md,
-                        "compatibility",
-                        format!("Compatibility exceeds {MAX_COMPATIBILITY_CHARS} character limit ({len} chars)"),
-                        "shorten it to the essential requirements",
-                    );
-                }
-            }
+                key,
+                format!("Field '{key}' should be a string, not {}", node.kind()),
+                if key == "allowed-tools" {
+                    "write the tools space-separated on one line: `allowed-tools: Bash(git:*) Read`"
+                } else {
+                    "write the license as one line of text"
+                },
+            );
         }
     }
-
-    if profile == Profile::Skillbase {
-        // The reference does not type-check these; the specification does, so we warn.
-        for key in ["license", "allowed-tools"] {
-            if let Some(node) = fm.get(key)
-                && node.as_str().is_none()
-            {
-                out.field(
-                    Severity::Warning,
-                    md,
-                    key,
-                    format!("Field '{key}' should be a string, not {}", node.kind()),
-                    if key == "allowed-tools" {
-                        "write the tools space-separated on one line: `allowed-tools: Bash(git:*) Read`"
-                    } else {
-                        "write the license as one line of text"
-                    },
-                );
-            }
-        }
-        if let Some(node) = fm.get("metadata") {
-            let ok = node.as_map().is_some_and(|m| {
-                m.entries
-                    .iter()
-                    .all(|(_, v)| matches!(v, Node::Scalar { .. }))
-            });
-            if !ok {
-                out.field(
-                    Severity::Warning,
-                    md,
-                    "metadata",
-                    "Field 'metadata' should map string keys to string values".into(),
-                    "use `key: value` lines under `metadata:`, one level deep",
-                );
-            }
+    if let Some(node) = fm.get("metadata") {
+        let ok = node.as_map().is_some_and(|m| {
+            m.entries
+                .iter()
+                .all(|(_, v)| matches!(v, Node::Scalar { .. }))
+        });
+        if !ok {
+            out.field(
+                Severity::Warning,
+                md,
+                "metadata",
+                "Field 'metadata' should map string keys to string values".into(),
+                "use `key: value` lines under `metadata:`, one level deep",
+            );
         }
     }
-    normalized
 }
 
 /// `when_to_use` / `when_not_to_use`: a phrase or a list of at most [`MAX_WHEN_ENTRIES`]
@@ -531,227 +553,249 @@ fn validate_when(md: &SkillMd, key: &str, node: &Node, out: &mut Diagnostics<'_>
     }
 }
 
+/// Skillbase's own keys, each checked for type and sense when present.
 fn validate_skillbase_keys(md: &SkillMd, name: Option<&str>, out: &mut Diagnostics<'_>) {
-    use Severity::*;
     if let Some(node) = md.get("triggers") {
-        match string_items(node) {
-            None => out.field(
-                Error,
-                md,
-                "triggers",
-                format!(
-                    "Field 'triggers' must be a list of phrases, not {}",
-                    node.kind()
-                ),
-                "write `triggers: [refund, money back]` or one `- phrase` per line",
-            ),
-            Some(items) => {
-                if items.len() > MAX_TRIGGERS {
-                    out.field(
-                        Error,
-                        md,
-                        "triggers",
-                        format!("Too many triggers ({}); at most {MAX_TRIGGERS}", items.len()),
-                        "keep the phrases that must fire deterministically; the description covers the rest",
-                    );
-                }
-                let mut seen = Vec::new();
-                for t in items {
-                    let t = t.trim();
-                    if t.is_empty() {
-                        out.field(
-                            Error,
-                            md,
-                            "triggers",
-                            "A trigger must not be empty".into(),
-                            "remove the empty entry",
-                        );
-                    } else if !t.chars().any(|c| c.is_alphanumeric()) {
-                        out.field(
-                            Error,
-                            md,
-                            "triggers",
-                            format!(
-                                "Trigger '{t}' has no letters or digits and can never match a word"
-                            ),
-                            "use a word or phrase the user would type",
-                        );
-                    } else if t.chars().count() > MAX_TRIGGER_CHARS {
-                        out.field(
-                            Error,
-                            md,
-                            "triggers",
-                            format!(
-                                "Trigger exceeds {MAX_TRIGGER_CHARS} character limit ({} chars)",
-                                t.chars().count()
-                            ),
-                            "use a short phrase",
-                        );
-                    } else {
-                        let folded = crate::text::fold(t);
-                        if seen.contains(&folded) {
-                            out.field(
-                                Warning,
-                                md,
-                                "triggers",
-                                format!("Trigger '{t}' repeats another trigger (matching ignores case and accents)"),
-                                "remove the duplicate",
-                            );
-                        } else {
-                            seen.push(folded);
-                        }
-                    }
-                }
-            }
-        }
+        validate_triggers(md, node, out);
     }
-
     for key in ["when_to_use", "when_not_to_use"] {
         if let Some(node) = md.get(key) {
             validate_when(md, key, node, out);
         }
     }
-
     if let Some(node) = md.get("companions") {
-        match string_items(node) {
-            None => out.field(
-                Error,
-                md,
-                "companions",
-                format!(
-                    "Field 'companions' must be a list of skill names, not {}",
-                    node.kind()
-                ),
-                "write `companions: [refund-policy]`",
-            ),
-            Some(items) => {
-                let mut seen = Vec::new();
-                for c in items {
-                    match name::SkillName::parse(c) {
-                        Err(e) => out.field(
-                            Error,
-                            md,
-                            "companions",
-                            format!("Companion '{}' is not a valid skill name: {e}", c.trim()),
-                            e.hint(),
-                        ),
-                        Ok(n) if Some(n.as_str()) == name => out.field(
-                            Error,
-                            md,
-                            "companions",
-                            format!("Skill '{n}' lists itself as a companion"),
-                            "remove it from `companions`",
-                        ),
-                        Ok(n) if seen.contains(&n) => out.field(
-                            Warning,
-                            md,
-                            "companions",
-                            format!("Companion '{n}' is listed twice"),
-                            "remove the duplicate",
-                        ),
-                        Ok(n) => seen.push(n),
-                    }
-                }
-            }
-        }
+        validate_companions(md, name, node, out);
     }
-
     if let Some(node) = md.get("inputs") {
-        match node {
-            Node::Map(_) => {
-                let schema = node.to_typed_json();
-                if let Some(t) = schema.get("type")
-                    && t != "object"
-                {
-                    out.field(
-                        Error,
-                        md,
-                        "inputs",
-                        format!(
-                            "Field 'inputs' must describe an object (type: object), not type {t}"
-                        ),
-                        "arguments are named: use `type: object` with `properties:`",
-                    );
-                }
-                if let Err(e) = jsonschema::validator_for(&schema) {
-                    out.field(
-                        Error,
-                        md,
-                        "inputs",
-                        format!("Field 'inputs' is not a valid JSON Schema: {e}"),
-                        "fix the schema (draft 2020-12); remote $ref is not fetched",
-                    );
-                }
-            }
-            other => out.field(
-                Error,
-                md,
-                "inputs",
-                format!(
-                    "Field 'inputs' must be a JSON Schema mapping, not {}",
-                    other.kind()
-                ),
-                "write `inputs:` with `type: object` and `properties:` beneath it",
-            ),
-        }
+        validate_inputs(md, node, out);
     }
-
     if let Some(node) = md.get("capabilities") {
         validate_capabilities(md, node, out);
     }
-
     if let Some(node) = md.get("requires") {
         validate_requires(md, name, node, out);
     }
-
     if let Some(node) = md.get("cost") {
-        match node.as_str().map(str::trim) {
-            Some(c) if c.parse::<crate::meta::Cost>().is_ok() => {}
-            _ => out.field(
-                Error,
-                md,
-                "cost",
-                format!(
-                    "Field 'cost' must be one of immediate, seconds, tens_of_seconds (got {})",
-                    node.as_str()
-                        .map(|s| format!("'{s}'"))
-                        .unwrap_or_else(|| node.kind().into())
-                ),
-                "declare how long the skill's work takes: `cost: seconds`",
-            ),
-        }
+        validate_cost(md, node, out);
     }
-
     if let Some(node) = md.get("version") {
-        match node.as_str() {
-            None => out.field(
+        validate_version(md, node, out);
+    }
+}
+
+/// `triggers`: a list of at most [`MAX_TRIGGERS`] phrases, each non-empty, with a letter or
+/// digit, within [`MAX_TRIGGER_CHARS`]; a repeat (after folding case and accents) is a warning.
+fn validate_triggers(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
+    use Severity::*;
+    let Some(items) = string_items(node) else {
+        out.field(
+            Error,
+            md,
+            "triggers",
+            format!(
+                "Field 'triggers' must be a list of phrases, not {}",
+                node.kind()
+            ),
+            "write `triggers: [refund, money back]` or one `- phrase` per line",
+        );
+        return;
+    };
+    if items.len() > MAX_TRIGGERS {
+        out.field(
+            Error,
+            md,
+            "triggers",
+            format!(
+                "Too many triggers ({}); at most {MAX_TRIGGERS}",
+                items.len()
+            ),
+            "keep the phrases that must fire deterministically; the description covers the rest",
+        );
+    }
+    let mut seen = Vec::new();
+    for t in items {
+        let t = t.trim();
+        if t.is_empty() {
+            out.field(
                 Error,
                 md,
-                "version",
+                "triggers",
+                "A trigger must not be empty".into(),
+                "remove the empty entry",
+            );
+        } else if !t.chars().any(|c| c.is_alphanumeric()) {
+            out.field(
+                Error,
+                md,
+                "triggers",
+                format!("Trigger '{t}' has no letters or digits and can never match a word"),
+                "use a word or phrase the user would type",
+            );
+        } else if t.chars().count() > MAX_TRIGGER_CHARS {
+            out.field(
+                Error,
+                md,
+                "triggers",
                 format!(
-                    "Field 'version' must be a semantic version string, not {}",
-                    node.kind()
+                    "Trigger exceeds {MAX_TRIGGER_CHARS} character limit ({} chars)",
+                    t.chars().count()
                 ),
-                "write MAJOR.MINOR.PATCH, quoted, like `version: \"1.2.0\"`",
-            ),
-            Some(v) => {
-                if let Err(e) = crate::version::SkillVersion::parse(v) {
-                    out.field(
-                        Error,
-                        md,
-                        "version",
-                        format!("Field 'version': {}", e.problem),
-                        &e.hint,
-                    );
-                }
+                "use a short phrase",
+            );
+        } else {
+            let folded = crate::text::fold(t);
+            if seen.contains(&folded) {
+                out.field(
+                    Warning,
+                    md,
+                    "triggers",
+                    format!(
+                        "Trigger '{t}' repeats another trigger (matching ignores case and accents)"
+                    ),
+                    "remove the duplicate",
+                );
+            } else {
+                seen.push(folded);
             }
         }
     }
 }
 
+/// `companions`: a list of valid skill names, not the skill itself; a repeat is a warning.
+fn validate_companions(md: &SkillMd, name: Option<&str>, node: &Node, out: &mut Diagnostics<'_>) {
+    use Severity::*;
+    let Some(items) = string_items(node) else {
+        out.field(
+            Error,
+            md,
+            "companions",
+            format!(
+                "Field 'companions' must be a list of skill names, not {}",
+                node.kind()
+            ),
+            "write `companions: [refund-policy]`",
+        );
+        return;
+    };
+    let mut seen = Vec::new();
+    for c in items {
+        match name::SkillName::parse(c) {
+            Err(e) => out.field(
+                Error,
+                md,
+                "companions",
+                format!("Companion '{}' is not a valid skill name: {e}", c.trim()),
+                e.hint(),
+            ),
+            Ok(n) if Some(n.as_str()) == name => out.field(
+                Error,
+                md,
+                "companions",
+                format!("Skill '{n}' lists itself as a companion"),
+                "remove it from `companions`",
+            ),
+            Ok(n) if seen.contains(&n) => out.field(
+                Warning,
+                md,
+                "companions",
+                format!("Companion '{n}' is listed twice"),
+                "remove the duplicate",
+            ),
+            Ok(n) => seen.push(n),
+        }
+    }
+}
+
+/// `inputs`: a JSON Schema, as a mapping, that describes an object and compiles.
+fn validate_inputs(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
+    use Severity::Error;
+    let Node::Map(_) = node else {
+        out.field(
+            Error,
+            md,
+            "inputs",
+            format!(
+                "Field 'inputs' must be a JSON Schema mapping, not {}",
+                node.kind()
+            ),
+            "write `inputs:` with `type: object` and `properties:` beneath it",
+        );
+        return;
+    };
+    let schema = node.to_typed_json();
+    if let Some(t) = schema.get("type")
+        && t != "object"
+    {
+        out.field(
+            Error,
+            md,
+            "inputs",
+            format!("Field 'inputs' must describe an object (type: object), not type {t}"),
+            "arguments are named: use `type: object` with `properties:`",
+        );
+    }
+    if let Err(e) = jsonschema::validator_for(&schema) {
+        out.field(
+            Error,
+            md,
+            "inputs",
+            format!("Field 'inputs' is not a valid JSON Schema: {e}"),
+            "fix the schema (draft 2020-12); remote $ref is not fetched",
+        );
+    }
+}
+
+/// `cost`: one of the [`crate::meta::Cost`] words.
+fn validate_cost(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
+    match node.as_str().map(str::trim) {
+        Some(c) if c.parse::<crate::meta::Cost>().is_ok() => {}
+        _ => out.field(
+            Severity::Error,
+            md,
+            "cost",
+            format!(
+                "Field 'cost' must be one of immediate, seconds, tens_of_seconds (got {})",
+                node.as_str()
+                    .map(|s| format!("'{s}'"))
+                    .unwrap_or_else(|| node.kind().into())
+            ),
+            "declare how long the skill's work takes: `cost: seconds`",
+        ),
+    }
+}
+
+/// `version`: a semantic version string.
+fn validate_version(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
+    match node.as_str() {
+        None => out.field(
+            Severity::Error,
+            md,
+            "version",
+            format!(
+                "Field 'version' must be a semantic version string, not {}",
+                node.kind()
+            ),
+            "write MAJOR.MINOR.PATCH, quoted, like `version: \"1.2.0\"`",
+        ),
+        Some(v) => {
+            if let Err(e) = crate::version::SkillVersion::parse(v) {
+                out.field(
+                    Severity::Error,
+                    md,
+                    "version",
+                    format!("Field 'version': {}", e.problem),
+                    &e.hint,
+                );
+            }
+        }
+    }
+}
+
+/// `requires`: a mapping of `skills`, `tools`, `mcp` and `bins`, each a list of at most
+/// [`MAX_REQUIRES_ENTRIES`](crate::requires::MAX_REQUIRES_ENTRIES) entries.
 fn validate_requires(md: &SkillMd, name: Option<&str>, node: &Node, out: &mut Diagnostics<'_>) {
-    use crate::requires::{MAX_REQUIRES_ENTRIES, REQUIRES_KEYS, RequiredSkill};
-    use Severity::{Error, Warning};
+    use crate::requires::{MAX_REQUIRES_ENTRIES, REQUIRES_KEYS};
+    use Severity::Error;
     let Some(map) = node.as_map() else {
         out.field(
             Error,
@@ -800,84 +844,104 @@ fn validate_requires(md: &SkillMd, name: Option<&str>, node: &Node, out: &mut Di
             continue;
         }
         if key == "skills" {
-            let mut seen: Vec<crate::name::SkillName> = Vec::new();
-            for item in items {
-                match RequiredSkill::from_node(item) {
-                    Err(e) => out.field(
-                        Error,
-                        md,
-                        "requires",
-                        format!("requires.skills: {e}"),
-                        "write a skill name, or `- name: other-skill` with `version: \"^1.2\"` and `travel: true` beneath it",
-                    ),
-                    Ok(r) if Some(r.name.as_str()) == name => out.field(
-                        Error,
-                        md,
-                        "requires",
-                        format!("Skill '{}' requires itself", r.name),
-                        "remove it from `requires.skills`",
-                    ),
-                    Ok(r) if seen.contains(&r.name) => out.field(
-                        Warning,
-                        md,
-                        "requires",
-                        format!("requires.skills lists '{}' twice", r.name),
-                        "remove the duplicate",
-                    ),
-                    Ok(r) => seen.push(r.name),
-                }
-            }
-            continue;
+            validate_required_skills(md, name, items, out);
+        } else {
+            validate_required_names(md, key, items, out);
         }
-        let (check, hint): (fn(&str) -> Option<&'static str>, &str) = match key.as_str() {
-            "tools" => (check_tool_class, "name a tool class such as `web_fetch`"),
-            "mcp" => (
-                check_server_name,
-                "name a server of `[mcp_servers]`, such as `github`",
+    }
+}
+
+/// `requires.skills`: each entry a [`RequiredSkill`](crate::requires::RequiredSkill), not the
+/// skill itself; a repeat is a warning.
+fn validate_required_skills(
+    md: &SkillMd,
+    name: Option<&str>,
+    items: &[Node],
+    out: &mut Diagnostics<'_>,
+) {
+    use crate::requires::RequiredSkill;
+    use Severity::{Error, Warning};
+    let mut seen: Vec<crate::name::SkillName> = Vec::new();
+    for item in items {
+        match RequiredSkill::from_node(item) {
+            Err(e) => out.field(
+                Error,
+                md,
+                "requires",
+                format!("requires.skills: {e}"),
+                "write a skill name, or `- name: other-skill` with `version: \"^1.2\"` and `travel: true` beneath it",
             ),
-            _ => (
-                check_program_name,
-                "name the program as PATH finds it, such as `git`, not its path",
+            Ok(r) if Some(r.name.as_str()) == name => out.field(
+                Error,
+                md,
+                "requires",
+                format!("Skill '{}' requires itself", r.name),
+                "remove it from `requires.skills`",
             ),
+            Ok(r) if seen.contains(&r.name) => out.field(
+                Warning,
+                md,
+                "requires",
+                format!("requires.skills lists '{}' twice", r.name),
+                "remove the duplicate",
+            ),
+            Ok(r) => seen.push(r.name),
+        }
+    }
+}
+
+/// `requires.tools`, `requires.mcp` or `requires.bins` (`key`): each entry a string that is a
+/// tool class, a server name or a program name respectively; a repeat is a warning.
+fn validate_required_names(md: &SkillMd, key: &str, items: &[Node], out: &mut Diagnostics<'_>) {
+    use Severity::{Error, Warning};
+    let (check, hint): (fn(&str) -> Option<&'static str>, &str) = match key {
+        "tools" => (check_tool_class, "name a tool class such as `web_fetch`"),
+        "mcp" => (
+            check_server_name,
+            "name a server of `[mcp_servers]`, such as `github`",
+        ),
+        _ => (
+            check_program_name,
+            "name the program as PATH finds it, such as `git`, not its path",
+        ),
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for item in items {
+        let Some(text) = item.as_str() else {
+            out.field(
+                Error,
+                md,
+                "requires",
+                format!(
+                    "requires.{key} entries must be strings, not {}",
+                    item.kind()
+                ),
+                hint,
+            );
+            continue;
         };
-        let mut seen: Vec<&str> = Vec::new();
-        for item in items {
-            let Some(text) = item.as_str() else {
-                out.field(
-                    Error,
-                    md,
-                    "requires",
-                    format!(
-                        "requires.{key} entries must be strings, not {}",
-                        item.kind()
-                    ),
-                    hint,
-                );
-                continue;
-            };
-            let t = text.trim();
-            if let Some(problem) = check(t) {
-                out.field(
-                    Error,
-                    md,
-                    "requires",
-                    format!(
-                        "requires.{key}: '{}' {problem}",
-                        crate::text::escape_controls(t)
-                    ),
-                    hint,
-                );
-            } else if seen.contains(&t) {
-                out.field(
-                    Warning,
-                    md,
-                    "requires",
-                    format!("requires.{key} lists '{t}' twice"),
-                    "remove the duplicate",
-                );
-            } else {
-                seen.push(t);
-            }
+        let t = text.trim();
+        if let Some(problem) = check(t) {
+            out.field(
+                Error,
+                md,
+                "requires",
+                format!(
+                    "requires.{key}: '{}' {problem}",
+                    crate::text::escape_controls(t)
+                ),
+                hint,
+            );
+        } else if seen.contains(&t) {
+            out.field(
+                Warning,
+                md,
+                "requires",
+                format!("requires.{key} lists '{t}' twice"),
+                "remove the duplicate",
+            );
+        } else {
+            seen.push(t);
         }
     }
 }

@@ -462,92 +462,18 @@ impl<'a> Reader<'a> {
         match ev {
             Event::Alias(_) => Err(YamlError::Anchor { line }),
             Event::Scalar(value, style, anchor, tag) => {
-                if anchor != 0 {
-                    return Err(YamlError::Anchor { line });
-                }
-                if tag.is_some() {
-                    return Err(YamlError::Tag { line });
-                }
-                let style = match style {
-                    PStyle::Plain => ScalarStyle::Plain,
-                    PStyle::SingleQuoted => ScalarStyle::SingleQuoted,
-                    PStyle::DoubleQuoted => ScalarStyle::DoubleQuoted,
-                    PStyle::Literal => ScalarStyle::Literal,
-                    PStyle::Folded => ScalarStyle::Folded,
-                };
-                // An empty plain value (`name:`) is reported as `~` with an empty span.
-                let text = if style == ScalarStyle::Plain && span.start.index() == span.end.index()
-                {
-                    String::new()
-                } else {
-                    value.into_owned()
-                };
-                Ok(Node::Scalar { text, style, line })
+                refuse_anchor_or_tag(anchor, tag.is_some(), line)?;
+                Ok(scalar(value, style, span, line))
             }
             Event::SequenceStart(anchor, tag) => {
-                if anchor != 0 {
-                    return Err(YamlError::Anchor { line });
-                }
-                if tag.is_some() {
-                    return Err(YamlError::Tag { line });
-                }
+                refuse_anchor_or_tag(anchor, tag.is_some(), line)?;
                 self.check_depth(depth, line)?;
-                let flow = self.is_flow(span);
-                let mut items = Vec::new();
-                loop {
-                    let (ev, span) = self.next()?;
-                    if matches!(ev, Event::SequenceEnd) {
-                        break;
-                    }
-                    items.push(self.node(ev, span, depth + 1)?);
-                }
-                Ok(Node::Seq { items, flow, line })
+                self.sequence(span, depth, line)
             }
             Event::MappingStart(anchor, tag) => {
-                if anchor != 0 {
-                    return Err(YamlError::Anchor { line });
-                }
-                if tag.is_some() {
-                    return Err(YamlError::Tag { line });
-                }
+                refuse_anchor_or_tag(anchor, tag.is_some(), line)?;
                 self.check_depth(depth, line)?;
-                let flow = self.is_flow(span);
-                let mut entries: Vec<(String, Node)> = Vec::new();
-                let mut keys: std::collections::HashSet<String> = std::collections::HashSet::new();
-                loop {
-                    let (ev, kspan) = self.next()?;
-                    let key = match ev {
-                        Event::MappingEnd => break,
-                        Event::Scalar(..) => match self.node(ev, kspan, depth + 1)? {
-                            Node::Scalar { text, .. } => text,
-                            _ => unreachable!("a scalar event yields a scalar node"),
-                        },
-                        Event::Alias(_) => {
-                            return Err(YamlError::Anchor {
-                                line: kspan.start.line(),
-                            });
-                        }
-                        _ => {
-                            return Err(YamlError::ComplexKey {
-                                line: kspan.start.line(),
-                            });
-                        }
-                    };
-                    let (ev, vspan) = self.next()?;
-                    let value = self.node(ev, vspan, depth + 1)?;
-                    if !keys.insert(key.clone()) {
-                        return Err(YamlError::DuplicateKey {
-                            key,
-                            line: kspan.start.line(),
-                        });
-                    }
-                    entries.push((key, value));
-                }
-                Ok(Node::Map(Mapping {
-                    entries,
-                    flow,
-                    line,
-                }))
+                self.mapping(span, depth, line)
             }
             Event::StreamStart
             | Event::StreamEnd
@@ -563,6 +489,71 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The items of a sequence whose start event has been read, up to its end event.
+    fn sequence(&mut self, span: Span, depth: usize, line: usize) -> Result<Node, YamlError> {
+        let flow = self.is_flow(span);
+        let mut items = Vec::new();
+        loop {
+            let (ev, span) = self.next()?;
+            if matches!(ev, Event::SequenceEnd) {
+                break;
+            }
+            items.push(self.node(ev, span, depth + 1)?);
+        }
+        Ok(Node::Seq { items, flow, line })
+    }
+
+    /// The entries of a mapping whose start event has been read, up to its end event. Keys must
+    /// be scalars and must not repeat.
+    fn mapping(&mut self, span: Span, depth: usize, line: usize) -> Result<Node, YamlError> {
+        let flow = self.is_flow(span);
+        let mut entries: Vec<(String, Node)> = Vec::new();
+        let mut keys: std::collections::HashSet<String> = std::collections::HashSet::new();
+        loop {
+            let (ev, kspan) = self.next()?;
+            let Some(key) = self.mapping_key(ev, kspan, depth)? else {
+                break;
+            };
+            let (ev, vspan) = self.next()?;
+            let value = self.node(ev, vspan, depth + 1)?;
+            if !keys.insert(key.clone()) {
+                return Err(YamlError::DuplicateKey {
+                    key,
+                    line: kspan.start.line(),
+                });
+            }
+            entries.push((key, value));
+        }
+        Ok(Node::Map(Mapping {
+            entries,
+            flow,
+            line,
+        }))
+    }
+
+    /// The text of a mapping key, or `None` at the mapping's end. An alias or a collection as a
+    /// key is refused.
+    fn mapping_key(
+        &mut self,
+        ev: Event<'a>,
+        kspan: Span,
+        depth: usize,
+    ) -> Result<Option<String>, YamlError> {
+        match ev {
+            Event::MappingEnd => Ok(None),
+            Event::Scalar(..) => match self.node(ev, kspan, depth + 1)? {
+                Node::Scalar { text, .. } => Ok(Some(text)),
+                _ => unreachable!("a scalar event yields a scalar node"),
+            },
+            Event::Alias(_) => Err(YamlError::Anchor {
+                line: kspan.start.line(),
+            }),
+            _ => Err(YamlError::ComplexKey {
+                line: kspan.start.line(),
+            }),
+        }
+    }
+
     fn check_depth(&self, depth: usize, line: usize) -> Result<(), YamlError> {
         if depth > self.limits.max_depth {
             return Err(YamlError::TooDeep {
@@ -572,6 +563,35 @@ impl<'a> Reader<'a> {
         }
         Ok(())
     }
+}
+
+/// Anchors and tags are refused on every node, at the node's line.
+fn refuse_anchor_or_tag(anchor: usize, tagged: bool, line: usize) -> Result<(), YamlError> {
+    if anchor != 0 {
+        return Err(YamlError::Anchor { line });
+    }
+    if tagged {
+        return Err(YamlError::Tag { line });
+    }
+    Ok(())
+}
+
+/// A scalar node, keeping its source text and style.
+fn scalar(value: std::borrow::Cow<'_, str>, style: PStyle, span: Span, line: usize) -> Node {
+    let style = match style {
+        PStyle::Plain => ScalarStyle::Plain,
+        PStyle::SingleQuoted => ScalarStyle::SingleQuoted,
+        PStyle::DoubleQuoted => ScalarStyle::DoubleQuoted,
+        PStyle::Literal => ScalarStyle::Literal,
+        PStyle::Folded => ScalarStyle::Folded,
+    };
+    // An empty plain value (`name:`) is reported as `~` with an empty span.
+    let text = if style == ScalarStyle::Plain && span.start.index() == span.end.index() {
+        String::new()
+    } else {
+        value.into_owned()
+    };
+    Node::Scalar { text, style, line }
 }
 
 /// A list of strings, or a single string taken as a one-item list.
