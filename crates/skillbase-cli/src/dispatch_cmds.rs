@@ -1,7 +1,7 @@
 //! `skillbase call`, `runs` and `approve`: the dispatch pipeline from the command line.
 
 use crate::common::read_input;
-use crate::engine_setup::dispatcher;
+use crate::engine_setup::engine;
 use crate::store_cmds::{AuthorArg, StoreArgs, Target};
 use crate::{EXIT_INVALID, EXIT_OK};
 use anyhow::{Result, anyhow};
@@ -67,7 +67,7 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
     let args: serde_json::Value =
         serde_json::from_str(&a.args).map_err(|e| anyhow!("ARGS_JSON is not valid JSON: {e}"))?;
     let store = s.open().await?;
-    let d = dispatcher(s, store.clone(), None).await?;
+    let d = engine(s, store.clone(), None).await?;
     let mode = if a.detach {
         CallMode::Detach
     } else {
@@ -308,8 +308,8 @@ pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
             return Err(anyhow!("no agent '{name}' (see `skillbase agent list`)"));
         }
     }
-    let d = dispatcher(s, store.clone(), None).await?;
-    let mut tools = skillbase_runtime::gateway::listing(&d, Some(d.engine().gateway()), &agents);
+    let d = engine(s, store.clone(), None).await?;
+    let mut tools = d.tool_listing(&agents);
     if a.agent.is_some() {
         tools.retain(|t| !t.agents.is_empty());
     }

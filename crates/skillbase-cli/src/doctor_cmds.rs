@@ -49,7 +49,7 @@ pub async fn doctor(s: &StoreArgs, a: DoctorArgs) -> Result<u8> {
     };
     let actor = AuthorArg { author: None }.author()?.to_string();
     let store = s.open().await?;
-    let d = crate::engine_setup::dispatcher(s, store.clone(), None).await?;
+    let d = crate::engine_setup::engine(s, store.clone(), None).await?;
     let report = d
         .doctor(&DoctorOptions {
             agent,

@@ -55,7 +55,7 @@ pub async fn dream(s: &StoreArgs, a: DreamArgs) -> Result<u8> {
         Some(a) => vec![a],
         None => store.agents().await?.into_iter().map(|a| a.name).collect(),
     };
-    let d = crate::engine_setup::dispatcher(s, store.clone(), None).await?;
+    let d = crate::engine_setup::engine(s, store.clone(), None).await?;
     d.flush().await;
     let min_support = a.min_support.map(|n| n as usize).unwrap_or_else(|| {
         d.dreaming_settings()

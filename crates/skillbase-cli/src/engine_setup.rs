@@ -3,7 +3,6 @@
 
 use crate::common::StoreArgs;
 use anyhow::{Result, anyhow};
-use skillbase_runtime::dispatch::Dispatcher;
 use skillbase_runtime::tool::decls_from_tables;
 use skillbase_runtime::vault::VaultKey;
 use skillbase_runtime::{Engine, EngineBuilder};
@@ -11,10 +10,10 @@ use skillbase_store::Store;
 use skillbase_store::config::Config;
 use std::sync::Arc;
 
-/// A dispatcher with the configured tools, `web_fetch` and the vault; skill files go under
+/// An engine with the configured tools, `web_fetch` and the vault; skill files go under
 /// `workspace` (default: `$SKILLBASE_HOME/workspaces`). Upstream MCP servers of `--config` are
 /// connected (waiting up to 30 s for each to answer or fail) before it is returned.
-pub async fn dispatcher(
+pub async fn engine(
     s: &StoreArgs,
     store: Arc<Store>,
     workspace: Option<std::path::PathBuf>,
@@ -37,16 +36,16 @@ pub async fn dispatcher(
     Ok(Loaded { engine })
 }
 
-/// An engine for one command: its dispatcher, and its upstream connections until
+/// An engine for one command, and its upstream connections until
 /// [`Loaded::finish`].
 pub struct Loaded {
     engine: Engine,
 }
 
 impl std::ops::Deref for Loaded {
-    type Target = Dispatcher;
-    fn deref(&self) -> &Dispatcher {
-        self.engine.dispatcher()
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.engine
     }
 }
 
@@ -54,7 +53,7 @@ impl Loaded {
     /// Store the events and stop the upstream servers (stdio ones exit).
     pub async fn finish(&self) {
         self.engine.gateway().shutdown().await;
-        self.engine.dispatcher().flush().await;
+        self.engine.flush().await;
     }
 
     /// The engine (its gateway, for `skillbase tools`).

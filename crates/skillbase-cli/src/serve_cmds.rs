@@ -111,13 +111,13 @@ async fn state_on(
     let state = AppState::new(&engine.build().await?, options)?;
     // The semantic stage's first index in the background: turns rank lexically (and say so)
     // until each agent's vectors are ready; stored vectors are only read.
-    if state.runtime.semantic().is_some() {
-        let runtime = state.runtime.clone();
+    if state.engine.semantic().is_some() {
+        let engine = state.engine.clone();
         let agents = store.agents().await?;
         tokio::spawn(async move {
             for a in agents {
                 let name = a.name;
-                match runtime.warm_semantic(&name).await {
+                match engine.warm_semantic(&name).await {
                     Ok(Some(r)) => tracing::info!(
                         agent = %name, read = r.read, computed = r.computed,
                         "semantic stage ready{}",

@@ -68,7 +68,7 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
         .workspace
         .clone()
         .unwrap_or_else(|| skillbase_store::default_home().join("workspaces"));
-    let d = crate::engine_setup::dispatcher(s, store.clone(), Some(workspace)).await?;
+    let d = crate::engine_setup::engine(s, store.clone(), Some(workspace)).await?;
     let opts = TurnOptions {
         max_cost: a.max_cost,
         catalog_budget: a.catalog_budget,
@@ -167,14 +167,13 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
         )?);
     }
     let engine = crate::engine_setup::configured(s, engine)?.build().await?;
-    let rt = engine.runtime().clone();
-    let view = rt.view(&agent)?;
+    let view = engine.view(&agent)?;
     let messages: Vec<&str> = match &input {
         EvalInput::Cases(cases) => cases.iter().map(|c| c.message.as_str()).collect(),
         EvalInput::Graded(set) => set.cases.iter().map(|c| c.message.as_str()).collect(),
     };
     let started = std::time::Instant::now();
-    let vectors = match rt.query_vectors(&view, &messages).await {
+    let vectors = match engine.query_vectors(&view, &messages).await {
         Ok(v) => v,
         Err(why) => {
             eprintln!("semantic stage unavailable, ranking lexically: {why}");
@@ -184,7 +183,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
     if vectors.is_some() {
         eprintln!(
             "stages: {} ({} messages embedded and skill vectors ready in {:.1?})",
-            rt.stages(),
+            engine.stages(),
             messages.len(),
             started.elapsed()
         );

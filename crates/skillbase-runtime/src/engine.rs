@@ -305,7 +305,9 @@ impl EngineBuilder {
     }
 }
 
-/// Skillbase embedded in a harness: see the module documentation.
+/// Skillbase embedded in a harness: see the module documentation. Cloning is cheap (shared
+/// handles): a server's handlers each hold the same engine.
+#[derive(Clone)]
 pub struct Engine {
     store: Arc<Store>,
     vault: Option<Arc<Vault>>,
@@ -367,8 +369,8 @@ impl Engine {
         session: &str,
         message: &str,
         opts: &TurnOptions,
-    ) -> Result<TurnContext, EngineError> {
-        Ok(self.dispatcher.turn(agent, session, message, opts).await?)
+    ) -> Result<TurnContext, RuntimeError> {
+        self.dispatcher.turn(agent, session, message, opts).await
     }
 
     /// One call the model made, by its wire name, through the whole pipeline. A refusal or a
@@ -380,11 +382,10 @@ impl Engine {
         tool: &str,
         arguments: serde_json::Value,
         mode: CallMode,
-    ) -> Result<CallOutcome, EngineError> {
-        Ok(self
-            .dispatcher
+    ) -> Result<CallOutcome, RuntimeError> {
+        self.dispatcher
             .call(agent, session, tool, arguments, mode)
-            .await?)
+            .await
     }
 
     /// Load a skill for the session on the harness's word (level 2) — what a model's
@@ -396,11 +397,8 @@ impl Engine {
         session: &str,
         skill: &str,
         arguments: Option<&serde_json::Value>,
-    ) -> Result<crate::runtime::LoadResult, EngineError> {
-        Ok(self
-            .dispatcher
-            .load(agent, session, skill, arguments)
-            .await?)
+    ) -> Result<crate::runtime::LoadResult, RuntimeError> {
+        self.dispatcher.load(agent, session, skill, arguments).await
     }
 
     /// The outcome of a detached call, waiting up to `timeout`.
@@ -416,11 +414,10 @@ impl Engine {
         session: &str,
         outcome: &str,
         note: &str,
-    ) -> Result<Option<(RunRecord, bool)>, EngineError> {
-        Ok(self
-            .dispatcher
+    ) -> Result<Option<(RunRecord, bool)>, RuntimeError> {
+        self.dispatcher
             .finish_run(agent, session, outcome, note)
-            .await?)
+            .await
     }
 
     /// The skills active in a session, re-rendered within `budget` tokens, most recent first
@@ -430,17 +427,13 @@ impl Engine {
         agent: &AgentName,
         session: &str,
         budget: u32,
-    ) -> Result<PinnedSet, EngineError> {
-        Ok(self
-            .dispatcher
-            .runtime
-            .pinned(agent, session, budget)
-            .await?)
+    ) -> Result<PinnedSet, RuntimeError> {
+        self.dispatcher.runtime.pinned(agent, session, budget).await
     }
 
     /// What the agent is offered (tools and callable skills) and what is withheld.
-    pub fn offered(&self, agent: &AgentName) -> Result<Arc<OfferedSet>, EngineError> {
-        Ok(self.dispatcher.offered(agent)?)
+    pub fn offered(&self, agent: &AgentName) -> Result<Arc<OfferedSet>, RuntimeError> {
+        self.dispatcher.offered(agent)
     }
 
     /// The agent's skills ranked for a query, as `search_skills` answers.
@@ -449,20 +442,19 @@ impl Engine {
         agent: &AgentName,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<SearchHit>, EngineError> {
-        Ok(self
-            .dispatcher
+    ) -> Result<Vec<SearchHit>, RuntimeError> {
+        self.dispatcher
             .runtime
             .search_skills(agent, query, limit)
-            .await?)
+            .await
     }
 
     /// The doctor's findings (see [`crate::doctor`]); one `doctor` event is recorded.
     pub async fn doctor(
         &self,
         opts: &crate::doctor::DoctorOptions,
-    ) -> Result<crate::doctor::DoctorReport, EngineError> {
-        Ok(self.dispatcher.doctor(opts).await?)
+    ) -> Result<crate::doctor::DoctorReport, RuntimeError> {
+        self.dispatcher.doctor(opts).await
     }
 
     /// Capture recurring procedures of the agent's sessions as skills (see [`crate::dream`]);
@@ -471,9 +463,102 @@ impl Engine {
         &self,
         agent: &AgentName,
         opts: &crate::dream::DreamOptions,
-    ) -> Result<crate::dream::DreamReport, EngineError> {
+    ) -> Result<crate::dream::DreamReport, RuntimeError> {
         self.dispatcher.flush().await;
-        Ok(self.dispatcher.dream(agent, opts).await?)
+        self.dispatcher.dream(agent, opts).await
+    }
+
+    /// Store every event recorded so far (whoever reads the events table calls this first).
+    pub async fn flush(&self) {
+        self.dispatcher.flush().await;
+    }
+
+    /// The skills `agent` may see, as turns see them (cached until the index, the agent or an
+    /// environment answer changes).
+    pub fn view(&self, agent: &AgentName) -> Result<Arc<crate::view::AgentView>, RuntimeError> {
+        self.dispatcher.runtime.view(agent)
+    }
+
+    /// Whether `agent` has a session `session` (in memory or in the store).
+    pub fn has_session(&self, agent: &AgentName, session: &str) -> bool {
+        self.dispatcher.runtime.has_session(agent, session)
+    }
+
+    /// Mark a session as reached by more than one client (MCP stateless requests).
+    pub fn mark_shared(&self, agent: &AgentName, session: &str) {
+        self.dispatcher.runtime.mark_shared(agent, session);
+    }
+
+    /// Mark a session as reached over the network (its workspace is not the caller's).
+    pub fn mark_remote(&self, agent: &AgentName, session: &str) {
+        self.dispatcher.runtime.mark_remote(agent, session);
+    }
+
+    /// Drop the in-memory state of sessions the retention job removed, by (agent, id).
+    pub fn forget_sessions(&self, ids: &[(String, String)]) {
+        self.dispatcher.runtime.forget_sessions(ids);
+    }
+
+    /// What this process can answer for `requires:` (commands, tools, servers), and its
+    /// generation (a change rebuilds the views).
+    pub fn environment(&self) -> (Arc<crate::requires::Environment>, u64) {
+        self.dispatcher.runtime.environment()
+    }
+
+    /// The stages a ranking uses here: `lexical`, or `lexical+semantic (<model>)`.
+    pub fn stages(&self) -> String {
+        self.dispatcher.runtime.stages()
+    }
+
+    /// The semantic stage, when one is configured and loaded.
+    pub fn semantic(&self) -> Option<&Arc<crate::semantic::Semantic>> {
+        self.dispatcher.runtime.semantic()
+    }
+
+    /// Compute (or read) the semantic vectors of `agent`'s skills: `Ok(None)` when no stage is
+    /// configured. A server runs it in the background after it starts.
+    pub async fn warm_semantic(
+        &self,
+        agent: &AgentName,
+    ) -> Result<Option<crate::semantic::FillReport>, RuntimeError> {
+        self.dispatcher.runtime.warm_semantic(agent).await
+    }
+
+    /// The semantic stage's inputs for an evaluation of `messages` on `view`: `Ok(None)` when
+    /// no stage is configured, `Err(why)` when it cannot answer.
+    pub async fn query_vectors(
+        &self,
+        view: &crate::view::AgentView,
+        messages: &[&str],
+    ) -> Result<Option<crate::eval::QueryVectors>, String> {
+        self.dispatcher.runtime.query_vectors(view, messages).await
+    }
+
+    /// The `[dreaming]` settings, when the configuration has them.
+    pub fn dreaming_settings(&self) -> Option<Arc<crate::dream::DreamSettings>> {
+        self.dispatcher.dreaming_settings()
+    }
+
+    /// Import a conversation into the agent's session for learning (see
+    /// [`crate::dream::transcript`]): checked whole, redacted, recorded.
+    pub async fn import_transcript(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        t: &crate::dream::transcript::Transcript,
+    ) -> Result<crate::dream::transcript::Imported, crate::dream::transcript::TranscriptError> {
+        self.dispatcher.import_transcript(agent, session, t).await
+    }
+
+    /// The live tool table (a server listens to it for `tools/list_changed`).
+    pub fn tools(&self) -> &Arc<crate::tool::ToolTable> {
+        self.dispatcher.tools()
+    }
+
+    /// Every tool the engine knows (built-ins, the registry, upstream servers' state), with
+    /// the agents of `agents` granted each.
+    pub fn tool_listing(&self, agents: &[skillbase_store::Agent]) -> Vec<crate::gateway::ToolInfo> {
+        crate::gateway::listing(&self.dispatcher, Some(&self.gateway), agents)
     }
 
     /// Store every event recorded so far and close the store.

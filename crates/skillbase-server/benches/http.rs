@@ -18,7 +18,7 @@
 //!   files written to the session workspace): the full cost of loading a skill.
 //! - `skillbase/discover`: `server/discover` on the same endpoint: authentication and rmcp
 //!   without the dispatch pipeline (where the time goes, no target).
-//! - `in_process/already_active`: the same call through `Dispatcher::call` with no HTTP (what
+//! - `in_process/already_active`: the same call through `Engine::call` with no HTTP (what
 //!   the server adds on top is HTTP, authentication and MCP framing).
 //! - `floor/*`: a one-route axum server answering each of the above with the bytes Skillbase
 //!   returned for it (captured before timing), same status and content type.
@@ -398,7 +398,7 @@ fn setup() -> Setup {
     }
 }
 
-/// The already-active call without HTTP: `Dispatcher::call` as the MCP handler makes it, in the
+/// The already-active call without HTTP: `Engine::call` as the MCP handler makes it, in the
 /// session the HTTP requests use, `CONCURRENCY` tasks at a time (what the server adds on top of
 /// this is HTTP, authentication and MCP framing).
 async fn drive_dispatch(state: &Arc<AppState>, iters: u64) -> Duration {
@@ -406,7 +406,7 @@ async fn drive_dispatch(state: &Arc<AppState>, iters: u64) -> Duration {
     let session = "mcp-token-1-bench".to_owned();
     // The first load in the session activates the skill; the measured calls are the repeats.
     state
-        .dispatcher
+        .engine
         .call(
             &agent,
             &session,
@@ -424,7 +424,7 @@ async fn drive_dispatch(state: &Arc<AppState>, iters: u64) -> Duration {
             tokio::spawn(async move {
                 for _ in 0..n {
                     let o = state
-                        .dispatcher
+                        .engine
                         .call(
                             &agent,
                             &session,

@@ -1,7 +1,7 @@
 //! A whole turn over loopback REST at 1,000 and 10,000 allowed skills (issue 14, "Turn time"):
 //! `POST /v1/sessions/{id}/turns` with a 2 KB message, timed at the client from the request to
 //! the last byte of the answer, one turn at a time on a keep-alive connection (latency, not
-//! throughput), beside the same turns through `Dispatcher::turn` in-process on the same server
+//! throughput), beside the same turns through `Engine::turn` in-process on the same server
 //! state (what HTTP, authentication, JSON and the answer's bytes add).
 //!
 //! The store holds `SKILLBASE_BENCH_N` generated skills (default 10,000; SKILL.md of 2–5 KB);
@@ -297,7 +297,7 @@ fn main() {
             for k in 0..warmup + samples {
                 let t = Instant::now();
                 let ctx = state
-                    .dispatcher
+                    .engine
                     .turn(&name, &in_process, &msgs[k % msgs.len()], &opts)
                     .await
                     .expect("a turn");
@@ -307,7 +307,7 @@ fn main() {
                     times.push(took);
                 }
             }
-            percentiles(&format!("Dispatcher::turn, {allowed} allowed"), times, 0);
+            percentiles(&format!("Engine::turn, {allowed} allowed"), times, 0);
         }
     });
 }

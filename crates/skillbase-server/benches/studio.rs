@@ -2,7 +2,7 @@
 //! time for a session of 200 turns and an agent with 1,000 skills").
 //!
 //! A store of 1,000 generated skills (one in ten with a trigger), the agent `bench` allowed all
-//! of them, and one session of 200 turns through `Dispatcher::turn` (each a few events: the turn,
+//! of them, and one session of 200 turns through `Engine::turn` (each a few events: the turn,
 //! its activations). The server runs in this process in `--dev` mode (no sign-in: the gate's
 //! cookie check is one cached token lookup) and one keep-alive client asks for:
 //!
@@ -113,7 +113,7 @@ fn setup() -> Setup {
         for t in 0..TURNS {
             let topic = TOPICS[t % TOPICS.len()];
             state
-                .dispatcher
+                .engine
                 .turn(
                     &agent,
                     &session,
@@ -123,7 +123,7 @@ fn setup() -> Setup {
                 .await
                 .expect("a turn");
         }
-        state.dispatcher.flush().await;
+        state.engine.flush().await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a port");

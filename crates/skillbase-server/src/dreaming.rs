@@ -39,7 +39,7 @@ pub async fn due(
 /// task is aborted; does nothing without `[dreaming] idle_minutes`.
 pub async fn dreaming_loop(state: Arc<AppState>) {
     let Some(minutes) = state
-        .dispatcher
+        .engine
         .dreaming_settings()
         .and_then(|s| s.config.idle_minutes)
     else {
@@ -55,7 +55,7 @@ pub async fn dreaming_loop(state: Arc<AppState>) {
 
 /// One pass: dream for every agent that is due.
 pub async fn dream_due(state: &AppState, idle: Duration) {
-    state.dispatcher.flush().await;
+    state.engine.flush().await;
     let agents = match state.store.agents().await {
         Ok(a) => a,
         Err(e) => {
@@ -77,7 +77,7 @@ pub async fn dream_due(state: &AppState, idle: Duration) {
             }
         }
         let min_support = state
-            .dispatcher
+            .engine
             .dreaming_settings()
             .and_then(|s| s.config.min_support)
             .unwrap_or(3);
@@ -86,7 +86,7 @@ pub async fn dream_due(state: &AppState, idle: Duration) {
             actor: Author::Human("dreaming-schedule".into()),
             ..Default::default()
         };
-        match state.dispatcher.dream(&a.name, &opts).await {
+        match state.engine.dream(&a.name, &opts).await {
             Ok(r) => tracing::info!(
                 agent = %a.name,
                 created = r.created.len(),

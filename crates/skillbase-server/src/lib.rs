@@ -239,7 +239,7 @@ pub async fn serve(
     sync.abort();
     retention.abort();
     dreaming.abort();
-    state.dispatcher.flush().await;
+    state.engine.flush().await;
     Ok(())
 }
 

@@ -16,11 +16,11 @@ pub async fn retention_loop(state: Arc<AppState>) {
     }
     loop {
         // Events written behind are stored first, so the job sees what the server recorded.
-        state.dispatcher.flush().await;
+        state.engine.flush().await;
         match state.store.apply_retention(&policy, None).await {
             Ok(report) if report.is_empty() => {}
             Ok(report) => {
-                state.runtime.forget_sessions(&report.session_ids);
+                state.engine.forget_sessions(&report.session_ids);
                 tracing::info!(
                     events = report.events_total(),
                     sessions = report.sessions,

@@ -413,12 +413,12 @@ impl ManifestCache {
     pub fn visible(
         &self,
         store: &Store,
-        runtime: &skillbase_runtime::Runtime,
+        engine: &skillbase_runtime::Engine,
         agent: &AgentName,
     ) -> Option<Arc<Visible>> {
         let a = store.agent_cached(agent)?;
         let index = store.index();
-        let (env, tools) = runtime.environment();
+        let (env, tools) = engine.environment();
         let key = (index.generation, a.version, tools);
         let mut m = self.visible.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(v) = m.get(agent)

@@ -1,12 +1,11 @@
-//! What every handler shares: the store, the runtime and dispatcher, the vault, token lookups,
+//! What every handler shares: the engine, the store, the vault, token lookups,
 //! metrics and the server's limits.
 
 use crate::ServeError;
 use crate::auth::Auth;
 use crate::metrics::Metrics;
-use skillbase_runtime::dispatch::Dispatcher;
+use skillbase_runtime::Engine;
 use skillbase_runtime::vault::Vault;
-use skillbase_runtime::{Engine, Runtime};
 use skillbase_store::{AgentName, Store};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -66,11 +65,10 @@ pub struct ServerOptions {
 pub struct AppState {
     /// The store: skills, revisions, agents, sessions, events and tokens.
     pub store: Arc<Store>,
-    /// The runtime over `store`: agents' views, turns, sessions and level-3 files.
-    pub runtime: Arc<Runtime>,
-    /// The call pipeline over `runtime`: offered sets, the capability gate, bounds and redaction.
-    /// Every tool call, REST or MCP, goes through it.
-    pub dispatcher: Arc<Dispatcher>,
+    /// The engine: agents' views, turns, sessions, the call pipeline (offered sets, the
+    /// capability gate, bounds, redaction) and learning. Every turn and tool call, REST, MCP or
+    /// studio, goes through it.
+    pub engine: Engine,
     /// The decrypted vault; its redactor also scrubs logs and tool results.
     pub vault: Arc<Vault>,
     /// Bearer-token lookups (cached for `auth::TOKEN_CACHE_TTL`) and the dev-mode switch.
@@ -90,13 +88,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The state of a server over an engine: its store, runtime, dispatcher (with the tools
-    /// the engine was built with) and vault. A server needs the vault (its redactor scrubs
+    /// The state of a server over an engine (with the tools it was built with), its store and
+    /// its vault. A server needs the vault (its redactor scrubs
     /// logs, results and events, and the vault routes manage it): an engine built without one
     /// is refused.
     pub fn new(engine: &Engine, options: ServerOptions) -> Result<Arc<AppState>, ServeError> {
         let vault = engine.vault().cloned().ok_or(ServeError::NoVault)?;
-        let dispatcher = engine.dispatcher().clone();
         Ok(Arc::new(AppState {
             auth: Auth::new(options.dev),
             metrics: Metrics::new(),
@@ -104,8 +101,7 @@ impl AppState {
             ready: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
             store: engine.store().clone(),
-            runtime: dispatcher.runtime.clone(),
-            dispatcher,
+            engine: engine.clone(),
             vault,
             options,
             gateway: engine.gateway().clone(),

@@ -17,7 +17,7 @@ fn alpha() -> AgentName {
 /// Call an authoring tool as agent `agent` and return its outcome.
 async fn tool(s: &TestServer, agent: &str, name: &str, args: Value) -> CallOutcome {
     s.state
-        .dispatcher
+        .engine
         .call(
             &AgentName::parse(agent).unwrap(),
             &format!("contract-{agent}"),

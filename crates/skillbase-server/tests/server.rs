@@ -295,7 +295,7 @@ async fn the_server_applies_the_retention_policy_every_interval() {
             .unwrap();
         assert!(r.status().is_success(), "{}", r.status());
     }
-    s.state.dispatcher.flush().await;
+    s.state.engine.flush().await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let events = s.store.events(&EventFilter::default()).await.unwrap();

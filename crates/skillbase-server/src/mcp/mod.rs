@@ -163,7 +163,7 @@ pub async fn serve_stdio(state: Arc<AppState>, agent: AgentName) -> Result<(), c
     )
     .await;
     // The session's events are written behind: write them before the process ends.
-    state.dispatcher.flush().await;
+    state.engine.flush().await;
     state.shutdown.cancel();
     sync.abort();
     served
@@ -479,15 +479,15 @@ async fn call_tool(
         .map(serde_json::Value::Object)
         .unwrap_or_else(|| json!({}));
     if is_token_session(session) {
-        state.runtime.mark_shared(&caller.agent, session);
+        state.engine.mark_shared(&caller.agent, session);
     }
     // Over HTTP the client does not share this server's disk: files as `skill://` URIs. Over
     // stdio it does (a local process): workspace paths.
     if !session.contains(":stdio-") {
-        state.runtime.mark_remote(&caller.agent, session);
+        state.engine.mark_remote(&caller.agent, session);
     }
     let outcome = state
-        .dispatcher
+        .engine
         .call(&caller.agent, session, &request.name, args, CallMode::Wait)
         .await
         .map_err(runtime_error)?;
@@ -659,7 +659,7 @@ impl McpHandler {
     fn visible(&self, agent: &AgentName) -> Result<Arc<Visible>, ErrorData> {
         self.state
             .skills
-            .visible(&self.state.store, &self.state.dispatcher.runtime, agent)
+            .visible(&self.state.store, &self.state.engine, agent)
             .ok_or_else(|| runtime_error(RuntimeError::UnknownAgent(agent.to_string())))
     }
 
@@ -767,7 +767,7 @@ impl ServerHandler for McpHandler {
         let caller = self.caller(&context.extensions)?;
         let offered = self
             .state
-            .dispatcher
+            .engine
             .offered(&caller.agent)
             .map_err(runtime_error)?;
         let tools = offered
@@ -983,7 +983,7 @@ impl Seen {
     fn of(state: &AppState, agent: &AgentName) -> Seen {
         let resources = state
             .skills
-            .visible(&state.store, &state.dispatcher.runtime, agent)
+            .visible(&state.store, &state.engine, agent)
             .map(|v| {
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 for e in &v.entries {
@@ -991,7 +991,7 @@ impl Seen {
                 }
                 h.finish()
             });
-        let tools = state.dispatcher.offered(agent).ok().map(|o| {
+        let tools = state.engine.offered(agent).ok().map(|o| {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             for e in &o.entries {
                 (&e.wire_name, &e.description, e.parameters.to_string()).hash(&mut h);
@@ -1013,7 +1013,7 @@ async fn watch_changes(
     let mut rx = state.store.subscribe();
     rx.borrow_and_update();
     // The registry changes too: an upstream MCP server's tools come, go or change.
-    let mut tools = state.dispatcher.tools().subscribe();
+    let mut tools = state.engine.tools().subscribe();
     tools.borrow_and_update();
     let mut last = Seen::of(&state, &agent);
     loop {

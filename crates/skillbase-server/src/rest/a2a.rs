@@ -194,7 +194,7 @@ fn answer(card: AgentCard) -> Response {
 /// policy withholds for unmet `requires:`), in name order.
 pub fn build(st: &AppState, agent: &Agent, headers: &HeaderMap) -> AgentCard {
     let index = st.store.index();
-    let (env, _) = st.dispatcher.runtime.environment();
+    let (env, _) = st.engine.environment();
     let skills = skillbase_runtime::view::visible_in(agent, &index, &env)
         .iter()
         .map(|e| skill(e))

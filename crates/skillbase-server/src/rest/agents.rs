@@ -465,7 +465,7 @@ pub async fn eval(
             count("cases", cases.len())?;
             let cases = skillbase_runtime::eval::parse_cases(&lines(&cases))
                 .map_err(|e| invalid(format!("cases: {e}")))?;
-            let view = st.runtime.view(&name)?;
+            let view = st.engine.view(&name)?;
             let mut report = evaluate_off_workers(
                 &st,
                 view,
@@ -491,7 +491,7 @@ pub async fn eval(
                 map.as_deref(),
             )
             .map_err(|e| invalid(e.to_string()))?;
-            let view = st.runtime.view(&name)?;
+            let view = st.engine.view(&name)?;
             let mut report = evaluate_off_workers(
                 &st,
                 view,
@@ -538,7 +538,7 @@ where
         + 'static,
 {
     let vectors = st
-        .runtime
+        .engine
         .query_vectors(&view, &messages(&input))
         .await
         .ok()
@@ -593,7 +593,7 @@ pub async fn dream(
         ));
     }
     let min_support = b.min_support.unwrap_or_else(|| {
-        st.dispatcher
+        st.engine
             .dreaming_settings()
             .and_then(|s| s.config.min_support)
             .map_or(3, |n| n as u32)
@@ -604,9 +604,9 @@ pub async fn dream(
             "min_support: 2 to 1000 sessions",
         ));
     }
-    st.dispatcher.flush().await;
+    st.engine.flush().await;
     let report = st
-        .dispatcher
+        .engine
         .dream(
             &name,
             &skillbase_runtime::dream::DreamOptions {

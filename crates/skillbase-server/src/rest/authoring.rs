@@ -69,7 +69,7 @@ impl<'a> Authoring<'a> {
     pub async fn call(&self, tool: &str, args: Value, name: &str) -> ApiResult<Value> {
         let outcome = self
             .st
-            .dispatcher
+            .engine
             .call(&self.agent, &self.session, tool, args, CallMode::Wait)
             .await?;
         self.st.metrics.call(&outcome);

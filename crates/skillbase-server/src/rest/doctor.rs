@@ -146,5 +146,5 @@ pub async fn report(
         prompt: None,
         actor: p.author().to_string(),
     };
-    Ok(Json(st.dispatcher.doctor(&opts).await?))
+    Ok(Json(st.engine.doctor(&opts).await?))
 }

@@ -335,7 +335,7 @@ async fn owner(
     named: Option<&str>,
 ) -> ApiResult<AgentName> {
     let agent = session_agent(st, p, id, named).await?;
-    if st.runtime.has_session(&agent, id) {
+    if st.engine.has_session(&agent, id) {
         return Ok(agent);
     }
     st.store
@@ -458,7 +458,7 @@ pub async fn turn(
         catalog_budget: budget("catalog_budget", b.catalog_budget)?,
         context_budget: budget("context_budget", b.context_budget)?,
     };
-    let mut ctx = st.dispatcher.turn(&agent, &id, &b.message, &opts).await?;
+    let mut ctx = st.engine.turn(&agent, &id, &b.message, &opts).await?;
     ctx.report.catalog.detail = detail;
     st.metrics.turns.inc();
     Ok(Json(TurnResult {
@@ -491,7 +491,7 @@ pub async fn call(
         CallMode::Wait
     };
     let outcome = st
-        .dispatcher
+        .engine
         .call(&agent, &id, &b.name, Value::Object(b.arguments), mode)
         .await?;
     st.metrics.call(&outcome);
@@ -543,7 +543,7 @@ pub async fn call_result(
     Q(q): Q<WaitQuery>,
 ) -> ApiResult<Response> {
     let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
-    st.dispatcher.flush().await;
+    st.engine.flush().await;
     let not_found = || {
         let shown: String = call_id.chars().take(64).collect();
         ApiError::not_found(format!("no detached call '{shown}' in session '{id}'"))
@@ -567,11 +567,11 @@ pub async fn call_result(
         .saturating_sub(Duration::from_secs(1))
         .max(Duration::from_millis(1));
     let wait = Duration::from_millis(q.timeout_ms.unwrap_or(0)).min(cap);
-    if let Some(o) = st.dispatcher.wait(&call_id, wait).await {
+    if let Some(o) = st.engine.wait(&call_id, wait).await {
         return Ok((StatusCode::OK, Json(o)).into_response());
     }
     // Taken by another reader meanwhile, or finished as the wait ended: the event has it.
-    st.dispatcher.flush().await;
+    st.engine.flush().await;
     if let Some(e) = call_event(&st, &agent, &id, "call_finished", &call_id).await? {
         return Ok(finished(e));
     }
@@ -639,11 +639,7 @@ pub async fn post_result(
             ));
         }
     };
-    match st
-        .dispatcher
-        .post_result(&agent, &id, &call_id, posted)
-        .await
-    {
+    match st.engine.post_result(&agent, &id, &call_id, posted).await {
         Ok(outcome) => {
             st.metrics.call(&outcome);
             Ok((StatusCode::OK, Json(outcome)).into_response())
@@ -809,9 +805,9 @@ pub async fn pinned(
     let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
     let budget = match budget("budget", q.budget)? {
         Some(b) => b,
-        None => st.runtime.view(&agent)?.agent.config.context_budget,
+        None => st.engine.view(&agent)?.agent.config.context_budget,
     };
-    let set = st.runtime.pinned(&agent, &id, budget).await?;
+    let set = st.engine.pinned(&agent, &id, budget).await?;
     Ok(Json(PinnedResult {
         skills: set
             .skills
@@ -850,11 +846,7 @@ pub async fn finish(
             "note: at most 2000 characters",
         ));
     }
-    match st
-        .dispatcher
-        .finish_run(&agent, &id, &b.outcome, &b.note)
-        .await?
-    {
+    match st.engine.finish(&agent, &id, &b.outcome, &b.note).await? {
         Some((run, disabled)) => Ok(Json(FinishResult {
             run: run.into(),
             disabled_for_drift: disabled,
@@ -916,7 +908,7 @@ pub async fn transcript(
         .map_err(|e| unprocessable("invalid-transcript", format!("transcript: {e}")))?;
     use skillbase_runtime::dream::transcript::TranscriptError;
     let imported = st
-        .dispatcher
+        .engine
         .import_transcript(&agent, &id, &t)
         .await
         .map_err(|e| match e {

@@ -474,7 +474,7 @@ pub fn readable(
 ) -> ApiResult<Arc<SkillEntry>> {
     match p.agent() {
         Some(a) => {
-            let view = st.runtime.view(a)?;
+            let view = st.engine.view(a)?;
             match view.get(name) {
                 Some(s) if scope.as_ref().is_none_or(|sc| *sc == s.entry.scope) => {
                     Ok(s.entry.clone())
@@ -540,7 +540,7 @@ pub async fn list(
     let view;
     let mut entries: Vec<&Arc<SkillEntry>> = match p.agent() {
         Some(a) => {
-            view = st.runtime.view(a)?;
+            view = st.engine.view(a)?;
             view.skills.iter().map(|s| &s.entry).collect()
         }
         None => index.all().collect(),
@@ -702,7 +702,7 @@ fn write_result(st: &AppState, o: &WriteOutcome) -> WriteResult {
         && e.active_rev == o.rev
         && !e.meta.requires.is_empty()
     {
-        let (env, _) = st.dispatcher.runtime.environment();
+        let (env, _) = st.engine.environment();
         warnings.extend(skillbase_runtime::requires::environment_unmet(
             &e.meta, &env,
         ));
@@ -1222,7 +1222,7 @@ pub async fn runs(
     let e = readable(&st, &p, &name, parse_scope(q.scope.as_deref())?)?;
     let limit = q.limit.unwrap_or(20).clamp(1, 500);
     // Run counters are written behind with the events: what this server counted is stored first.
-    st.dispatcher.flush().await;
+    st.engine.flush().await;
     let mut runs = st.store.runs(&e.scope, &e.name, limit).await?;
     if let Some(a) = p.agent() {
         runs.retain(|r| r.agent == a.as_str());

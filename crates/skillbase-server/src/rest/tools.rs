@@ -95,7 +95,7 @@ pub async fn list(
             .unwrap_or_default(),
         None => st.store.agents().await?,
     };
-    let mut tools = skillbase_runtime::gateway::listing(&st.dispatcher, Some(&st.gateway), &agents);
+    let mut tools = st.engine.tool_listing(&agents);
     let servers = if p.agent().is_some() {
         tools.retain(|t| !t.agents.is_empty());
         Vec::new()

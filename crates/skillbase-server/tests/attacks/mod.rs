@@ -237,7 +237,7 @@ fn assert_not_on_disk(s: &TestServer, value: &str) {
 }
 
 async fn all_events(s: &TestServer) -> String {
-    s.state.dispatcher.flush().await;
+    s.state.engine.flush().await;
     serde_json::to_string(&s.store.events(&EventFilter::default()).await.unwrap()).unwrap()
 }
 
@@ -601,7 +601,7 @@ async fn refusals_inside_a_tool_are_refusals_and_name_the_hop() {
     .await;
     assert_eq!(out["status"], "refused", "{out}");
     assert_eq!(out["rule"], "destination_not_allowed", "{out}");
-    s.state.dispatcher.flush().await;
+    s.state.engine.flush().await;
     let refusals = s
         .store
         .events(&EventFilter {
@@ -789,7 +789,7 @@ async fn derived_session_ids_cannot_be_squatted_and_refusals_say_nothing() {
     // Beta's stateless MCP calls record into a session alpha cannot name.
     let text = stateless_load(&s, &s.beta, None).await;
     assert!(text.contains("Body of shared-one"), "{text}");
-    s.state.dispatcher.flush().await;
+    s.state.engine.flush().await;
     let used: Vec<String> = s
         .store
         .events(&EventFilter::default())

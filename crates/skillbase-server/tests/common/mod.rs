@@ -265,7 +265,7 @@ impl TestServer {
             .body(text)
     }
     pub async fn event_count(&self) -> usize {
-        self.state.dispatcher.flush().await;
+        self.state.engine.flush().await;
         self.store
             .events(&EventFilter::default())
             .await

@@ -415,8 +415,8 @@ async fn the_direct_path_answers_stateless_calls_exactly_as_rmcp_does() {
     );
     assert_eq!(counted, calls(&rmcp));
     // Both servers recorded the same calls.
-    direct.state.dispatcher.flush().await;
-    rmcp.state.dispatcher.flush().await;
+    direct.state.engine.flush().await;
+    rmcp.state.engine.flush().await;
     let kinds = |s: &TestServer| {
         let store = s.store.clone();
         async move {

@@ -196,7 +196,7 @@ async fn tools_list_changed_reaches_a_session_when_the_registry_changes() {
     };
     // A tool of a class alpha is not granted: its offered set is the same, nothing is sent.
     s.state
-        .dispatcher
+        .engine
         .tools()
         .update(|r| r.register(decl("up__hidden", "elsewhere"), None))
         .unwrap();
@@ -208,7 +208,7 @@ async fn tools_list_changed_reaches_a_session_when_the_registry_changes() {
     );
     // A tool of a class alpha holds (notes): notified, and listed.
     s.state
-        .dispatcher
+        .engine
         .tools()
         .update(|r| r.register(decl("up__jot", "notes"), None))
         .unwrap();
@@ -220,7 +220,7 @@ async fn tools_list_changed_reaches_a_session_when_the_registry_changes() {
     );
     let offered = s
         .state
-        .dispatcher
+        .engine
         .offered(&AgentName::parse("alpha").unwrap())
         .unwrap();
     assert!(offered.get("up__jot").is_some());

@@ -117,7 +117,7 @@ async fn tools_list_is_the_agents_offered_set() {
                 .collect();
             let offered: BTreeSet<String> = s
                 .state
-                .dispatcher
+                .engine
                 .offered(&AgentName::parse(agent).unwrap())
                 .unwrap()
                 .entries
@@ -181,7 +181,7 @@ async fn tools_call_goes_through_dispatch_and_refusals_are_error_results() {
         // A tool alpha has and beta is not offered: a refusal the model can read.
         let alpha_only = s
             .state
-            .dispatcher
+            .engine
             .offered(&AgentName::parse("alpha").unwrap())
             .unwrap()
             .entries
@@ -189,7 +189,7 @@ async fn tools_call_goes_through_dispatch_and_refusals_are_error_results() {
             .map(|e| e.wire_name.clone())
             .find(|w| {
                 s.state
-                    .dispatcher
+                    .engine
                     .offered(&AgentName::parse("beta").unwrap())
                     .unwrap()
                     .get(w)
@@ -218,7 +218,7 @@ async fn tools_call_goes_through_dispatch_and_refusals_are_error_results() {
     }
     // The Skillbase sessions: one per MCP session (stateful), one per token and agent
     // (stateless), or the one named by Skillbase-Session.
-    s.state.dispatcher.flush().await;
+    s.state.engine.flush().await;
     let stateless = s
         .store
         .events(&skillbase_store::EventFilter::default())

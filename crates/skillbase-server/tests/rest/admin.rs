@@ -234,7 +234,7 @@ async fn agent_token_writes_go_through_the_authoring_tools() {
     // Outside alpha's allowlist, so not in its view (skill_show answers the same).
     let (st, _) = problem(s.get("/v1/skills/tips", &s.alpha).send().await.unwrap()).await;
     assert_eq!(st, 404);
-    s.state.dispatcher.flush().await;
+    s.state.engine.flush().await;
     let evs = s
         .store
         .events(&EventFilter {

@@ -256,7 +256,7 @@ async fn another_agents_private_skill_is_indistinguishable_from_a_missing_one() 
         without(&a["message"], "beta-secret"),
         without(&b["message"], "no-such-skill")
     );
-    s.state.dispatcher.flush().await;
+    s.state.engine.flush().await;
     let evs = s
         .store
         .events(&EventFilter {

@@ -183,7 +183,7 @@ async fn an_upstream_added_at_run_time_is_used_replaced_and_removed_on_every_ser
     }
 
     // The token never reached an event, an answer or the stored configuration.
-    s.state.dispatcher.flush().await;
+    s.state.engine.flush().await;
     let events = s.store.events(&EventFilter::default()).await.unwrap();
     let kinds: Vec<&str> = events
         .iter()

@@ -100,7 +100,7 @@ pub(crate) async fn agent(
 /// The agent page's Doctor section: the findings of `skillbase doctor` for the agent.
 async fn doctor(b: &mut String, st: &AppState, agent: &AgentName, p: &Principal) {
     let report = st
-        .dispatcher
+        .engine
         .doctor(&skillbase_runtime::doctor::DoctorOptions {
             agent: Some(agent.clone()),
             own_only: p.agent().is_some(),

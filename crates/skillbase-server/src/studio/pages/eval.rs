@@ -86,7 +86,7 @@ pub(crate) async fn agent_eval(
         }
         Err(e) => return fail(StatusCode::UNPROCESSABLE_ENTITY, &format!("cases: {e}")),
     };
-    let view = match st.runtime.view(&a.name) {
+    let view = match st.engine.view(&a.name) {
         Ok(v) => v,
         Err(e) => return store_error(e),
     };

@@ -84,7 +84,7 @@ pub(crate) async fn session(
         Err(e) => return store_error(e),
     };
     // Written behind the call path: what this server counted is stored first.
-    st.dispatcher.flush().await;
+    st.engine.flush().await;
     let events = match st
         .store
         .events(&EventFilter {

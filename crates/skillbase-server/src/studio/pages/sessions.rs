@@ -36,7 +36,7 @@ pub(crate) async fn sessions(
         },
     };
     // Activations and turns are written behind the call path: this server's first.
-    st.dispatcher.flush().await;
+    st.engine.flush().await;
     // Keyed by (agent, id): one id names unrelated sessions of two agents.
     let mut by_session: BTreeMap<(String, String), Listed> = BTreeMap::new();
     for a in &agents {

@@ -36,7 +36,7 @@ pub(crate) async fn skill(
         Ok(h) => h,
         Err(err) => return store_error(err),
     };
-    st.dispatcher.flush().await;
+    st.engine.flush().await;
     let mut runs = st
         .store
         .runs(&e.scope, &e.name, 20)

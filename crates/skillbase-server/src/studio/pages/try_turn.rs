@@ -52,7 +52,7 @@ pub(crate) async fn agent_turn(
         return store_error(e);
     }
     let ctx = match st
-        .dispatcher
+        .engine
         .turn(&a.name, &session, &f.message, &Default::default())
         .await
     {
