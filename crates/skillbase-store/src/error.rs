@@ -172,26 +172,6 @@ pub enum StoreError {
 pub const SESSION_UNAVAILABLE: &str =
     "this session id cannot be used by this agent; choose another, or omit it for a new random one";
 
-/// Prefixes of the session ids Skillbase derives for a caller (`mcp:<agent>:…` for MCP calls,
-/// `rest:<agent>` for REST writes); nobody may name such a session outside their own agent's
-/// namespace.
-pub const DERIVED_SESSION_PREFIXES: [&str; 2] = ["mcp:", "rest:"];
-
-/// Whether `agent` may name the session `id` itself: any id outside the derived namespaces, and
-/// within them only its own (`mcp:<agent>:…`, `rest:<agent>`).
-pub fn session_id_usable(id: &str, agent: &str) -> bool {
-    if id.starts_with("mcp:") {
-        return id
-            .strip_prefix("mcp:")
-            .and_then(|r| r.strip_prefix(agent))
-            .is_some_and(|r| r.starts_with(':'));
-    }
-    if let Some(rest) = id.strip_prefix("rest:") {
-        return rest == agent;
-    }
-    true
-}
-
 /// Why a write's version does not follow the active revision's, in words.
 pub(crate) fn not_higher(new: Option<&str>, active: &str) -> String {
     match new {

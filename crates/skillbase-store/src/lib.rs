@@ -24,6 +24,7 @@ pub mod records;
 pub mod requires;
 pub mod retention;
 pub mod seed;
+pub mod session_id;
 mod sql;
 pub mod store;
 pub mod trust;

@@ -47,6 +47,7 @@ use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
 use skillbase_runtime::RuntimeError;
 use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_store::session_id::{Origin, SessionId};
 use skillbase_store::{AgentName, SkillEntry, StoreError};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -193,7 +194,7 @@ where
     };
     let handler = McpHandler::new(
         state.clone(),
-        Some((caller, format!("mcp:{agent}:stdio-{session}"))),
+        Some((caller, SessionId::mcp_stdio(&agent, &session))),
     );
     // The end of input ends the connection's streams (a `subscriptions/listen`, the change
     // watcher) at once, so nothing holds the process open once the client has gone.
@@ -255,7 +256,7 @@ struct Caller {
 /// What one connection (an MCP session, or one stateless request) shares.
 struct Conn {
     /// stdio: the caller and the session, fixed.
-    fixed: Option<(Caller, String)>,
+    fixed: Option<(Caller, SessionId)>,
     /// The caller the session was opened by (stateful HTTP).
     bound: Mutex<Option<Caller>>,
     watching: AtomicBool,
@@ -409,12 +410,12 @@ impl<'a> Identity<'a> {
 /// else one per MCP session (stateful wire), else one per token and agent (stateless wire).
 ///
 /// Derived ids live in the agent's own namespace, `mcp:<agent>:…`, which no other agent can
-/// name (see `session_id_usable`); the stateless one is keyed by a hash of the token itself, so
+/// name (see `skillbase_store::session_id::usable_by`); the stateless one is keyed by a hash of the token itself, so
 /// it cannot be predicted without the token.
 fn session_of(
     parts: Option<&axum::http::request::Parts>,
     caller: &Caller,
-) -> Result<String, ErrorData> {
+) -> Result<SessionId, ErrorData> {
     if let Some(p) = parts
         && let Some(v) = p.headers.get(SESSION_HEADER)
     {
@@ -428,42 +429,20 @@ fn session_of(
                 None,
             ));
         }
-        if !skillbase_store::error::session_id_usable(s, caller.agent.as_str()) {
-            return Err(ErrorData::invalid_params(
-                skillbase_store::error::SESSION_UNAVAILABLE,
-                None,
-            ));
-        }
-        return Ok(s.to_owned());
+        return SessionId::claim(s, &caller.agent).ok_or_else(|| {
+            ErrorData::invalid_params(skillbase_store::error::SESSION_UNAVAILABLE, None)
+        });
     }
     let agent = &caller.agent;
     if let Some(p) = parts
         && let Some(id) = header_str(p, MCP_SESSION_HEADER)
     {
-        let clean = id.len() <= 100
-            && !id.is_empty()
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        return Ok(if clean {
-            format!("mcp:{agent}:{id}")
-        } else {
-            format!("mcp:{agent}:{}", crate::auth::hash_token(id))
-        });
+        return Ok(SessionId::mcp_stateful(agent, id));
     }
     let bearer = parts
         .and_then(|p| header_str(p, "authorization"))
         .unwrap_or(caller.who.as_str());
-    let key = crate::auth::hash_token(&format!("stateless-session\0{agent}\0{bearer}"));
-    Ok(format!("mcp:{agent}:t-{}", &key[..32]))
-}
-
-/// Whether a session id from [`session_of`] is the token's own: the stateless wire gives no
-/// per-conversation identity, so every conversation of the token shares it.
-fn is_token_session(session: &str) -> bool {
-    session
-        .rsplit_once(':')
-        .is_some_and(|(_, id)| id.starts_with("t-"))
+    Ok(SessionId::mcp_stateless(agent, bearer))
 }
 
 /// `tools/call`: through the dispatch pipeline; refusals and failures are results with
@@ -471,19 +450,23 @@ fn is_token_session(session: &str) -> bool {
 async fn call_tool(
     state: &AppState,
     caller: &Caller,
-    session: &str,
+    session: &SessionId,
     request: CallToolRequestParams,
 ) -> Result<CallToolResponse, ErrorData> {
+    let origin = session.origin();
+    let session = session.as_str();
     let args = request
         .arguments
         .map(serde_json::Value::Object)
         .unwrap_or_else(|| json!({}));
-    if is_token_session(session) {
+    // The stateless wire gives no per-conversation identity: every conversation of the token
+    // shares its session.
+    if origin == Origin::McpStateless {
         state.engine.mark_shared(&caller.agent, session);
     }
     // Over HTTP the client does not share this server's disk: files as `skill://` URIs. Over
     // stdio it does (a local process): workspace paths.
-    if !session.contains(":stdio-") {
+    if origin != Origin::McpStdio {
         state.engine.mark_remote(&caller.agent, session);
     }
     let outcome = state
@@ -593,7 +576,7 @@ fn file_resource(f: &ManifestFile, name: &str) -> Resource {
 }
 
 impl McpHandler {
-    fn new(state: Arc<AppState>, fixed: Option<(Caller, String)>) -> McpHandler {
+    fn new(state: Arc<AppState>, fixed: Option<(Caller, SessionId)>) -> McpHandler {
         let closed = state.shutdown.child_token();
         McpHandler {
             state,
@@ -648,7 +631,7 @@ impl McpHandler {
     }
 
     /// The Skillbase session a call records into.
-    fn session_id(&self, caller: &Caller, ext: &Extensions) -> Result<String, ErrorData> {
+    fn session_id(&self, caller: &Caller, ext: &Extensions) -> Result<SessionId, ErrorData> {
         if let Some((_, s)) = &self.conn.fixed {
             return Ok(s.clone());
         }

@@ -18,10 +18,6 @@ use skillbase_store::{AgentName, Scope};
 /// the skill driving that session, as a model's would be).
 pub const SESSION_HEADER: &str = "skillbase-session";
 
-/// Sessions whose id starts with this are the ones REST writes use when no session is named
-/// (`rest:<agent>`); clients cannot create them.
-pub const REST_SESSION_PREFIX: &str = "rest:";
-
 /// Frontmatter keys an agent may write: the authoring tools' fields.
 /// The frontmatter keys an agent token may write: the authoring tools' draft fields (all but
 /// the body, which is not a frontmatter key), from the draft's one list.
@@ -56,7 +52,7 @@ impl<'a> Authoring<'a> {
                     return Err(ApiError::not_found(format!("no session '{shown}'")));
                 }
             },
-            None => format!("{REST_SESSION_PREFIX}{agent}"),
+            None => skillbase_store::session_id::SessionId::rest(agent).into_string(),
         };
         Ok(Authoring {
             st,

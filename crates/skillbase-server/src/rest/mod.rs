@@ -17,7 +17,7 @@ mod tools;
 mod vault;
 
 pub(crate) use agents::evaluate_off_workers;
-pub use authoring::{REST_SESSION_PREFIX, SESSION_HEADER};
+pub use authoring::SESSION_HEADER;
 pub(crate) use sessions::events_for as session_events_for;
 
 use crate::error::ApiError;

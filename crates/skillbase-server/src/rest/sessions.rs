@@ -20,7 +20,7 @@ use skillbase_format::Cost;
 use skillbase_runtime::dispatch::{CallMode, CallOutcome};
 use skillbase_runtime::{OmissionDetail, TurnOptions};
 use skillbase_store::StoreError;
-use skillbase_store::error::DERIVED_SESSION_PREFIXES;
+use skillbase_store::session_id::SessionId;
 use skillbase_store::{AgentName, EventFilter, EventRecord, SessionRecord};
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -391,7 +391,7 @@ pub async fn create(
     // Ids in the derived namespaces (`mcp:`, `rest:`) cannot be named here. Sessions are keyed
     // by (agent, id): an id another agent holds is a new session of this agent, so the answer
     // tells nothing of other agents.
-    if DERIVED_SESSION_PREFIXES.iter().any(|p| id.starts_with(p)) {
+    if SessionId::named(&id).is_none() {
         return Err(StoreError::SessionUnavailable.into());
     }
     st.store.open_session(&id, &agent).await?;

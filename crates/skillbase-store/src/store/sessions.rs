@@ -10,10 +10,10 @@ impl Store {
     /// Create the session `id` of `agent` if it does not exist. Sessions are keyed by
     /// `(agent, id)`: the same id names unrelated sessions of two agents, and whether another
     /// agent holds an id changes nothing here. Refuses an id in another agent's derived
-    /// namespace ([`crate::error::DERIVED_SESSION_PREFIXES`]).
+    /// namespace ([`crate::session_id::usable_by`]).
     pub async fn open_session(&self, id: &str, agent: &AgentName) -> Result<()> {
         crate::model::check_session_id(id).map_err(StoreError::Invalid)?;
-        if !crate::error::session_id_usable(id, agent.as_str()) {
+        if !crate::session_id::usable_by(id, agent.as_str()) {
             return Err(StoreError::SessionUnavailable);
         }
         on_db!(self, sessions::open_session(agent.as_str(), id))

@@ -44,10 +44,8 @@ pub(crate) async fn agent_turn(
     }
     let mut raw = [0u8; 8];
     getrandom::fill(&mut raw).expect("the operating system's random source failed");
-    let session = format!(
-        "studio-{}",
-        raw.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    );
+    let nonce: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let session = skillbase_store::session_id::SessionId::studio(&nonce).into_string();
     if let Err(e) = st.store.open_session(&session, &a.name).await {
         return store_error(e);
     }
