@@ -850,12 +850,60 @@ fn network_fetch(
         .with_fetch_tags(gix::remote::fetch::Tags::None);
 
     let interrupt = Arc::new(AtomicBool::new(false));
-    let (stop, stopped) = mpsc::channel::<()>();
-    let watchdog = {
-        let flag = Arc::clone(&interrupt);
-        let overall = timeouts.overall;
-        let pack_dir = repo.git_dir().join("objects").join("pack");
-        std::thread::spawn(move || -> Option<u64> {
+    let pack_dir = repo.git_dir().join("objects").join("pack");
+    let watchdog = Watchdog::start(
+        Arc::clone(&interrupt),
+        pack_dir,
+        archive_bytes,
+        timeouts.overall,
+    );
+    let outcome = match src.scheme() {
+        "git" => connect_git(url, timeouts)
+            .map_err(unreachable)
+            .and_then(|t| {
+                run_fetch(remote.to_connection_with_transport(t), &interrupt)
+                    .map_err(|e| unreachable(chain(&e)))
+            }),
+        _ => remote
+            .connect(Direction::Fetch)
+            .and_then(|con| run_fetch(con, &interrupt))
+            .map_err(|e| unreachable(chain(&e))),
+    };
+    if let Some(n) = watchdog.stop() {
+        return Err(FetchFailure::TooBig(n));
+    }
+    let outcome = outcome.map_err(|e| {
+        FetchFailure::Error(if interrupt.load(Ordering::SeqCst) {
+            unreachable(format!(
+                "the fetch took longer than {} s and was stopped",
+                timeouts.overall.as_secs()
+            ))
+        } else {
+            e
+        })
+    })?;
+    Ok(advertised_refs(&outcome.ref_map.remote_refs))
+}
+
+/// The thread that interrupts a network fetch: it sets the flag when the overall deadline
+/// passes or when the pack folder grows past the archive limit.
+struct Watchdog {
+    /// Dropped to tell the thread to stop.
+    stop: mpsc::Sender<()>,
+    /// The bytes the pack folder held when the thread stopped the fetch for its size.
+    thread: std::thread::JoinHandle<Option<u64>>,
+}
+
+impl Watchdog {
+    /// Start watching `pack_dir` against `archive_bytes` and the `overall` deadline.
+    fn start(
+        flag: Arc<AtomicBool>,
+        pack_dir: PathBuf,
+        archive_bytes: u64,
+        overall: Duration,
+    ) -> Watchdog {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || -> Option<u64> {
             let start = Instant::now();
             // Until told to stop (or the sender is gone), look every 20 ms.
             while let Err(mpsc::RecvTimeoutError::Timeout) =
@@ -873,40 +921,24 @@ fn network_fetch(
                 }
             }
             None
-        })
-    };
-    let outcome = match src.scheme() {
-        "git" => connect_git(url, timeouts)
-            .map_err(unreachable)
-            .and_then(|t| {
-                run_fetch(remote.to_connection_with_transport(t), &interrupt)
-                    .map_err(|e| unreachable(chain(&e)))
-            }),
-        _ => remote
-            .connect(Direction::Fetch)
-            .and_then(|con| run_fetch(con, &interrupt))
-            .map_err(|e| unreachable(chain(&e))),
-    };
-    drop(stop);
-    let too_big = watchdog.join().unwrap_or(None);
-    if let Some(n) = too_big {
-        return Err(FetchFailure::TooBig(n));
+        });
+        Watchdog { stop, thread }
     }
-    let outcome = outcome.map_err(|e| {
-        FetchFailure::Error(if interrupt.load(Ordering::SeqCst) {
-            unreachable(format!(
-                "the fetch took longer than {} s and was stopped",
-                timeouts.overall.as_secs()
-            ))
-        } else {
-            e
-        })
-    })?;
 
+    /// Stop the thread, once the fetch is over: the pack folder's bytes if it was too big.
+    fn stop(self) -> Option<u64> {
+        drop(self.stop);
+        self.thread.join().unwrap_or(None)
+    }
+}
+
+/// The refs a remote advertised: its HEAD and its `refs/...` names (sorted), unborn ones left
+/// out.
+fn advertised_refs(remote_refs: &[gix::protocol::handshake::Ref]) -> Refs {
+    use gix::protocol::handshake::Ref;
     let mut head = None;
     let mut names = Vec::new();
-    for r in &outcome.ref_map.remote_refs {
-        use gix::protocol::handshake::Ref;
+    for r in remote_refs {
         let (name, id) = match r {
             Ref::Peeled {
                 full_ref_name,
@@ -932,7 +964,7 @@ fn network_fetch(
         }
     }
     names.sort();
-    Ok(Refs { head, names })
+    Refs { head, names }
 }
 
 fn run_fetch<T>(
@@ -1041,201 +1073,316 @@ fn read_skills(
     limits: &GitLimits,
 ) -> Result<Fetched, GitError> {
     let url = src.url.as_str();
-    let rd = |what: &str, e: &(dyn std::error::Error + 'static)| read_error(url, what, e);
     let root = repo
         .find_commit(commit)
-        .map_err(|e| rd("cannot read the commit", &e))?
+        .map_err(|e| read_error(url, "cannot read the commit", &e))?
         .tree_id()
-        .map_err(|e| rd("cannot read the commit's tree", &e))?
+        .map_err(|e| read_error(url, "cannot read the commit's tree", &e))?
         .detach();
+    let (base, base_path) = descend(repo, root, src, commit)?;
+    let mut walk = walk_tree(repo, base, base_path, url)?;
+    check_import(&walk, src, commit, limits)?;
+    check_skills(&mut walk.skills, limits)?;
+    // Only now are the files read.
+    let skills = read_files(repo, walk.skills, url)?;
+    Ok(Fetched {
+        commit: commit.to_string(),
+        skills,
+    })
+}
 
-    // Descend to #subdir, one folder at a time.
+/// Descend from the commit's tree `root` to `#subdir`, one folder at a time: its tree and its
+/// repository path (the root and "" without `#subdir`).
+fn descend(
+    repo: &gix::Repository,
+    root: ObjectId,
+    src: &GitSource,
+    commit: ObjectId,
+) -> Result<(ObjectId, String), GitError> {
+    let url = src.url.as_str();
     let mut base = root;
     let mut base_path = String::new();
-    if let Some(subdir) = &src.subdir {
-        for part in subdir.split('/') {
-            let tree = repo
-                .find_tree(base)
-                .map_err(|e| rd("cannot read a tree", &e))?;
-            let decoded = tree.decode().map_err(|e| rd("cannot decode a tree", &e))?;
-            let entry = decoded
-                .entries
-                .iter()
-                .find(|e| e.filename.as_bytes() == part.as_bytes());
-            let not_found = |detail: String| GitError::SubdirNotFound {
-                subdir: subdir.clone(),
-                url: url.to_string(),
-                commit: commit.to_string(),
-                detail,
-            };
-            base_path = join(&base_path, part);
-            match entry {
-                None => return Err(not_found(format!("`{base_path}` does not exist"))),
-                Some(e) if e.mode.kind() == EntryKind::Tree => base = e.oid.to_owned(),
-                Some(_) => return Err(not_found(format!("`{base_path}` is not a folder"))),
-            }
-        }
-    }
-
-    // Walk the tree: find the skills, count SKILL.md files and bytes, note unsafe entries.
-    let mut skills: Vec<SkillDraft> = Vec::new();
-    let mut candidates = 0u64;
-    let mut total_bytes = 0u64;
-    let mut entries_seen = 0usize;
-    // (tree id, its repository path, the skill it belongs to, its path inside that skill)
-    let mut stack: Vec<(ObjectId, String, Option<usize>, String)> =
-        vec![(base, base_path.clone(), None, String::new())];
-    while let Some((tree_id, path, in_skill, rel)) = stack.pop() {
+    let Some(subdir) = &src.subdir else {
+        return Ok((base, base_path));
+    };
+    for part in subdir.split('/') {
         let tree = repo
-            .find_tree(tree_id)
-            .map_err(|e| rd("cannot read a tree", &e))?;
-        let decoded = tree.decode().map_err(|e| rd("cannot decode a tree", &e))?;
-        let entries: Vec<(Result<String, Vec<u8>>, EntryKind, ObjectId)> = decoded
+            .find_tree(base)
+            .map_err(|e| read_error(url, "cannot read a tree", &e))?;
+        let decoded = tree
+            .decode()
+            .map_err(|e| read_error(url, "cannot decode a tree", &e))?;
+        let entry = decoded
             .entries
             .iter()
-            .map(|e| {
-                let name = std::str::from_utf8(e.filename.as_bytes())
-                    .map(str::to_string)
-                    .map_err(|_| e.filename.as_bytes().to_vec());
-                (name, e.mode.kind(), e.oid.to_owned())
-            })
-            .collect();
-        entries_seen += entries.len();
-        if entries_seen > MAX_TREE_ENTRIES {
+            .find(|e| e.filename.as_bytes() == part.as_bytes());
+        let not_found = |detail: String| GitError::SubdirNotFound {
+            subdir: subdir.clone(),
+            url: url.to_string(),
+            commit: commit.to_string(),
+            detail,
+        };
+        base_path = join(&base_path, part);
+        match entry {
+            None => return Err(not_found(format!("`{base_path}` does not exist"))),
+            Some(e) if e.mode.kind() == EntryKind::Tree => base = e.oid.to_owned(),
+            Some(_) => return Err(not_found(format!("`{base_path}` is not a folder"))),
+        }
+    }
+    Ok((base, base_path))
+}
+
+/// A tree entry as the walk reads it: its name (the raw bytes when not UTF-8), kind and id.
+type TreeEntry = (Result<String, Vec<u8>>, EntryKind, ObjectId);
+
+/// A folder waiting in the walk.
+struct Folder {
+    tree: ObjectId,
+    /// Its repository path.
+    path: String,
+    /// The skill it belongs to (an index into [`Walk::skills`]).
+    in_skill: Option<usize>,
+    /// Its path inside that skill.
+    rel: String,
+}
+
+impl Folder {
+    /// The path inside the folder's skill of its entry `name` ("" outside a skill).
+    fn skill_rel(&self, name: &str) -> String {
+        if self.in_skill.is_some() {
+            join(&self.rel, name)
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// What the walk of the tree found.
+#[derive(Default)]
+struct Walk {
+    skills: Vec<SkillDraft>,
+    /// Files named SKILL.md (in any case) seen, nested ones included.
+    candidates: u64,
+    /// Bytes of every file seen.
+    total_bytes: u64,
+    /// Tree entries looked at.
+    entries_seen: usize,
+}
+
+/// Walk the tree `base` (at repository path `base_path`): find the skills, count SKILL.md
+/// files and bytes, note unsafe entries.
+fn walk_tree(
+    repo: &gix::Repository,
+    base: ObjectId,
+    base_path: String,
+    url: &str,
+) -> Result<Walk, GitError> {
+    let mut walk = Walk::default();
+    let mut stack = vec![Folder {
+        tree: base,
+        path: base_path,
+        in_skill: None,
+        rel: String::new(),
+    }];
+    while let Some(mut folder) = stack.pop() {
+        let entries = tree_entries(repo, folder.tree, url)?;
+        walk.count_entries(entries.len(), url, &folder.path)?;
+        if folder.in_skill.is_none() {
+            folder.in_skill = walk.start_skill(&folder.path, &entries);
+        }
+        for entry in entries {
+            walk.visit(repo, url, &folder, entry, &mut stack)?;
+        }
+    }
+    Ok(walk)
+}
+
+/// The entries of tree `id`, in the tree's order.
+fn tree_entries(
+    repo: &gix::Repository,
+    id: ObjectId,
+    url: &str,
+) -> Result<Vec<TreeEntry>, GitError> {
+    let tree = repo
+        .find_tree(id)
+        .map_err(|e| read_error(url, "cannot read a tree", &e))?;
+    let decoded = tree
+        .decode()
+        .map_err(|e| read_error(url, "cannot decode a tree", &e))?;
+    Ok(decoded
+        .entries
+        .iter()
+        .map(|e| {
+            let name = std::str::from_utf8(e.filename.as_bytes())
+                .map(str::to_string)
+                .map_err(|_| e.filename.as_bytes().to_vec());
+            (name, e.mode.kind(), e.oid.to_owned())
+        })
+        .collect())
+}
+
+/// Whether a tree entry's name is unsafe as a file name (empty, `.`, `..`, a separator or a
+/// control character in it).
+fn is_odd_name(name: &str) -> bool {
+    name.is_empty()
+        || name == "."
+        || name == ".."
+        || name.contains(['/', '\\'])
+        || name.chars().any(char::is_control)
+}
+
+impl Walk {
+    /// Count `n` more entries looked at (in the folder at `path`), against the built-in guard.
+    fn count_entries(&mut self, n: usize, url: &str, path: &str) -> Result<(), GitError> {
+        self.entries_seen += n;
+        if self.entries_seen > MAX_TREE_ENTRIES {
             return Err(GitError::Limit {
                 limit: "built-in tree entry limit",
-                subject: join(url, &path),
-                found: entries_seen as u64,
+                subject: join(url, path),
+                found: self.entries_seen as u64,
                 max: MAX_TREE_ENTRIES as u64,
                 unit: "files and folders",
                 scope: "looked at per import",
                 fix: "point #subdir at a smaller folder",
             });
         }
-        let in_skill = match in_skill {
-            Some(i) => Some(i),
-            None => {
-                let marks = entries
-                    .iter()
-                    .any(|(n, k, _)| n.as_deref().is_ok_and(is_skill_md) && *k != EntryKind::Tree);
-                marks.then(|| {
-                    skills.push(SkillDraft {
-                        dir: path.clone(),
-                        files: Vec::new(),
-                        unsafe_entries: Vec::new(),
-                    });
-                    skills.len() - 1
-                })
-            }
-        };
-        let skill_rel = |name: &str| {
-            if in_skill.is_some() {
-                join(&rel, name)
-            } else {
-                String::new()
-            }
-        };
-        for (name, kind, oid) in entries {
-            let name = match name {
-                Ok(n) => n,
-                Err(raw) => {
-                    if let Some(i) = in_skill {
-                        skills[i].unsafe_entries.push((
-                            join(&path, &String::from_utf8_lossy(&raw)),
-                            "a file name that is not UTF-8",
-                            "rename it",
-                        ));
-                    }
-                    continue;
-                }
-            };
-            if name == ".git" {
-                continue;
-            }
-            let full = join(&path, &name);
-            let odd_name = name.is_empty()
-                || name == "."
-                || name == ".."
-                || name.contains(['/', '\\'])
-                || name.chars().any(char::is_control);
-            if odd_name {
-                if let Some(i) = in_skill {
-                    skills[i].unsafe_entries.push((
-                        full,
-                        "an unsafe file name",
-                        "rename it to a plain file name",
-                    ));
-                }
-                continue;
-            }
-            match kind {
-                EntryKind::Tree => {
-                    let child_rel = skill_rel(&name);
-                    stack.push((oid, full, in_skill, child_rel));
-                }
-                EntryKind::Blob | EntryKind::BlobExecutable => {
-                    if name.eq_ignore_ascii_case("skill.md") {
-                        candidates += 1;
-                    }
-                    let size = repo
-                        .find_header(oid)
-                        .map_err(|e| rd(&format!("cannot read {full}"), &e))?
-                        .size();
-                    total_bytes += size;
-                    if let Some(i) = in_skill {
-                        let exec = kind == EntryKind::BlobExecutable;
-                        skills[i].files.push((skill_rel(&name), oid, exec, size));
-                    }
-                }
-                EntryKind::Link => {
-                    if let Some(i) = in_skill {
-                        skills[i].unsafe_entries.push((
-                            full,
-                            "a symbolic link",
-                            "replace the link by the file it points to",
-                        ));
-                    }
-                }
-                EntryKind::Commit => {
-                    if let Some(i) = in_skill {
-                        skills[i].unsafe_entries.push((
-                            full,
-                            "a submodule",
-                            "copy the files the skill needs into its folder instead",
-                        ));
-                    }
-                }
-            }
+        Ok(())
+    }
+
+    /// The skill the folder at `path` starts when its `entries` hold a SKILL.md file (not a
+    /// folder of that name): a new draft, by its index.
+    fn start_skill(&mut self, path: &str, entries: &[TreeEntry]) -> Option<usize> {
+        let marks = entries
+            .iter()
+            .any(|(n, k, _)| n.as_deref().is_ok_and(is_skill_md) && *k != EntryKind::Tree);
+        marks.then(|| {
+            self.skills.push(SkillDraft {
+                dir: path.to_string(),
+                files: Vec::new(),
+                unsafe_entries: Vec::new(),
+            });
+            self.skills.len() - 1
+        })
+    }
+
+    /// Note an unsafe entry at `path` against the skill `in_skill` (outside a skill, it is
+    /// ignored).
+    fn refuse(
+        &mut self,
+        in_skill: Option<usize>,
+        path: String,
+        what: &'static str,
+        fix: &'static str,
+    ) {
+        if let Some(i) = in_skill {
+            self.skills[i].unsafe_entries.push((path, what, fix));
         }
     }
 
+    /// Look at one entry of `folder`: a folder to walk, a file to count (and keep, inside a
+    /// skill), or an entry a skill may not hold; `.git` is never entered.
+    fn visit(
+        &mut self,
+        repo: &gix::Repository,
+        url: &str,
+        folder: &Folder,
+        (name, kind, oid): TreeEntry,
+        stack: &mut Vec<Folder>,
+    ) -> Result<(), GitError> {
+        let name = match name {
+            Ok(n) => n,
+            Err(raw) => {
+                let path = join(&folder.path, &String::from_utf8_lossy(&raw));
+                self.refuse(
+                    folder.in_skill,
+                    path,
+                    "a file name that is not UTF-8",
+                    "rename it",
+                );
+                return Ok(());
+            }
+        };
+        if name == ".git" {
+            return Ok(());
+        }
+        let full = join(&folder.path, &name);
+        if is_odd_name(&name) {
+            let fix = "rename it to a plain file name";
+            self.refuse(folder.in_skill, full, "an unsafe file name", fix);
+            return Ok(());
+        }
+        match kind {
+            EntryKind::Tree => stack.push(Folder {
+                tree: oid,
+                rel: folder.skill_rel(&name),
+                path: full,
+                in_skill: folder.in_skill,
+            }),
+            EntryKind::Blob | EntryKind::BlobExecutable => {
+                if name.eq_ignore_ascii_case("skill.md") {
+                    self.candidates += 1;
+                }
+                let size = repo
+                    .find_header(oid)
+                    .map_err(|e| read_error(url, &format!("cannot read {full}"), &e))?
+                    .size();
+                self.total_bytes += size;
+                if let Some(i) = folder.in_skill {
+                    let exec = kind == EntryKind::BlobExecutable;
+                    self.skills[i]
+                        .files
+                        .push((folder.skill_rel(&name), oid, exec, size));
+                }
+            }
+            EntryKind::Link => {
+                let fix = "replace the link by the file it points to";
+                self.refuse(folder.in_skill, full, "a symbolic link", fix);
+            }
+            EntryKind::Commit => {
+                let fix = "copy the files the skill needs into its folder instead";
+                self.refuse(folder.in_skill, full, "a submodule", fix);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The import's limits, over what the walk found: bytes of files, SKILL.md files, at least one
+/// skill and at most so many.
+fn check_import(
+    walk: &Walk,
+    src: &GitSource,
+    commit: ObjectId,
+    limits: &GitLimits,
+) -> Result<(), GitError> {
+    let url = src.url.as_str();
     let scope_subject = match &src.subdir {
         Some(d) => format!("{url} at `{d}`"),
         None => url.to_string(),
     };
-    if total_bytes > limits.archive_bytes {
+    if walk.total_bytes > limits.archive_bytes {
         return Err(GitError::Limit {
             limit: "archive_bytes",
             subject: scope_subject,
-            found: total_bytes,
+            found: walk.total_bytes,
             max: limits.archive_bytes,
             unit: "bytes of files",
             scope: "per import",
             fix: "point #subdir at the folder holding the skills you want",
         });
     }
-    if candidates > limits.skill_md_candidates as u64 {
+    if walk.candidates > limits.skill_md_candidates as u64 {
         return Err(GitError::Limit {
             limit: "skill_md_candidates",
             subject: scope_subject,
-            found: candidates,
+            found: walk.candidates,
             max: limits.skill_md_candidates as u64,
             unit: "SKILL.md files",
             scope: "per import",
             fix: "point #subdir at the folder holding the skills you want",
         });
     }
-    if skills.is_empty() {
+    if walk.skills.is_empty() {
         return Err(GitError::NoSkill {
             url: url.to_string(),
             commit: commit.to_string(),
@@ -1246,19 +1393,25 @@ fn read_skills(
                 .unwrap_or_default(),
         });
     }
-    if skills.len() > limits.skills_per_import {
+    if walk.skills.len() > limits.skills_per_import {
         return Err(GitError::Limit {
             limit: "skills_per_import",
             subject: scope_subject,
-            found: skills.len() as u64,
+            found: walk.skills.len() as u64,
             max: limits.skills_per_import as u64,
             unit: "skills",
             scope: "per import",
             fix: "import fewer at a time, selecting a folder with #subdir",
         });
     }
+    Ok(())
+}
+
+/// Each skill's own checks, in folder order: no unsafe entry (the first, by path, is named),
+/// at most so many files and bytes. Sorts the skills by folder and their files by path.
+fn check_skills(skills: &mut [SkillDraft], limits: &GitLimits) -> Result<(), GitError> {
     skills.sort_by(|a, b| a.dir.cmp(&b.dir));
-    for skill in &mut skills {
+    for skill in skills {
         skill.unsafe_entries.sort();
         if let Some((path, what, fix)) = skill.unsafe_entries.first() {
             return Err(GitError::UnsafeEntry {
@@ -1292,15 +1445,25 @@ fn read_skills(
         }
         skill.files.sort_by(|a, b| a.0.cmp(&b.0));
     }
+    Ok(())
+}
 
-    // Only now are the files read.
+/// Read the files of the (checked) skills.
+fn read_files(
+    repo: &gix::Repository,
+    skills: Vec<SkillDraft>,
+    url: &str,
+) -> Result<Vec<FetchedSkill>, GitError> {
     let mut out = Vec::with_capacity(skills.len());
     for skill in skills {
         let mut files = Vec::with_capacity(skill.files.len());
         for (path, oid, executable, _) in skill.files {
             let bytes = repo
                 .find_object(oid)
-                .map_err(|e| rd(&format!("cannot read {}", join(&skill.dir, &path)), &e))?
+                .map_err(|e| {
+                    let what = format!("cannot read {}", join(&skill.dir, &path));
+                    read_error(url, &what, &e)
+                })?
                 .detach()
                 .data;
             files.push(FetchedFile {
@@ -1314,10 +1477,7 @@ fn read_skills(
             files,
         });
     }
-    Ok(Fetched {
-        commit: commit.to_string(),
-        skills: out,
-    })
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -159,12 +159,11 @@ async fn ensure_demo_agent(store: &Store) -> Result<AgentName> {
     Ok(name)
 }
 
+/// `skillbase serve`: serve REST, MCP and the probes over the store until Ctrl-C or SIGTERM.
 pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
-    let json = match a.log_format.as_deref() {
-        Some("json") => true,
-        Some("text") => false,
-        None => !std::io::stderr().is_terminal(),
-        Some(other) => {
+    let json = match log_as_json(a.log_format.as_deref()) {
+        Ok(json) => json,
+        Err(other) => {
             eprintln!("Error: --log-format is `json` or `text`, not `{other}`");
             return Ok(EXIT_USAGE);
         }
@@ -173,66 +172,17 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
     skillbase_server::logging::init(json);
     let mut s = s.clone();
     if a.demo {
-        let dir = examples_dir().ok_or_else(|| {
-            anyhow!("--demo needs the bundled examples (run it from the Skillbase source folder), or pass --seed DIR")
-        })?;
-        s.seed.push(dir.join("skills"));
-        if s.config.is_none() {
-            s.config = Some(dir.join("skillbase.toml"));
-        }
+        add_demo_examples(&mut s)?;
     }
-    let mut default_agent = a
-        .agent
-        .as_deref()
-        .map(AgentName::parse)
-        .transpose()
-        .map_err(|e| anyhow!(e))?;
+    let default_agent = default_agent(&a)?;
     let started = std::time::Instant::now();
-    let options = ServerOptions {
-        dev: a.dev,
-        default_agent: None,
-        allowed_hosts: a.allowed_hosts.clone(),
-        limits: skillbase_server::Limits {
-            body_bytes: a.max_body,
-            upload_bytes: a.max_upload,
-            request_timeout: std::time::Duration::from_secs(a.request_timeout.max(1)),
-            ..Default::default()
-        },
-        rmcp_only: false,
-        retention: None,
-    };
-    let mut options = options;
-    if a.demo {
-        default_agent.get_or_insert(AgentName::parse("demo").map_err(|e| anyhow!(e))?);
-    }
-    options.default_agent = default_agent;
-    // The `[retention]` policy, applied by the server at start and every interval.
-    if let Some(path) = s.config.as_ref().filter(|p| p.exists()) {
-        options.retention = skillbase_store::config::Config::load(path)?.retention;
-    }
+    let options = server_options(&a, &s, default_agent)?;
     let (store, state) = state_for(&s, options).await?;
-    let mut demo_token = None;
-    if a.demo {
-        let agent = ensure_demo_agent(&store).await?;
-        if !a.dev {
-            // One demo token at a time: the ones earlier starts printed are revoked, so a demo
-            // run leaves no stray credentials behind.
-            let actor = Author::Human("serve --demo".into());
-            for t in store.tokens().await? {
-                if t.label == DEMO_TOKEN_LABEL
-                    && t.agent.as_deref() == Some(agent.as_str())
-                    && t.revoked_at.is_none()
-                {
-                    store.token_revoke(t.id, &actor).await?;
-                }
-            }
-            let secret = generate_token();
-            store
-                .token_create(DEMO_TOKEN_LABEL, &hash_token(&secret), Some(&agent), &actor)
-                .await?;
-            demo_token = Some(secret);
-        }
-    }
+    let demo_token = if a.demo {
+        demo_token(&store, a.dev).await?
+    } else {
+        None
+    };
     let listener = tokio::net::TcpListener::bind(a.listen)
         .await
         .with_context(|| format!("cannot listen on {}", a.listen))?;
@@ -254,18 +204,120 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
         ms = started.elapsed().as_millis() as u64,
         "skillbase serving"
     );
-    // The banner is for a reader who may already be gone (a supervisor that closed the pipe):
-    // a write that fails is dropped, never a panic that takes the server down.
-    macro_rules! say {
-        ($($t:tt)*) => {{
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), $($t)*);
-        }};
+    print_banner(addr, a.dev, demo_token.as_deref());
+    let gateway = state.gateway.clone();
+    skillbase_server::serve(state, listener, shutdown_signal()).await?;
+    gateway.shutdown().await;
+    drop(watcher);
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(EXIT_OK)
+}
+
+/// Whether logs are written as JSON lines, as `--log-format` says (default: text on a
+/// terminal); `Err` holds a value that is neither `json` nor `text`.
+fn log_as_json(format: Option<&str>) -> Result<bool, String> {
+    match format {
+        Some("json") => Ok(true),
+        Some("text") => Ok(false),
+        None => Ok(!std::io::stderr().is_terminal()),
+        Some(other) => Err(other.to_owned()),
     }
+}
+
+/// `--demo`: seed the bundled example skills, with their configuration unless one is given.
+fn add_demo_examples(s: &mut StoreArgs) -> Result<()> {
+    let dir = examples_dir().ok_or_else(|| {
+        anyhow!("--demo needs the bundled examples (run it from the Skillbase source folder), or pass --seed DIR")
+    })?;
+    s.seed.push(dir.join("skills"));
+    if s.config.is_none() {
+        s.config = Some(dir.join("skillbase.toml"));
+    }
+    Ok(())
+}
+
+/// The agent MCP requests act as when none is named: `--agent`, else `demo` under `--demo`.
+fn default_agent(a: &ServeArgs) -> Result<Option<AgentName>> {
+    let mut default_agent = a
+        .agent
+        .as_deref()
+        .map(AgentName::parse)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
+    if a.demo {
+        default_agent.get_or_insert(AgentName::parse("demo").map_err(|e| anyhow!(e))?);
+    }
+    Ok(default_agent)
+}
+
+/// The server's options: the flags' and the configuration's `[retention]` policy.
+fn server_options(
+    a: &ServeArgs,
+    s: &StoreArgs,
+    default_agent: Option<AgentName>,
+) -> Result<ServerOptions> {
+    let mut options = ServerOptions {
+        dev: a.dev,
+        default_agent,
+        allowed_hosts: a.allowed_hosts.clone(),
+        limits: skillbase_server::Limits {
+            body_bytes: a.max_body,
+            upload_bytes: a.max_upload,
+            request_timeout: std::time::Duration::from_secs(a.request_timeout.max(1)),
+            ..Default::default()
+        },
+        rmcp_only: false,
+        retention: None,
+    };
+    // The `[retention]` policy, applied by the server at start and every interval.
+    if let Some(path) = s.config.as_ref().filter(|p| p.exists()) {
+        options.retention = skillbase_store::config::Config::load(path)?.retention;
+    }
+    Ok(options)
+}
+
+/// `--demo`: the `demo` agent, and unless `--dev` (no authentication) a new token for it,
+/// the secret to print once.
+async fn demo_token(store: &Store, dev: bool) -> Result<Option<String>> {
+    let agent = ensure_demo_agent(store).await?;
+    if dev {
+        return Ok(None);
+    }
+    // One demo token at a time: the ones earlier starts printed are revoked, so a demo
+    // run leaves no stray credentials behind.
+    let actor = Author::Human("serve --demo".into());
+    for t in store.tokens().await? {
+        if t.label == DEMO_TOKEN_LABEL
+            && t.agent.as_deref() == Some(agent.as_str())
+            && t.revoked_at.is_none()
+        {
+            store.token_revoke(t.id, &actor).await?;
+        }
+    }
+    let secret = generate_token();
+    store
+        .token_create(DEMO_TOKEN_LABEL, &hash_token(&secret), Some(&agent), &actor)
+        .await?;
+    Ok(Some(secret))
+}
+
+// The banner is for a reader who may already be gone (a supervisor that closed the pipe):
+// a write that fails is dropped, never a panic that takes the server down.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
+/// The banner on stderr: where each interface is served, then the demo token (on stdout)
+/// with requests to try, or that `--dev` turned authentication off.
+fn print_banner(addr: SocketAddr, dev: bool, demo_token: Option<&str>) {
     say!("Skillbase is serving on http://{addr}");
     say!(
         "  REST     http://{addr}/v1   (OpenAPI: http://{addr}/v1/openapi.json{})",
-        if a.dev {
+        if dev {
             ""
         } else {
             ", with a bearer token like every route"
@@ -273,7 +325,7 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
     );
     say!("  MCP      http://{addr}/mcp  (streamable HTTP, Skills extension)");
     say!("  probes   http://{addr}/healthz  http://{addr}/readyz   metrics: http://{addr}/metrics");
-    if let Some(t) = &demo_token {
+    if let Some(t) = demo_token {
         say!();
         say!(
             "Demo agent `demo` token (shown once; only its hash is stored; the one an earlier --demo start printed is revoked):"
@@ -293,33 +345,27 @@ pub async fn serve(s: &StoreArgs, a: ServeArgs) -> Result<u8> {
             "  curl -H \"Authorization: Bearer $T\" -H 'Content-Type: application/json' -d '{{\"message\":\"A customer wants a refund\"}}' http://{addr}/v1/sessions/s1/turns"
         );
         say!("  MCP client: url http://{addr}/mcp, header Authorization: Bearer {t}");
-    } else if a.dev {
+    } else if dev {
         say!("--dev: authentication is OFF (loopback only).");
     }
-    let shutdown = async {
-        let ctrl_c = tokio::signal::ctrl_c();
-        #[cfg(unix)]
-        {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .expect("installing the SIGTERM handler");
-            tokio::select! {
-                _ = ctrl_c => {}
-                _ = term.recv() => {}
-            }
+}
+
+/// Ends when the process is asked to stop: Ctrl-C, or SIGTERM on Unix.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
         }
-        #[cfg(not(unix))]
-        {
-            let _ = ctrl_c.await;
-        }
-    };
-    let gateway = state.gateway.clone();
-    skillbase_server::serve(state, listener, shutdown).await?;
-    gateway.shutdown().await;
-    drop(watcher);
-    store.close().await;
-    tracing::info!("stopped");
-    Ok(EXIT_OK)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
 }
 
 pub async fn mcp(s: &StoreArgs, a: McpArgs) -> Result<u8> {

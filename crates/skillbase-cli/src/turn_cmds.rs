@@ -5,7 +5,8 @@ use crate::common::{StoreArgs, read_input};
 use anyhow::{Result, anyhow};
 use clap::Args;
 use skillbase_format::Cost;
-use skillbase_runtime::{OmissionDetail, TurnContext, TurnOptions};
+use skillbase_runtime::turn::CatalogReport;
+use skillbase_runtime::{OmissionDetail, TurnContext, TurnOptions, TurnReport};
 use skillbase_store::AgentName;
 
 /// Resolve one turn for an agent and print what the model would get.
@@ -361,8 +362,24 @@ fn section(title: &str) {
     );
 }
 
+/// Print a resolved turn for a reader: what the model gets, then the activation report.
 fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext) {
     let r = &ctx.report;
+    print_turn_header(agent, session, message);
+    print_prompt_parts(ctx);
+    print_tools(ctx);
+    section("report");
+    print_activated(r);
+    print_catalog_report(&r.catalog);
+    print_left_aside(r);
+    println!(
+        "tokens: eager {} · injected {} · catalog {} · tools {} · total {}",
+        r.tokens.eager, r.tokens.injected, r.tokens.catalog, r.tokens.tools, r.tokens.total
+    );
+}
+
+/// The turn's first line: agent, session and the message (its first 120 characters).
+fn print_turn_header(agent: &AgentName, session: &str, message: &str) {
     let shown: String = message.chars().take(120).collect();
     println!(
         "agent {agent} · session {session} · message: {shown:?}{}",
@@ -372,6 +389,11 @@ fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext
             ""
         }
     );
+}
+
+/// The texts the model gets: the eager prefix, the bodies injected this turn and the catalog.
+fn print_prompt_parts(ctx: &TurnContext) {
+    let r = &ctx.report;
     section(&format!(
         "prompt prefix: eager skills, same every turn ({} tokens)",
         r.tokens.eager
@@ -396,7 +418,11 @@ fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext
         Some(c) => print!("{c}"),
         None => println!("(none: nothing left to load)"),
     }
-    section(&format!("tools (~{} tokens)", r.tokens.tools));
+}
+
+/// The tools offered to the model, each with its parameters' schema.
+fn print_tools(ctx: &TurnContext) {
+    section(&format!("tools (~{} tokens)", ctx.report.tokens.tools));
     if ctx.tools.is_empty() {
         println!("(none)");
     }
@@ -407,7 +433,10 @@ fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext
             serde_json::to_string_pretty(&t.parameters).unwrap_or_default()
         );
     }
-    section("report");
+}
+
+/// The skills whose bodies reached the prompt, and those the context budget evicted.
+fn print_activated(r: &TurnReport) {
     if r.activated.is_empty() {
         println!("reached the prompt: nothing");
     } else {
@@ -426,28 +455,32 @@ fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext
             println!("  {}  ({})", o.name, o.reason);
         }
     }
+}
+
+/// What the catalog listed in full, by name only, or left out.
+fn print_catalog_report(c: &CatalogReport) {
     println!(
         "catalog: {} in full{}, {} by name only, {} left out",
-        r.catalog.full.len(),
-        if r.catalog.ranked {
+        c.full.len(),
+        if c.ranked {
             " (ranked by relevance)"
         } else {
             ""
         },
-        r.catalog.name_only.len(),
-        r.catalog.omitted.len()
+        c.name_only.len(),
+        c.omitted.len()
     );
-    for o in &r.catalog.name_only {
+    for o in &c.name_only {
         println!("  {}  ({})", o.name, o.reason);
     }
     // A few are listed by name; a large library's thousands are counted by reason.
-    if r.catalog.detail == OmissionDetail::Full || r.catalog.omitted.len() <= 20 {
-        for o in &r.catalog.omitted {
+    if c.detail == OmissionDetail::Full || c.omitted.len() <= 20 {
+        for o in &c.omitted {
             println!("  {}  ({})", o.name, o.reason);
         }
-    } else if !r.catalog.omitted.is_empty() {
+    } else if !c.omitted.is_empty() {
         let mut by_reason: Vec<(String, usize)> = Vec::new();
-        for o in &r.catalog.omitted {
+        for o in &c.omitted {
             match by_reason.iter_mut().find(|(r, _)| *r == o.reason) {
                 Some((_, n)) => *n += 1,
                 None => by_reason.push((o.reason.to_string(), 1)),
@@ -458,6 +491,10 @@ fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext
         }
         println!("  (--omissions full lists them)");
     }
+}
+
+/// What was ignored, withheld or offered despite unmet requires, and the warnings.
+fn print_left_aside(r: &TurnReport) {
     if !r.eager_not_allowed.is_empty() {
         println!(
             "eager but not allowed (ignored): {}",
@@ -489,8 +526,4 @@ fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext
     for o in &r.warnings {
         println!("warning: {}  ({})", o.name, o.reason);
     }
-    println!(
-        "tokens: eager {} · injected {} · catalog {} · tools {} · total {}",
-        r.tokens.eager, r.tokens.injected, r.tokens.catalog, r.tokens.tools, r.tokens.total
-    );
 }

@@ -299,6 +299,100 @@ fn parse_status(s: &str) -> Result<Status, StoreError> {
     s.parse().map_err(StoreError::Corrupt)
 }
 
+/// The state a new revision of `kind` is stored in: a staged candidate's, or a write's.
+fn new_revision_state(kind: &WriteKind, pending: bool) -> &'static str {
+    if *kind == WriteKind::Candidate {
+        "candidate"
+    } else {
+        revision_state(pending)
+    }
+}
+
+/// The data of the event of `req`'s revision, written as `kind`: a staged candidate's also
+/// carries its terms.
+fn write_event_data_of(digest: &str, req: &WriteReq, kind: &WriteKind) -> serde_json::Value {
+    let mut data = write_event_data(digest, &req.message, kind);
+    if let (WriteKind::Candidate, Some(c)) = (kind, &req.candidate) {
+        data["percent"] = serde_json::json!(c.percent);
+        data["min_runs"] = serde_json::json!(c.min_runs);
+    }
+    data
+}
+
+/// Where a (not stale) write to an existing skill goes.
+enum Slot {
+    /// Nowhere: its files are the active revision's (the outcome says so).
+    Unchanged(WriteOutcome),
+    /// Revision `rev` of skill record `id`, of `kind`, with the version check's warnings.
+    Revision {
+        id: i64,
+        rev: i64,
+        kind: WriteKind,
+        warnings: Vec<String>,
+    },
+}
+
+/// A revision being written: revision `rev` of skill record `id`, at `now`.
+#[derive(Clone, Copy)]
+struct RevAt {
+    id: i64,
+    rev: i64,
+    now: i64,
+}
+
+/// A scope's skill as the bulk path reads it: (id, head revision, active revision, status,
+/// active revision's digest, active revision's `version` column).
+type ScopeSkill = (i64, i64, i64, String, String, Option<String>);
+
+/// What every statement of one bulk write shares.
+struct Bulk<'a> {
+    scope: &'a Scope,
+    /// `scope` as stored.
+    scope_s: String,
+    reqs: &'a [WriteReq],
+    now: i64,
+}
+
+/// A bulk write's requests, classified against the scope's skills.
+struct BulkPlan {
+    /// Each request's outcome, once known (every one's by the time the rows are written).
+    out: Vec<Option<WriteOutcome>>,
+    /// The requests creating a skill.
+    new: Vec<usize>,
+    /// The requests writing a new revision of an existing skill: (request, skill id, revision).
+    changed: Vec<(usize, i64, i64)>,
+}
+
+impl BulkPlan {
+    /// Every revision to write, as (request, skill id, revision) in request order: the changed
+    /// skills' and the created ones' (`ids`: the new records' ids by name), whose outcomes are
+    /// set here.
+    fn writes(
+        &mut self,
+        bulk: &Bulk<'_>,
+        ids: &std::collections::HashMap<String, i64>,
+    ) -> Result<Vec<(usize, i64, i64)>, StoreError> {
+        let reqs = bulk.reqs;
+        let mut writes: Vec<(usize, i64, i64)> = self.changed.clone();
+        for &i in &self.new {
+            let id = *ids.get(&reqs[i].name).ok_or_else(|| {
+                StoreError::Corrupt(format!("no id returned for '{}'", reqs[i].name))
+            })?;
+            writes.push((i, id, 1));
+            self.out[i] = Some(WriteOutcome {
+                scope: bulk.scope.clone(),
+                name: reqs[i].name.clone(),
+                kind: WriteKind::Created,
+                rev: 1,
+                status: created_status(false),
+                warnings: Vec::new(),
+            });
+        }
+        writes.sort_unstable();
+        Ok(writes)
+    }
+}
+
 // ---- Statements ----
 
 macro_rules! statements {
@@ -308,7 +402,7 @@ macro_rules! statements {
         use crate::model::{AgentConfig, AgentName, StatusChange};
         use crate::sql::events::$backend::insert_event;
         use crate::sql::now_ms;
-        use sqlx::{Pool, Transaction};
+        use sqlx::{Pool, QueryBuilder, Transaction};
 
         type Db = $db;
 
@@ -660,68 +754,70 @@ macro_rules! statements {
             Ok(rev_digest(tx, id, head).await?.map(|(_, a)| a))
         }
 
-        async fn write_in(tx: &mut Transaction<'static, Db>, req: &WriteReq, now: i64) -> Result<WriteOutcome> {
-            let scope = req.scope.to_string();
-            let digest = req.bundle.digest().to_string();
-            let existing = lock_skill(tx, &scope, &req.name).await?;
-            let mut warnings = Vec::new();
-            let (id, rev, kind) = match existing {
-                Some((id, head, active, status, _seed)) => {
-                    let status = parse_status(&status)?;
-                    if let Some(expected) = stale(req.expect_rev, head) {
-                        let winner = winner(tx, id, head).await?;
-                        return Err(conflict(&req.name, expected, head, winner));
-                    }
-                    let active_digest = rev_digest(tx, id, active).await?.map(|(d, _)| d);
-                    let same = active_digest.as_deref() == Some(digest.as_str());
-                    let write = existing_write(&req.name, status, same, req.pending)?;
-                    // A candidate is staged beside an active revision; otherwise the write is plain.
-                    let write = match write {
-                        Some(WriteKind::Modified) if req.candidate.is_some() && status == Status::Active => Some(WriteKind::Candidate),
-                        w => w,
-                    };
-                    match write {
-                        None => {
-                            // The same files again: a signature given now is kept with them.
-                            keep_signature(tx, id, active, &req.signature, now).await?;
-                            keep_origin(tx, id, active, &req.origin).await?;
-                            return Ok(WriteOutcome {
-                                scope: req.scope.clone(),
-                                name: req.name.clone(),
-                                kind: WriteKind::Unchanged,
-                                rev: active,
-                                status,
-                                warnings: Vec::new(),
-                            });
-                        }
-                        Some(kind) => {
-                            let active_version = rev_version(tx, id, active).await?;
-                            warnings.extend(version_check(
-                                &req.name,
-                                req.version.as_deref(),
-                                active_version.as_deref(),
-                                req.require_version_increase,
-                            )?);
-                            (id, head + 1, kind)
-                        }
-                    }
-                }
-                None => {
-                    may_create(&req.scope, &req.name, req.expect_rev)?;
-                    let id: i64 = sqlx::query_scalar(concat!(
-                        "INSERT INTO skills (scope, name, status, active_rev, head_rev, seed_path, created_at, updated_at) ",
-                        "VALUES ($1, $2, $5, 1, 0, $3, $4, $4) RETURNING id"
-                    ))
-                    .bind(&scope)
-                    .bind(&req.name)
-                    .bind(&req.seed_path)
-                    .bind(now)
-                    .bind(created_status(req.pending).as_str())
-                    .fetch_one(&mut **tx)
-                    .await?;
-                    (id, 1, WriteKind::Created)
-                }
+        /// Classify a write to the existing skill `row` (locked): a conflict when it is stale,
+        /// nothing new when its files are the active revision's (a signature or origin given now
+        /// is kept with them), else the next revision, its kind and the version check's warnings.
+        async fn classify_existing(tx: &mut Transaction<'static, Db>, req: &WriteReq, digest: &str, row: SkillRow, now: i64) -> Result<Slot> {
+            let (id, head, active, status, _seed) = row;
+            let status = parse_status(&status)?;
+            if let Some(expected) = stale(req.expect_rev, head) {
+                let winner = winner(tx, id, head).await?;
+                return Err(conflict(&req.name, expected, head, winner));
+            }
+            let active_digest = rev_digest(tx, id, active).await?.map(|(d, _)| d);
+            let same = active_digest.as_deref() == Some(digest);
+            let write = existing_write(&req.name, status, same, req.pending)?;
+            // A candidate is staged beside an active revision; otherwise the write is plain.
+            let write = match write {
+                Some(WriteKind::Modified) if req.candidate.is_some() && status == Status::Active => Some(WriteKind::Candidate),
+                w => w,
             };
+            let Some(kind) = write else {
+                // The same files again: a signature given now is kept with them.
+                keep_signature(tx, id, active, &req.signature, now).await?;
+                keep_origin(tx, id, active, &req.origin).await?;
+                return Ok(Slot::Unchanged(WriteOutcome {
+                    scope: req.scope.clone(),
+                    name: req.name.clone(),
+                    kind: WriteKind::Unchanged,
+                    rev: active,
+                    status,
+                    warnings: Vec::new(),
+                }));
+            };
+            let active_version = rev_version(tx, id, active).await?;
+            let warnings = version_check(
+                &req.name,
+                req.version.as_deref(),
+                active_version.as_deref(),
+                req.require_version_increase,
+            )?
+            .into_iter()
+            .collect();
+            Ok(Slot::Revision { id, rev: head + 1, kind, warnings })
+        }
+
+        /// Create the record of the skill a write brings (refused to a write expecting a
+        /// revision); its id.
+        async fn create_skill(tx: &mut Transaction<'static, Db>, req: &WriteReq, scope: &str, now: i64) -> Result<i64> {
+            may_create(&req.scope, &req.name, req.expect_rev)?;
+            Ok(sqlx::query_scalar(concat!(
+                "INSERT INTO skills (scope, name, status, active_rev, head_rev, seed_path, created_at, updated_at) ",
+                "VALUES ($1, $2, $5, 1, 0, $3, $4, $4) RETURNING id"
+            ))
+            .bind(scope)
+            .bind(&req.name)
+            .bind(&req.seed_path)
+            .bind(now)
+            .bind(created_status(req.pending).as_str())
+            .fetch_one(&mut **tx)
+            .await?)
+        }
+
+        /// Store the rows of a new revision stored in `state`: its blobs (each content once),
+        /// the revision, its signature and origin, and its files.
+        async fn insert_revision(tx: &mut Transaction<'static, Db>, req: &WriteReq, digest: &str, state: &str, at: RevAt) -> Result<()> {
+            let RevAt { id, rev, now } = at;
             for f in req.bundle.files() {
                 sqlx::query("INSERT INTO blobs (digest, size, bytes) VALUES ($1, $2, $3) ON CONFLICT (digest) DO NOTHING")
                     .bind(f.digest.to_string())
@@ -736,10 +832,10 @@ macro_rules! statements {
             ))
             .bind(id)
             .bind(rev)
-            .bind(&digest)
+            .bind(digest)
             .bind(&req.author)
             .bind(&req.message)
-            .bind(if kind == WriteKind::Candidate { "candidate" } else { revision_state(req.pending) })
+            .bind(state)
             .bind(now)
             .bind(version_column(req.version.as_deref()))
             .execute(&mut **tx)
@@ -756,6 +852,21 @@ macro_rules! statements {
                     .execute(&mut **tx)
                     .await?;
             }
+            Ok(())
+        }
+
+        /// The status of skill record `id`, as stored.
+        async fn skill_status(tx: &mut Transaction<'static, Db>, id: i64) -> Result<Status> {
+            let s: String = sqlx::query_scalar("SELECT status FROM skills WHERE id = $1").bind(id).fetch_one(&mut **tx).await?;
+            parse_status(&s)
+        }
+
+        /// Point the skill's record at its new revision, written as `kind`: a skill created
+        /// pending gets it as head and active revision (the write is then `Pending`); a candidate
+        /// is staged beside the active revision; a pending revision moves only the head; any
+        /// other becomes the active one. The write's kind and the skill's status after.
+        async fn point_record(tx: &mut Transaction<'static, Db>, req: &WriteReq, kind: WriteKind, at: RevAt) -> Result<(WriteKind, Status)> {
+            let RevAt { id, rev, now } = at;
             let kind = if req.pending && kind == WriteKind::Created {
                 sqlx::query("UPDATE skills SET head_rev = 1, active_rev = 1 WHERE id = $1")
                     .bind(id)
@@ -766,16 +877,7 @@ macro_rules! statements {
                 kind
             };
             let status = if kind == WriteKind::Candidate {
-                // Staged: the active revision stays; a candidate staged before is superseded.
-                supersede_candidate(tx, id, rev).await?;
-                let terms = crate::model::Candidate { rev, staged_at: now, ..req.candidate.expect("a candidate write has terms") };
-                sqlx::query("UPDATE skills SET head_rev = $1, updated_at = $2, candidate = $3 WHERE id = $4")
-                    .bind(rev)
-                    .bind(now)
-                    .bind(serde_json::to_string(&terms).map_err(|e| StoreError::Corrupt(e.to_string()))?)
-                    .bind(id)
-                    .execute(&mut **tx)
-                    .await?;
+                stage_candidate(tx, req, at).await?;
                 Status::Active
             } else if kind == WriteKind::Pending {
                 sqlx::query("UPDATE skills SET head_rev = $1, updated_at = $2 WHERE id = $3")
@@ -784,8 +886,7 @@ macro_rules! statements {
                     .bind(id)
                     .execute(&mut **tx)
                     .await?;
-                let s: String = sqlx::query_scalar("SELECT status FROM skills WHERE id = $1").bind(id).fetch_one(&mut **tx).await?;
-                parse_status(&s)?
+                skill_status(tx, id).await?
             } else {
                 supersede_candidate(tx, id, rev).await?;
                 sqlx::query("UPDATE skills SET head_rev = $1, active_rev = $1, seed_path = $2, updated_at = $3, candidate = NULL WHERE id = $4")
@@ -795,22 +896,44 @@ macro_rules! statements {
                     .bind(id)
                     .execute(&mut **tx)
                     .await?;
-                let s: String = sqlx::query_scalar("SELECT status FROM skills WHERE id = $1").bind(id).fetch_one(&mut **tx).await?;
-                parse_status(&s)?
+                skill_status(tx, id).await?
             };
-            insert_event(
-                tx,
-                &skill_event(write_event_kind(&kind), &scope, &req.name, rev, &req.author, {
-                    let mut data = write_event_data(&digest, &req.message, &kind);
-                    if let (WriteKind::Candidate, Some(c)) = (&kind, &req.candidate) {
-                        data["percent"] = serde_json::json!(c.percent);
-                        data["min_runs"] = serde_json::json!(c.min_runs);
-                    }
-                    data
-                }),
-                now,
-            )
-            .await?;
+            Ok((kind, status))
+        }
+
+        /// Stage the new revision as the skill's candidate, on the write's terms.
+        async fn stage_candidate(tx: &mut Transaction<'static, Db>, req: &WriteReq, at: RevAt) -> Result<()> {
+            let RevAt { id, rev, now } = at;
+            // Staged: the active revision stays; a candidate staged before is superseded.
+            supersede_candidate(tx, id, rev).await?;
+            let terms = crate::model::Candidate { rev, staged_at: now, ..req.candidate.expect("a candidate write has terms") };
+            sqlx::query("UPDATE skills SET head_rev = $1, updated_at = $2, candidate = $3 WHERE id = $4")
+                .bind(rev)
+                .bind(now)
+                .bind(serde_json::to_string(&terms).map_err(|e| StoreError::Corrupt(e.to_string()))?)
+                .bind(id)
+                .execute(&mut **tx)
+                .await?;
+            Ok(())
+        }
+
+        /// One write, in the caller's transaction: the skill's row is locked (or created), the
+        /// revision's rows stored, the record pointed at it and the event recorded.
+        async fn write_in(tx: &mut Transaction<'static, Db>, req: &WriteReq, now: i64) -> Result<WriteOutcome> {
+            let scope = req.scope.to_string();
+            let digest = req.bundle.digest().to_string();
+            let (id, rev, kind, warnings) = match lock_skill(tx, &scope, &req.name).await? {
+                Some(row) => match classify_existing(tx, req, &digest, row, now).await? {
+                    Slot::Unchanged(outcome) => return Ok(outcome),
+                    Slot::Revision { id, rev, kind, warnings } => (id, rev, kind, warnings),
+                },
+                None => (create_skill(tx, req, &scope, now).await?, 1, WriteKind::Created, Vec::new()),
+            };
+            let at = RevAt { id, rev, now };
+            insert_revision(tx, req, &digest, new_revision_state(&kind, req.pending), at).await?;
+            let (kind, status) = point_record(tx, req, kind, at).await?;
+            let data = write_event_data_of(&digest, req, &kind);
+            insert_event(tx, &skill_event(write_event_kind(&kind), &scope, &req.name, rev, &req.author, data), now).await?;
             Ok(WriteOutcome { scope: req.scope.clone(), name: req.name.clone(), kind, rev, status, warnings })
         }
 
@@ -827,38 +950,71 @@ macro_rules! statements {
             now: i64,
             progress: &(dyn Fn(usize) + Sync),
         ) -> Result<Vec<WriteOutcome>> {
-            use sqlx::QueryBuilder;
-            let scope_s = scope.to_string();
+            let bulk = Bulk { scope, scope_s: scope.to_string(), reqs, now };
+            let (existing, staged) = scope_skills(tx, &bulk.scope_s).await?;
+            let mut plan = classify_bulk(tx, &bulk, &existing).await?;
+            // New records, with their ids.
+            let ids = insert_new_skills(tx, &bulk, &plan.new).await?;
+            let writes = plan.writes(&bulk, &ids)?;
+            // Blobs, stored once.
+            insert_bulk_blobs(tx, reqs, &writes).await?;
+            for chunk in writes.chunks(CHUNK) {
+                insert_bulk_revisions(tx, &bulk, chunk).await?;
+                insert_bulk_files(tx, reqs, chunk).await?;
+                insert_bulk_events(tx, &bulk, &plan.out, chunk).await?;
+                progress(chunk.last().map_or(0, |c| c.0 + 1));
+            }
+            activate_bulk(tx, &plan.changed, &staged, now).await?;
+            // Signatures, for the revisions written and for the ones found as they were.
+            keep_bulk_provenance(tx, &bulk, &plan.out, &writes, &existing).await?;
+            progress(reqs.len());
+            Ok(plan.out.into_iter().map(|o| o.expect("every request classified")).collect())
+        }
+
+        /// The skills of scope `scope_s` by name (their rows locked), and the ids of those with
+        /// a staged candidate (a plain write supersedes it).
+        async fn scope_skills(
+            tx: &mut Transaction<'static, Db>,
+            scope_s: &str,
+        ) -> Result<(std::collections::HashMap<String, ScopeSkill>, std::collections::HashSet<i64>)> {
             type Row = (i64, String, i64, i64, String, String, Option<String>);
             let rows: Vec<Row> = sqlx::query_as(concat!(
                 "SELECT s.id, s.name, s.head_rev, s.active_rev, s.status, r.bundle_digest, r.version FROM skills s ",
                 "JOIN revisions r ON r.skill_id = s.id AND r.rev = s.active_rev WHERE s.scope = $1",
                 $lock
             ))
-            .bind(&scope_s)
+            .bind(scope_s)
             .fetch_all(&mut **tx)
             .await?;
             // The scope's skills with a staged candidate (a plain write supersedes it).
             let staged: std::collections::HashSet<i64> =
                 sqlx::query_scalar("SELECT id FROM skills WHERE scope = $1 AND candidate IS NOT NULL")
-                    .bind(&scope_s)
+                    .bind(scope_s)
                     .fetch_all(&mut **tx)
                     .await?
                     .into_iter()
                     .collect();
-            let existing: std::collections::HashMap<String, (i64, i64, i64, String, String, Option<String>)> = rows
+            let existing = rows
                 .into_iter()
                 .map(|(id, name, head, active, status, digest, version)| (name, (id, head, active, status, digest, version)))
                 .collect();
-            // Classify every request (the bulk path's requests may always create, see
-            // `takes_bulk_path`).
-            let mut out: Vec<Option<WriteOutcome>> = vec![None; reqs.len()];
-            let mut new_idx: Vec<usize> = Vec::new();
-            let mut changed: Vec<(usize, i64, i64)> = Vec::new(); // (req, skill id, rev)
-            for (i, r) in reqs.iter().enumerate() {
+            Ok((existing, staged))
+        }
+
+        /// Classify every request (the bulk path's requests may always create, see
+        /// `takes_bulk_path`): a conflict when stale (no winner read), unchanged, a new revision
+        /// of an existing skill (with the version check's warnings) or a new skill.
+        async fn classify_bulk(
+            tx: &mut Transaction<'static, Db>,
+            bulk: &Bulk<'_>,
+            existing: &std::collections::HashMap<String, ScopeSkill>,
+        ) -> Result<BulkPlan> {
+            let scope = bulk.scope;
+            let mut plan = BulkPlan { out: vec![None; bulk.reqs.len()], new: Vec::new(), changed: Vec::new() };
+            for (i, r) in bulk.reqs.iter().enumerate() {
                 let digest = r.bundle.digest().to_string();
                 let Some((id, head, active, status, active_digest, active_version)) = existing.get(&r.name) else {
-                    new_idx.push(i);
+                    plan.new.push(i);
                     continue;
                 };
                 if let Some(expected) = stale(r.expect_rev, *head) {
@@ -867,7 +1023,7 @@ macro_rules! statements {
                 let status = parse_status(status)?;
                 match existing_write(&r.name, status, *active_digest == digest, false)? {
                     None => {
-                        out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind: WriteKind::Unchanged, rev: *active, status, warnings: Vec::new() });
+                        plan.out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind: WriteKind::Unchanged, rev: *active, status, warnings: Vec::new() });
                     }
                     Some(kind) => {
                         let active_version = match active_version {
@@ -877,19 +1033,29 @@ macro_rules! statements {
                         let warnings = version_check(&r.name, r.version.as_deref(), active_version.as_deref(), r.require_version_increase)?
                             .into_iter()
                             .collect();
-                        changed.push((i, *id, head + 1));
-                        out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind, rev: head + 1, status, warnings });
+                        plan.changed.push((i, *id, head + 1));
+                        plan.out[i] = Some(WriteOutcome { scope: scope.clone(), name: r.name.clone(), kind, rev: head + 1, status, warnings });
                     }
                 }
             }
-            // New records, with their ids.
+            Ok(plan)
+        }
+
+        /// Insert the records of the skills requests `new` create, as active at revision 1; the
+        /// new records' ids by name.
+        async fn insert_new_skills(
+            tx: &mut Transaction<'static, Db>,
+            bulk: &Bulk<'_>,
+            new: &[usize],
+        ) -> Result<std::collections::HashMap<String, i64>> {
+            let (reqs, now) = (bulk.reqs, bulk.now);
             let mut ids: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
-            for chunk in new_idx.chunks(CHUNK) {
+            for chunk in new.chunks(CHUNK) {
                 let mut q: QueryBuilder<Db> = QueryBuilder::new(
                     "INSERT INTO skills (scope, name, status, active_rev, head_rev, seed_path, created_at, updated_at) ",
                 );
                 q.push_values(chunk, |mut b, &i| {
-                    b.push_bind(scope_s.clone())
+                    b.push_bind(bulk.scope_s.clone())
                         .push_bind(reqs[i].name.clone())
                         .push_bind(created_status(false).as_str())
                         .push_bind(1i64)
@@ -902,14 +1068,11 @@ macro_rules! statements {
                 let got: Vec<(i64, String)> = q.build_query_as().fetch_all(&mut **tx).await?;
                 ids.extend(got.into_iter().map(|(id, name)| (name, id)));
             }
-            let mut writes: Vec<(usize, i64, i64)> = changed.clone();
-            for &i in &new_idx {
-                let id = *ids.get(&reqs[i].name).ok_or_else(|| StoreError::Corrupt(format!("no id returned for '{}'", reqs[i].name)))?;
-                writes.push((i, id, 1));
-                out[i] = Some(WriteOutcome { scope: scope.clone(), name: reqs[i].name.clone(), kind: WriteKind::Created, rev: 1, status: created_status(false), warnings: Vec::new() });
-            }
-            writes.sort_unstable();
-            // Blobs, stored once.
+            Ok(ids)
+        }
+
+        /// Store the contents of the revisions `writes`, each once.
+        async fn insert_bulk_blobs(tx: &mut Transaction<'static, Db>, reqs: &[WriteReq], writes: &[(usize, i64, i64)]) -> Result<()> {
             let mut seen = std::collections::HashSet::new();
             let blobs: Vec<&skillbase_format::BundleFile> = writes
                 .iter()
@@ -926,60 +1089,91 @@ macro_rules! statements {
                 q.push(" ON CONFLICT (digest) DO NOTHING");
                 q.build().execute(&mut **tx).await?;
             }
-            for chunk in writes.chunks(CHUNK) {
+            Ok(())
+        }
+
+        /// Store the revision rows of one chunk of `(request, skill id, revision)`, committed.
+        async fn insert_bulk_revisions(tx: &mut Transaction<'static, Db>, bulk: &Bulk<'_>, chunk: &[(usize, i64, i64)]) -> Result<()> {
+            let (reqs, now) = (bulk.reqs, bulk.now);
+            let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at, version) ",
+            );
+            q.push_values(chunk, |mut b, &(i, id, rev)| {
+                b.push_bind(id)
+                    .push_bind(rev)
+                    .push_bind(reqs[i].bundle.digest().to_string())
+                    .push_bind(reqs[i].author.clone())
+                    .push_bind(reqs[i].message.clone())
+                    .push_bind(revision_state(false))
+                    .push_bind(now)
+                    .push_bind(version_column(reqs[i].version.as_deref()).to_owned());
+            });
+            q.build().execute(&mut **tx).await?;
+            Ok(())
+        }
+
+        /// Store the file rows of one chunk of `(request, skill id, revision)`.
+        async fn insert_bulk_files(tx: &mut Transaction<'static, Db>, reqs: &[WriteReq], chunk: &[(usize, i64, i64)]) -> Result<()> {
+            let files: Vec<(i64, i64, &skillbase_format::BundleFile)> = chunk
+                .iter()
+                .flat_map(|&(i, id, rev)| reqs[i].bundle.files().iter().map(move |f| (id, rev, f)))
+                .collect();
+            for fchunk in files.chunks(CHUNK) {
                 let mut q: QueryBuilder<Db> = QueryBuilder::new(
-                    "INSERT INTO revisions (skill_id, rev, bundle_digest, author, message, state, created_at, version) ",
+                    "INSERT INTO revision_files (skill_id, rev, path, digest, executable) ",
                 );
-                q.push_values(chunk, |mut b, &(i, id, rev)| {
+                q.push_values(fchunk, |mut b, &(id, rev, f)| {
                     b.push_bind(id)
                         .push_bind(rev)
-                        .push_bind(reqs[i].bundle.digest().to_string())
-                        .push_bind(reqs[i].author.clone())
-                        .push_bind(reqs[i].message.clone())
-                        .push_bind(revision_state(false))
-                        .push_bind(now)
-                        .push_bind(version_column(reqs[i].version.as_deref()).to_owned());
+                        .push_bind(f.path.as_str().to_owned())
+                        .push_bind(f.digest.to_string())
+                        .push_bind(f.executable);
                 });
                 q.build().execute(&mut **tx).await?;
-                let files: Vec<(i64, i64, &skillbase_format::BundleFile)> = chunk
-                    .iter()
-                    .flat_map(|&(i, id, rev)| reqs[i].bundle.files().iter().map(move |f| (id, rev, f)))
-                    .collect();
-                for fchunk in files.chunks(CHUNK) {
-                    let mut q: QueryBuilder<Db> = QueryBuilder::new(
-                        "INSERT INTO revision_files (skill_id, rev, path, digest, executable) ",
-                    );
-                    q.push_values(fchunk, |mut b, &(id, rev, f)| {
-                        b.push_bind(id)
-                            .push_bind(rev)
-                            .push_bind(f.path.as_str().to_owned())
-                            .push_bind(f.digest.to_string())
-                            .push_bind(f.executable);
-                    });
-                    q.build().execute(&mut **tx).await?;
-                }
-                let mut q: QueryBuilder<Db> = QueryBuilder::new(
-                    "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data, changes_index) ",
-                );
-                q.push_values(chunk, |mut b, &(i, _, rev)| {
-                    let kind = out[i].as_ref().map_or(WriteKind::Modified, |o| o.kind.clone());
-                    let event = write_event_kind(&kind);
-                    let data = write_event_data(&reqs[i].bundle.digest().to_string(), &reqs[i].message, &kind);
-                    b.push_bind(now)
-                        .push_bind(event.as_str().to_owned())
-                        .push_bind(scope_s.clone())
-                        .push_bind(reqs[i].name.clone())
-                        .push_bind(rev)
-                        .push_bind(Option::<String>::None)
-                        .push_bind(Option::<String>::None)
-                        .push_bind(reqs[i].author.clone())
-                        .push_bind(data.to_string())
-                        .push_bind(event.changes_index());
-                });
-                q.build().execute(&mut **tx).await?;
-                progress(chunk.last().map_or(0, |c| c.0 + 1));
             }
-            for &(_, id, rev) in &changed {
+            Ok(())
+        }
+
+        /// Record the events of one chunk of `(request, skill id, revision)`, of the kinds
+        /// their outcomes `out` say.
+        async fn insert_bulk_events(
+            tx: &mut Transaction<'static, Db>,
+            bulk: &Bulk<'_>,
+            out: &[Option<WriteOutcome>],
+            chunk: &[(usize, i64, i64)],
+        ) -> Result<()> {
+            let (reqs, now) = (bulk.reqs, bulk.now);
+            let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data, changes_index) ",
+            );
+            q.push_values(chunk, |mut b, &(i, _, rev)| {
+                let kind = out[i].as_ref().map_or(WriteKind::Modified, |o| o.kind.clone());
+                let event = write_event_kind(&kind);
+                let data = write_event_data(&reqs[i].bundle.digest().to_string(), &reqs[i].message, &kind);
+                b.push_bind(now)
+                    .push_bind(event.as_str().to_owned())
+                    .push_bind(bulk.scope_s.clone())
+                    .push_bind(reqs[i].name.clone())
+                    .push_bind(rev)
+                    .push_bind(Option::<String>::None)
+                    .push_bind(Option::<String>::None)
+                    .push_bind(reqs[i].author.clone())
+                    .push_bind(data.to_string())
+                    .push_bind(event.changes_index());
+            });
+            q.build().execute(&mut **tx).await?;
+            Ok(())
+        }
+
+        /// Make each changed skill's new revision its head and active one: it stops following
+        /// its seed, and a candidate staged for it (`staged`) is superseded.
+        async fn activate_bulk(
+            tx: &mut Transaction<'static, Db>,
+            changed: &[(usize, i64, i64)],
+            staged: &std::collections::HashSet<i64>,
+            now: i64,
+        ) -> Result<()> {
+            for &(_, id, rev) in changed {
                 if staged.contains(&id) {
                     supersede_candidate(tx, id, rev).await?;
                 }
@@ -990,8 +1184,19 @@ macro_rules! statements {
                     .execute(&mut **tx)
                     .await?;
             }
-            // Signatures, for the revisions written and for the ones found as they were.
-            for (i, r) in reqs.iter().enumerate().filter(|(_, r)| r.signature.is_some() || r.origin.is_some()) {
+            Ok(())
+        }
+
+        /// Keep the signatures and origins the requests give, with the revisions written and
+        /// with the ones found as they were.
+        async fn keep_bulk_provenance(
+            tx: &mut Transaction<'static, Db>,
+            bulk: &Bulk<'_>,
+            out: &[Option<WriteOutcome>],
+            writes: &[(usize, i64, i64)],
+            existing: &std::collections::HashMap<String, ScopeSkill>,
+        ) -> Result<()> {
+            for (i, r) in bulk.reqs.iter().enumerate().filter(|(_, r)| r.signature.is_some() || r.origin.is_some()) {
                 let rev = out[i].as_ref().map_or(0, |o| o.rev);
                 let id = match writes.iter().find(|w| w.0 == i) {
                     Some(&(_, id, _)) => id,
@@ -1000,11 +1205,10 @@ macro_rules! statements {
                         None => continue,
                     },
                 };
-                keep_signature(tx, id, rev, &r.signature, now).await?;
+                keep_signature(tx, id, rev, &r.signature, bulk.now).await?;
                 keep_origin(tx, id, rev, &r.origin).await?;
             }
-            progress(reqs.len());
-            Ok(out.into_iter().map(|o| o.expect("every request classified")).collect())
+            Ok(())
         }
 
         /// Write revisions in one transaction (all or nothing); optionally set an agent's
