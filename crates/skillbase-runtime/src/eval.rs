@@ -613,117 +613,16 @@ pub fn parse_graded(
     map_text: Option<&str>,
 ) -> Result<GradedSet, EvalError> {
     use serde_json::Value;
-    // The id map.
-    let map: Option<serde_json::Map<String, Value>> = match map_text {
-        None => None,
-        Some(t) => {
-            if t.len() > MAX_DOCUMENT_BYTES {
-                return Err(EvalError::DocumentTooLarge("id map"));
-            }
-            let v: Value =
-                serde_json::from_str(t).map_err(|e| doc_error("id map", e.to_string()))?;
-            let Value::Object(mut o) = v else {
-                return Err(doc_error(
-                    "id map",
-                    format!("it is {}, not an object of id → skill name", kind_of(&v)),
-                ));
-            };
-            let o = match o.remove("gt_map") {
-                Some(Value::Object(inner)) => inner,
-                Some(other) => {
-                    return Err(doc_error(
-                        "id map",
-                        format!("`gt_map` is {}, not an object", kind_of(&other)),
-                    ));
-                }
-                None => o,
-            };
-            for (id, name) in &o {
-                if !name.is_string() {
-                    return Err(doc_error(
-                        "id map",
-                        format!("id {id:?} maps to {}, not a skill name", kind_of(name)),
-                    ));
-                }
-            }
-            Some(o)
-        }
-    };
+    let map = map_text.map(parse_id_map).transpose()?;
     let name_of = |id: &str| -> Option<String> {
         match &map {
             Some(m) => m.get(id).and_then(Value::as_str).map(str::to_owned),
             None => Some(id.rsplit('/').next().unwrap_or(id).to_owned()),
         }
     };
-    // The labels.
-    if relevance_text.len() > MAX_DOCUMENT_BYTES {
-        return Err(EvalError::DocumentTooLarge("relevance"));
-    }
-    let rel: Value =
-        serde_json::from_str(relevance_text).map_err(|e| doc_error("relevance", e.to_string()))?;
-    let Value::Object(rel) = rel else {
-        return Err(doc_error(
-            "relevance",
-            format!("it is {}, not an object of task id → labels", kind_of(&rel)),
-        ));
-    };
-    if rel.len() > MAX_CASES {
-        return Err(EvalError::TooMany);
-    }
-    // The tasks.
+    let rel = parse_relevance(relevance_text)?;
     let mut set = GradedSet::default();
-    let mut lines: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let mut read = 0usize;
-    for (i, line) in tasks_text.lines().enumerate() {
-        let line_no = i + 1;
-        if line.len() > MAX_LINE_BYTES {
-            return Err(EvalError::LineTooLong(line_no));
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        if read == MAX_CASES {
-            return Err(EvalError::TooMany);
-        }
-        read += 1;
-        let bad = |problem: String| EvalError::BadTask {
-            line: line_no,
-            problem,
-        };
-        let v: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
-        let Value::Object(task) = v else {
-            return Err(bad(format!("it is {}, not an object", kind_of(&v))));
-        };
-        let field = |key: &str| match task.get(key) {
-            Some(Value::String(s)) => Ok(s.clone()),
-            None => Err(bad(format!("missing field `{key}`"))),
-            Some(v) => Err(bad(format!("`{key}` is {}, not a string", kind_of(v)))),
-        };
-        let task_id = field("task_id")?;
-        let message = field("instruction_text")?;
-        if let Some(first) = lines.insert(task_id.clone(), line_no) {
-            return Err(bad(format!("task {task_id:?} is already on line {first}")));
-        }
-        let Some(entry) = rel.get(&task_id) else {
-            set.skipped.push(SkippedTask {
-                task_id,
-                reason: SkipReason::NoLabels,
-            });
-            continue;
-        };
-        let case = graded_case(task_id, message, entry, &name_of)?;
-        if case.task_type.as_deref() == Some("generic_only") {
-            set.skipped.push(SkippedTask {
-                task_id: case.task_id,
-                reason: SkipReason::GenericOnly,
-            });
-        } else {
-            set.cases.push(case);
-        }
-    }
-    if read == 0 {
-        return Err(EvalError::Empty);
-    }
+    let lines = read_tasks(tasks_text, &rel, &name_of, &mut set)?;
     if lines.keys().all(|t| !rel.contains_key(t)) {
         return Err(EvalError::NoLabelledTask);
     }
@@ -738,6 +637,133 @@ pub fn parse_graded(
         }
     }
     Ok(set)
+}
+
+/// The id map: benchmark id → skill name (the object itself, or the one under `gt_map`).
+fn parse_id_map(t: &str) -> Result<serde_json::Map<String, serde_json::Value>, EvalError> {
+    use serde_json::Value;
+    if t.len() > MAX_DOCUMENT_BYTES {
+        return Err(EvalError::DocumentTooLarge("id map"));
+    }
+    let v: Value = serde_json::from_str(t).map_err(|e| doc_error("id map", e.to_string()))?;
+    let Value::Object(mut o) = v else {
+        return Err(doc_error(
+            "id map",
+            format!("it is {}, not an object of id → skill name", kind_of(&v)),
+        ));
+    };
+    let o = match o.remove("gt_map") {
+        Some(Value::Object(inner)) => inner,
+        Some(other) => {
+            return Err(doc_error(
+                "id map",
+                format!("`gt_map` is {}, not an object", kind_of(&other)),
+            ));
+        }
+        None => o,
+    };
+    for (id, name) in &o {
+        if !name.is_string() {
+            return Err(doc_error(
+                "id map",
+                format!("id {id:?} maps to {}, not a skill name", kind_of(name)),
+            ));
+        }
+    }
+    Ok(o)
+}
+
+/// The labels: task id → labels (each checked later, with its task).
+fn parse_relevance(
+    relevance_text: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, EvalError> {
+    use serde_json::Value;
+    if relevance_text.len() > MAX_DOCUMENT_BYTES {
+        return Err(EvalError::DocumentTooLarge("relevance"));
+    }
+    let rel: Value =
+        serde_json::from_str(relevance_text).map_err(|e| doc_error("relevance", e.to_string()))?;
+    let Value::Object(rel) = rel else {
+        return Err(doc_error(
+            "relevance",
+            format!("it is {}, not an object of task id → labels", kind_of(&rel)),
+        ));
+    };
+    if rel.len() > MAX_CASES {
+        return Err(EvalError::TooMany);
+    }
+    Ok(rel)
+}
+
+/// Read the tasks into `set` (each with its labels in `rel`, or skipped), and return the line
+/// of each task id.
+fn read_tasks(
+    tasks_text: &str,
+    rel: &serde_json::Map<String, serde_json::Value>,
+    name_of: &dyn Fn(&str) -> Option<String>,
+    set: &mut GradedSet,
+) -> Result<std::collections::HashMap<String, usize>, EvalError> {
+    let mut lines: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut read = 0usize;
+    for (i, line) in tasks_text.lines().enumerate() {
+        let line_no = i + 1;
+        if line.len() > MAX_LINE_BYTES {
+            return Err(EvalError::LineTooLong(line_no));
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        if read == MAX_CASES {
+            return Err(EvalError::TooMany);
+        }
+        read += 1;
+        let (task_id, message) = task_line(line, line_no)?;
+        if let Some(first) = lines.insert(task_id.clone(), line_no) {
+            return Err(EvalError::BadTask {
+                line: line_no,
+                problem: format!("task {task_id:?} is already on line {first}"),
+            });
+        }
+        let Some(entry) = rel.get(&task_id) else {
+            set.skipped.push(SkippedTask {
+                task_id,
+                reason: SkipReason::NoLabels,
+            });
+            continue;
+        };
+        let case = graded_case(task_id, message, entry, name_of)?;
+        if case.task_type.as_deref() == Some("generic_only") {
+            set.skipped.push(SkippedTask {
+                task_id: case.task_id,
+                reason: SkipReason::GenericOnly,
+            });
+        } else {
+            set.cases.push(case);
+        }
+    }
+    if read == 0 {
+        return Err(EvalError::Empty);
+    }
+    Ok(lines)
+}
+
+/// One task line (number `line_no`): its `task_id` and `instruction_text`.
+fn task_line(line: &str, line_no: usize) -> Result<(String, String), EvalError> {
+    use serde_json::Value;
+    let bad = |problem: String| EvalError::BadTask {
+        line: line_no,
+        problem,
+    };
+    let v: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+    let Value::Object(task) = v else {
+        return Err(bad(format!("it is {}, not an object", kind_of(&v))));
+    };
+    let field = |key: &str| match task.get(key) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        None => Err(bad(format!("missing field `{key}`"))),
+        Some(v) => Err(bad(format!("`{key}` is {}, not a string", kind_of(v)))),
+    };
+    Ok((field("task_id")?, field("instruction_text")?))
 }
 
 /// One task's labels, checked and mapped.

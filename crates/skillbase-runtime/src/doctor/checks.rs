@@ -2,7 +2,8 @@
 
 use super::names::NameFinder;
 use super::{AgentInput, Code, Finding, Inputs, Severity};
-use skillbase_store::{AgentName, Index, NameSet, Scope, SkillEntry, Status};
+use skillbase_format::Capabilities;
+use skillbase_store::{AgentName, Grants, Index, NameSet, Scope, SkillEntry, Status};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// How many of an agent's newest turns the turn checks (D009's common triggers, D010) read.
@@ -547,12 +548,6 @@ fn d007(inputs: &Inputs) -> Vec<Finding> {
 fn d008(inputs: &Inputs, a: &AgentInput) -> Vec<Finding> {
     let agent = a.agent();
     let grants = &agent.config.grants;
-    let granted_anywhere = |class: &str| {
-        inputs
-            .all_agents
-            .iter()
-            .any(|x| x.config.grants.tools.iter().any(|t| t == class))
-    };
     let mut out = Vec::new();
     for s in &a.view.skills {
         let caps = &s.entry.meta.capabilities;
@@ -560,65 +555,14 @@ fn d008(inputs: &Inputs, a: &AgentInput) -> Vec<Finding> {
             continue;
         }
         let line = s.entry.lines.key("capabilities");
-        fn strs(v: &[String]) -> Vec<&str> {
-            v.iter().map(String::as_str).collect()
-        }
-        let excess = crate::envelope::excess(
-            grants,
-            &strs(&caps.tools),
-            &strs(&caps.vault),
-            &strs(&caps.hosts),
-        );
-        let mut unknown = Vec::new();
-        let mut refused = Vec::new();
-        for x in excess {
-            match x.strip_prefix("tools:") {
-                Some(class) if !inputs.classes.contains(class) && !granted_anywhere(class) => {
-                    unknown.push(class.to_owned())
-                }
-                _ => refused.push(x),
-            }
-        }
+        let (refused, unknown) = d008_excess(inputs, grants, caps);
         let name = s.name();
+        let about = |f: Finding| f.agent(&agent.name).skill(&s.entry).line(line);
         if !refused.is_empty() {
-            out.push(
-                finding(
-                    Code::D008,
-                    Severity::Error,
-                    format!(
-                        "skill '{name}' declares what agent {} is not granted ({}): every call that needs it while '{name}' drives is refused",
-                        agent.name,
-                        refused.join(", ")
-                    ),
-                    format!(
-                        "grant it to agent {} (its `grants`), or remove it from the capabilities of '{name}' if the skill does not need it",
-                        agent.name
-                    ),
-                )
-                .agent(&agent.name)
-                .skill(&s.entry)
-                .line(line)
-                .related(refused.join(", ")),
-            );
+            out.push(about(d008_refused(&agent.name, name, &refused)).related(refused.join(", ")));
         }
         if !unknown.is_empty() {
-            out.push(
-                finding(
-                    Code::D008,
-                    Severity::Error,
-                    format!(
-                        "skill '{name}' declares tool class {}, which no tool here provides and no agent is granted",
-                        unknown.join(", ")
-                    ),
-                    format!(
-                        "fix the class in the capabilities of '{name}' (a typo?), or declare the tool that provides it"
-                    ),
-                )
-                .agent(&agent.name)
-                .skill(&s.entry)
-                .line(line)
-                .related(unknown.join(", ")),
-            );
+            out.push(about(d008_unknown(name, &unknown)).related(unknown.join(", ")));
         }
         let missing: Vec<&str> = caps
             .vault
@@ -627,25 +571,90 @@ fn d008(inputs: &Inputs, a: &AgentInput) -> Vec<Finding> {
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
-            out.push(
-                finding(
-                    Code::D008,
-                    Severity::Error,
-                    format!(
-                        "skill '{name}' declares vault entry {}, granted to agent {} but not in the vault: every lookup fails",
-                        missing.join(", "),
-                        agent.name
-                    ),
-                    format!("set it: `skillbase vault set {}`", missing[0]),
-                )
-                .agent(&agent.name)
-                .skill(&s.entry)
-                .line(line)
-                .related(missing.join(", ")),
-            );
+            out.push(about(d008_missing(&agent.name, name, &missing)).related(missing.join(", ")));
         }
     }
     out
+}
+
+/// What `caps` declares beyond `grants`: (what the agent is refused, as `kind:value`; the tool
+/// classes no tool provides and no agent is granted).
+fn d008_excess(
+    inputs: &Inputs,
+    grants: &Grants,
+    caps: &Capabilities,
+) -> (Vec<String>, Vec<String>) {
+    let granted_anywhere = |class: &str| {
+        inputs
+            .all_agents
+            .iter()
+            .any(|x| x.config.grants.tools.iter().any(|t| t == class))
+    };
+    fn strs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    let excess = crate::envelope::excess(
+        grants,
+        &strs(&caps.tools),
+        &strs(&caps.vault),
+        &strs(&caps.hosts),
+    );
+    let mut unknown = Vec::new();
+    let mut refused = Vec::new();
+    for x in excess {
+        match x.strip_prefix("tools:") {
+            Some(class) if !inputs.classes.contains(class) && !granted_anywhere(class) => {
+                unknown.push(class.to_owned())
+            }
+            _ => refused.push(x),
+        }
+    }
+    (refused, unknown)
+}
+
+/// D008's finding for skill `name` declaring `refused`, which agent `agent` is not granted.
+fn d008_refused(agent: &AgentName, name: &str, refused: &[String]) -> Finding {
+    finding(
+        Code::D008,
+        Severity::Error,
+        format!(
+            "skill '{name}' declares what agent {agent} is not granted ({}): every call that needs it while '{name}' drives is refused",
+            refused.join(", ")
+        ),
+        format!(
+            "grant it to agent {agent} (its `grants`), or remove it from the capabilities of '{name}' if the skill does not need it"
+        ),
+    )
+}
+
+/// D008's finding for skill `name` declaring the tool classes `unknown`, which no tool
+/// provides.
+fn d008_unknown(name: &str, unknown: &[String]) -> Finding {
+    finding(
+        Code::D008,
+        Severity::Error,
+        format!(
+            "skill '{name}' declares tool class {}, which no tool here provides and no agent is granted",
+            unknown.join(", ")
+        ),
+        format!(
+            "fix the class in the capabilities of '{name}' (a typo?), or declare the tool that provides it"
+        ),
+    )
+}
+
+/// D008's finding for skill `name` declaring the vault entries `missing`, granted to agent
+/// `agent` but not in the vault.
+fn d008_missing(agent: &AgentName, name: &str, missing: &[&str]) -> Finding {
+    finding(
+        Code::D008,
+        Severity::Error,
+        format!(
+            "skill '{name}' declares vault entry {}, granted to agent {agent} but not in the vault: every lookup fails",
+            missing.join(", ")
+        ),
+        format!("set it: `skillbase vault set {}`", missing[0]),
+    )
 }
 
 /// Whether one of `x` and `y` declares the other a companion (they travel together).

@@ -371,43 +371,7 @@ pub async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorReport> {
     }
     let index = store.index();
     let mut unchecked = Vec::new();
-    let mut agents = Vec::new();
-    let mut turns_read = 0;
-    for a in all_agents
-        .iter()
-        .filter(|a| opts.agent.as_ref().is_none_or(|f| *f == a.name))
-    {
-        let view = d.runtime.view(&a.name)?;
-        let prompts = match &opts.prompt {
-            Some(p) => vec![PromptText {
-                label: p.label.clone(),
-                text: p.text.clone(),
-            }],
-            None => read_prompts(&a.name, &a.config.prompts, &mut unchecked),
-        };
-        let turns = if opts.prompt.is_some() {
-            Vec::new()
-        } else {
-            let events = store
-                .recent_events(
-                    a.name.as_str(),
-                    EventKind::Turn.as_str(),
-                    RECENT_TURNS as i64,
-                )
-                .await?;
-            turns_read += events.len();
-            events
-                .iter()
-                .filter(|e| e.data["agent_version"].as_i64() == Some(view.agent.version))
-                .map(|e| turn_seen(&e.data))
-                .collect()
-        };
-        agents.push(AgentInput {
-            view,
-            prompts,
-            turns,
-        });
-    }
+    let (agents, turns_read) = agent_inputs(d, opts, &all_agents, &mut unchecked).await?;
     let whole = opts.prompt.is_none() && !opts.own_only;
     let mut inputs = Inputs {
         index: index.clone(),
@@ -432,46 +396,10 @@ pub async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorReport> {
         own_only: opts.own_only,
     };
     if whole {
-        inputs.diverged = diverged(store, &index).await?;
-        inputs.drift = drift(store, &index).await?;
-        inputs.pending = pending(store, &index).await?;
-        if let Some(v) = d.vault() {
-            let redactor = v.redactor();
-            if !redactor.is_empty() {
-                inputs.secrets = store
-                    .find_in_revisions(&move |b| redactor.find(b).map(str::to_owned))
-                    .await?;
-            }
-        }
+        store_wide_inputs(d, &index, &mut inputs).await?;
     }
-    // The checks are CPU work (the ranker's queries, the name automata): off the async workers.
-    let prompt_only = opts.prompt.is_some();
-    let checked = tokio::task::spawn_blocking(move || {
-        let findings = if prompt_only {
-            checks::prompts_only(&inputs)
-        } else {
-            checks::all(&inputs, &mut unchecked)
-        };
-        (findings, inputs, unchecked)
-    })
-    .await;
-    let (findings, inputs, unchecked) = match checked {
-        Ok(done) => done,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => {
-            return Err(RuntimeError::Invalid(
-                "the doctor's checks were cancelled".into(),
-            ));
-        }
-    };
-    let mut counts = Counts::default();
-    for f in &findings {
-        match f.severity {
-            Severity::Error => counts.errors += 1,
-            Severity::Warning => counts.warnings += 1,
-            Severity::Info => counts.infos += 1,
-        }
-    }
+    let (findings, inputs, unchecked) =
+        run_checks(inputs, unchecked, opts.prompt.is_some()).await?;
     let report = DoctorReport {
         agent: opts.agent.as_ref().map(|a| a.to_string()),
         checked: Checked {
@@ -487,12 +415,121 @@ pub async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorReport> {
             prompts: inputs.agents.iter().map(|a| a.prompts.len()).sum(),
             turns: turns_read,
         },
+        counts: counts(&findings),
         findings,
-        counts,
         unchecked,
     };
     record(d, opts, &report).await;
     Ok(report)
+}
+
+/// The agents checked (every agent, or the one `opts` names), each with its view, its
+/// prompts (the ad hoc one, or those it is configured with: one that cannot be read goes to
+/// `unchecked`) and its recent turns at its current configuration; and how many `turn`
+/// events were read.
+async fn agent_inputs(
+    d: &Dispatcher,
+    opts: &DoctorOptions,
+    all_agents: &[Agent],
+    unchecked: &mut Vec<String>,
+) -> Result<(Vec<AgentInput>, usize)> {
+    let mut agents = Vec::new();
+    let mut turns_read = 0;
+    for a in all_agents
+        .iter()
+        .filter(|a| opts.agent.as_ref().is_none_or(|f| *f == a.name))
+    {
+        let view = d.runtime.view(&a.name)?;
+        let prompts = match &opts.prompt {
+            Some(p) => vec![PromptText {
+                label: p.label.clone(),
+                text: p.text.clone(),
+            }],
+            None => read_prompts(&a.name, &a.config.prompts, unchecked),
+        };
+        let turns = if opts.prompt.is_some() {
+            Vec::new()
+        } else {
+            let events = d
+                .runtime
+                .store
+                .recent_events(
+                    a.name.as_str(),
+                    EventKind::Turn.as_str(),
+                    RECENT_TURNS as i64,
+                )
+                .await?;
+            turns_read += events.len();
+            events
+                .iter()
+                .filter(|e| e.data["agent_version"].as_i64() == Some(view.agent.version))
+                .map(|e| turn_seen(&e.data))
+                .collect()
+        };
+        agents.push(AgentInput {
+            view,
+            prompts,
+            turns,
+        });
+    }
+    Ok((agents, turns_read))
+}
+
+/// The inputs only a whole-store run reads: diverged seeds, drift, pending revisions, and
+/// the stored revisions holding a current vault value.
+async fn store_wide_inputs(d: &Dispatcher, index: &Index, inputs: &mut Inputs) -> Result<()> {
+    let store = &d.runtime.store;
+    inputs.diverged = diverged(store, index).await?;
+    inputs.drift = drift(store, index).await?;
+    inputs.pending = pending(store, index).await?;
+    if let Some(v) = d.vault() {
+        let redactor = v.redactor();
+        if !redactor.is_empty() {
+            inputs.secrets = store
+                .find_in_revisions(&move |b| redactor.find(b).map(str::to_owned))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Make the findings (only the prompt's when `prompt_only`), handing back the inputs and
+/// `unchecked` with what the checks could not make added.
+async fn run_checks(
+    inputs: Inputs,
+    mut unchecked: Vec<String>,
+    prompt_only: bool,
+) -> Result<(Vec<Finding>, Inputs, Vec<String>)> {
+    // The checks are CPU work (the ranker's queries, the name automata): off the async workers.
+    let checked = tokio::task::spawn_blocking(move || {
+        let findings = if prompt_only {
+            checks::prompts_only(&inputs)
+        } else {
+            checks::all(&inputs, &mut unchecked)
+        };
+        (findings, inputs, unchecked)
+    })
+    .await;
+    match checked {
+        Ok(done) => Ok(done),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(RuntimeError::Invalid(
+            "the doctor's checks were cancelled".into(),
+        )),
+    }
+}
+
+/// The findings by severity.
+fn counts(findings: &[Finding]) -> Counts {
+    let mut counts = Counts::default();
+    for f in findings {
+        match f.severity {
+            Severity::Error => counts.errors += 1,
+            Severity::Warning => counts.warnings += 1,
+            Severity::Info => counts.infos += 1,
+        }
+    }
+    counts
 }
 
 /// A prompt given to check: text, not empty, within [`MAX_PROMPT_BYTES`].

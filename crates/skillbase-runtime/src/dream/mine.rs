@@ -16,7 +16,7 @@
 //! steps (the same on every run).
 
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// One call as recorded.
 #[derive(Debug, Clone, PartialEq)]
@@ -190,7 +190,52 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
     let min_len = opts.min_len.max(2);
     let max_len = opts.max_len.clamp(min_len, 8);
     let min_support = opts.min_support.max(1);
-    // Steps interned to small integers: runs are compared as slices of u32.
+    let (steps, seqs) = intern(sessions);
+    let by_run = frequent_runs(&seqs, min_len, max_len, min_support);
+    // Chance first.
+    let odds = Odds::new(&seqs, steps.len(), max_len, sessions.len());
+    let mut chance: Vec<(&[u32], &Vec<Occurrence>)> = Vec::new();
+    let mut sig: HashMap<&[u32], &Vec<Occurrence>> = HashMap::new();
+    for (run, occ) in &by_run {
+        if odds.significant(run, occ.len(), &by_run, min_len) {
+            sig.insert(run, occ);
+        } else {
+            chance.push((run, occ));
+        }
+    }
+    let mut closed = closed_runs(&sig, min_len);
+    // Longest first: a procedure beats the fragments of it; then by support.
+    closed.sort_by(|a, b| {
+        b.0.len()
+            .cmp(&a.0.len())
+            .then(b.1.len().cmp(&a.1.len()))
+            .then_with(|| by_steps(&steps, a.0, b.0))
+    });
+    // The chance runs reported are the longest-first few closed ones (not every sub-run).
+    chance.sort_by(|a, b| {
+        b.1.len()
+            .cmp(&a.1.len())
+            .then(b.0.len().cmp(&a.0.len()))
+            .then_with(|| by_steps(&steps, a.0, b.0))
+    });
+    let mut out = Mined {
+        patterns: Vec::new(),
+        contained: Vec::new(),
+        chance: chance
+            .iter()
+            .take(50)
+            .map(|(r, o)| (to_pattern(&steps, r, o), odds.by_chance(r, o.len())))
+            .collect(),
+    };
+    keep_procedures(&mut out, closed, &steps, min_support);
+    merge_shapes(&mut out);
+    rank(&mut out);
+    out
+}
+
+/// Each session's calls as steps interned to small integers (runs are compared as slices of
+/// u32), with the steps by number.
+fn intern(sessions: &[SessionLog]) -> (Vec<Step>, Vec<Vec<u32>>) {
     let mut ids: HashMap<Step, u32> = HashMap::new();
     let mut steps: Vec<Step> = Vec::new();
     let seqs: Vec<Vec<u32>> = sessions
@@ -208,6 +253,17 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
                 .collect()
         })
         .collect();
+    (steps, seqs)
+}
+
+/// The runs of `min_len` to `max_len` steps found in at least `min_support` sessions, each
+/// with its first occurrence per session.
+fn frequent_runs(
+    seqs: &[Vec<u32>],
+    min_len: usize,
+    max_len: usize,
+    min_support: usize,
+) -> HashMap<&[u32], Vec<Occurrence>> {
     // Runs by length, each with its first occurrence per session.
     let mut by_run: HashMap<&[u32], Vec<Occurrence>> = HashMap::new();
     for (si, seq) in seqs.iter().enumerate() {
@@ -222,45 +278,87 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
         }
     }
     by_run.retain(|_, occ| occ.len() >= min_support);
-    // Chance first. Each step's share of all calls, and the positions a run of each length has.
-    let total: usize = seqs.iter().map(Vec::len).sum();
-    let mut freq = vec![0usize; steps.len()];
-    for seq in &seqs {
-        for &x in seq {
-            freq[x as usize] += 1;
+    by_run
+}
+
+/// What chance alone would make of the sessions' steps.
+struct Odds {
+    /// Each step's calls.
+    freq: Vec<usize>,
+    /// All calls.
+    total: usize,
+    /// Distinct steps (at least 1).
+    distinct: f64,
+    /// The positions a run of each length has, over all sessions.
+    positions: Vec<f64>,
+    /// Sessions mined.
+    sessions: usize,
+}
+
+impl Odds {
+    /// Each step's share of all calls, and the positions a run of each length (up to
+    /// `max_len`) has.
+    fn new(seqs: &[Vec<u32>], distinct: usize, max_len: usize, sessions: usize) -> Odds {
+        let total: usize = seqs.iter().map(Vec::len).sum();
+        let mut freq = vec![0usize; distinct];
+        for seq in seqs {
+            for &x in seq {
+                freq[x as usize] += 1;
+            }
+        }
+        let positions: Vec<f64> = (0..=max_len)
+            .map(|l| {
+                seqs.iter()
+                    .map(|s| s.len().saturating_sub(l.max(1) - 1) as f64)
+                    .sum()
+            })
+            .collect();
+        Odds {
+            freq,
+            total,
+            distinct: distinct.max(1) as f64,
+            positions,
+            sessions,
         }
     }
-    let share = |x: u32| freq[x as usize] as f64 / total.max(1) as f64;
-    let distinct = steps.len().max(1) as f64;
-    let positions: Vec<f64> = (0..=max_len)
-        .map(|l| {
-            seqs.iter()
-                .map(|s| s.len().saturating_sub(l.max(1) - 1) as f64)
-                .sum()
-        })
-        .collect();
-    // How many sessions independent draws would give a run of `s` occurrences: each step with
-    // its share of the calls outside those occurrences (a procedure's own calls would otherwise
-    // make it look expected in a small store), add-one smoothed.
-    let by_chance = |r: &[u32], s: usize| -> f64 {
-        let rest = (total.saturating_sub(s * r.len()) as f64 + distinct).max(1.0);
+
+    /// Step `x`'s share of all calls.
+    fn share(&self, x: u32) -> f64 {
+        self.freq[x as usize] as f64 / self.total.max(1) as f64
+    }
+
+    /// How many sessions independent draws would give a run of `s` occurrences: each step with
+    /// its share of the calls outside those occurrences (a procedure's own calls would otherwise
+    /// make it look expected in a small store), add-one smoothed.
+    fn by_chance(&self, r: &[u32], s: usize) -> f64 {
+        let rest = (self.total.saturating_sub(s * r.len()) as f64 + self.distinct).max(1.0);
         let p: f64 = r
             .iter()
             .map(|&x| {
                 let own = s * r.iter().filter(|&&y| y == x).count();
-                (freq[x as usize].saturating_sub(own) as f64 + 1.0) / rest
+                (self.freq[x as usize].saturating_sub(own) as f64 + 1.0) / rest
             })
             .product();
-        (positions[r.len()] * p).min(sessions.len() as f64)
-    };
-    // Significant as a whole (Poisson, corrected for every run of its length that could have
-    // been), and neither end a chance call beside the rest: an end step is kept when at least
-    // half of its calls are in the run, or when, given the rest of the run in n sessions, it is
-    // there in s of them more often than its share of all calls would make it (binomial,
-    // corrected for every step that could have been there).
-    let significant = |run: &[u32], s: usize| -> bool {
-        let tests = distinct.powi(run.len() as i32).min(total.max(1) as f64);
-        if poisson_tail(by_chance(run, s), s) * tests >= ALPHA {
+        (self.positions[r.len()] * p).min(self.sessions as f64)
+    }
+
+    /// Significant as a whole (Poisson, corrected for every run of its length that could have
+    /// been), and neither end a chance call beside the rest: an end step is kept when at least
+    /// half of its calls are in the run, or when, given the rest of the run in n sessions, it is
+    /// there in s of them more often than its share of all calls would make it (binomial,
+    /// corrected for every step that could have been there).
+    fn significant(
+        &self,
+        run: &[u32],
+        s: usize,
+        by_run: &HashMap<&[u32], Vec<Occurrence>>,
+        min_len: usize,
+    ) -> bool {
+        let tests = self
+            .distinct
+            .powi(run.len() as i32)
+            .min(self.total.max(1) as f64);
+        if poisson_tail(self.by_chance(run, s), s) * tests >= ALPHA {
             return false;
         }
         if run.len() > min_len {
@@ -268,28 +366,27 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
             // it follows the rest far more often than its share would make it.
             let end = |sub: &[u32], x: u32| {
                 let n = by_run.get(sub).map_or(s, Vec::len);
-                s * 2 >= freq[x as usize] || binomial_tail(n, s, share(x)) * distinct < ALPHA
+                s * 2 >= self.freq[x as usize]
+                    || binomial_tail(n, s, self.share(x)) * self.distinct < ALPHA
             };
             if !end(&run[1..], run[0]) || !end(&run[..run.len() - 1], run[run.len() - 1]) {
                 return false;
             }
         }
         true
-    };
-    let mut chance: Vec<(&[u32], &Vec<Occurrence>)> = Vec::new();
-    let mut sig: HashMap<&[u32], &Vec<Occurrence>> = HashMap::new();
-    for (run, occ) in &by_run {
-        if significant(run, occ.len()) {
-            sig.insert(run, occ);
-        } else {
-            chance.push((run, occ));
-        }
     }
+}
+
+/// The closed runs among the significant `sig`.
+fn closed_runs<'r>(
+    sig: &HashMap<&'r [u32], &'r Vec<Occurrence>>,
+    min_len: usize,
+) -> Vec<(&'r [u32], &'r Vec<Occurrence>)> {
     // Closed among the significant: no run one step longer (on either side) with the same
     // support (support only falls as a run grows, so one step is enough). Each run marks its
     // prefix and suffix: linear in the runs.
-    let mut not_closed: std::collections::HashSet<&[u32]> = std::collections::HashSet::new();
-    for (run, occ) in &sig {
+    let mut not_closed: HashSet<&[u32]> = HashSet::new();
+    for (run, occ) in sig {
         if run.len() > min_len {
             for sub in [&run[1..], &run[..run.len() - 1]] {
                 if sig.get(sub).is_some_and(|o| o.len() == occ.len()) {
@@ -298,45 +395,36 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
             }
         }
     }
-    let mut closed: Vec<(&[u32], &Vec<Occurrence>)> = sig
-        .iter()
+    sig.iter()
         .filter(|(run, _)| !not_closed.contains(*run))
         .map(|(r, o)| (*r, *o))
-        .collect();
-    // Runs compared by their steps (the tie-break that makes the order the same on every run),
-    // without collecting them.
-    let by_steps = |a: &[u32], b: &[u32]| {
-        let step = |&i: &u32| &steps[i as usize];
-        a.iter().map(step).cmp(b.iter().map(step))
-    };
-    // Longest first: a procedure beats the fragments of it; then by support.
-    closed.sort_by(|a, b| {
-        b.0.len()
-            .cmp(&a.0.len())
-            .then(b.1.len().cmp(&a.1.len()))
-            .then_with(|| by_steps(a.0, b.0))
-    });
-    let mut kept: Vec<(&[u32], &Vec<Occurrence>)> = Vec::new();
-    let to_pattern = |r: &[u32], occ: &Vec<Occurrence>| Pattern {
+        .collect()
+}
+
+/// Runs compared by their steps (the tie-break that makes the order the same on every run),
+/// without collecting them.
+fn by_steps(steps: &[Step], a: &[u32], b: &[u32]) -> std::cmp::Ordering {
+    let step = |&i: &u32| &steps[i as usize];
+    a.iter().map(step).cmp(b.iter().map(step))
+}
+
+/// The pattern of run `r` (steps by number in `steps`), occurring at `occ`.
+fn to_pattern(steps: &[Step], r: &[u32], occ: &[Occurrence]) -> Pattern {
+    Pattern {
         steps: r.iter().map(|&i| steps[i as usize].clone()).collect(),
-        occurrences: occ.clone(),
-    };
-    // The chance runs reported are the longest-first few closed ones (not every sub-run).
-    chance.sort_by(|a, b| {
-        b.1.len()
-            .cmp(&a.1.len())
-            .then(b.0.len().cmp(&a.0.len()))
-            .then_with(|| by_steps(a.0, b.0))
-    });
-    let mut out = Mined {
-        patterns: Vec::new(),
-        contained: Vec::new(),
-        chance: chance
-            .iter()
-            .take(50)
-            .map(|(r, o)| (to_pattern(r, o), by_chance(r, o.len())))
-            .collect(),
-    };
+        occurrences: occ.to_vec(),
+    }
+}
+
+/// Keep the `closed` runs (longest first) as `out.patterns`, but for those inside kept
+/// procedures without enough sessions of their own, which go to `out.contained`.
+fn keep_procedures(
+    out: &mut Mined,
+    closed: Vec<(&[u32], &Vec<Occurrence>)>,
+    steps: &[Step],
+    min_support: usize,
+) {
+    let mut kept: Vec<(&[u32], &Vec<Occurrence>)> = Vec::new();
     for (run, occ) in closed {
         // Inside kept procedures: kept only if it also occurs on its own, in enough sessions
         // none of them covers.
@@ -347,19 +435,23 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
             .map(|(i, _)| i)
             .collect();
         if let Some(&first) = containers.first() {
-            let covered: std::collections::HashSet<usize> = containers
+            let covered: HashSet<usize> = containers
                 .iter()
                 .flat_map(|&i| kept[i].1.iter().map(|o| o.session))
                 .collect();
             let own = occ.iter().filter(|o| !covered.contains(&o.session)).count();
             if own < min_support {
-                out.contained.push((to_pattern(run, occ), first));
+                out.contained.push((to_pattern(steps, run, occ), first));
                 continue;
             }
         }
         kept.push((run, occ));
-        out.patterns.push(to_pattern(run, occ));
+        out.patterns.push(to_pattern(steps, run, occ));
     }
+}
+
+/// Merge `out.patterns` of the same tools in the same order (their `contained` indexes follow).
+fn merge_shapes(out: &mut Mined) {
     // One procedure whatever the argument shapes: same tools in the same order, merged (keys
     // every occurrence has; occurrences of every shape, the first per session).
     let mut merged: Vec<Pattern> = Vec::new();
@@ -392,6 +484,10 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
     for (_, k) in &mut out.contained {
         *k = moved[k];
     }
+}
+
+/// Order `out.patterns` best first (their `contained` indexes follow).
+fn rank(out: &mut Mined) {
     // Best first for the caller: by support, then length.
     let order: Vec<usize> = {
         let mut idx: Vec<usize> = (0..out.patterns.len()).collect();
@@ -409,7 +505,10 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
         .enumerate()
         .map(|(new, &old)| (old, new))
         .collect();
-    let mut patterns: Vec<Option<Pattern>> = out.patterns.into_iter().map(Some).collect();
+    let mut patterns: Vec<Option<Pattern>> = std::mem::take(&mut out.patterns)
+        .into_iter()
+        .map(Some)
+        .collect();
     out.patterns = order
         .iter()
         .map(|&i| patterns[i].take().expect("each once"))
@@ -417,7 +516,6 @@ pub fn mine(sessions: &[SessionLog], opts: MineOptions) -> Mined {
     for (_, k) in &mut out.contained {
         *k = remap[k];
     }
-    out
 }
 
 fn contains(hay: &[u32], needle: &[u32]) -> bool {

@@ -16,11 +16,15 @@ pub mod transcript;
 
 use crate::dispatch::Dispatcher;
 use crate::runtime::RuntimeError;
+use crate::tool::Registry;
 use mine::{LoggedCall, MineOptions, Pattern, SessionLog};
 use serde::Serialize;
-use skillbase_format::{Bundle, BundleFile, BundlePath, Digest};
-use skillbase_store::{AgentName, Author, EventFilter, NewEvent, PutRequest, Scope, WriteKind};
-use std::collections::BTreeMap;
+use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillDraft, SkillName};
+use skillbase_store::{
+    Agent, AgentName, Author, EventFilter, EventRecord, NewEvent, PutRequest, Scope, Store,
+    WriteKind,
+};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 /// Most events a dream reads per kind (the newest are kept past it).
@@ -170,40 +174,43 @@ fn step_text(s: &mine::Step) -> String {
     format!("{}({})", s.tool, s.keys.join(","))
 }
 
-/// Read the agent's sessions as the miner takes them: successful calls (`tool_called` with
-/// `ok`, calls that ran apart — `call_started` — whose `call_finished` says done, and imported
-/// `transcript_call`s) without the activation and authoring built-ins, and
-/// the users' messages (`user_message`), each in event order.
-pub async fn sessions_of(
-    d: &Dispatcher,
-    agent: &AgentName,
-    since: Option<i64>,
-) -> Result<Vec<SessionLog>, RuntimeError> {
-    use crate::builtin::{ACTIVATION_CLASS, AUTHORING_CLASS, Builtin};
-    let skip: Vec<&str> = Builtin::ALL
-        .iter()
-        .filter(|b| matches!(b.class(), ACTIVATION_CLASS | AUTHORING_CLASS))
-        .map(|b| b.name())
-        .collect();
-    let store = &d.runtime.store;
-    // (event id, session, what)
-    enum Item {
-        Call(LoggedCall),
-        /// A call that ran apart (slow, or run by the harness): a step where it started, once
-        /// its `call_finished` event says it was done.
-        Started(LoggedCall),
-        Message(String),
-    }
-    let mut items: Vec<(i64, String, Item)> = Vec::new();
-    // The calls that ran apart and finished done, by call id.
-    let mut finished_done: std::collections::HashSet<String> = Default::default();
-    for kind in [
-        "tool_called",
-        "transcript_call",
-        "user_message",
-        "call_started",
-        "call_finished",
-    ] {
+/// One event a dream takes from a session.
+enum Item {
+    Call(LoggedCall),
+    /// A call that ran apart (slow, or run by the harness): a step where it started, once
+    /// its `call_finished` event says it was done.
+    Started(LoggedCall),
+    Message(String),
+}
+
+/// The event kinds a dream reads, in the order it reads them.
+const KINDS_READ: [&str; 5] = [
+    "tool_called",
+    "transcript_call",
+    "user_message",
+    "call_started",
+    "call_finished",
+];
+
+/// The events a dream has read so far, before they are grouped by session.
+#[derive(Default)]
+struct Gathered {
+    /// (event id, session, what)
+    items: Vec<(i64, String, Item)>,
+    /// The calls that ran apart and finished done, by call id.
+    finished_done: HashSet<String>,
+}
+
+impl Gathered {
+    /// Read the agent's events of `kind` (the first [`MAX_EVENTS_READ`]), page by page.
+    async fn read_kind(
+        &mut self,
+        store: &Store,
+        agent: &AgentName,
+        kind: &str,
+        since: Option<i64>,
+        skip: &[&str],
+    ) -> Result<(), RuntimeError> {
         let mut after = None;
         let mut read = 0usize;
         loop {
@@ -220,71 +227,110 @@ pub async fn sessions_of(
             after = Some(last.id);
             read += page.len();
             for e in page {
-                if since.is_some_and(|t| e.at < t) {
-                    continue;
-                }
-                let Some(session) = e.session.clone() else {
-                    continue;
-                };
-                if kind == "call_finished" {
-                    if e.data["outcome"]["status"] == "done"
-                        && let Some(id) = e.data["call_id"].as_str()
-                    {
-                        finished_done.insert(id.to_owned());
-                    }
-                    continue;
-                }
-                let item = if kind == "user_message" {
-                    match e.data["message"].as_str() {
-                        Some(m) => Item::Message(m.to_owned()),
-                        None => continue,
-                    }
-                } else {
-                    if e.data["ok"] == false {
-                        continue;
-                    }
-                    let Some(tool) = e.data["tool"].as_str() else {
-                        continue;
-                    };
-                    if skip.contains(&tool) {
-                        continue;
-                    }
-                    let call = LoggedCall {
-                        call_id: e.data["call_id"].as_str().unwrap_or_default().to_owned(),
-                        tool: tool.to_owned(),
-                        arguments: e.data["arguments"].clone(),
-                    };
-                    if kind == "call_started" {
-                        Item::Started(call)
-                    } else {
-                        Item::Call(call)
-                    }
-                };
-                items.push((e.id, session, item));
+                self.take(kind, &e, since, skip);
             }
             if read >= MAX_EVENTS_READ {
                 tracing::warn!(%agent, kind, "dream: read the first {MAX_EVENTS_READ} events of this kind only");
                 break;
             }
         }
+        Ok(())
     }
-    items.sort_by_key(|(id, ..)| *id);
-    let mut by_session: BTreeMap<String, SessionLog> = BTreeMap::new();
-    for (_, session, item) in items {
-        let log = by_session
-            .entry(session.clone())
-            .or_insert_with(|| SessionLog {
-                session,
-                ..SessionLog::default()
-            });
-        match item {
-            Item::Call(c) => log.calls.push(c),
-            Item::Started(c) if finished_done.contains(&c.call_id) => log.calls.push(c),
-            Item::Started(_) => {}
-            Item::Message(m) => log.messages.push(m),
+
+    /// Take one event of `kind`, unless it is older than `since`, has no session, or is not
+    /// a step or a message the miner uses.
+    fn take(&mut self, kind: &str, e: &EventRecord, since: Option<i64>, skip: &[&str]) {
+        if since.is_some_and(|t| e.at < t) {
+            return;
+        }
+        let Some(session) = e.session.clone() else {
+            return;
+        };
+        if kind == "call_finished" {
+            if e.data["outcome"]["status"] == "done"
+                && let Some(id) = e.data["call_id"].as_str()
+            {
+                self.finished_done.insert(id.to_owned());
+            }
+            return;
+        }
+        if let Some(item) = item_of(kind, e, skip) {
+            self.items.push((e.id, session, item));
         }
     }
-    Ok(by_session.into_values().collect())
+
+    /// The sessions, each with its calls and messages in event order (a call that ran apart
+    /// only once it finished done).
+    fn into_sessions(mut self) -> Vec<SessionLog> {
+        self.items.sort_by_key(|(id, ..)| *id);
+        let mut by_session: BTreeMap<String, SessionLog> = BTreeMap::new();
+        for (_, session, item) in self.items {
+            let log = by_session
+                .entry(session.clone())
+                .or_insert_with(|| SessionLog {
+                    session,
+                    ..SessionLog::default()
+                });
+            match item {
+                Item::Call(c) => log.calls.push(c),
+                Item::Started(c) if self.finished_done.contains(&c.call_id) => log.calls.push(c),
+                Item::Started(_) => {}
+                Item::Message(m) => log.messages.push(m),
+            }
+        }
+        by_session.into_values().collect()
+    }
+}
+
+/// What an event of `kind` (not `call_finished`) gives the miner: the user's message, or a
+/// successful call of a tool not in `skip`.
+fn item_of(kind: &str, e: &EventRecord, skip: &[&str]) -> Option<Item> {
+    if kind == "user_message" {
+        return e.data["message"]
+            .as_str()
+            .map(|m| Item::Message(m.to_owned()));
+    }
+    if e.data["ok"] == false {
+        return None;
+    }
+    let tool = e.data["tool"].as_str()?;
+    if skip.contains(&tool) {
+        return None;
+    }
+    let call = LoggedCall {
+        call_id: e.data["call_id"].as_str().unwrap_or_default().to_owned(),
+        tool: tool.to_owned(),
+        arguments: e.data["arguments"].clone(),
+    };
+    Some(if kind == "call_started" {
+        Item::Started(call)
+    } else {
+        Item::Call(call)
+    })
+}
+
+/// Read the agent's sessions as the miner takes them: successful calls (`tool_called` with
+/// `ok`, calls that ran apart — `call_started` — whose `call_finished` says done, and imported
+/// `transcript_call`s) without the activation and authoring built-ins, and
+/// the users' messages (`user_message`), each in event order.
+pub async fn sessions_of(
+    d: &Dispatcher,
+    agent: &AgentName,
+    since: Option<i64>,
+) -> Result<Vec<SessionLog>, RuntimeError> {
+    use crate::builtin::{ACTIVATION_CLASS, AUTHORING_CLASS, Builtin};
+    let skip: Vec<&str> = Builtin::ALL
+        .iter()
+        .filter(|b| matches!(b.class(), ACTIVATION_CLASS | AUTHORING_CLASS))
+        .map(|b| b.name())
+        .collect();
+    let mut gathered = Gathered::default();
+    for kind in KINDS_READ {
+        gathered
+            .read_kind(&d.runtime.store, agent, kind, since, &skip)
+            .await?;
+    }
+    Ok(gathered.into_sessions())
 }
 
 /// Whether `skill` already covers the procedure: its body names every tool of it, or it
@@ -331,6 +377,40 @@ pub async fn dream(
         drift_reverted: Vec::new(),
         candidates: Vec::new(),
     };
+    revisions_since_last_dream(d, agent, &mut report).await?;
+    let pass = Pass {
+        d,
+        agent,
+        a: &a,
+        sessions: &sessions,
+        min_support,
+        dry_run: opts.dry_run,
+        model,
+        registry: d.registry(),
+        envelope: crate::envelope::Envelope::for_call(&a, None),
+        visible: crate::view::visible(&a, &d.runtime.store.index()),
+        own_scope: Scope::Agent(agent.clone()),
+    };
+    pass.reject_set_aside(&mined, &mut report);
+    for p in &mined.patterns {
+        match pass.learn(p, &report.created).await {
+            Ok(learned) => report.created.push(learned),
+            Err((reason, detail)) => pass.reject(&mut report, p, reason, detail),
+        }
+    }
+    if !opts.dry_run {
+        record_dream(d, agent, &opts.actor, &report).await?;
+    }
+    Ok(report)
+}
+
+/// Fill in what happened to the agent's revisions since its previous dream: the revisions
+/// drift reverted, the candidates its runs promoted or rejected, and the candidates staged now.
+async fn revisions_since_last_dream(
+    d: &Dispatcher,
+    agent: &AgentName,
+    report: &mut DreamReport,
+) -> Result<(), RuntimeError> {
     let store = &d.runtime.store;
     let last_dream = store
         .recent_events(agent.as_str(), "dream", 1)
@@ -374,27 +454,94 @@ pub async fn dream(
             });
         }
     }
-    if let Ok(view) = d.runtime.view(agent) {
-        for s in &view.skills {
-            if let Some((c, _)) = &s.entry.candidate {
-                report.candidates.push(CandidateState {
-                    skill: s.entry.name.clone(),
-                    rev: c.rev,
-                    state: "staged",
-                    percent: c.percent,
-                    min_runs: c.min_runs,
-                    reason: String::new(),
-                });
-            }
+    report.candidates.extend(staged_candidates(d, agent));
+    Ok(())
+}
+
+/// The candidate revisions staged now in the agent's view.
+fn staged_candidates(d: &Dispatcher, agent: &AgentName) -> Vec<CandidateState> {
+    let Ok(view) = d.runtime.view(agent) else {
+        return Vec::new();
+    };
+    view.skills
+        .iter()
+        .filter_map(|s| {
+            let (c, _) = s.entry.candidate.as_ref()?;
+            Some(CandidateState {
+                skill: s.entry.name.clone(),
+                rev: c.rev,
+                state: "staged",
+                percent: c.percent,
+                min_runs: c.min_runs,
+                reason: String::new(),
+            })
+        })
+        .collect()
+}
+
+/// Record the dream as a `dream` event: the report, without the skills' text.
+async fn record_dream(
+    d: &Dispatcher,
+    agent: &AgentName,
+    actor: &Author,
+    report: &DreamReport,
+) -> Result<(), RuntimeError> {
+    let mut data = serde_json::to_value(report).unwrap_or_default();
+    // The event keeps the report, not the skills' text (the revisions hold it).
+    if let Some(created) = data.get_mut("created").and_then(|c| c.as_array_mut()) {
+        for c in created.iter_mut().filter_map(|c| c.as_object_mut()) {
+            c.remove("skill_md");
         }
     }
-    let session_ids = |p: &Pattern| -> Vec<String> {
+    d.runtime
+        .store
+        .append_event(&NewEvent {
+            kind: skillbase_store::EventKind::Dream,
+            agent: Some(agent.to_string()),
+            actor: Some(actor.to_string()),
+            data,
+            ..NewEvent::default()
+        })
+        .await?;
+    Ok(())
+}
+
+/// Why a candidate is not written: the reason class (see [`Rejected::reason`]) and the details.
+type Refusal = (&'static str, String);
+
+/// What one dream judges each mined procedure against.
+struct Pass<'a> {
+    d: &'a Dispatcher,
+    agent: &'a AgentName,
+    a: &'a Agent,
+    /// Every session mined (the patterns' occurrences index it).
+    sessions: &'a [SessionLog],
+    /// The support a procedure needs.
+    min_support: usize,
+    dry_run: bool,
+    /// The model that writes the prose, if any.
+    model: Option<Arc<model::ProseModel>>,
+    /// The tools configured now (for the classes of the tools a procedure calls).
+    registry: Arc<Registry>,
+    /// What the agent is granted.
+    envelope: crate::envelope::Envelope<'a>,
+    /// The skills the agent sees (a procedure one of them covers is not written).
+    visible: Vec<Arc<skillbase_store::SkillEntry>>,
+    /// The agent's own scope, where learned skills are written.
+    own_scope: Scope,
+}
+
+impl Pass<'_> {
+    /// The sessions `p` was seen in.
+    fn session_ids(&self, p: &Pattern) -> Vec<String> {
         p.occurrences
             .iter()
-            .map(|o| sessions[o.session].session.clone())
+            .map(|o| self.sessions[o.session].session.clone())
             .collect()
-    };
-    let reject = |report: &mut DreamReport, p: &Pattern, reason, detail: String| {
+    }
+
+    /// List `p` as rejected, unless [`MAX_REJECTED`] are listed for `reason` already.
+    fn reject(&self, report: &mut DreamReport, p: &Pattern, reason: &'static str, detail: String) {
         if report
             .rejected
             .iter()
@@ -407,204 +554,80 @@ pub async fn dream(
                 support: p.support(),
                 reason,
                 detail,
-                sessions: session_ids(p),
+                sessions: self.session_ids(p),
             });
         }
-    };
-    for (p, k) in &mined.contained {
-        if p.support() >= min_support {
-            let of = mined.patterns[*k]
-                .steps
-                .iter()
-                .map(step_text)
-                .collect::<Vec<_>>();
-            reject(
-                &mut report,
-                p,
-                "part_of",
-                format!("inside {}", of.join(" → ")),
-            );
+    }
+
+    /// Report the frequent procedures the miner set aside: those inside a longer one
+    /// (`part_of`) and those chance alone explains (`chance`).
+    fn reject_set_aside(&self, mined: &mine::Mined, report: &mut DreamReport) {
+        for (p, k) in &mined.contained {
+            if p.support() >= self.min_support {
+                let of = mined.patterns[*k]
+                    .steps
+                    .iter()
+                    .map(step_text)
+                    .collect::<Vec<_>>();
+                self.reject(report, p, "part_of", format!("inside {}", of.join(" → ")));
+            }
+        }
+        for (p, expected) in &mined.chance {
+            if p.support() >= self.min_support {
+                self.reject(
+                    report,
+                    p,
+                    "chance",
+                    format!(
+                        "seen in {} sessions; chance alone gives about {expected:.1}",
+                        p.support()
+                    ),
+                );
+            }
         }
     }
-    for (p, expected) in &mined.chance {
-        if p.support() >= min_support {
-            reject(
-                &mut report,
-                p,
-                "chance",
-                format!(
-                    "seen in {} sessions; chance alone gives about {expected:.1}",
-                    p.support()
-                ),
-            );
-        }
-    }
-    let registry = d.registry();
-    let envelope = crate::envelope::Envelope::for_call(&a, None);
-    let visible = crate::view::visible(&a, &d.runtime.store.index());
-    let own_scope = Scope::Agent(agent.clone());
-    for p in &mined.patterns {
-        if p.support() < min_support {
-            reject(
-                &mut report,
-                p,
+
+    /// Turn one mined procedure into a skill: check it may be one, name it, draft it (the
+    /// model rewriting the prose, when there is one), and write it unless this is a dry run.
+    /// `created` holds the skills this dream wrote so far (their names are taken).
+    async fn learn(&self, p: &Pattern, created: &[Learned]) -> Result<Learned, Refusal> {
+        if p.support() < self.min_support {
+            return Err((
                 "too_rare",
-                format!("seen in {} sessions; {min_support} needed", p.support()),
-            );
-            continue;
+                format!(
+                    "seen in {} sessions; {} needed",
+                    p.support(),
+                    self.min_support
+                ),
+            ));
         }
         let tools: Vec<&str> = {
             let mut t: Vec<&str> = p.steps.iter().map(|s| s.tool.as_str()).collect();
             t.dedup();
             t
         };
-        // Each tool's class, from what is configured now.
-        let mut classes: Vec<String> = Vec::new();
-        let mut unknown = None;
-        for t in &tools {
-            let class = crate::builtin::Builtin::ALL
-                .iter()
-                .find(|b| b.name() == *t)
-                .map(|b| b.class().to_owned())
-                .or_else(|| registry.get(t).map(|r| r.decl.class.clone()));
-            match class {
-                Some(c) if !classes.contains(&c) => classes.push(c),
-                Some(_) => {}
-                None => unknown = Some(*t),
-            }
-        }
-        if let Some(t) = unknown {
-            reject(
-                &mut report,
-                p,
-                "unknown_tool",
-                format!("`{t}` is not a configured tool any more"),
-            );
-            continue;
-        }
-        if let Some(c) = classes.iter().find(|c| !envelope.class_granted(c)) {
-            reject(
-                &mut report,
-                p,
-                "outside_envelope",
-                format!(
-                    "tool class `{c}` is not granted to agent {agent}; a dream never widens the envelope"
-                ),
-            );
-            continue;
-        }
-        if let Some(e) = visible.iter().find(|e| covers(e, &tools, &classes)) {
-            reject(
-                &mut report,
-                p,
-                "already_covered",
-                format!("skill `{}` covers it", e.name),
-            );
-            continue;
-        }
+        let classes = self.admit(&tools)?;
         let supporting: Vec<usize> = p.occurrences.iter().map(|o| o.session).collect();
-        let phrases = draft::keyphrases(&sessions, &supporting, &tools, 3);
+        let phrases = draft::keyphrases(self.sessions, &supporting, &tools, 3);
         let base = phrases
             .first()
             .and_then(|k| draft::slug(k))
             .or_else(|| draft::slug(&tools.join(" then ")))
             .or_else(|| draft::slug("learned procedure"));
         let Some(base) = base else {
-            reject(&mut report, p, "invalid", "no usable name".into());
-            continue;
+            return Err(("invalid", "no usable name".into()));
         };
-        // A name nobody visible to the agent (nor a skill written in this dream) holds.
-        let index = d.runtime.store.index();
-        let taken = |n: &str| {
-            index.resolve(agent, n).is_some()
-                || index.get(&own_scope, n).is_some()
-                || report.created.iter().any(|l| l.name == n)
-        };
-        let mut name = base.clone();
-        let mut n = 2;
-        while taken(name.as_str()) {
-            let suffix = format!("-{n}");
-            let stem: String = base.as_str().chars().take(64 - suffix.len()).collect();
-            match skillbase_format::SkillName::parse(&format!(
-                "{}{suffix}",
-                stem.trim_end_matches('-')
-            )) {
-                Ok(x) => name = x,
-                Err(_) => break,
-            }
-            n += 1;
-        }
+        let name = self.free_name(base, created);
         let skill = draft::draft(&draft::DraftInput {
-            sessions: &sessions,
+            sessions: self.sessions,
             pattern: p,
             name: name.clone(),
             phrases: &phrases,
             classes: classes.clone(),
         });
-        let mut md = skill.to_skill_md();
-        let (mut prose, mut model_refused) = ("draft", None);
-        if let Some(m) = &model {
-            let redactor = d.redactor();
-            let mut ev = format!(
-                "Steps: {}\nSessions: {}\n",
-                p.steps
-                    .iter()
-                    .map(step_text)
-                    .collect::<Vec<_>>()
-                    .join(" -> "),
-                p.support()
-            );
-            for o in p.occurrences.iter().take(5) {
-                for msg in sessions[o.session].messages.iter().take(2) {
-                    let cut: String = msg.chars().take(500).collect();
-                    ev.push_str(&format!("User: {}\n", redactor.redact(&cut)));
-                }
-            }
-            match m.write(&skill, &ev).await {
-                Ok(written) => {
-                    md = written;
-                    prose = "model";
-                }
-                Err(why) => model_refused = Some(why),
-            }
-        }
-        let evidence = Evidence {
-            sessions: session_ids(p),
-            calls: p
-                .occurrences
-                .iter()
-                .map(|o| {
-                    sessions[o.session].calls[o.start..o.start + p.steps.len()]
-                        .iter()
-                        .map(|c| c.call_id.clone())
-                        .collect()
-                })
-                .collect(),
-            support: p.support(),
-        };
-        let checked = skill
-            .check_complete()
-            .map_err(|e| e.to_string())
-            .and_then(|()| {
-                let bytes = md.clone().into_bytes();
-                Bundle::from_files(
-                    vec![BundleFile {
-                        path: BundlePath::parse("SKILL.md").map_err(|e| e.to_string())?,
-                        digest: Digest::of(&bytes),
-                        bytes: bytes.into(),
-                        executable: false,
-                    }],
-                    &d.runtime.store.limits,
-                )
-                .map_err(|e| e.to_string())
-            });
-        let bundle = match checked {
-            Ok(b) => b,
-            Err(e) => {
-                reject(&mut report, p, "invalid", e);
-                continue;
-            }
-        };
+        let (md, prose, model_refused) = self.prose(p, &skill).await;
+        let evidence = self.evidence(p);
+        let bundle = self.bundle(&skill, &md).map_err(|e| ("invalid", e))?;
         let mut learned = Learned {
             name: name.to_string(),
             rev: None,
@@ -612,67 +635,183 @@ pub async fn dream(
             steps: p.steps.iter().map(step_text).collect(),
             capabilities: classes,
             evidence,
-            visible: a.config.skills.contains(name.as_str()),
+            visible: self.a.config.skills.contains(name.as_str()),
             prose,
             model_refused,
             skill_md: md,
         };
-        if !opts.dry_run {
-            let req = PutRequest {
-                scope: own_scope.clone(),
-                bundle,
-                author: Author::AgentDreaming(agent.clone()),
-                message: format!(
-                    "learned by dreaming from {} sessions: {}",
-                    p.support(),
-                    learned.evidence.sessions.join(", ")
+        if !self.dry_run {
+            self.write(p, bundle, &mut learned).await?;
+        }
+        Ok(learned)
+    }
+
+    /// The tool classes of a procedure calling `tools`, when it may become a skill: every
+    /// tool is still configured, every class is granted to the agent, and no skill it sees
+    /// covers it already.
+    fn admit(&self, tools: &[&str]) -> Result<Vec<String>, Refusal> {
+        // Each tool's class, from what is configured now.
+        let mut classes: Vec<String> = Vec::new();
+        let mut unknown = None;
+        for t in tools {
+            let class = crate::builtin::Builtin::ALL
+                .iter()
+                .find(|b| b.name() == *t)
+                .map(|b| b.class().to_owned())
+                .or_else(|| self.registry.get(t).map(|r| r.decl.class.clone()));
+            match class {
+                Some(c) if !classes.contains(&c) => classes.push(c),
+                Some(_) => {}
+                None => unknown = Some(*t),
+            }
+        }
+        if let Some(t) = unknown {
+            return Err((
+                "unknown_tool",
+                format!("`{t}` is not a configured tool any more"),
+            ));
+        }
+        if let Some(c) = classes.iter().find(|c| !self.envelope.class_granted(c)) {
+            return Err((
+                "outside_envelope",
+                format!(
+                    "tool class `{c}` is not granted to agent {}; a dream never widens the envelope",
+                    self.agent
                 ),
-                expect_rev: Some(0),
-                signature: None,
-            };
-            let pending = a.config.policies.review_agent_revisions;
-            let res = if pending {
-                d.runtime.store.put_pending(req).await
-            } else {
-                d.runtime.store.put(req).await
-            };
-            match res {
-                Ok(o) => {
-                    learned.rev = Some(o.rev);
-                    learned.status = if o.kind == WriteKind::Pending || pending {
-                        "pending"
-                    } else {
-                        "active"
-                    };
-                }
-                Err(e) => {
-                    reject(&mut report, p, "invalid", e.to_string());
-                    continue;
-                }
+            ));
+        }
+        if let Some(e) = self.visible.iter().find(|e| covers(e, tools, &classes)) {
+            return Err(("already_covered", format!("skill `{}` covers it", e.name)));
+        }
+        Ok(classes)
+    }
+
+    /// `base`, or `base-2`, `base-3`...: a name nobody visible to the agent (nor a skill
+    /// written in this dream, `created`) holds.
+    fn free_name(&self, base: SkillName, created: &[Learned]) -> SkillName {
+        let index = self.d.runtime.store.index();
+        let taken = |n: &str| {
+            index.resolve(self.agent, n).is_some()
+                || index.get(&self.own_scope, n).is_some()
+                || created.iter().any(|l| l.name == n)
+        };
+        let mut name = base.clone();
+        let mut n = 2;
+        while taken(name.as_str()) {
+            let suffix = format!("-{n}");
+            let stem: String = base.as_str().chars().take(64 - suffix.len()).collect();
+            match SkillName::parse(&format!("{}{suffix}", stem.trim_end_matches('-'))) {
+                Ok(x) => name = x,
+                Err(_) => break,
+            }
+            n += 1;
+        }
+        name
+    }
+
+    /// The SKILL.md to write, who wrote its prose (`draft` or `model`), and why the model's
+    /// answer was not used, when it was asked and not used.
+    async fn prose(
+        &self,
+        p: &Pattern,
+        skill: &SkillDraft,
+    ) -> (String, &'static str, Option<String>) {
+        let md = skill.to_skill_md();
+        let Some(m) = &self.model else {
+            return (md, "draft", None);
+        };
+        let redactor = self.d.redactor();
+        let mut ev = format!(
+            "Steps: {}\nSessions: {}\n",
+            p.steps
+                .iter()
+                .map(step_text)
+                .collect::<Vec<_>>()
+                .join(" -> "),
+            p.support()
+        );
+        for o in p.occurrences.iter().take(5) {
+            for msg in self.sessions[o.session].messages.iter().take(2) {
+                let cut: String = msg.chars().take(500).collect();
+                ev.push_str(&format!("User: {}\n", redactor.redact(&cut)));
             }
         }
-        report.created.push(learned);
-    }
-    if !opts.dry_run {
-        let mut data = serde_json::to_value(&report).unwrap_or_default();
-        // The event keeps the report, not the skills' text (the revisions hold it).
-        if let Some(created) = data.get_mut("created").and_then(|c| c.as_array_mut()) {
-            for c in created.iter_mut().filter_map(|c| c.as_object_mut()) {
-                c.remove("skill_md");
-            }
+        match m.write(skill, &ev).await {
+            Ok(written) => (written, "model", None),
+            Err(why) => (md, "draft", Some(why)),
         }
-        d.runtime
-            .store
-            .append_event(&NewEvent {
-                kind: skillbase_store::EventKind::Dream,
-                agent: Some(agent.to_string()),
-                actor: Some(opts.actor.to_string()),
-                data,
-                ..NewEvent::default()
-            })
-            .await?;
     }
-    Ok(report)
+
+    /// Where `p` comes from: its sessions, the call ids of each occurrence, its support.
+    fn evidence(&self, p: &Pattern) -> Evidence {
+        Evidence {
+            sessions: self.session_ids(p),
+            calls: p
+                .occurrences
+                .iter()
+                .map(|o| {
+                    self.sessions[o.session].calls[o.start..o.start + p.steps.len()]
+                        .iter()
+                        .map(|c| c.call_id.clone())
+                        .collect()
+                })
+                .collect(),
+            support: p.support(),
+        }
+    }
+
+    /// The skill's bundle (its SKILL.md `md`), once the draft is complete and the bundle
+    /// within the store's limits.
+    fn bundle(&self, skill: &SkillDraft, md: &str) -> Result<Bundle, String> {
+        skill.check_complete().map_err(|e| e.to_string())?;
+        let bytes = md.to_owned().into_bytes();
+        Bundle::from_files(
+            vec![BundleFile {
+                path: BundlePath::parse("SKILL.md").map_err(|e| e.to_string())?,
+                digest: Digest::of(&bytes),
+                bytes: bytes.into(),
+                executable: false,
+            }],
+            &self.d.runtime.store.limits,
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    /// Write the learned skill in the agent's scope (pending when the agent's revisions are
+    /// reviewed), and note its revision and status in `learned`.
+    async fn write(
+        &self,
+        p: &Pattern,
+        bundle: Bundle,
+        learned: &mut Learned,
+    ) -> Result<(), Refusal> {
+        let req = PutRequest {
+            scope: self.own_scope.clone(),
+            bundle,
+            author: Author::AgentDreaming(self.agent.clone()),
+            message: format!(
+                "learned by dreaming from {} sessions: {}",
+                p.support(),
+                learned.evidence.sessions.join(", ")
+            ),
+            expect_rev: Some(0),
+            signature: None,
+        };
+        let pending = self.a.config.policies.review_agent_revisions;
+        let res = if pending {
+            self.d.runtime.store.put_pending(req).await
+        } else {
+            self.d.runtime.store.put(req).await
+        };
+        let o = res.map_err(|e| ("invalid", e.to_string()))?;
+        learned.rev = Some(o.rev);
+        learned.status = if o.kind == WriteKind::Pending || pending {
+            "pending"
+        } else {
+            "active"
+        };
+        Ok(())
+    }
 }
 
 impl Dispatcher {

@@ -129,6 +129,7 @@ fn calls_any(m: &ChatMessage) -> bool {
 /// What is recorded, checked whole: (users' messages, calls as (id, tool, arguments)).
 type Checked = (Vec<String>, Vec<(String, String, Value)>);
 
+/// Check a transcript whole, and take what is recorded of it.
 fn check(t: &Transcript) -> Result<Checked, String> {
     if t.messages.is_empty() {
         return Err("messages: give at least one message".into());
@@ -139,10 +140,28 @@ fn check(t: &Transcript) -> Result<Checked, String> {
             t.messages.len()
         ));
     }
-    let mut users = Vec::new();
-    let mut calls = Vec::new();
-    let mut ids: HashSet<&str> = HashSet::new();
+    let mut checking = Checking::default();
     for (i, m) in t.messages.iter().enumerate() {
+        checking.message(i, m)?;
+    }
+    Ok((checking.users, checking.calls))
+}
+
+/// A transcript being checked, message by message: what is recorded so far, and the ids of
+/// the tool calls met.
+#[derive(Default)]
+struct Checking<'t> {
+    /// The users' messages.
+    users: Vec<String>,
+    /// The calls, as (id, tool, arguments).
+    calls: Vec<(String, String, Value)>,
+    /// The tool calls' ids.
+    ids: HashSet<&'t str>,
+}
+
+impl<'t> Checking<'t> {
+    /// Check message `i`, `m`, and take what is recorded of it.
+    fn message(&mut self, i: usize, m: &'t ChatMessage) -> Result<(), String> {
         let at = |what: &str| format!("messages[{i}]: {what}");
         let text = m
             .content
@@ -167,7 +186,7 @@ fn check(t: &Transcript) -> Result<Checked, String> {
                     return Err(at("a user or system message needs content"));
                 };
                 if m.role == "user" {
-                    users.push(text);
+                    self.users.push(text);
                 }
             }
             "assistant" => {
@@ -175,42 +194,7 @@ fn check(t: &Transcript) -> Result<Checked, String> {
                     return Err(at("tool_call_id is for tool messages"));
                 }
                 for (j, c) in m.tool_calls.iter().flatten().enumerate() {
-                    let at = |what: &str| format!("messages[{i}].tool_calls[{j}]: {what}");
-                    if c.kind != "function" {
-                        return Err(at("type must be \"function\""));
-                    }
-                    if c.id.is_empty() || c.id.len() > 128 || c.id.chars().any(char::is_control) {
-                        return Err(at("id must be 1-128 characters without control characters"));
-                    }
-                    if !ids.insert(c.id.as_str()) {
-                        return Err(at("id is used twice"));
-                    }
-                    let name = &c.function.name;
-                    let ok_name = !name.is_empty()
-                        && name.len() <= 64
-                        && name
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-                    if !ok_name {
-                        return Err(at(
-                            "function.name must be 1-64 ASCII letters, digits, `_` and `-`",
-                        ));
-                    }
-                    if c.function.arguments.len() > MAX_TEXT {
-                        return Err(at(&format!("function.arguments is over {MAX_TEXT} bytes")));
-                    }
-                    let args: Value = match c.function.arguments.trim() {
-                        "" => Value::Object(Default::default()),
-                        a => serde_json::from_str(a)
-                            .map_err(|e| at(&format!("function.arguments is not JSON: {e}")))?,
-                    };
-                    if !args.is_object() {
-                        return Err(at("function.arguments must be a JSON object"));
-                    }
-                    calls.push((c.id.clone(), name.clone(), args));
-                    if calls.len() > MAX_CALLS {
-                        return Err(format!("at most {MAX_CALLS} tool calls per import"));
-                    }
+                    self.tool_call(i, j, c)?;
                 }
             }
             "tool" => {
@@ -218,7 +202,7 @@ fn check(t: &Transcript) -> Result<Checked, String> {
                     return Err(at("only assistant messages call tools"));
                 }
                 match &m.tool_call_id {
-                    Some(id) if ids.contains(id.as_str()) => {}
+                    Some(id) if self.ids.contains(id.as_str()) => {}
                     Some(_) => return Err(at("tool_call_id names no earlier tool call")),
                     None => return Err(at("a tool message needs the tool_call_id it answers")),
                 }
@@ -230,8 +214,49 @@ fn check(t: &Transcript) -> Result<Checked, String> {
                 )));
             }
         }
+        Ok(())
     }
-    Ok((users, calls))
+
+    /// Check tool call `j` of message `i`, `c`, and take it.
+    fn tool_call(&mut self, i: usize, j: usize, c: &'t ToolCall) -> Result<(), String> {
+        let at = |what: &str| format!("messages[{i}].tool_calls[{j}]: {what}");
+        if c.kind != "function" {
+            return Err(at("type must be \"function\""));
+        }
+        if c.id.is_empty() || c.id.len() > 128 || c.id.chars().any(char::is_control) {
+            return Err(at("id must be 1-128 characters without control characters"));
+        }
+        if !self.ids.insert(c.id.as_str()) {
+            return Err(at("id is used twice"));
+        }
+        let name = &c.function.name;
+        let ok_name = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !ok_name {
+            return Err(at(
+                "function.name must be 1-64 ASCII letters, digits, `_` and `-`",
+            ));
+        }
+        if c.function.arguments.len() > MAX_TEXT {
+            return Err(at(&format!("function.arguments is over {MAX_TEXT} bytes")));
+        }
+        let args: Value = match c.function.arguments.trim() {
+            "" => Value::Object(Default::default()),
+            a => serde_json::from_str(a)
+                .map_err(|e| at(&format!("function.arguments is not JSON: {e}")))?,
+        };
+        if !args.is_object() {
+            return Err(at("function.arguments must be a JSON object"));
+        }
+        self.calls.push((c.id.clone(), name.clone(), args));
+        if self.calls.len() > MAX_CALLS {
+            return Err(format!("at most {MAX_CALLS} tool calls per import"));
+        }
+        Ok(())
+    }
 }
 
 impl Dispatcher {
