@@ -179,86 +179,37 @@ impl EngineBuilder {
 
     /// Open everything and apply the configuration and seeds.
     pub async fn build(self) -> Result<Engine, EngineError> {
-        let store = match (self.store, self.db) {
-            (Some(s), _) => s,
-            (None, Some(url)) => Arc::new(Store::open(&url).await?),
-            (None, None) => return Err(EngineError::NoStore),
-        };
+        let store = open_store(self.store, self.db).await?;
         let vault = match (self.vault, self.vault_key) {
             (Some(v), _) => Some(v),
             (None, Some(key)) => Some(Vault::open(store.clone(), key).await?),
             (None, None) => None,
         };
-        let mut registry = Registry::new();
-        let mut mcp_servers = self.mcp_servers;
-        let mut gateway_settings = self.gateway_settings.unwrap_or_default();
-        let mut dreaming = self.dreaming;
-        // `http` tools share one web_fetch client (and its destination policy).
-        let http_client = Arc::new(crate::web_fetch::WebFetch::new());
-        let attach = |registry: &mut Registry,
-                      mut decl: ToolDecl,
-                      handler: Option<Arc<dyn ToolHandler>>|
-         -> Result<(), RegistryError> {
-            match (&decl.http, handler) {
-                (Some(spec), None) => {
-                    if !decl.permissions.contains(&crate::tool::Permission::Network) {
-                        decl.permissions.push(crate::tool::Permission::Network);
-                    }
-                    let h: Arc<dyn ToolHandler> = Arc::new(crate::gateway::HttpTool::new(
-                        spec.clone(),
-                        http_client.clone(),
-                    ));
-                    let id = format!("tool:{}", decl.name);
-                    registry.register_from(decl, Some(h), crate::tool::ToolSource::Config, id)
-                }
-                (_, handler) => registry.register(decl, handler),
-            }
+        let mut parts = Parts {
+            registry: Registry::new(),
+            // `http` tools share one web_fetch client (and its destination policy).
+            http_client: Arc::new(crate::web_fetch::WebFetch::new()),
+            semantic: self.semantic.map(Ok),
+            mcp_servers: self.mcp_servers,
+            gateway_settings: self.gateway_settings.unwrap_or_default(),
+            dreaming: self.dreaming,
         };
-        let mut semantic = self.semantic.map(Ok);
         if let Some(c) = &self.semantic_config {
-            semantic = Some(
+            parts.semantic = Some(
                 crate::semantic::from_config(c, vault.clone())
                     .map_err(|e| StoreError::Invalid(e.to_string()))?,
             );
         }
         for (text, origin) in &self.configs {
-            let config = Config::parse(text, origin)?;
-            if let Some(table) = &config.semantic {
-                let c = crate::semantic::SemanticConfig::from_table(table)
-                    .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
-                semantic = Some(
-                    crate::semantic::from_config(&c, vault.clone())
-                        .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
-                );
-            }
-            config.apply(&store).await?;
-            let decls = crate::tool::decls_from_tables(&config.tools)
-                .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
-            for decl in decls {
-                if !self.tools.iter().any(|(d, _)| d.name == decl.name) {
-                    attach(&mut registry, decl, None)?;
-                }
-            }
-            mcp_servers.extend(
-                crate::gateway::servers_from_table(&config.mcp_servers, config.folder.as_deref())
-                    .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
-            );
-            if let Some(t) = &config.dreaming {
-                dreaming = Some(
-                    crate::dream::model::DreamingConfig::from_table(t)
-                        .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
-                );
-            }
-            if let Some(t) = &config.gateway {
-                gateway_settings = crate::gateway::GatewaySettings::from_table(t)
-                    .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
-            }
+            parts
+                .apply_config(text, origin, &store, vault.as_ref(), &self.tools)
+                .await?;
         }
         for (decl, handler) in self.tools {
-            attach(&mut registry, decl, handler)?;
+            parts.attach(decl, handler)?;
         }
         let mut names = std::collections::HashSet::new();
-        for s in &mcp_servers {
+        for s in &parts.mcp_servers {
             if !names.insert(s.name.clone()) {
                 return Err(StoreError::Invalid(format!(
                     "[mcp_servers.{}] is configured twice",
@@ -268,28 +219,136 @@ impl EngineBuilder {
             }
         }
         if self.web_fetch {
-            crate::web_fetch::register(&mut registry)?;
+            crate::web_fetch::register(&mut parts.registry)?;
         }
         for dir in &self.seeds {
             skillbase_store::seed::sync_dir(&store, dir).await?;
         }
-        let mut runtime = Runtime::new(store.clone(), self.workspace);
-        if let Some(s) = semantic {
+        parts.start(store, vault, self.workspace).await
+    }
+}
+
+/// Open the store the builder names: the one given, else the database.
+async fn open_store(
+    store: Option<Arc<Store>>,
+    db: Option<DbUrl>,
+) -> Result<Arc<Store>, EngineError> {
+    match (store, db) {
+        (Some(s), _) => Ok(s),
+        (None, Some(url)) => Ok(Arc::new(Store::open(&url).await?)),
+        (None, None) => Err(EngineError::NoStore),
+    }
+}
+
+/// What [`EngineBuilder::build`] gathers before the engine starts: the tool registry, and the
+/// settings that a configuration's tables replace (the semantic stage, dreaming, the gateway)
+/// or extend (the MCP servers).
+struct Parts {
+    registry: Registry,
+    /// The one client every `http` tool shares.
+    http_client: Arc<crate::web_fetch::WebFetch>,
+    semantic: Option<Result<Arc<crate::semantic::Semantic>, String>>,
+    mcp_servers: Vec<crate::gateway::McpServerConfig>,
+    gateway_settings: crate::gateway::GatewaySettings,
+    dreaming: Option<crate::dream::model::DreamingConfig>,
+}
+
+impl Parts {
+    /// Register a tool: one declared with an `http` block and no handler runs through the
+    /// shared client (and is declared to use the network); any other as it is given.
+    fn attach(
+        &mut self,
+        mut decl: ToolDecl,
+        handler: Option<Arc<dyn ToolHandler>>,
+    ) -> Result<(), RegistryError> {
+        match (&decl.http, handler) {
+            (Some(spec), None) => {
+                if !decl.permissions.contains(&crate::tool::Permission::Network) {
+                    decl.permissions.push(crate::tool::Permission::Network);
+                }
+                let h: Arc<dyn ToolHandler> = Arc::new(crate::gateway::HttpTool::new(
+                    spec.clone(),
+                    self.http_client.clone(),
+                ));
+                let id = format!("tool:{}", decl.name);
+                self.registry
+                    .register_from(decl, Some(h), crate::tool::ToolSource::Config, id)
+            }
+            (_, handler) => self.registry.register(decl, handler),
+        }
+    }
+
+    /// Apply one configuration (`text`, read from `origin`, which its errors name): its agents
+    /// to the store, its `[[tools]]` (unless the builder was given a tool of that name), its
+    /// MCP servers, and its `[semantic]`, `[dreaming]` and `[gateway]` tables.
+    async fn apply_config(
+        &mut self,
+        text: &str,
+        origin: &str,
+        store: &Store,
+        vault: Option<&Arc<Vault>>,
+        given: &[(ToolDecl, Option<Arc<dyn ToolHandler>>)],
+    ) -> Result<(), EngineError> {
+        let config = Config::parse(text, origin)?;
+        if let Some(table) = &config.semantic {
+            let c = crate::semantic::SemanticConfig::from_table(table)
+                .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+            self.semantic = Some(
+                crate::semantic::from_config(&c, vault.cloned())
+                    .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
+            );
+        }
+        config.apply(store).await?;
+        let decls = crate::tool::decls_from_tables(&config.tools)
+            .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+        for decl in decls {
+            if !given.iter().any(|(d, _)| d.name == decl.name) {
+                self.attach(decl, None)?;
+            }
+        }
+        self.mcp_servers.extend(
+            crate::gateway::servers_from_table(&config.mcp_servers, config.folder.as_deref())
+                .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
+        );
+        if let Some(t) = &config.dreaming {
+            self.dreaming = Some(
+                crate::dream::model::DreamingConfig::from_table(t)
+                    .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
+            );
+        }
+        if let Some(t) = &config.gateway {
+            self.gateway_settings = crate::gateway::GatewaySettings::from_table(t)
+                .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Start the engine: the runtime (with the semantic stage, or lexical ranking and a warning
+    /// when it is unavailable), the dispatcher with dreaming's settings, and the gateway with the
+    /// servers configured here and through the API.
+    async fn start(
+        self,
+        store: Arc<Store>,
+        vault: Option<Arc<Vault>>,
+        workspace: Option<PathBuf>,
+    ) -> Result<Engine, EngineError> {
+        let mut runtime = Runtime::new(store.clone(), workspace);
+        if let Some(s) = self.semantic {
             if let Err(why) = &s {
                 tracing::warn!("semantic stage unavailable, ranking lexically: {why}");
             }
             runtime = runtime.with_semantic(s);
         }
         let runtime = Arc::new(runtime);
-        let dispatcher = Arc::new(Dispatcher::new(runtime, registry, vault.clone()));
-        if let Some(c) = dreaming {
+        let dispatcher = Arc::new(Dispatcher::new(runtime, self.registry, vault.clone()));
+        if let Some(c) = self.dreaming {
             let settings =
                 crate::dream::DreamSettings::new(c, vault.clone()).map_err(StoreError::Invalid)?;
             let _ = dispatcher.dreaming.set(Arc::new(settings));
         }
         let gateway = crate::gateway::Gateway::start(
-            mcp_servers,
-            gateway_settings,
+            self.mcp_servers,
+            self.gateway_settings,
             dispatcher.tools().clone(),
             vault.clone(),
             store.clone(),

@@ -185,6 +185,24 @@ pub(crate) struct OpenSession {
     pub(crate) network: Mutex<u32>,
 }
 
+impl OpenSession {
+    /// The session's activations as they are now (a copy: the lock is not held).
+    fn activations(&self) -> Vec<ActivationRecord> {
+        self.activations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Add activations the store has recorded.
+    fn add_activations(&self, records: Vec<ActivationRecord>) {
+        self.activations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(records);
+    }
+}
+
 /// The key of a session in this process's caches: sessions are keyed by `(agent, id)`, so one
 /// id names unrelated sessions of two agents (an agent name holds no line break).
 fn session_key(agent: &AgentName, session: &str) -> String {
@@ -608,23 +626,7 @@ impl Runtime {
     ) -> Result<(LoadResult, Option<i64>)> {
         let view = self.view(agent)?;
         let Some(&i) = view.by_name.get(name) else {
-            // A withheld skill is named by the catalog of no turn; say why it is not loadable
-            // (its reasons name what the skill requires, never the name asked for).
-            let hint = view
-                .withheld
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, why)| {
-                    format!(
-                        " (that skill is withheld from this agent: {})",
-                        why.join("; ")
-                    )
-                })
-                .unwrap_or_default();
-            return Err(RuntimeError::UnknownSkill {
-                name: name.chars().take(100).collect(),
-                hint,
-            });
+            return Err(unknown_skill(&view, name));
         };
         if view.is_eager(i) {
             return Err(RuntimeError::Eager(name.to_owned()));
@@ -634,6 +636,64 @@ impl Runtime {
         // and every server); the others get the active revision.
         let entry = skill.entry.served_to(session).clone();
         let args = arguments.cloned().unwrap_or_else(|| serde_json::json!({}));
+        self.check_arguments(name, &entry, &args)?;
+        let open = self.open(agent, session).await?;
+        let activations = open.activations();
+        let files = loaded_files(&entry);
+        let loading = Loading {
+            name,
+            entry: &entry,
+            args: &args,
+            unmet: &skill.unmet,
+        };
+        if is_active(&activations, name, &entry) {
+            return Ok((self.already_active(agent, session, &loading, files), None));
+        }
+        let remote = self.remote.contains(agent, session);
+        let mut loaded = Loaded::new(&loading, remote);
+        loaded.add_companions(&view, &skill.companions, name, remote, &activations);
+        let (records, events) = loaded.records(agent, session, &args, redactor);
+        // One commit for the activations, their events and the run.
+        let start = run
+            .filter(|driving| *driving != Some((entry.id, entry.active_rev)))
+            .map(|_| (agent, &*entry));
+        let run_id = self
+            .store
+            .record_activations_and_run(agent, session, &records, &events, start)
+            .await?;
+        open.add_activations(records);
+        let Loaded {
+            mut content,
+            activated,
+            entries,
+        } = loaded;
+        let (directory, warnings) = self
+            .materialize_loaded(agent, session, remote, &entries)
+            .await;
+        if let Some(d) = &directory {
+            self.push_directory(agent, session, d, &mut content);
+        }
+        Ok((
+            LoadResult {
+                content,
+                already_active: false,
+                activated,
+                files,
+                directory,
+                warnings,
+            },
+            run_id,
+        ))
+    }
+
+    /// Refuse `load_skill` arguments that are not a JSON object, that fail the skill's `inputs`
+    /// schema (up to 10 problems, joined), or that are given to a skill declaring no inputs.
+    fn check_arguments(
+        &self,
+        name: &str,
+        entry: &skillbase_store::SkillEntry,
+        args: &serde_json::Value,
+    ) -> Result<()> {
         if !args.is_object() {
             return Err(RuntimeError::InvalidArguments {
                 name: name.to_owned(),
@@ -641,9 +701,9 @@ impl Runtime {
             });
         }
         if let Some(schema) = &entry.meta.inputs {
-            let validator = self.validator(&entry, schema)?;
+            let validator = self.validator(entry, schema)?;
             let problems: Vec<String> = validator
-                .iter_errors(&args)
+                .iter_errors(args)
                 .take(10)
                 .map(|e| crate::tool::schema_problem(&e))
                 .collect();
@@ -659,154 +719,83 @@ impl Runtime {
                 problems: "this skill declares no inputs; call it without arguments".into(),
             });
         }
-        let open = self.open(agent, session).await?;
-        let activations = open
-            .activations
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let files: Vec<String> = entry
-            .files
-            .iter()
-            .map(|f| f.path.clone())
-            .filter(|p| p != "SKILL.md" && p != "skill.md")
-            .collect();
-        let already = activations.iter().any(|a| {
-            a.skill == name && a.scope == entry.scope.to_string() && a.rev == entry.active_rev
-        });
-        if already {
-            let content = if self.shared.contains(agent, session) {
-                format!(
-                    "Skill '{name}' is already active in this session (revision {}); here it is again.\n{}",
-                    entry.active_rev,
-                    render_loaded(
-                        &entry,
-                        &args,
-                        self.remote.contains(agent, session),
-                        &skill.unmet
-                    )
-                )
-            } else {
-                format!(
-                    "Skill '{name}' is already active in this session (revision {}); follow the instructions loaded earlier.",
-                    entry.active_rev
-                )
-            };
-            return Ok((
-                LoadResult {
-                    content,
-                    already_active: true,
-                    activated: Vec::new(),
-                    files,
-                    directory: None,
-                    warnings: Vec::new(),
-                },
-                None,
-            ));
+        Ok(())
+    }
+
+    /// A load whose revision is already active in the session: nothing activated, and as
+    /// content, in a shared session the skill rendered again, otherwise only the note to follow
+    /// what was loaded earlier.
+    fn already_active(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        loading: &Loading<'_>,
+        files: Vec<String>,
+    ) -> LoadResult {
+        let (name, rev) = (loading.name, loading.entry.active_rev);
+        let content = if self.shared.contains(agent, session) {
+            format!(
+                "Skill '{name}' is already active in this session (revision {rev}); here it is again.\n{}",
+                loading.render(self.remote.contains(agent, session))
+            )
+        } else {
+            format!(
+                "Skill '{name}' is already active in this session (revision {rev}); follow the instructions loaded earlier."
+            )
+        };
+        LoadResult {
+            content,
+            already_active: true,
+            activated: Vec::new(),
+            files,
+            directory: None,
+            warnings: Vec::new(),
         }
-        let remote = self.remote.contains(agent, session);
-        let mut content = render_loaded(&entry, &args, remote, &skill.unmet);
-        let mut activated = vec![Activation {
-            name: name.to_owned(),
-            reason: "load".into(),
-            rev: entry.active_rev,
-            tokens: tokens::count(&content),
-        }];
-        let mut loaded = vec![entry.clone()];
-        for &c in &skill.companions {
-            let ce = &view.skills[c].entry;
-            let already_c = activations.iter().any(|a| {
-                a.skill == ce.name && a.scope == ce.scope.to_string() && a.rev == ce.active_rev
-            });
-            if already_c || view.is_eager(c) {
-                continue;
-            }
-            let text =
-                crate::view::wrap_body_for(ce, &ce.body, Some(name), remote, &view.skills[c].unmet);
-            content.push('\n');
-            content.push_str(&text);
-            activated.push(Activation {
-                name: ce.name.clone(),
-                reason: format!("companion:{name}"),
-                rev: ce.active_rev,
-                tokens: tokens::count(&text),
-            });
-            loaded.push(ce.clone());
-        }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
-        let mut events = Vec::new();
-        let mut records = Vec::with_capacity(activated.len());
-        let mut stored = redactor
-            .filter(|_| args.as_object().is_some_and(|o| !o.is_empty()))
-            .map(|r| r.redact_json_owned(args.clone()).to_string());
-        for (a, e) in activated.iter().zip(&loaded) {
-            records.push(ActivationRecord {
-                scope: e.scope.to_string(),
-                skill: a.name.clone(),
-                rev: a.rev,
-                reason: a.reason.clone(),
-                at: now,
-                // The loaded skill's own activation comes first; companions take none.
-                arguments: stored.take(),
-            });
-            events.push(NewEvent {
-                kind: "skill_activated".into(),
-                scope: Some(e.scope.to_string()),
-                skill: Some(a.name.clone()),
-                rev: Some(a.rev),
-                agent: Some(agent.to_string()),
-                session: Some(session.into()),
-                data: serde_json::json!({"reason": a.reason, "tokens": a.tokens, "source": "load_skill"}),
-                ..NewEvent::default()
-            });
-        }
-        // One commit for the activations, their events and the run.
-        let start = run
-            .filter(|driving| *driving != Some((entry.id, entry.active_rev)))
-            .map(|_| (agent, &*entry));
-        let run_id = self
-            .store
-            .record_activations_and_run(agent, session, &records, &events, start)
-            .await?;
-        open.activations
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(records);
+    }
+
+    /// Write the files of each loaded skill into the session's workspace (when one is
+    /// configured and the session is not `remote`). Returns the loaded skill's directory (the
+    /// first entry's) and a warning per skill whose files were not written.
+    async fn materialize_loaded(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        remote: bool,
+        entries: &[Arc<skillbase_store::SkillEntry>],
+    ) -> (Option<String>, Vec<String>) {
         let mut warnings = Vec::new();
         let mut directory = None;
-        if self.workspace_root.is_some() && !remote {
-            for (k, e) in loaded.iter().enumerate() {
-                match self.materialize(agent, session, e).await {
-                    Ok(dir) => {
-                        if k == 0 {
-                            directory = Some(dir);
-                        }
+        if self.workspace_root.is_none() || remote {
+            return (directory, warnings);
+        }
+        for (k, e) in entries.iter().enumerate() {
+            match self.materialize(agent, session, e).await {
+                Ok(dir) => {
+                    if k == 0 {
+                        directory = Some(dir);
                     }
-                    Err(w) => warnings.push(format!("files of '{}' were not written: {w}", e.name)),
                 }
+                Err(w) => warnings.push(format!("files of '{}' were not written: {w}", e.name)),
             }
         }
-        if let (Some(d), Some(root)) = (&directory, &self.workspace_root) {
-            // The model is told where the files are on this machine: the full path (the
-            // harness shares this disk; `directory` stays relative to the session's folder).
-            let full = files::session_root(root, agent.as_str(), session).join(d);
+        (directory, warnings)
+    }
+
+    /// Tell the model where the loaded skill's files are on this machine (when a workspace is
+    /// configured): the full path (the harness shares this disk; `directory` stays relative to
+    /// the session's folder).
+    fn push_directory(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        directory: &str,
+        content: &mut String,
+    ) {
+        if let Some(root) = &self.workspace_root {
+            let full = files::session_root(root, agent.as_str(), session).join(directory);
             let full = std::path::absolute(&full).unwrap_or(full);
             content.push_str(&format!("\nSkill directory: {}", full.display()));
         }
-        Ok((
-            LoadResult {
-                content,
-                already_active: false,
-                activated,
-                files,
-                directory,
-                warnings,
-            },
-            run_id,
-        ))
     }
 
     fn validator(
@@ -943,6 +932,161 @@ impl Runtime {
             });
         }
         Ok(out)
+    }
+}
+
+/// The refusal of a name the view does not hold. A withheld skill is named by the catalog of no
+/// turn; the refusal says why it is not loadable (its reasons name what the skill requires,
+/// never the name asked for).
+fn unknown_skill(view: &AgentView, name: &str) -> RuntimeError {
+    let hint = view
+        .withheld
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, why)| {
+            format!(
+                " (that skill is withheld from this agent: {})",
+                why.join("; ")
+            )
+        })
+        .unwrap_or_default();
+    RuntimeError::UnknownSkill {
+        name: name.chars().take(100).collect(),
+        hint,
+    }
+}
+
+/// The skill's files as `load_skill` lists them: every path but the SKILL.md.
+fn loaded_files(entry: &skillbase_store::SkillEntry) -> Vec<String> {
+    entry
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .filter(|p| p != "SKILL.md" && p != "skill.md")
+        .collect()
+}
+
+/// Whether this revision of the skill `name` (in its scope) is active in the session.
+fn is_active(
+    activations: &[ActivationRecord],
+    name: &str,
+    entry: &skillbase_store::SkillEntry,
+) -> bool {
+    activations
+        .iter()
+        .any(|a| a.skill == name && a.scope == entry.scope.to_string() && a.rev == entry.active_rev)
+}
+
+/// The skill a load asks for: the name as asked, the revision served to the session, the
+/// arguments, and why its requirements are unmet (empty when they are met).
+struct Loading<'a> {
+    name: &'a str,
+    entry: &'a Arc<skillbase_store::SkillEntry>,
+    args: &'a serde_json::Value,
+    unmet: &'a [String],
+}
+
+impl Loading<'_> {
+    /// The skill's body as `load_skill` shows it (see [`render_loaded`]).
+    fn render(&self, uris: bool) -> String {
+        render_loaded(self.entry, self.args, uris, self.unmet)
+    }
+}
+
+/// What a first activation loads: the text for the model, and the skill then each companion it
+/// activates, as reported and as index entries (in the same order).
+struct Loaded {
+    content: String,
+    activated: Vec<Activation>,
+    entries: Vec<Arc<skillbase_store::SkillEntry>>,
+}
+
+impl Loaded {
+    /// The loaded skill alone, rendered with its arguments.
+    fn new(loading: &Loading<'_>, remote: bool) -> Loaded {
+        let content = loading.render(remote);
+        let activated = vec![Activation {
+            name: loading.name.to_owned(),
+            reason: "load".into(),
+            rev: loading.entry.active_rev,
+            tokens: tokens::count(&content),
+        }];
+        Loaded {
+            content,
+            activated,
+            entries: vec![loading.entry.clone()],
+        }
+    }
+
+    /// Add each companion of the skill `name` (`companions`, indices into the view) that is
+    /// neither active in the session already nor eager.
+    fn add_companions(
+        &mut self,
+        view: &AgentView,
+        companions: &[usize],
+        name: &str,
+        remote: bool,
+        activations: &[ActivationRecord],
+    ) {
+        for &c in companions {
+            let ce = &view.skills[c].entry;
+            if is_active(activations, &ce.name, ce) || view.is_eager(c) {
+                continue;
+            }
+            let text =
+                crate::view::wrap_body_for(ce, &ce.body, Some(name), remote, &view.skills[c].unmet);
+            self.content.push('\n');
+            self.content.push_str(&text);
+            self.activated.push(Activation {
+                name: ce.name.clone(),
+                reason: format!("companion:{name}"),
+                rev: ce.active_rev,
+                tokens: tokens::count(&text),
+            });
+            self.entries.push(ce.clone());
+        }
+    }
+
+    /// The store's records of these activations and their `skill_activated` events. With
+    /// `redactor` and arguments, the loaded skill's record keeps them (redacted).
+    fn records(
+        &self,
+        agent: &AgentName,
+        session: &str,
+        args: &serde_json::Value,
+        redactor: Option<&crate::redact::Redactor>,
+    ) -> (Vec<ActivationRecord>, Vec<NewEvent>) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let mut events = Vec::new();
+        let mut records = Vec::with_capacity(self.activated.len());
+        let mut stored = redactor
+            .filter(|_| args.as_object().is_some_and(|o| !o.is_empty()))
+            .map(|r| r.redact_json_owned(args.clone()).to_string());
+        for (a, e) in self.activated.iter().zip(&self.entries) {
+            records.push(ActivationRecord {
+                scope: e.scope.to_string(),
+                skill: a.name.clone(),
+                rev: a.rev,
+                reason: a.reason.clone(),
+                at: now,
+                // The loaded skill's own activation comes first; companions take none.
+                arguments: stored.take(),
+            });
+            events.push(NewEvent {
+                kind: "skill_activated".into(),
+                scope: Some(e.scope.to_string()),
+                skill: Some(a.name.clone()),
+                rev: Some(a.rev),
+                agent: Some(agent.to_string()),
+                session: Some(session.into()),
+                data: serde_json::json!({"reason": a.reason, "tokens": a.tokens, "source": "load_skill"}),
+                ..NewEvent::default()
+            });
+        }
+        (records, events)
     }
 }
 

@@ -228,6 +228,114 @@ pub fn visible_in(
     entries
 }
 
+/// One skill of a view: its catalog entries rendered and counted, its companions, and why its
+/// requirements are unmet (`offered`, by name).
+fn view_skill(
+    e: &Arc<SkillEntry>,
+    by_name: &HashMap<String, usize>,
+    offered: &HashMap<String, Vec<String>>,
+    companions_not_allowed: &mut Vec<(String, String)>,
+) -> ViewSkill {
+    let companions = companions_of(e, by_name, companions_not_allowed);
+    let catalog_entry = render_entry(e);
+    let name_entry = format!("<skill><name>{}</name></skill>\n", escape(&e.name));
+    ViewSkill {
+        name_ref: crate::turn::report::Name::from(e.name.as_str()),
+        catalog_tokens: tokens::count(&catalog_entry),
+        name_tokens: tokens::count(&name_entry),
+        catalog_entry,
+        name_entry,
+        companions,
+        unmet: offered.get(&e.name).cloned().unwrap_or_default(),
+        wrapped: OnceLock::new(),
+        entry: e.clone(),
+    }
+}
+
+/// A skill's companions as indices into the view (`by_name`): the declared ones (each declared
+/// companion outside the allowlist is added to `not_allowed` as (skill, companion)), then the
+/// required skills marked to travel.
+fn companions_of(
+    e: &SkillEntry,
+    by_name: &HashMap<String, usize>,
+    not_allowed: &mut Vec<(String, String)>,
+) -> Vec<usize> {
+    let mut companions: Vec<usize> = e
+        .meta
+        .companions
+        .iter()
+        .filter_map(|c| match by_name.get(c.as_str()) {
+            Some(&i) if e.name != c.as_str() => Some(i),
+            Some(_) => None,
+            None => {
+                not_allowed.push((e.name.clone(), c.to_string()));
+                None
+            }
+        })
+        .collect();
+    // A required skill marked to travel goes along like a companion, within the
+    // allowlist (one that is not visible is an unmet requirement, reported so).
+    for r in e.meta.requires.travelling() {
+        if let Some(&i) = by_name.get(r.as_str())
+            && e.name != r.as_str()
+            && !companions.contains(&i)
+        {
+            companions.push(i);
+        }
+    }
+    companions
+}
+
+/// The agent's eager skills among the view's `len` skills, as indices, and the eager names it
+/// does not allow.
+fn eager_of(
+    eager: &NameSet,
+    by_name: &HashMap<String, usize>,
+    len: usize,
+) -> (Vec<usize>, Vec<String>) {
+    match eager {
+        NameSet::None => (Vec::new(), Vec::new()),
+        NameSet::All => ((0..len).collect(), Vec::new()),
+        NameSet::Names(names) => {
+            let mut yes = Vec::new();
+            let mut no = Vec::new();
+            for n in names {
+                match by_name.get(n.as_str()) {
+                    Some(&i) => yes.push(i),
+                    None => no.push(n.to_string()),
+                }
+            }
+            (yes, no)
+        }
+    }
+}
+
+/// The view's matchers, compiled once: the trigger phrases, the `when_not_to_use` phrases and
+/// the BM25 index (hits and document `i` point into `skills`).
+fn matchers(skills: &[ViewSkill]) -> (TriggerMatcher, TriggerMatcher, Bm25) {
+    let triggers = TriggerMatcher::new(
+        skills
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.entry.meta.triggers.iter().map(move |t| (i, t.as_str()))),
+    );
+    let negatives = TriggerMatcher::new(skills.iter().enumerate().flat_map(|(i, s)| {
+        s.entry
+            .meta
+            .when_not_to_use
+            .iter()
+            .map(move |t| (i, t.as_str()))
+    }));
+    let bm25 = Bm25::new(skills.iter().map(|s| skillbase_route::rank::Doc {
+        name: s.entry.name.as_str(),
+        description: s.entry.meta.description.as_str(),
+        when_to_use: &s.entry.meta.when_to_use[..],
+        triggers: &s.entry.meta.triggers[..],
+        body: s.entry.body.as_str(),
+    }));
+    (triggers, negatives, bm25)
+}
+
 impl AgentView {
     /// Build `agent`'s view from an index snapshot: every catalog entry rendered and counted,
     /// the trigger automaton and the BM25 index. Costly (the tokenizer runs per skill); use
@@ -259,80 +367,10 @@ impl AgentView {
         let mut companions_not_allowed = Vec::new();
         let skills: Vec<ViewSkill> = allowed
             .iter()
-            .map(|e| {
-                let mut companions: Vec<usize> = e
-                    .meta
-                    .companions
-                    .iter()
-                    .filter_map(|c| match by_name.get(c.as_str()) {
-                        Some(&i) if e.name != c.as_str() => Some(i),
-                        Some(_) => None,
-                        None => {
-                            companions_not_allowed.push((e.name.clone(), c.to_string()));
-                            None
-                        }
-                    })
-                    .collect();
-                // A required skill marked to travel goes along like a companion, within the
-                // allowlist (one that is not visible is an unmet requirement, reported so).
-                for r in e.meta.requires.travelling() {
-                    if let Some(&i) = by_name.get(r.as_str())
-                        && e.name != r.as_str()
-                        && !companions.contains(&i)
-                    {
-                        companions.push(i);
-                    }
-                }
-                let catalog_entry = render_entry(e);
-                let name_entry = format!("<skill><name>{}</name></skill>\n", escape(&e.name));
-                ViewSkill {
-                    name_ref: crate::turn::report::Name::from(e.name.as_str()),
-                    catalog_tokens: tokens::count(&catalog_entry),
-                    name_tokens: tokens::count(&name_entry),
-                    catalog_entry,
-                    name_entry,
-                    companions,
-                    unmet: decided.offered.get(&e.name).cloned().unwrap_or_default(),
-                    wrapped: OnceLock::new(),
-                    entry: e.clone(),
-                }
-            })
+            .map(|e| view_skill(e, &by_name, &decided.offered, &mut companions_not_allowed))
             .collect();
-        let (eager, eager_not_allowed) = match &agent.config.eager {
-            NameSet::None => (Vec::new(), Vec::new()),
-            NameSet::All => ((0..skills.len()).collect(), Vec::new()),
-            NameSet::Names(names) => {
-                let mut yes = Vec::new();
-                let mut no = Vec::new();
-                for n in names {
-                    match by_name.get(n.as_str()) {
-                        Some(&i) => yes.push(i),
-                        None => no.push(n.to_string()),
-                    }
-                }
-                (yes, no)
-            }
-        };
-        let triggers = TriggerMatcher::new(
-            skills
-                .iter()
-                .enumerate()
-                .flat_map(|(i, s)| s.entry.meta.triggers.iter().map(move |t| (i, t.as_str()))),
-        );
-        let negatives = TriggerMatcher::new(skills.iter().enumerate().flat_map(|(i, s)| {
-            s.entry
-                .meta
-                .when_not_to_use
-                .iter()
-                .map(move |t| (i, t.as_str()))
-        }));
-        let bm25 = Bm25::new(skills.iter().map(|s| skillbase_route::rank::Doc {
-            name: s.entry.name.as_str(),
-            description: s.entry.meta.description.as_str(),
-            when_to_use: &s.entry.meta.when_to_use[..],
-            triggers: &s.entry.meta.triggers[..],
-            body: s.entry.body.as_str(),
-        }));
+        let (eager, eager_not_allowed) = eager_of(&agent.config.eager, &by_name, skills.len());
+        let (triggers, negatives, bm25) = matchers(&skills);
         let mut eager_mask = vec![false; skills.len()];
         for &i in &eager {
             eager_mask[i] = true;

@@ -600,10 +600,10 @@ pub(crate) async fn execute(
     request: Request,
 ) -> Result<serde_json::Value, ToolError> {
     let Request {
-        mut method,
+        method,
         url: origin,
         headers,
-        mut body,
+        body,
         auth: auth_spec,
         cap,
     } = request;
@@ -619,8 +619,38 @@ pub(crate) async fn execute(
     let r = &*r;
     // Check the first destination before touching the vault: a refused URL resolves nothing.
     check_destination(&origin, &ctx.hosts_allowed, r).map_err(|m| refuse(ctx, m))?;
-    let mut auth = Vec::with_capacity(auth_spec.len());
-    for (name, vault, prefix) in &auth_spec {
+    let auth = resolve_auth(ctx, &auth_spec)?;
+    let ctx = ctx.clone();
+
+    let deadline = tokio::time::Instant::now() + ctx.deadline;
+    let fetch = Fetch {
+        client,
+        ctx: &ctx,
+        r,
+        origin: &origin,
+        headers: &headers,
+        auth: &auth,
+        max_redirects,
+        cap,
+    };
+    match tokio::time::timeout_at(deadline, fetch.follow(method, body)).await {
+        Ok(r) => r,
+        Err(_) => Err(ToolError::new(format!(
+            "web_fetch of {} timed out after {:.1} s",
+            short_url(r, &origin),
+            ctx.deadline.as_secs_f64()
+        ))),
+    }
+}
+
+/// The `auth` headers with their values: each vault entry resolved through the call's envelope,
+/// after its prefix, and marked sensitive (the bytes put together are wiped).
+fn resolve_auth(
+    ctx: &CallContext,
+    spec: &[(HeaderName, String, String)],
+) -> Result<Vec<(HeaderName, HeaderValue)>, ToolError> {
+    let mut auth = Vec::with_capacity(spec.len());
+    for (name, vault, prefix) in spec {
         let secret = ctx.secret(vault)?;
         let mut raw = Vec::with_capacity(prefix.len() + secret.expose().len());
         raw.extend_from_slice(prefix.as_bytes());
@@ -635,85 +665,43 @@ pub(crate) async fn execute(
         value.set_sensitive(true);
         auth.push((name.clone(), value));
     }
-    let ctx = ctx.clone();
+    Ok(auth)
+}
 
-    let deadline = tokio::time::Instant::now() + ctx.deadline;
-    let run = async {
-        let mut url = origin.clone();
+/// What every hop of one request shares: the client, the call, the original URL (whose origin
+/// alone is sent credentials), the caller's headers, the resolved `auth` headers and the bounds.
+struct Fetch<'a> {
+    client: &'a reqwest::Client,
+    ctx: &'a CallContext,
+    r: &'a Redactor,
+    origin: &'a Url,
+    headers: &'a HeaderMap,
+    auth: &'a [(HeaderName, HeaderValue)],
+    max_redirects: usize,
+    cap: usize,
+}
+
+impl Fetch<'_> {
+    /// Send the request and follow its redirects, each hop checked against the destination
+    /// policy, until a response that is not a redirect: that one is read as the result.
+    async fn follow(
+        &self,
+        mut method: Method,
+        mut body: Option<Vec<u8>>,
+    ) -> Result<serde_json::Value, ToolError> {
+        let mut url = self.origin.clone();
         let mut hops = 0usize;
         loop {
-            check_destination(&url, &ctx.hosts_allowed, r).map_err(|m| {
-                if hops == 0 {
-                    refuse(&ctx, m)
-                } else {
-                    // Name both: what was asked for, and the hop that was refused.
-                    refuse(
-                        &ctx,
-                        format!(
-                            "{} redirected (hop {hops}) to {}, which was refused: {m}",
-                            short_url(r, &origin),
-                            short_url(r, &url)
-                        ),
-                    )
-                }
-            })?;
-            let same_origin = url.origin() == origin.origin();
-            let mut hop_headers = headers.clone();
-            if !same_origin {
-                strip_credentials(&mut hop_headers);
-            }
-            if same_origin {
-                for (n, v) in &auth {
-                    hop_headers.insert(n.clone(), v.clone());
-                }
-            }
-            let shown = short_url(r, &url);
-            tracing::debug!(call = %ctx.call_id, method = %method, url = %shown, hop = hops, "web_fetch");
-            let mut req = client
-                .request(method.clone(), url.clone())
-                .headers(hop_headers);
-            if let Some(b) = &body {
-                req = req.body(b.clone());
-            }
-            let resp = req.send().await.map_err(|e| send_error(&ctx, r, &url, e))?;
+            self.check(&url, hops)?;
+            let resp = self.send(&method, &url, body.as_deref(), hops).await?;
             let status = resp.status();
             let location = resp.headers().get(header::LOCATION).cloned();
-            let redirect = matches!(
-                status,
-                StatusCode::MOVED_PERMANENTLY
-                    | StatusCode::FOUND
-                    | StatusCode::SEE_OTHER
-                    | StatusCode::TEMPORARY_REDIRECT
-                    | StatusCode::PERMANENT_REDIRECT
-            );
-            match (redirect, location) {
+            match (is_redirect(status), location) {
                 (true, Some(loc)) => {
                     drop(resp);
                     hops += 1;
-                    let loc = loc.to_str().map_err(|_| {
-                        ToolError::new(format!(
-                            "{} redirected to an unreadable location",
-                            short_url(r, &url)
-                        ))
-                    })?;
-                    let next = url.join(loc).map_err(|e| {
-                        ToolError::new(format!(
-                            "{} redirected to an invalid location: {}",
-                            short_url(r, &url),
-                            r.redact(&e.to_string())
-                        ))
-                    })?;
-                    if hops > max_redirects {
-                        return Err(ToolError::new(format!(
-                            "too many redirects: more than {max_redirects} hops (the last from {} to {})",
-                            short_url(r, &url),
-                            short_url(r, &next)
-                        )));
-                    }
-                    if status == StatusCode::SEE_OTHER
-                        || (method == Method::POST
-                            && matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND))
-                    {
+                    let next = self.redirect_target(&url, &loc, hops)?;
+                    if redirect_drops_body(status, &method) {
                         if method != Method::HEAD {
                             method = Method::GET;
                         }
@@ -721,18 +709,112 @@ pub(crate) async fn execute(
                     }
                     url = next;
                 }
-                _ => return read_response(resp, method == Method::HEAD, cap, r).await,
+                _ => return read_response(resp, method == Method::HEAD, self.cap, self.r).await,
             }
         }
-    };
-    match tokio::time::timeout_at(deadline, run).await {
-        Ok(r) => r,
-        Err(_) => Err(ToolError::new(format!(
-            "web_fetch of {} timed out after {:.1} s",
-            short_url(r, &origin),
-            ctx.deadline.as_secs_f64()
-        ))),
     }
+
+    /// Check a hop's destination. A refused redirect names both what was asked for and the
+    /// hop that was refused.
+    fn check(&self, url: &Url, hops: usize) -> Result<(), ToolError> {
+        let r = self.r;
+        check_destination(url, &self.ctx.hosts_allowed, r).map_err(|m| {
+            if hops == 0 {
+                refuse(self.ctx, m)
+            } else {
+                // Name both: what was asked for, and the hop that was refused.
+                refuse(
+                    self.ctx,
+                    format!(
+                        "{} redirected (hop {hops}) to {}, which was refused: {m}",
+                        short_url(r, self.origin),
+                        short_url(r, url)
+                    ),
+                )
+            }
+        })
+    }
+
+    /// Send one hop: the caller's headers, less the credentials when it leaves the original
+    /// origin, and with the `auth` headers only when it does not.
+    async fn send(
+        &self,
+        method: &Method,
+        url: &Url,
+        body: Option<&[u8]>,
+        hops: usize,
+    ) -> Result<reqwest::Response, ToolError> {
+        let same_origin = url.origin() == self.origin.origin();
+        let mut hop_headers = self.headers.clone();
+        if !same_origin {
+            strip_credentials(&mut hop_headers);
+        }
+        if same_origin {
+            for (n, v) in self.auth {
+                hop_headers.insert(n.clone(), v.clone());
+            }
+        }
+        let shown = short_url(self.r, url);
+        tracing::debug!(call = %self.ctx.call_id, method = %method, url = %shown, hop = hops, "web_fetch");
+        let mut req = self
+            .client
+            .request(method.clone(), url.clone())
+            .headers(hop_headers);
+        if let Some(b) = body {
+            req = req.body(b.to_vec());
+        }
+        req.send()
+            .await
+            .map_err(|e| send_error(self.ctx, self.r, url, e))
+    }
+
+    /// Where a redirect from `url` goes (its `Location`, resolved against `url`); `hops`
+    /// counts this one, and past `max_redirects` the call fails.
+    fn redirect_target(&self, url: &Url, loc: &HeaderValue, hops: usize) -> Result<Url, ToolError> {
+        let r = self.r;
+        let loc = loc.to_str().map_err(|_| {
+            ToolError::new(format!(
+                "{} redirected to an unreadable location",
+                short_url(r, url)
+            ))
+        })?;
+        let next = url.join(loc).map_err(|e| {
+            ToolError::new(format!(
+                "{} redirected to an invalid location: {}",
+                short_url(r, url),
+                r.redact(&e.to_string())
+            ))
+        })?;
+        if hops > self.max_redirects {
+            return Err(ToolError::new(format!(
+                "too many redirects: more than {} hops (the last from {} to {})",
+                self.max_redirects,
+                short_url(r, url),
+                short_url(r, &next)
+            )));
+        }
+        Ok(next)
+    }
+}
+
+/// Whether `status` is a redirect that is followed (301, 302, 303, 307 and 308).
+fn is_redirect(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::MOVED_PERMANENTLY
+            | StatusCode::FOUND
+            | StatusCode::SEE_OTHER
+            | StatusCode::TEMPORARY_REDIRECT
+            | StatusCode::PERMANENT_REDIRECT
+    )
+}
+
+/// Whether a redirect with `status` is followed without the body (and as a GET, unless the
+/// request is a HEAD): a 303, or a 301 or 302 answering a POST.
+fn redirect_drops_body(status: StatusCode, method: &Method) -> bool {
+    status == StatusCode::SEE_OTHER
+        || (*method == Method::POST
+            && matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND))
 }
 
 fn strip_credentials(headers: &mut HeaderMap) {

@@ -12,19 +12,26 @@ use crate::rule::Rule;
 use crate::tool::{Failure, ToolError};
 use serde_json::{Value, json};
 use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillDraft, SkillName};
-use skillbase_store::{Author, PutRequest, Scope, StoreError, WriteKind};
+use skillbase_store::{Author, PutRequest, Scope, SkillEntry, StoreError, WriteKind, WriteOutcome};
 
 impl BuiltinCall<'_> {
     /// `skill_create` and `skill_modify`.
     pub(super) async fn write_skill(&self, args: &Value, create: bool) -> Out {
+        Ok(self.write_draft(args, create).await)
+    }
+
+    /// [`Self::write_skill`]'s steps, in order: the name, the draft from the arguments over
+    /// what the agent sees now, the capabilities against the agent's grants, the bundle, and the
+    /// store's write. Every refusal goes to the model.
+    async fn write_draft(&self, args: &Value, create: bool) -> Result<Value, ToolError> {
         let store = &self.dispatcher.runtime.store;
         let agent = &self.agent.name;
         let Ok(name) = SkillName::parse(str_arg(args, "name").unwrap_or_default()) else {
             // Not quoted back (see `Rule::NotOffered`).
-            return Ok(Err(ToolError::failed(
+            return Err(ToolError::failed(
                 Failure::Invalid,
                 "invalid skill name: use 1-64 lowercase letters, digits and single hyphens, not starting or ending with a hyphen",
-            )));
+            ));
         };
         let scope = Scope::Agent(agent.clone());
         // Start from what the agent sees now when modifying: its own record, or the shared one
@@ -35,62 +42,9 @@ impl BuiltinCall<'_> {
             .resolve(agent, name.as_str())
             .filter(|e| e.scope == scope || self.agent.config.skills.contains(name.as_str()))
             .cloned();
-        if create && current.is_some() {
-            return Ok(Err(ToolError::failed(
-                Failure::Conflict,
-                format!(
-                    "a skill named '{name}' already exists for this agent; use skill_modify, or choose another name"
-                ),
-            )));
-        }
-        let mut draft = match &current {
-            None if !create => {
-                return Ok(Err(ToolError::failed(
-                    Failure::NotFound,
-                    "no skill of that name to modify; use skill_create",
-                )));
-            }
-            None => SkillDraft::new(name.clone()),
-            Some(e) => SkillDraft::from_meta(name.clone(), &e.meta, &e.body),
-        };
-        if let Err(e) = draft.apply_all(args).and_then(|()| draft.check_complete()) {
-            return Ok(Err(ToolError::failed(Failure::Invalid, e.to_string())));
-        }
-        // Capabilities beyond the agent's grants: refused, or held for review when asked.
-        // (Hosts are covered as a call's destinations are: a wildcard grant covers a subdomain.)
-        let caps = &draft.capabilities;
-        let beyond = crate::envelope::excess(
-            &self.agent.config.grants,
-            &as_strs(&caps.tools),
-            &as_strs(&caps.vault),
-            &as_strs(&caps.hosts),
-        );
-        let policies = &self.agent.config.policies;
-        if !beyond.is_empty() && !policies.review_envelope_expansion {
-            return Ok(Err(ToolError::refused(
-                Rule::CapabilitiesNotGranted,
-                format!(
-                    "the skill declares capabilities this agent is not granted ({}); declare only granted tools, vault entries and hosts",
-                    beyond.join(", ")
-                ),
-            )));
-        }
-        let pending = policies.review_agent_revisions || !beyond.is_empty();
-        // Keep the other files of the current revision.
-        let mut files = vec![file("SKILL.md", draft.to_skill_md().into_bytes())];
-        if let Some(e) = &current
-            && let Ok((_, b)) = store.bundle(&e.scope, name.as_str(), None).await
-        {
-            for f in b.files() {
-                if f.path.as_str() != "SKILL.md" && f.path.as_str() != "skill.md" {
-                    files.push(f.clone());
-                }
-            }
-        }
-        let bundle = match Bundle::from_files(files, &store.limits) {
-            Ok(b) => b,
-            Err(e) => return Ok(Err(ToolError::failed(Failure::Invalid, e.to_string()))),
-        };
+        let draft = start_draft(&name, current.as_deref(), create, args)?;
+        let pending = self.check_envelope(&draft)?;
+        let bundle = self.draft_bundle(&draft, current.as_deref(), &name).await?;
         let own = store.index().get(&scope, name.as_str()).map(|e| e.head_rev);
         let req = PutRequest {
             scope: scope.clone(),
@@ -108,7 +62,65 @@ impl BuiltinCall<'_> {
                 .or(if create { Some(0) } else { own }),
             signature: None,
         };
-        let res = if pending {
+        match self.put_draft(req, pending).await {
+            Ok(o) => Ok(self.written(&o, pending)),
+            Err(e) => Err(store_error(e)),
+        }
+    }
+
+    /// Capabilities beyond the agent's grants: refused, or held for review when asked. Returns
+    /// whether the revision waits for review (also when the agent's revisions always do).
+    /// (Hosts are covered as a call's destinations are: a wildcard grant covers a subdomain.)
+    fn check_envelope(&self, draft: &SkillDraft) -> Result<bool, ToolError> {
+        let caps = &draft.capabilities;
+        let beyond = crate::envelope::excess(
+            &self.agent.config.grants,
+            &as_strs(&caps.tools),
+            &as_strs(&caps.vault),
+            &as_strs(&caps.hosts),
+        );
+        let policies = &self.agent.config.policies;
+        if !beyond.is_empty() && !policies.review_envelope_expansion {
+            return Err(ToolError::refused(
+                Rule::CapabilitiesNotGranted,
+                format!(
+                    "the skill declares capabilities this agent is not granted ({}); declare only granted tools, vault entries and hosts",
+                    beyond.join(", ")
+                ),
+            ));
+        }
+        Ok(policies.review_agent_revisions || !beyond.is_empty())
+    }
+
+    /// The draft's bundle: its SKILL.md, and the other files of the current revision kept.
+    async fn draft_bundle(
+        &self,
+        draft: &SkillDraft,
+        current: Option<&SkillEntry>,
+        name: &SkillName,
+    ) -> Result<Bundle, ToolError> {
+        let store = &self.dispatcher.runtime.store;
+        // Keep the other files of the current revision.
+        let mut files = vec![file("SKILL.md", draft.to_skill_md().into_bytes())];
+        if let Some(e) = current
+            && let Ok((_, b)) = store.bundle(&e.scope, name.as_str(), None).await
+        {
+            for f in b.files() {
+                if f.path.as_str() != "SKILL.md" && f.path.as_str() != "skill.md" {
+                    files.push(f.clone());
+                }
+            }
+        }
+        Bundle::from_files(files, &store.limits)
+            .map_err(|e| ToolError::failed(Failure::Invalid, e.to_string()))
+    }
+
+    /// Write the revision as the agent's policies say: held for review when `pending`, else
+    /// staged as a candidate when revisions are staged, else made active.
+    async fn put_draft(&self, req: PutRequest, pending: bool) -> Result<WriteOutcome, StoreError> {
+        let store = &self.dispatcher.runtime.store;
+        let policies = &self.agent.config.policies;
+        if pending {
             store.put_pending(req).await
         } else if policies.stage_agent_revisions {
             // Staged beside the active revision, judged by its runs (a new skill is written).
@@ -117,31 +129,32 @@ impl BuiltinCall<'_> {
                 .await
         } else {
             store.put(req).await
-        };
-        match res {
-            Ok(o) => {
-                let mut v = json!({
-                    "name": o.name,
-                    "scope": o.scope,
-                    "rev": o.rev,
-                    "result": o.kind,
-                    "pending_review": o.kind == WriteKind::Pending || (pending && o.kind == WriteKind::Created),
-                });
-                if o.kind == WriteKind::Candidate {
-                    v["candidate"] = json!({
-                        "percent": policies.candidate_percent,
-                        "min_runs": policies.candidate_min_runs,
-                        "note": "staged beside the active revision: served to a share of sessions, promoted when its outcomes are not worse",
-                    });
-                }
-                // A version not raised: the author is told in the answer (left out when none).
-                if !o.warnings.is_empty() {
-                    v["warnings"] = json!(o.warnings);
-                }
-                Ok(Ok(v))
-            }
-            Err(e) => Ok(Err(store_error(e))),
         }
+    }
+
+    /// The answer to a write: what was written, whether it waits for review, a candidate's
+    /// terms, and the store's warnings (left out when none).
+    fn written(&self, o: &WriteOutcome, pending: bool) -> Value {
+        let policies = &self.agent.config.policies;
+        let mut v = json!({
+            "name": o.name,
+            "scope": o.scope,
+            "rev": o.rev,
+            "result": o.kind,
+            "pending_review": o.kind == WriteKind::Pending || (pending && o.kind == WriteKind::Created),
+        });
+        if o.kind == WriteKind::Candidate {
+            v["candidate"] = json!({
+                "percent": policies.candidate_percent,
+                "min_runs": policies.candidate_min_runs,
+                "note": "staged beside the active revision: served to a share of sessions, promoted when its outcomes are not worse",
+            });
+        }
+        // A version not raised: the author is told in the answer (left out when none).
+        if !o.warnings.is_empty() {
+            v["warnings"] = json!(o.warnings);
+        }
+        v
     }
 
     /// `skill_revert`.
@@ -213,6 +226,39 @@ impl BuiltinCall<'_> {
             Err(e) => Ok(Err(store_error(e))),
         }
     }
+}
+
+/// The draft a write starts from: a new one for `skill_create` (refused when the name is
+/// taken), the current revision for `skill_modify` (refused when there is none), with the
+/// arguments applied and checked complete.
+fn start_draft(
+    name: &SkillName,
+    current: Option<&SkillEntry>,
+    create: bool,
+    args: &Value,
+) -> Result<SkillDraft, ToolError> {
+    if create && current.is_some() {
+        return Err(ToolError::failed(
+            Failure::Conflict,
+            format!(
+                "a skill named '{name}' already exists for this agent; use skill_modify, or choose another name"
+            ),
+        ));
+    }
+    let mut draft = match current {
+        None if !create => {
+            return Err(ToolError::failed(
+                Failure::NotFound,
+                "no skill of that name to modify; use skill_create",
+            ));
+        }
+        None => SkillDraft::new(name.clone()),
+        Some(e) => SkillDraft::from_meta(name.clone(), &e.meta, &e.body),
+    };
+    if let Err(e) = draft.apply_all(args).and_then(|()| draft.check_complete()) {
+        return Err(ToolError::failed(Failure::Invalid, e.to_string()));
+    }
+    Ok(draft)
 }
 
 fn file(path: &str, bytes: Vec<u8>) -> BundleFile {

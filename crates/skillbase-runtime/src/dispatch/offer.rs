@@ -8,7 +8,8 @@ use super::Dispatcher;
 use crate::builtin::{ACTIVATION_CLASS, Builtin};
 use crate::envelope::Envelope;
 use crate::runtime::RuntimeError;
-use crate::tool::{RegisteredTool, ToolSource};
+use crate::tool::{RegisteredTool, Registry, ToolSource};
+use crate::view::AgentView;
 use serde::Serialize;
 use skillbase_format::Cost;
 use skillbase_store::{Agent, AgentName};
@@ -158,17 +159,39 @@ impl Dispatcher {
         }
         let view = self.runtime.view(agent)?;
         let mut set = OfferedSet::default();
-        // The runtime's own tools, from the one table of them. The activation tools are offered
-        // as a turn offers them: `load_skill` with `name` a closed enum of the loadable skills
-        // (not offered when every visible skill is eager: there is nothing to load), and none
-        // of the activation class when the agent sees no skill at all.
+        set.push_builtins(&a, &view);
+        set.push_registered(&a, &self.registry.current());
+        set.push_skills(&view);
+        set.index();
+        let offer = Offer {
+            generation: view.generation,
+            version: a.version,
+            tools,
+            set: Arc::new(set),
+            vault: Arc::new(Envelope::for_call(&a, None).vault()),
+            hosts: Arc::new(Envelope::for_call(&a, None).hosts()),
+        };
+        self.offered_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(agent.clone(), offer.clone());
+        Ok((a, offer))
+    }
+}
+
+impl OfferedSet {
+    /// The runtime's own tools, from the one table of them. The activation tools are offered
+    /// as a turn offers them: `load_skill` with `name` a closed enum of the loadable skills
+    /// (not offered when every visible skill is eager: there is nothing to load), and none
+    /// of the activation class when the agent sees no skill at all.
+    fn push_builtins(&mut self, a: &Agent, view: &AgentView) {
         for b in Builtin::ALL {
             let class = b.class();
             if class == ACTIVATION_CLASS && view.skills.is_empty() {
                 continue;
             }
-            if class != ACTIVATION_CLASS && !Envelope::for_call(&a, None).class_granted(class) {
-                set.withheld.push(b.name().to_owned());
+            if class != ACTIVATION_CLASS && !Envelope::for_call(a, None).class_granted(class) {
+                self.withheld.push(b.name().to_owned());
                 continue;
             }
             let (description, parameters) = match b {
@@ -178,7 +201,7 @@ impl Dispatcher {
                 },
                 _ => (b.description().to_owned(), b.parameters()),
             };
-            set.entries.push(OfferedEntry {
+            self.entries.push(OfferedEntry {
                 id: format!("tool:{}", b.name()),
                 wire_name: b.name().to_owned(),
                 kind: EntryKind::Tool,
@@ -189,14 +212,17 @@ impl Dispatcher {
                 target: Target::Builtin(b),
             });
         }
-        let registry = self.registry.current();
+    }
+
+    /// The registry's tools by name; those whose class is not granted are withheld.
+    fn push_registered(&mut self, a: &Agent, registry: &Registry) {
         for t in registry.all() {
             let d = &t.decl;
-            if !Envelope::for_call(&a, None).class_granted(&d.class) {
-                set.withheld.push(d.name.clone());
+            if !Envelope::for_call(a, None).class_granted(&d.class) {
+                self.withheld.push(d.name.clone());
                 continue;
             }
-            set.entries.push(OfferedEntry {
+            self.entries.push(OfferedEntry {
                 id: t.id.clone(),
                 wire_name: d.name.clone(),
                 kind: EntryKind::Tool,
@@ -210,6 +236,11 @@ impl Dispatcher {
                 target: Target::Tool(t.clone()),
             });
         }
+    }
+
+    /// The skills with `inputs` that are not eager, each callable as `skill_<name>` (hyphens
+    /// as underscores; a suffix `_2`, `_3`… when that wire name is taken).
+    fn push_skills(&mut self, view: &AgentView) {
         for (i, s) in view.skills.iter().enumerate() {
             let Some(inputs) = &s.entry.meta.inputs else {
                 continue;
@@ -220,11 +251,11 @@ impl Dispatcher {
             let base = format!("skill_{}", s.name().replace('-', "_"));
             let mut wire = base.clone();
             let mut n = 2;
-            while set.entries.iter().any(|e| e.wire_name == wire) {
+            while self.entries.iter().any(|e| e.wire_name == wire) {
                 wire = format!("{base}_{n}");
                 n += 1;
             }
-            set.entries.push(OfferedEntry {
+            self.entries.push(OfferedEntry {
                 id: format!("skill:{}", s.name()),
                 wire_name: wire,
                 kind: EntryKind::Skill,
@@ -239,13 +270,18 @@ impl Dispatcher {
                 target: Target::Skill(s.name().to_owned()),
             });
         }
-        set.by_wire = set
+    }
+
+    /// Index the entries once they are all in: by wire name, and each with the tool definition
+    /// a turn offers for it and that definition's tokens.
+    fn index(&mut self) {
+        self.by_wire = self
             .entries
             .iter()
             .enumerate()
             .map(|(i, e)| (e.wire_name.clone(), i))
             .collect();
-        set.defs = set
+        self.defs = self
             .entries
             .iter()
             .map(|e| {
@@ -260,18 +296,5 @@ impl Dispatcher {
                 (def, tokens)
             })
             .collect();
-        let offer = Offer {
-            generation: view.generation,
-            version: a.version,
-            tools,
-            set: Arc::new(set),
-            vault: Arc::new(Envelope::for_call(&a, None).vault()),
-            hosts: Arc::new(Envelope::for_call(&a, None).hosts()),
-        };
-        self.offered_cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(agent.clone(), offer.clone());
-        Ok((a, offer))
     }
 }

@@ -123,6 +123,127 @@ pub(crate) fn valid_server_name(n: &str) -> bool {
     skillbase_format::validate::check_server_name(n).is_none()
 }
 
+/// A stdio server's transport: `command` with the table's `args`, `env` and `cwd` (taken from
+/// `raw`; a relative `cwd` is under `folder` when there is one). `headers` are refused.
+fn stdio_transport(
+    name: &str,
+    command: String,
+    raw: &mut Raw,
+    folder: Option<&Path>,
+) -> Result<Transport, String> {
+    if command.trim().is_empty() || command.chars().any(char::is_control) {
+        return Err(format!(
+            "[mcp_servers.{name}] command: empty, or holds control characters"
+        ));
+    }
+    if raw.headers.is_some() {
+        return Err(format!(
+            "[mcp_servers.{name}]: `headers` are for `url` servers; a stdio server takes `env`"
+        ));
+    }
+    let env = raw.env.take().unwrap_or_default();
+    let args = raw.args.take().unwrap_or_default();
+    for (k, v) in &env {
+        if k.is_empty() || k.contains(['=', '\0']) {
+            return Err(format!(
+                "[mcp_servers.{name}] env: '{}' is not a variable name",
+                k.escape_debug()
+            ));
+        }
+        check_value(name, &format!("env.{k}"), v)?;
+    }
+    if args.iter().any(|a| a.contains('\0')) {
+        return Err(format!("[mcp_servers.{name}] args: an argument holds NUL"));
+    }
+    if raw
+        .cwd
+        .as_ref()
+        .is_some_and(|c| c.is_empty() || c.contains('\0'))
+    {
+        return Err(format!("[mcp_servers.{name}] cwd: empty or holds NUL"));
+    }
+    let cwd = raw.cwd.take().map(|c| {
+        let p = PathBuf::from(c);
+        match folder {
+            Some(f) if p.is_relative() => f.join(p),
+            _ => p,
+        }
+    });
+    Ok(Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    })
+}
+
+/// A streamable HTTP server's transport: `url` with the table's `headers` (taken from `raw`).
+/// `args`, `env` and `cwd` are refused.
+fn http_transport(name: &str, url: String, raw: &mut Raw) -> Result<Transport, String> {
+    // Written as it is read: no spaces or control characters (which URL parsing
+    // would silently drop), and the scheme's `//` present.
+    if url.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!(
+            "[mcp_servers.{name}] url: no spaces or control characters (percent-encode them)"
+        ));
+    }
+    let lower = url.to_ascii_lowercase();
+    if !lower.starts_with("http://") && !lower.starts_with("https://") {
+        return Err(format!(
+            "[mcp_servers.{name}] url: use an http:// or https:// URL with a host"
+        ));
+    }
+    let parsed = reqwest::Url::parse(&url)
+        .map_err(|e| format!("[mcp_servers.{name}] url: not a URL: {e}"))?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!(
+            "[mcp_servers.{name}] url: use an http:// or https:// URL with a host"
+        ));
+    }
+    if raw.cwd.is_some() || raw.env.is_some() || raw.args.is_some() {
+        return Err(format!(
+            "[mcp_servers.{name}]: `args`, `env` and `cwd` are for `command` servers"
+        ));
+    }
+    let headers = raw.headers.take().unwrap_or_default();
+    for (k, v) in &headers {
+        if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
+            return Err(format!(
+                "[mcp_servers.{name}] headers: '{}' is not a header name",
+                k.escape_debug()
+            ));
+        }
+        check_value(name, &format!("headers.{k}"), v)?;
+    }
+    Ok(Transport::Http { url, headers })
+}
+
+/// Check the server's class and each tool override's class and description.
+fn check_classes(
+    name: &str,
+    class: &str,
+    tools: &BTreeMap<String, McpToolOverride>,
+) -> Result<(), String> {
+    let check_class = |c: &str, key: &str| match skillbase_format::validate::check_tool_class(c) {
+        Some(why) => Err(format!("[mcp_servers.{name}] {key}: {why}")),
+        None => Ok(()),
+    };
+    check_class(class, "class")?;
+    for (t, o) in tools {
+        if let Some(c) = &o.class {
+            check_class(c, &format!("tools.{t}.class"))?;
+        }
+        if let Some(d) = &o.description
+            && (d.chars().all(|c| c.is_whitespace() || c.is_control()) || d.len() > MAX_DESCRIPTION)
+        {
+            return Err(format!(
+                "[mcp_servers.{name}] tools.{t}.description: 1-{MAX_DESCRIPTION} bytes"
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl McpServerConfig {
     /// One server's table; errors name the server and the key, and say what to write.
     pub fn from_toml(
@@ -173,8 +294,12 @@ impl McpServerConfig {
         McpServerConfig::from_raw(name, raw, None)
     }
 
-    fn from_raw(name: &str, raw: Raw, folder: Option<&Path>) -> Result<McpServerConfig, String> {
-        let transport = match (raw.command, raw.url) {
+    fn from_raw(
+        name: &str,
+        mut raw: Raw,
+        folder: Option<&Path>,
+    ) -> Result<McpServerConfig, String> {
+        let transport = match (raw.command.take(), raw.url.take()) {
             (Some(_), Some(_)) => {
                 return Err(format!(
                     "[mcp_servers.{name}]: give either `command` (stdio) or `url` (streamable HTTP), not both"
@@ -185,111 +310,11 @@ impl McpServerConfig {
                     "[mcp_servers.{name}]: give `command` (a stdio server) or `url` (a streamable HTTP server)"
                 ));
             }
-            (Some(command), None) => {
-                if command.trim().is_empty() || command.chars().any(char::is_control) {
-                    return Err(format!(
-                        "[mcp_servers.{name}] command: empty, or holds control characters"
-                    ));
-                }
-                if raw.headers.is_some() {
-                    return Err(format!(
-                        "[mcp_servers.{name}]: `headers` are for `url` servers; a stdio server takes `env`"
-                    ));
-                }
-                let env = raw.env.unwrap_or_default();
-                let args = raw.args.unwrap_or_default();
-                for (k, v) in &env {
-                    if k.is_empty() || k.contains(['=', '\0']) {
-                        return Err(format!(
-                            "[mcp_servers.{name}] env: '{}' is not a variable name",
-                            k.escape_debug()
-                        ));
-                    }
-                    check_value(name, &format!("env.{k}"), v)?;
-                }
-                if args.iter().any(|a| a.contains('\0')) {
-                    return Err(format!("[mcp_servers.{name}] args: an argument holds NUL"));
-                }
-                if raw
-                    .cwd
-                    .as_ref()
-                    .is_some_and(|c| c.is_empty() || c.contains('\0'))
-                {
-                    return Err(format!("[mcp_servers.{name}] cwd: empty or holds NUL"));
-                }
-                let cwd = raw.cwd.map(|c| {
-                    let p = PathBuf::from(c);
-                    match folder {
-                        Some(f) if p.is_relative() => f.join(p),
-                        _ => p,
-                    }
-                });
-                Transport::Stdio {
-                    command,
-                    args,
-                    env,
-                    cwd,
-                }
-            }
-            (None, Some(url)) => {
-                // Written as it is read: no spaces or control characters (which URL parsing
-                // would silently drop), and the scheme's `//` present.
-                if url.bytes().any(|b| b <= b' ' || b == 0x7f) {
-                    return Err(format!(
-                        "[mcp_servers.{name}] url: no spaces or control characters (percent-encode them)"
-                    ));
-                }
-                let lower = url.to_ascii_lowercase();
-                if !lower.starts_with("http://") && !lower.starts_with("https://") {
-                    return Err(format!(
-                        "[mcp_servers.{name}] url: use an http:// or https:// URL with a host"
-                    ));
-                }
-                let parsed = reqwest::Url::parse(&url)
-                    .map_err(|e| format!("[mcp_servers.{name}] url: not a URL: {e}"))?;
-                if parsed.host_str().is_none_or(str::is_empty) {
-                    return Err(format!(
-                        "[mcp_servers.{name}] url: use an http:// or https:// URL with a host"
-                    ));
-                }
-                if raw.cwd.is_some() || raw.env.is_some() || raw.args.is_some() {
-                    return Err(format!(
-                        "[mcp_servers.{name}]: `args`, `env` and `cwd` are for `command` servers"
-                    ));
-                }
-                let headers = raw.headers.unwrap_or_default();
-                for (k, v) in &headers {
-                    if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
-                        return Err(format!(
-                            "[mcp_servers.{name}] headers: '{}' is not a header name",
-                            k.escape_debug()
-                        ));
-                    }
-                    check_value(name, &format!("headers.{k}"), v)?;
-                }
-                Transport::Http { url, headers }
-            }
+            (Some(command), None) => stdio_transport(name, command, &mut raw, folder)?,
+            (None, Some(url)) => http_transport(name, url, &mut raw)?,
         };
         let class = raw.class.unwrap_or_else(|| name.to_owned());
-        let check_class = |c: &str, key: &str| match skillbase_format::validate::check_tool_class(c)
-        {
-            Some(why) => Err(format!("[mcp_servers.{name}] {key}: {why}")),
-            None => Ok(()),
-        };
-        check_class(&class, "class")?;
-        for (t, o) in &raw.tools {
-            if let Some(c) = &o.class {
-                check_class(c, &format!("tools.{t}.class"))?;
-            }
-            if let Some(d) = &o.description
-                && (d.chars().all(|c| c.is_whitespace() || c.is_control())
-                    || d.len() > MAX_DESCRIPTION)
-            {
-                return Err(format!(
-                    "[mcp_servers.{name}] tools.{t}.description: 1-{MAX_DESCRIPTION} bytes"
-                ));
-            }
-        }
+        check_classes(name, &class, &raw.tools)?;
         Ok(McpServerConfig {
             name: name.to_owned(),
             transport,

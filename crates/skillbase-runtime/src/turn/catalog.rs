@@ -135,35 +135,7 @@ pub(super) fn plan(
     let mut left = budget.saturating_sub(fixed + more);
     // (1-based relevance rank, skill) of everything not shown in full.
     let mut rest: Vec<(usize, usize)> = Vec::with_capacity(order.len());
-    // Full entries while they fit in `room` (each taking `cost` of it), in relevance order.
-    let mut p = 0;
-    if cands.all_names <= left {
-        let mut spare = left - cands.all_names;
-        while p < order.len() {
-            let i = order[p];
-            let extra = view.full_tokens[i].saturating_sub(view.name_only_tokens[i]);
-            if extra > spare {
-                break;
-            }
-            spare -= extra;
-            left -= view.full_tokens[i];
-            full.push(i);
-            p += 1;
-        }
-    } else {
-        let mut full_room = left / 2;
-        while p < order.len() {
-            let i = order[p];
-            let t = view.full_tokens[i];
-            if t > full_room {
-                break;
-            }
-            full_room -= t;
-            left -= t;
-            full.push(i);
-            p += 1;
-        }
-    }
+    let p = pick_full(view, &order, cands.all_names, &mut left, &mut full);
     report.catalog.shown = order[..p]
         .iter()
         .enumerate()
@@ -174,41 +146,8 @@ pub(super) fn plan(
         })
         .collect();
     rest.extend(order[p..].iter().enumerate().map(|(k, &i)| (p + k + 1, i)));
-    report
-        .catalog
-        .name_only
-        .start_ranked(&view.names, NAME_ONLY, rest.len());
-    report
-        .catalog
-        .omitted
-        .start_ranked(&view.names, NOT_LISTED, rest.len());
-    for &(rank, i) in &rest {
-        let t = view.name_only_tokens[i];
-        if t <= left {
-            left -= t;
-            name_only.push(i);
-            report.catalog.name_only.push_ranked(i, rank);
-        } else {
-            report.catalog.omitted.push_ranked(i, rank);
-        }
-    }
-    // Back to name order for the block (stable for caching), without sorting: mark and sweep.
-    let mut mark = vec![0u8; view.skills.len()];
-    for &i in &full {
-        mark[i] = 1;
-    }
-    for &i in &name_only {
-        mark[i] = 2;
-    }
-    full.clear();
-    name_only.clear();
-    for (i, m) in mark.iter().enumerate() {
-        match m {
-            1 => full.push(i),
-            2 => name_only.push(i),
-            _ => {}
-        }
-    }
+    pick_names(view, &rest, &mut left, &mut name_only, report);
+    name_order(view.skills.len(), &mut full, &mut name_only);
     // When not even one name fits, the catalog is the notice that search_skills finds the
     // skills: its tokens are counted as they are, though they exceed the budget.
     let tokens = if full.is_empty() && name_only.is_empty() {
@@ -220,6 +159,99 @@ pub(super) fn plan(
         full,
         name_only,
         tokens,
+    }
+}
+
+/// Full entries, in relevance `order`, while they fit: pushed to `full`, their tokens taken
+/// from `left`. When every candidate's name fits in `left` (`all_names`), a full entry takes
+/// only what the names leave spare; otherwise full entries take at most half of `left`.
+/// Returns how many of `order` are shown in full.
+fn pick_full(
+    view: &AgentView,
+    order: &[usize],
+    all_names: u32,
+    left: &mut u32,
+    full: &mut Vec<usize>,
+) -> usize {
+    // Full entries while they fit in `room` (each taking `cost` of it), in relevance order.
+    let mut p = 0;
+    if all_names <= *left {
+        let mut spare = *left - all_names;
+        while p < order.len() {
+            let i = order[p];
+            let extra = view.full_tokens[i].saturating_sub(view.name_only_tokens[i]);
+            if extra > spare {
+                break;
+            }
+            spare -= extra;
+            *left -= view.full_tokens[i];
+            full.push(i);
+            p += 1;
+        }
+    } else {
+        let mut full_room = *left / 2;
+        while p < order.len() {
+            let i = order[p];
+            let t = view.full_tokens[i];
+            if t > full_room {
+                break;
+            }
+            full_room -= t;
+            *left -= t;
+            full.push(i);
+            p += 1;
+        }
+    }
+    p
+}
+
+/// Names for the `rest` (each `(rank, skill)`, in relevance order) while they fit in `left`:
+/// pushed to `name_only` and reported name-only with their rank; the others reported omitted.
+fn pick_names(
+    view: &AgentView,
+    rest: &[(usize, usize)],
+    left: &mut u32,
+    name_only: &mut Vec<usize>,
+    report: &mut TurnReport,
+) {
+    report
+        .catalog
+        .name_only
+        .start_ranked(&view.names, NAME_ONLY, rest.len());
+    report
+        .catalog
+        .omitted
+        .start_ranked(&view.names, NOT_LISTED, rest.len());
+    for &(rank, i) in rest {
+        let t = view.name_only_tokens[i];
+        if t <= *left {
+            *left -= t;
+            name_only.push(i);
+            report.catalog.name_only.push_ranked(i, rank);
+        } else {
+            report.catalog.omitted.push_ranked(i, rank);
+        }
+    }
+}
+
+/// Back to name order for the block (stable for caching), without sorting: mark and sweep
+/// over the view's `len` skills.
+fn name_order(len: usize, full: &mut Vec<usize>, name_only: &mut Vec<usize>) {
+    let mut mark = vec![0u8; len];
+    for &i in full.iter() {
+        mark[i] = 1;
+    }
+    for &i in name_only.iter() {
+        mark[i] = 2;
+    }
+    full.clear();
+    name_only.clear();
+    for (i, m) in mark.iter().enumerate() {
+        match m {
+            1 => full.push(i),
+            2 => name_only.push(i),
+            _ => {}
+        }
     }
 }
 
