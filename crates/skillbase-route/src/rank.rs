@@ -175,6 +175,122 @@ fn prefix_key(word: &str) -> u32 {
     (at(0) << 16) | (at(1) << 8) | at(2)
 }
 
+/// Per stem of a document: its weighted frequency, and the spellings it was seen as.
+type TermFreqs = FxMap<String, (f32, Vec<String>)>;
+
+/// A document's terms: its language, its [`TermFreqs`], and its weighted length. `stems`
+/// caches each word's stem per language.
+fn doc_terms(
+    doc: &Doc<'_>,
+    stems: &mut [FxMap<String, Option<String>>; 5],
+) -> (Lang, TermFreqs, f32) {
+    let description = fold_fast(doc.description);
+    let body = fold_fast(doc.body);
+    let lang = lang::detect(words(&description).chain(words(&body)), DETECT_WORDS);
+    let cache = &mut stems[lang as usize];
+    let mut tf = TermFreqs::default();
+    let mut len = 0.0;
+    let mut add = |folded: &str, w: f32, limit: usize| {
+        for word in words(folded).take(limit) {
+            if !cache.contains_key(word) {
+                let stem = (!lang.is_stopword(word)).then(|| lang.stem(word));
+                cache.insert(word.to_owned(), stem);
+            }
+            let Some(stem) = &cache[word] else { continue };
+            let e = match tf.get_mut(stem.as_str()) {
+                Some(e) => e,
+                None => tf.entry(stem.clone()).or_default(),
+            };
+            e.0 += w;
+            if !e.1.iter().any(|s| s == word) {
+                e.1.push(word.to_owned());
+            }
+            len += w;
+        }
+    };
+    add(&fold_fast(doc.name), NAME_WEIGHT, usize::MAX);
+    add(&description, 1.0, usize::MAX);
+    for w in doc.when_to_use {
+        add(&fold_fast(w), 1.0, usize::MAX);
+    }
+    for t in doc.triggers {
+        add(&fold_fast(t), TRIGGER_WEIGHT, usize::MAX);
+    }
+    add(&body, BODY_WEIGHT, BODY_WORDS);
+    (lang, tf, len)
+}
+
+/// Turn each posting's term frequency into its BM25 contribution
+/// (`idf·tf·(k1+1)/(tf+k1·(1−b+b·dl/avgdl))`).
+fn weigh(postings: &mut [Vec<(u32, f32)>], doc_len: &[f32]) {
+    let n = doc_len.len() as f32;
+    let avg_len = if doc_len.is_empty() {
+        1.0
+    } else {
+        doc_len.iter().sum::<f32>() / n
+    };
+    let avg_len = avg_len.max(1.0);
+    for list in postings {
+        let df = list.len() as f32;
+        // A word in more than half the documents ("the", "use", "when") barely separates
+        // them (its idf is below ln 2) but would touch most scores on every query: drop it.
+        if n >= 20.0 && df * 2.0 > n {
+            list.clear();
+            list.shrink_to_fit();
+            continue;
+        }
+        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+        for (doc, tf) in list.iter_mut() {
+            let dl = doc_len[*doc as usize];
+            let denom = *tf + K1 * (1.0 - B + B * dl / avg_len);
+            *tf = idf * (*tf * (K1 + 1.0) / denom);
+        }
+    }
+}
+
+/// The terms (with postings) by their first [`COGNATE_PREFIX`] bytes, for cognates.
+fn cognates_of(
+    terms: &FxMap<String, u32>,
+    postings: &[Vec<(u32, f32)>],
+) -> FxMap<String, Vec<u32>> {
+    let mut cognates: FxMap<String, Vec<u32>> = FxMap::default();
+    for (t, &i) in terms {
+        if t.len() >= COGNATE_PREFIX && t.is_ascii() && !postings[i as usize].is_empty() {
+            cognates
+                .entry(t[..COGNATE_PREFIX].to_owned())
+                .or_default()
+                .push(i);
+        }
+    }
+    cognates
+}
+
+/// The terms one message reaches.
+struct QueryTerms<'w> {
+    /// A bit per indexed term: the terms a message word reached (only indexed terms are
+    /// marked, never the message's other words).
+    seen: Vec<u64>,
+    /// Terms reached directly, with postings, each once.
+    matched: Vec<u32>,
+    /// Terms reached indirectly (a translation, a cognate), with their share of the score.
+    weak: Vec<(u32, f32)>,
+    /// The words already stemmed.
+    tried: std::collections::HashSet<&'w str, std::hash::BuildHasherDefault<Fx>>,
+}
+
+impl QueryTerms<'_> {
+    /// Mark term `t` reached; the first time, keep it when it has postings.
+    fn mark(&mut self, t: u32, postings: &[Vec<(u32, f32)>]) {
+        let (word, bit) = (t as usize / 64, 1u64 << (t % 64));
+        if self.seen[word] & bit == 0 {
+            self.seen[word] |= bit;
+            if !postings[t as usize].is_empty() {
+                self.matched.push(t);
+            }
+        }
+    }
+}
+
 impl Bm25 {
     /// Index documents.
     pub fn new<'a>(docs: impl IntoIterator<Item = Doc<'a>>) -> Bm25 {
@@ -187,42 +303,10 @@ impl Bm25 {
         // reference: no allocation for a word seen before).
         let mut stems: [FxMap<String, Option<String>>; 5] = Default::default();
         for (i, doc) in docs.into_iter().enumerate() {
-            let description = fold_fast(doc.description);
-            let body = fold_fast(doc.body);
-            let lang = lang::detect(words(&description).chain(words(&body)), DETECT_WORDS);
+            let (lang, tf, len) = doc_terms(&doc, &mut stems);
             if !langs.contains(&lang) {
                 langs.push(lang);
             }
-            let cache = &mut stems[lang as usize];
-            let mut tf: FxMap<String, (f32, Vec<String>)> = FxMap::default();
-            let mut len = 0.0;
-            let mut add = |folded: &str, w: f32, limit: usize| {
-                for word in words(folded).take(limit) {
-                    if !cache.contains_key(word) {
-                        let stem = (!lang.is_stopword(word)).then(|| lang.stem(word));
-                        cache.insert(word.to_owned(), stem);
-                    }
-                    let Some(stem) = &cache[word] else { continue };
-                    let e = match tf.get_mut(stem.as_str()) {
-                        Some(e) => e,
-                        None => tf.entry(stem.clone()).or_default(),
-                    };
-                    e.0 += w;
-                    if !e.1.iter().any(|s| s == word) {
-                        e.1.push(word.to_owned());
-                    }
-                    len += w;
-                }
-            };
-            add(&fold_fast(doc.name), NAME_WEIGHT, usize::MAX);
-            add(&description, 1.0, usize::MAX);
-            for w in doc.when_to_use {
-                add(&fold_fast(w), 1.0, usize::MAX);
-            }
-            for t in doc.triggers {
-                add(&fold_fast(t), TRIGGER_WEIGHT, usize::MAX);
-            }
-            add(&body, BODY_WEIGHT, BODY_WORDS);
             for (term, (f, spellings)) in tf {
                 let next = postings.len() as u32;
                 let t = *terms.entry(term).or_insert(next);
@@ -236,39 +320,9 @@ impl Bm25 {
             }
             doc_len.push(len);
         }
-        let n = doc_len.len() as f32;
-        let avg_len = if doc_len.is_empty() {
-            1.0
-        } else {
-            doc_len.iter().sum::<f32>() / n
-        };
-        let avg_len = avg_len.max(1.0);
-        for list in &mut postings {
-            let df = list.len() as f32;
-            // A word in more than half the documents ("the", "use", "when") barely separates
-            // them (its idf is below ln 2) but would touch most scores on every query: drop it.
-            if n >= 20.0 && df * 2.0 > n {
-                list.clear();
-                list.shrink_to_fit();
-                continue;
-            }
-            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-            for (doc, tf) in list.iter_mut() {
-                let dl = doc_len[*doc as usize];
-                let denom = *tf + K1 * (1.0 - B + B * dl / avg_len);
-                *tf = idf * (*tf * (K1 + 1.0) / denom);
-            }
-        }
+        weigh(&mut postings, &doc_len);
         let prefixes = terms.keys().map(|t| prefix_key(t)).collect();
-        let mut cognates: FxMap<String, Vec<u32>> = FxMap::default();
-        for (t, &i) in &terms {
-            if t.len() >= COGNATE_PREFIX && t.is_ascii() && !postings[i as usize].is_empty() {
-                cognates
-                    .entry(t[..COGNATE_PREFIX].to_owned())
-                    .or_default()
-                    .push(i);
-            }
-        }
+        let cognates = cognates_of(&terms, &postings);
         Bm25 {
             cognates,
             terms,
@@ -303,31 +357,35 @@ impl Bm25 {
         if n == 0 {
             return scores;
         }
-        // The message's words, split once, and the stopword masks of the first ones, which
-        // give the message's language.
         let words = split_words(folded, MAX_QUERY_WORDS);
+        let mut q = self.query_terms(&words);
+        self.keep_specific(&mut q.matched, n);
+        for t in &q.matched {
+            for &(doc, contribution) in &self.postings[*t as usize] {
+                scores[doc as usize] += contribution;
+            }
+        }
+        if !q.weak.is_empty() {
+            self.add_weak(q, &mut scores);
+        }
+        scores
+    }
+
+    /// The indexed terms a message's words reach: directly (a spelling, a stem), or weakly (a
+    /// translation, a cognate). The message's words are split once, and the stopword masks of
+    /// the first ones give its language.
+    fn query_terms<'w>(&self, words: &[&'w str]) -> QueryTerms<'w> {
         let head: Vec<u8> = words
             .iter()
             .take(DETECT_WORDS)
             .map(|w| lang::stop_mask(w))
             .collect();
         let query_lang = lang::detect_masks(head.iter().copied());
-        // Dedupe by term index (a bit per indexed term): only indexed terms are marked, never
-        // the query's other words.
-        let mut seen = vec![0u64; self.postings.len().div_ceil(64)];
-        let mut matched: Vec<u32> = Vec::new();
-        // Terms reached indirectly (a translation, a cognate), with their share of the score.
-        let mut weak: Vec<(u32, f32)> = Vec::new();
-        let mut tried: std::collections::HashSet<&str, std::hash::BuildHasherDefault<Fx>> =
-            Default::default();
-        let mut mark = |t: u32, matched: &mut Vec<u32>| {
-            let (word, bit) = (t as usize / 64, 1u64 << (t % 64));
-            if seen[word] & bit == 0 {
-                seen[word] |= bit;
-                if !self.postings[t as usize].is_empty() {
-                    matched.push(t);
-                }
-            }
+        let mut q = QueryTerms {
+            seen: vec![0u64; self.postings.len().div_ceil(64)],
+            matched: Vec::new(),
+            weak: Vec::new(),
+            tried: Default::default(),
         };
         for (k, &word) in words.iter().enumerate() {
             // A stopword of the message's language is no evidence, even where the index holds
@@ -341,57 +399,66 @@ impl Bm25 {
                 continue;
             }
             if let Some(t) = self.surface.get(word) {
-                mark(t, &mut matched);
+                q.mark(t, &self.postings);
                 continue;
             }
-            // A message in another language: a word its lexicon knows counts toward the English
-            // terms it translates to (at a fraction of their score: a translation may be loose).
-            if query_lang != Lang::En
-                && let Some(lex) = lexicon::lexicon(query_lang)
-                && let Some(english) = lex.translate(word)
-            {
-                for stem in english {
-                    if let Some(&t) = self.terms.get(stem.as_str()) {
-                        weak.push((t, TRANSLATION_WEIGHT));
-                    }
+            self.match_unseen(word, query_lang, &mut q);
+        }
+        q
+    }
+
+    /// A message word not indexed as spelled: its translation (a message in another language;
+    /// at a fraction of the English terms' score, a translation may be loose), its stem in the
+    /// message's language and in English, else a cognate.
+    fn match_unseen<'w>(&self, word: &'w str, query_lang: Lang, q: &mut QueryTerms<'w>) {
+        if query_lang != Lang::En
+            && let Some(lex) = lexicon::lexicon(query_lang)
+            && let Some(english) = lex.translate(word)
+        {
+            for stem in english {
+                if let Some(&t) = self.terms.get(stem.as_str()) {
+                    q.weak.push((t, TRANSLATION_WEIGHT));
                 }
             }
-            if !self.prefixes.contains(&prefix_key(word)) {
-                continue;
-            }
-            // Each distinct word once, stemmed in the message's language and, for a message in
-            // another language, in English too (most skills are written in English).
-            if !tried.insert(word) {
-                continue;
-            }
-            let mut hit = false;
-            if let Some(t) = query_lang.stem_memo(word, |s| self.terms.get(s).copied()) {
-                mark(t, &mut matched);
-                hit = true;
-            }
-            if query_lang != Lang::En
-                && self.langs.contains(&Lang::En)
-                && let Some(t) = Lang::En.stem_memo(word, |s| self.terms.get(s).copied())
-            {
-                mark(t, &mut matched);
-                hit = true;
-            }
-            // A message in another language: a word that matched no stem may still share its
-            // start with a term (a cognate), counted at a fraction of the term's score.
-            if !hit
-                && query_lang != Lang::En
-                && word.len() > COGNATE_PREFIX
-                && word.is_ascii()
-                && let Some(ts) = self.cognates.get(&word[..COGNATE_PREFIX])
-            {
-                weak.extend(ts.iter().map(|&t| (t, COGNATE_WEIGHT)));
-            }
         }
-        // A long message (a pasted log, a 2 KB brief) is scored by its most specific words,
-        // the ones found in the fewest skills: at most MAX_QUERY_TERMS of them, and, past the
-        // first MIN_QUERY_TERMS, only while their postings stay within POSTINGS_PER_DOC per
-        // skill. The common words left out barely move a ranking (their idf is small) but would
-        // touch most scores.
+        if !self.prefixes.contains(&prefix_key(word)) {
+            return;
+        }
+        // Each distinct word once, stemmed in the message's language and, for a message in
+        // another language, in English too (most skills are written in English).
+        if !q.tried.insert(word) {
+            return;
+        }
+        let mut hit = false;
+        if let Some(t) = query_lang.stem_memo(word, |s| self.terms.get(s).copied()) {
+            q.mark(t, &self.postings);
+            hit = true;
+        }
+        if query_lang != Lang::En
+            && self.langs.contains(&Lang::En)
+            && let Some(t) = Lang::En.stem_memo(word, |s| self.terms.get(s).copied())
+        {
+            q.mark(t, &self.postings);
+            hit = true;
+        }
+        // A message in another language: a word that matched no stem may still share its
+        // start with a term (a cognate), counted at a fraction of the term's score.
+        if !hit
+            && query_lang != Lang::En
+            && word.len() > COGNATE_PREFIX
+            && word.is_ascii()
+            && let Some(ts) = self.cognates.get(&word[..COGNATE_PREFIX])
+        {
+            q.weak.extend(ts.iter().map(|&t| (t, COGNATE_WEIGHT)));
+        }
+    }
+
+    /// A long message (a pasted log, a 2 KB brief) is scored by its most specific words, the
+    /// ones found in the fewest skills: at most [`MAX_QUERY_TERMS`] of them, and, past the
+    /// first [`MIN_QUERY_TERMS`], only while their postings stay within [`POSTINGS_PER_DOC`]
+    /// per skill. The common words left out barely move a ranking (their idf is small) but
+    /// would touch most scores.
+    fn keep_specific(&self, matched: &mut Vec<u32>, n: usize) {
         if matched.len() > MAX_QUERY_TERMS {
             matched
                 .select_nth_unstable_by_key(MAX_QUERY_TERMS, |&t| self.postings[t as usize].len());
@@ -408,31 +475,27 @@ impl Bm25 {
             })
             .map_or(matched.len(), |k| k.max(MIN_QUERY_TERMS).min(matched.len()));
         matched.truncate(keep);
-        for t in &matched {
-            for &(doc, contribution) in &self.postings[*t as usize] {
-                scores[doc as usize] += contribution;
+    }
+
+    /// The weakly reached terms' share: each term once, at the highest share it was reached
+    /// with, and none a message word already matched; a long message keeps its most specific.
+    fn add_weak(&self, q: QueryTerms<'_>, scores: &mut [f32]) {
+        let QueryTerms { seen, mut weak, .. } = q;
+        weak.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        weak.dedup_by_key(|w| w.0);
+        let message_word = |t: u32| seen[t as usize / 64] & (1u64 << (t % 64)) != 0;
+        weak.retain(|&(t, _)| !message_word(t) && !self.postings[t as usize].is_empty());
+        if weak.len() > MAX_QUERY_TERMS {
+            weak.select_nth_unstable_by_key(MAX_QUERY_TERMS, |&(t, _)| {
+                self.postings[t as usize].len()
+            });
+            weak.truncate(MAX_QUERY_TERMS);
+        }
+        for (t, share) in weak {
+            for &(doc, contribution) in &self.postings[t as usize] {
+                scores[doc as usize] += share * contribution;
             }
         }
-        if !weak.is_empty() {
-            // Each term once, at the highest share it was reached with, and none a message word
-            // already matched; a long message keeps its most specific ones.
-            weak.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
-            weak.dedup_by_key(|w| w.0);
-            let message_word = |t: u32| seen[t as usize / 64] & (1u64 << (t % 64)) != 0;
-            weak.retain(|&(t, _)| !message_word(t) && !self.postings[t as usize].is_empty());
-            if weak.len() > MAX_QUERY_TERMS {
-                weak.select_nth_unstable_by_key(MAX_QUERY_TERMS, |&(t, _)| {
-                    self.postings[t as usize].len()
-                });
-                weak.truncate(MAX_QUERY_TERMS);
-            }
-            for (t, share) in weak {
-                for &(doc, contribution) in &self.postings[t as usize] {
-                    scores[doc as usize] += share * contribution;
-                }
-            }
-        }
-        scores
     }
 
     /// Documents ordered by score (highest first), ties by index.
