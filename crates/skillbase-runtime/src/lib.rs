@@ -31,6 +31,7 @@ pub mod dream;
 pub mod engine;
 mod envelope;
 pub mod eval;
+pub mod event;
 mod events;
 pub mod files;
 pub mod gateway;

@@ -575,24 +575,26 @@ impl Runtime {
         message: &str,
         opts: &TurnOptions,
     ) -> Result<TurnContext> {
-        let (ctx, events) = self.turn_unrecorded(agent, session, message, opts).await?;
-        self.store.append_events(&events).await?;
+        let (ctx, view) = self.turn_unrecorded(agent, session, message, opts).await?;
+        self.store
+            .append_events(&turn_events(&view, agent, session, &ctx))
+            .await?;
         Ok(ctx)
     }
 
-    /// [`Runtime::turn`] without writing its events: they are returned, for the dispatcher to
-    /// record behind (a turn answers even while the events table refuses writes).
+    /// [`Runtime::turn`] without its events: the turn and the view it was resolved on, for
+    /// the dispatcher to finish (the offered tools) and then record its events once, behind
+    /// (a turn answers even while the events table refuses writes).
     pub(crate) async fn turn_unrecorded(
         &self,
         agent: &AgentName,
         session: &str,
         message: &str,
         opts: &TurnOptions,
-    ) -> Result<(TurnContext, Vec<NewEvent>)> {
+    ) -> Result<(TurnContext, Arc<AgentView>)> {
         let view = self.view(agent)?;
         self.open(agent, session).await?;
         let mut ctx = self.resolve_ranked(&view, message, opts).await;
-        let events = turn_events(&view, agent, session, &ctx);
         if self.workspace_root.is_some() {
             for a in &ctx.report.activated {
                 if let Some(s) = view.get(&a.name)
@@ -607,7 +609,7 @@ impl Runtime {
                 }
             }
         }
-        Ok((ctx, events))
+        Ok((ctx, view))
     }
 
     /// Level 2, as [`crate::dispatch::Dispatcher::load`] makes it: with `run` (the session's driving
@@ -1082,7 +1084,12 @@ impl Loaded {
                 rev: Some(a.rev),
                 agent: Some(agent.to_string()),
                 session: Some(session.into()),
-                data: serde_json::json!({"reason": a.reason, "tokens": a.tokens, "source": "load_skill"}),
+                data: crate::event::Event::SkillActivated(crate::event::SkillActivated {
+                    reason: a.reason.clone(),
+                    tokens: a.tokens,
+                    source: "load_skill".into(),
+                })
+                .data(),
                 ..NewEvent::default()
             });
         }
@@ -1145,8 +1152,9 @@ pub fn substitute(body: &str, args: &serde_json::Value) -> String {
 /// (counts, reasons, relevance ranks as ranges), what reached the prompt (activations, and the
 /// ranked catalog's full entries with their ranks; names listed by name only as ranks), plus
 /// the index generation and agent version the view was built from: with the message, enough to
-/// list the omissions again. It stays under 4 KB at any library size.
-fn turn_events(
+/// list the omissions again. It stays under 4 KB at any library size. Made once, from the
+/// finished turn (`Dispatcher::turn` calls it after the offered tools are counted).
+pub(crate) fn turn_events(
     view: &crate::view::AgentView,
     agent: &AgentName,
     session: &str,
@@ -1199,7 +1207,12 @@ fn turn_events(
             rev: Some(a.rev),
             agent: Some(agent.to_string()),
             session: Some(session.into()),
-            data: serde_json::json!({"reason": a.reason, "tokens": a.tokens, "source": "context"}),
+            data: crate::event::Event::SkillActivated(crate::event::SkillActivated {
+                reason: a.reason.clone(),
+                tokens: a.tokens,
+                source: "context".into(),
+            })
+            .data(),
             ..NewEvent::default()
         });
     }

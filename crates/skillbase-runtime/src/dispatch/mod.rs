@@ -40,6 +40,7 @@ pub use outcome::{CallMode, CallOutcome, cap_tokens};
 pub use runs::FAILED_CALLS_PER_RUN;
 
 pub use crate::envelope::Envelope;
+use crate::event::{CallRefused, CallStarted, Event, ToolCalled, UserMessage};
 use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::runtime::{Runtime, RuntimeError};
@@ -47,7 +48,7 @@ use crate::tool::{CallContext, RegisteredTool, Registry, ToolError, ToolTable};
 use crate::vault::Vault;
 use offer::{OfferedCache, Target};
 use outcome::{call_id_text, from_tool_result};
-use skillbase_store::{AgentName, NewEvent};
+use skillbase_store::AgentName;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Semaphore, watch};
@@ -144,7 +145,7 @@ impl Dispatcher {
         message: &str,
         opts: &crate::turn::TurnOptions,
     ) -> Result<crate::turn::TurnContext, RuntimeError> {
-        let (mut ctx, events) = self
+        let (mut ctx, view) = self
             .runtime
             .turn_unrecorded(agent, session, message, opts)
             .await?;
@@ -177,23 +178,9 @@ impl Dispatcher {
                 rank: None,
             })
             .collect();
-        // The `turn` event says what the turn answered: its tool tokens and withheld tools
-        // counted with the offered set, as above.
-        let mut events = events;
-        if let Some(data) = events
-            .iter_mut()
-            .find(|e| e.kind == "turn")
-            .and_then(|e| e.data.as_object_mut())
-        {
-            data.insert(
-                "tokens".into(),
-                serde_json::to_value(&ctx.report.tokens).unwrap_or_default(),
-            );
-            data.insert(
-                "withheld_tools".into(),
-                serde_json::to_value(&ctx.report.withheld_tools).unwrap_or_default(),
-            );
-        }
+        // The turn's events, made once from what the turn answered (its tools counted, its
+        // withheld tools and warnings listed).
+        let events = crate::runtime::turn_events(&view, agent, session, &ctx);
         // Written behind, as calls are: a turn answers even while the events table refuses
         // writes (the writer retries, then stores what it can one by one).
         for e in events {
@@ -243,18 +230,13 @@ impl Dispatcher {
         while !redacted.is_char_boundary(end) {
             end -= 1;
         }
+        let message = Event::UserMessage(UserMessage {
+            message: redacted[..end].to_owned(),
+            source: source.to_owned(),
+            cut: end < redacted.len(),
+        });
         self.events
-            .record(NewEvent {
-                kind: skillbase_store::EventKind::UserMessage,
-                agent: Some(agent.to_string()),
-                session: Some(session.into()),
-                data: serde_json::json!({
-                    "message": &redacted[..end],
-                    "source": source,
-                    "cut": end < redacted.len(),
-                }),
-                ..NewEvent::default()
-            })
+            .record(message.to_new(agent.as_str(), session))
             .await;
     }
 
@@ -295,59 +277,15 @@ impl Dispatcher {
             other => other,
         };
         // Record, with every secret scrubbed from the arguments and the outcome.
-        let safe_args = redactor.redact_json_owned(args);
-        // The event's data, keys in this order (what `json!` would build, with the map sized
-        // up front).
-        use serde_json::Value;
-        let mut data = serde_json::Map::with_capacity(6);
-        data.insert("call_id".into(), Value::String(call_id));
-        data.insert("tool".into(), Value::String(wire_name.to_owned()));
-        let kind = match &outcome {
-            CallOutcome::Refused { rule, message, .. } => {
-                data.insert("rule".into(), Value::String(rule.as_str().into()));
-                data.insert("message".into(), Value::String(message.clone()));
-                data.insert("arguments".into(), safe_args);
-                "call_refused"
-            }
-            CallOutcome::Started { .. } => {
-                data.insert("arguments".into(), safe_args);
-                "call_started"
-            }
-            CallOutcome::Authorized { .. } => {
-                data.insert("arguments".into(), safe_args);
-                data.insert("runs".into(), Value::String("harness".into()));
-                "call_started"
-            }
-            CallOutcome::Done {
-                tokens, truncated, ..
-            } => {
-                data.insert("arguments".into(), safe_args);
-                data.insert("ok".into(), Value::Bool(true));
-                data.insert("tokens".into(), Value::from(*tokens));
-                data.insert("truncated".into(), Value::Bool(*truncated));
-                "tool_called"
-            }
-            CallOutcome::Failed { message, rule, .. } => {
-                data.insert("arguments".into(), safe_args);
-                data.insert("ok".into(), Value::Bool(false));
-                data.insert("error".into(), Value::String(message.clone()));
-                data.insert(
-                    "rule".into(),
-                    rule.map_or(Value::Null, |r| Value::String(r.as_str().into())),
-                );
-                "tool_called"
-            }
-        };
-        let data = Value::Object(data);
-        self.events
-            .record(NewEvent {
-                kind: kind.into(),
-                agent: Some(agent.to_string()),
-                session: Some(session.into()),
-                data: redactor.redact_json_owned(data),
-                ..NewEvent::default()
-            })
-            .await;
+        let event = call_event(
+            &outcome,
+            call_id,
+            wire_name,
+            redactor.redact_json_owned(args),
+        );
+        let mut new = event.to_new(agent.as_str(), session);
+        new.data = redactor.redact_json_owned(new.data);
+        self.events.record(new).await;
         Ok(outcome)
     }
 
@@ -486,5 +424,53 @@ async fn harness_result(
                 failure: None,
             }
         }
+    }
+}
+
+/// A call's event as it was answered: `call_refused`, `call_started` (a detached call, or one
+/// authorized for the harness) or `tool_called`.
+fn call_event(
+    outcome: &CallOutcome,
+    call_id: String,
+    wire_name: &str,
+    arguments: serde_json::Value,
+) -> Event {
+    let tool = wire_name.to_owned();
+    match outcome {
+        CallOutcome::Refused { rule, message, .. } => Event::CallRefused(CallRefused {
+            call_id,
+            tool,
+            rule: rule.as_str().into(),
+            message: message.clone(),
+            arguments,
+        }),
+        CallOutcome::Started { .. } | CallOutcome::Authorized { .. } => {
+            Event::CallStarted(CallStarted {
+                call_id,
+                tool,
+                arguments,
+                runs: matches!(outcome, CallOutcome::Authorized { .. }).then(|| "harness".into()),
+            })
+        }
+        CallOutcome::Done {
+            tokens, truncated, ..
+        } => Event::ToolCalled(ToolCalled {
+            call_id,
+            tool,
+            arguments,
+            ok: true,
+            tokens: Some(*tokens),
+            truncated: Some(*truncated),
+            ..ToolCalled::default()
+        }),
+        CallOutcome::Failed { message, rule, .. } => Event::ToolCalled(ToolCalled {
+            call_id,
+            tool,
+            arguments,
+            ok: false,
+            error: Some(message.clone()),
+            rule: Some(rule.map(|r| r.as_str().to_owned())),
+            ..ToolCalled::default()
+        }),
     }
 }

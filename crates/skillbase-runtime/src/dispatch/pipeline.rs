@@ -11,6 +11,7 @@ use super::runs::{AfterCall, Driver, RunEnd, SessionState, run_of};
 use super::{Dispatcher, MAX_PENDING_RESULTS, PendingHarness, builtins, harness_result, run_tool};
 use crate::builtin::{ACTIVATION_CLASS, AUTHORING_CLASS};
 use crate::envelope::Envelope;
+use crate::event::{CallFinished, Event};
 use crate::rule::Rule;
 use crate::runtime::RuntimeError;
 use crate::tool::{
@@ -18,7 +19,7 @@ use crate::tool::{
     timeout_for,
 };
 use skillbase_format::Cost;
-use skillbase_store::{Agent, AgentName, NewEvent, RunRecord};
+use skillbase_store::{Agent, AgentName, RunRecord};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -480,13 +481,13 @@ impl Dispatcher {
             .finish(outcome, &ctx.refusals)
             .await;
             events
-                .record(NewEvent {
-                    kind: "call_finished".into(),
-                    agent: Some(agent.to_string()),
-                    session: Some(session),
-                    data: serde_json::json!({"call_id": id, "outcome": outcome}),
-                    ..NewEvent::default()
-                })
+                .record(
+                    Event::CallFinished(CallFinished {
+                        call_id: id,
+                        outcome: serde_json::to_value(&outcome).unwrap_or_default(),
+                    })
+                    .to_new(agent.as_str(), &session),
+                )
                 .await;
             let _ = tx.send(Some(outcome));
         });

@@ -15,6 +15,7 @@ pub mod model;
 pub mod transcript;
 
 use crate::dispatch::Dispatcher;
+use crate::event::Event;
 use crate::runtime::RuntimeError;
 use crate::tool::Registry;
 use mine::{LoggedCall, MineOptions, Pattern, SessionLog};
@@ -227,7 +228,7 @@ impl Gathered {
             after = Some(last.id);
             read += page.len();
             for e in page {
-                self.take(kind, &e, since, skip);
+                self.take(&e, since, skip);
             }
             if read >= MAX_EVENTS_READ {
                 tracing::warn!(%agent, kind, "dream: read the first {MAX_EVENTS_READ} events of this kind only");
@@ -237,24 +238,23 @@ impl Gathered {
         Ok(())
     }
 
-    /// Take one event of `kind`, unless it is older than `since`, has no session, or is not
-    /// a step or a message the miner uses.
-    fn take(&mut self, kind: &str, e: &EventRecord, since: Option<i64>, skip: &[&str]) {
+    /// Take one event, read through its type, unless it is older than `since`, has no
+    /// session, or is not a step or a message the miner uses.
+    fn take(&mut self, e: &EventRecord, since: Option<i64>, skip: &[&str]) {
         if since.is_some_and(|t| e.at < t) {
             return;
         }
         let Some(session) = e.session.clone() else {
             return;
         };
-        if kind == "call_finished" {
-            if e.data["outcome"]["status"] == "done"
-                && let Some(id) = e.data["call_id"].as_str()
-            {
-                self.finished_done.insert(id.to_owned());
+        let event = Event::read(e);
+        if let Event::CallFinished(f) = &event {
+            if f.status() == Some("done") {
+                self.finished_done.insert(f.call_id.clone());
             }
             return;
         }
-        if let Some(item) = item_of(kind, e, skip) {
+        if let Some(item) = item_of(event, skip) {
             self.items.push((e.id, session, item));
         }
     }
@@ -282,27 +282,25 @@ impl Gathered {
     }
 }
 
-/// What an event of `kind` (not `call_finished`) gives the miner: the user's message, or a
-/// successful call of a tool not in `skip`.
-fn item_of(kind: &str, e: &EventRecord, skip: &[&str]) -> Option<Item> {
-    if kind == "user_message" {
-        return e.data["message"]
-            .as_str()
-            .map(|m| Item::Message(m.to_owned()));
-    }
-    if e.data["ok"] == false {
-        return None;
-    }
-    let tool = e.data["tool"].as_str()?;
-    if skip.contains(&tool) {
+/// What an event (not `call_finished`) gives the miner: the user's message, or a successful
+/// call of a tool not in `skip`.
+fn item_of(event: Event, skip: &[&str]) -> Option<Item> {
+    let (call_id, tool, arguments, started) = match event {
+        Event::UserMessage(m) => return Some(Item::Message(m.message)),
+        Event::ToolCalled(c) if c.ok => (c.call_id, c.tool, c.arguments, false),
+        Event::TranscriptCall(c) if c.ok => (c.call_id, c.tool, c.arguments, false),
+        Event::CallStarted(c) => (c.call_id, c.tool, c.arguments, true),
+        _ => return None,
+    };
+    if skip.contains(&tool.as_str()) {
         return None;
     }
     let call = LoggedCall {
-        call_id: e.data["call_id"].as_str().unwrap_or_default().to_owned(),
-        tool: tool.to_owned(),
-        arguments: e.data["arguments"].clone(),
+        call_id,
+        tool,
+        arguments,
     };
-    Some(if kind == "call_started" {
+    Some(if started {
         Item::Started(call)
     } else {
         Item::Call(call)

@@ -5,9 +5,10 @@
 //! everything else. Nothing is recorded when any message is refused.
 
 use crate::dispatch::Dispatcher;
+use crate::event::{Event, TranscriptCall};
 use serde::Deserialize;
 use serde_json::Value;
-use skillbase_store::{AgentName, EventKind, NewEvent};
+use skillbase_store::AgentName;
 use std::collections::HashSet;
 
 /// Most messages in one import.
@@ -280,20 +281,15 @@ impl Dispatcher {
                 .await;
         }
         for (id, tool, args) in &calls {
-            self.events
-                .record(NewEvent {
-                    kind: EventKind::TranscriptCall,
-                    agent: Some(agent.to_string()),
-                    session: Some(session.into()),
-                    data: redactor.redact_json_owned(serde_json::json!({
-                        "call_id": format!("transcript:{id}"),
-                        "tool": tool,
-                        "arguments": args,
-                        "ok": true,
-                    })),
-                    ..NewEvent::default()
-                })
-                .await;
+            let call = Event::TranscriptCall(TranscriptCall {
+                call_id: format!("transcript:{id}"),
+                tool: tool.to_string(),
+                arguments: args.clone(),
+                ok: true,
+            });
+            let mut new = call.to_new(agent.as_str(), session);
+            new.data = redactor.redact_json_owned(new.data);
+            self.events.record(new).await;
         }
         self.flush().await;
         Ok(Imported {

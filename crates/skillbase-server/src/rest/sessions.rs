@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use skillbase_format::Cost;
 use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_runtime::event::Event as Recorded;
 use skillbase_runtime::{OmissionDetail, TurnOptions};
 use skillbase_store::StoreError;
 use skillbase_store::session_id::SessionId;
@@ -506,14 +507,14 @@ pub async fn call(
     Ok((status, Json(outcome)).into_response())
 }
 
-/// Events of `kind` in the session whose data names `call_id`.
+/// The event of `kind` in the session that names `call_id`, read through its type.
 async fn call_event(
     st: &AppState,
     agent: &AgentName,
     session: &str,
     kind: &str,
     call_id: &str,
-) -> ApiResult<Option<EventRecord>> {
+) -> ApiResult<Option<Recorded>> {
     let evs = st
         .store
         .events(&EventFilter {
@@ -524,8 +525,9 @@ async fn call_event(
         })
         .await?;
     Ok(evs
-        .into_iter()
-        .find(|e| e.data.get("call_id").and_then(Value::as_str) == Some(call_id)))
+        .iter()
+        .map(Recorded::read)
+        .find(|e| e.call_id() == Some(call_id)))
 }
 
 /// The outcome of a detached call (waiting up to `timeout_ms`); 202 while it runs.
@@ -554,10 +556,15 @@ pub async fn call_result(
     {
         return Err(not_found());
     }
-    let finished =
-        |e: EventRecord| (StatusCode::OK, Json(e.data["outcome"].clone())).into_response();
-    if let Some(e) = call_event(&st, &agent, &id, "call_finished", &call_id).await? {
-        return Ok(finished(e));
+    let finished = |e: Recorded| match e {
+        Recorded::CallFinished(f) => Some((StatusCode::OK, Json(f.outcome)).into_response()),
+        _ => None,
+    };
+    if let Some(r) = call_event(&st, &agent, &id, "call_finished", &call_id)
+        .await?
+        .and_then(finished)
+    {
+        return Ok(r);
     }
     let cap = st
         .options
@@ -572,8 +579,11 @@ pub async fn call_result(
     }
     // Taken by another reader meanwhile, or finished as the wait ended: the event has it.
     st.engine.flush().await;
-    if let Some(e) = call_event(&st, &agent, &id, "call_finished", &call_id).await? {
-        return Ok(finished(e));
+    if let Some(r) = call_event(&st, &agent, &id, "call_finished", &call_id)
+        .await?
+        .and_then(finished)
+    {
+        return Ok(r);
     }
     Ok((
         StatusCode::ACCEPTED,

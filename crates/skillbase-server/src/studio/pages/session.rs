@@ -10,6 +10,7 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use skillbase_runtime::event::{CallRefused, Event, UserMessage};
 use skillbase_store::{AgentName, EventFilter, EventRecord};
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -139,9 +140,9 @@ fn render_session(id: &str, agent: &str, created: i64, events: &[EventRecord]) -
     let mut open = false;
     for e in events {
         let kind = e.kind.as_str();
-        match kind {
-            "user_message" => user_card(&mut out, e),
-            "turn" => {
+        match (kind, Event::read(e)) {
+            (_, Event::UserMessage(m)) => user_card(&mut out, &m),
+            ("turn", _) => {
                 if open {
                     out.push_str("</section>");
                 }
@@ -149,20 +150,23 @@ fn render_session(id: &str, agent: &str, created: i64, events: &[EventRecord]) -
                 open = true;
                 turn_section(&mut out, turn, e);
             }
-            "skill_activated" if e.data["source"] == "load_skill" => {
+            (_, Event::SkillActivated(a)) if a.source == "load_skill" => {
                 activation_card(
                     &mut out,
                     e.skill.as_deref().unwrap_or(""),
-                    e.data["reason"].as_str().unwrap_or("load"),
+                    &a.reason,
                     e.rev.unwrap_or(0),
-                    e.data["tokens"].as_u64().unwrap_or(0),
+                    u64::from(a.tokens),
                 );
             }
             // The context's activations are the turn's, shown with it.
-            "skill_activated" => {}
-            "call_refused" => refused_card(&mut out, e),
-            "call_started" | "call_finished" => call_card(&mut out, kind, e),
-            other => other_event(&mut out, other, e),
+            ("skill_activated", _) => {}
+            (_, Event::CallRefused(r)) => refused_card(&mut out, &r),
+            (_, Event::CallStarted(c)) => call_card(&mut out, &c.tool, "started"),
+            (_, Event::CallFinished(f)) => {
+                call_card(&mut out, "", f.status().unwrap_or("finished"));
+            }
+            (other, _) => other_event(&mut out, other, e),
         }
     }
     if open {
@@ -192,11 +196,11 @@ fn session_heading(out: &mut String, id: &str, agent: &str, created: i64, last: 
 }
 
 /// A user's message.
-fn user_card(out: &mut String, e: &EventRecord) {
+fn user_card(out: &mut String, m: &UserMessage) {
     let _ = write!(
         out,
         "<div class=\"card call\" data-card=\"user\"><span class=\"k\">user</span> {}</div>",
-        esc(e.data["message"].as_str().unwrap_or(""))
+        esc(&m.message)
     );
 }
 
@@ -211,33 +215,23 @@ fn turn_section(out: &mut String, turn: usize, e: &EventRecord) {
 }
 
 /// A call refused by a rule.
-fn refused_card(out: &mut String, e: &EventRecord) {
+fn refused_card(out: &mut String, r: &CallRefused) {
+    let (tool, rule) = (esc(&r.tool), esc(&r.rule));
     let _ = write!(
         out,
-        "<div class=\"card refused\" data-card=\"refused\" data-tool=\"{}\" data-rule=\"{}\">\
-         <span class=\"k\">refused</span> {} — rule <code>{}</code>: {}</div>",
-        esc(e.data["tool"].as_str().unwrap_or("")),
-        esc(e.data["rule"].as_str().unwrap_or("")),
-        esc(e.data["tool"].as_str().unwrap_or("")),
-        esc(e.data["rule"].as_str().unwrap_or("")),
-        esc(e.data["message"].as_str().unwrap_or(""))
+        "<div class=\"card refused\" data-card=\"refused\" data-tool=\"{tool}\" data-rule=\"{rule}\">\
+         <span class=\"k\">refused</span> {tool} — rule <code>{rule}</code>: {}</div>",
+        esc(&r.message)
     );
 }
 
-/// A call started or finished (`kind`), with its outcome when it has one.
-fn call_card(out: &mut String, kind: &str, e: &EventRecord) {
-    let what = e.data["outcome"]
-        .as_str()
-        .or_else(|| e.data["status"].as_str())
-        .unwrap_or(if kind == "call_started" {
-            "started"
-        } else {
-            "finished"
-        });
+/// A call started, or finished with its outcome's status (a finished call's event names no
+/// tool).
+fn call_card(out: &mut String, tool: &str, what: &str) {
     let _ = write!(
         out,
         "<div class=\"card call\" data-card=\"call\"><span class=\"k\">call</span> {} — {}</div>",
-        esc(e.data["tool"].as_str().unwrap_or("")),
+        esc(tool),
         esc(what)
     );
 }
