@@ -11,6 +11,7 @@
 //! | `call_finished` | [`CallFinished`] |
 //! | `transcript_call` | [`TranscriptCall`] |
 //! | `skill_activated` | [`SkillActivated`] |
+//! | `turn` | [`TurnRecord`] (read side; written from the turn's report) |
 //!
 //! A payload that does not read as its kind's (written by an older or newer build, or damaged)
 //! is [`Event::Other`]: readers skip it rather than fail.
@@ -126,6 +127,197 @@ pub struct SkillActivated {
     pub tokens: u32,
     /// `context` (a turn placed it) or `load_skill` (the model or the harness loaded it).
     pub source: String,
+}
+
+/// The `turn` event as stored: the turn's report with its catalog's omissions summarized, and
+/// the index generation and agent version the view was built from (`Dispatcher::turn` writes
+/// it from the [`crate::TurnReport`]; this is its read side). Every part defaults, so an event
+/// of an older build reads.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TurnRecord {
+    /// The agent.
+    pub agent: String,
+    /// The skills placed in the prompt.
+    pub activated: Vec<ActivatedRecord>,
+    /// Skills evicted by the context budget.
+    pub evicted: Vec<Named>,
+    /// Triggers suppressed.
+    pub suppressed: Vec<Named>,
+    /// Skills offered with unmet `requires:`.
+    pub unmet_requires: Vec<Named>,
+    /// Skills withheld.
+    pub withheld_skills: Vec<Named>,
+    /// Tools withheld (class not granted).
+    pub withheld_tools: Vec<Named>,
+    /// Warnings (files not written...).
+    pub warnings: Vec<Named>,
+    /// The catalog.
+    pub catalog: CatalogRecord,
+    /// Tokens by part of the context.
+    pub tokens: TokensRecord,
+    /// The index generation the view was built from.
+    pub generation: Option<u64>,
+    /// The agent's configuration version the view was built from.
+    pub agent_version: Option<i64>,
+}
+
+/// A skill that reached the prompt this turn.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ActivatedRecord {
+    /// The skill.
+    pub name: String,
+    /// Why (`eager`, `trigger:<phrase>`, ...).
+    pub reason: String,
+    /// Its revision.
+    pub rev: i64,
+    /// Tokens of its body.
+    pub tokens: u64,
+}
+
+/// A skill or tool named with a reason.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Named {
+    /// Its name.
+    pub name: String,
+    /// Why.
+    pub reason: String,
+    /// Its relevance rank, when ranked.
+    pub rank: Option<u64>,
+}
+
+/// Tokens of each part of the context.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TokensRecord {
+    /// Eager bodies.
+    pub eager: u64,
+    /// Bodies injected this turn.
+    pub injected: u64,
+    /// The catalog.
+    pub catalog: u64,
+    /// The tools' definitions.
+    pub tools: u64,
+    /// All of it.
+    pub total: u64,
+}
+
+/// The catalog of a turn.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CatalogRecord {
+    /// Its budget, in tokens.
+    pub budget: u64,
+    /// Its tokens.
+    pub tokens: u64,
+    /// Whether it was ranked (it overflowed its budget).
+    pub ranked: bool,
+    /// The ranking stages, when ranked.
+    pub stages: Option<String>,
+    /// The entries in full (absent from a ranked catalog's event: see `shown`).
+    pub full: Option<Vec<String>>,
+    /// A ranked catalog's entries in full, with their ranks.
+    pub shown: Vec<ShownRecord>,
+    /// The entries listed by name only.
+    pub name_only: Omitted,
+    /// The entries left out.
+    pub omitted: Omitted,
+}
+
+/// A ranked catalog's entry in full.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ShownRecord {
+    /// The skill.
+    pub name: String,
+    /// Its relevance rank.
+    pub rank: u64,
+    /// The stage that placed it (`lexical`, `semantic`, `trigger`).
+    pub stage: String,
+}
+
+/// A catalog's omissions: summarized (an event's form), or listed (a report asked in full).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Omitted {
+    /// `{"count", "by_reason": [...]}`.
+    Summary {
+        /// How many.
+        #[serde(default)]
+        count: u64,
+        /// How many for each reason.
+        #[serde(default)]
+        by_reason: Vec<ReasonGroup>,
+    },
+    /// Every entry.
+    List(Vec<Named>),
+}
+
+impl Default for Omitted {
+    fn default() -> Omitted {
+        Omitted::List(Vec::new())
+    }
+}
+
+impl Omitted {
+    /// How many.
+    pub fn count(&self) -> u64 {
+        match self {
+            Omitted::Summary { count, .. } => *count,
+            Omitted::List(l) => l.len() as u64,
+        }
+    }
+
+    /// How many for each reason, in order of first appearance (a list is grouped here, with
+    /// its names).
+    pub fn by_reason(&self) -> Vec<ReasonGroup> {
+        match self {
+            Omitted::Summary { by_reason, .. } => by_reason.clone(),
+            Omitted::List(l) => {
+                let mut groups: Vec<ReasonGroup> = Vec::new();
+                for o in l {
+                    match groups.iter_mut().find(|g| g.reason == o.reason) {
+                        Some(g) => {
+                            g.count += 1;
+                            g.names.get_or_insert_with(Vec::new).push(o.name.clone());
+                        }
+                        None => groups.push(ReasonGroup {
+                            reason: o.reason.clone(),
+                            count: 1,
+                            ranks: None,
+                            names: Some(vec![o.name.clone()]),
+                        }),
+                    }
+                }
+                groups
+            }
+        }
+    }
+}
+
+/// Omissions of one reason.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ReasonGroup {
+    /// The reason.
+    pub reason: String,
+    /// How many.
+    pub count: u64,
+    /// Their relevance ranks, as ranges (`3-40, 52`).
+    pub ranks: Option<String>,
+    /// Their names (given for what reached the prompt by name).
+    pub names: Option<Vec<String>>,
+}
+
+impl TurnRecord {
+    /// A `turn` event's (or a serialized report's) data, read; `None` when it is not one.
+    pub fn read(data: &Value) -> Option<TurnRecord> {
+        data.is_object()
+            .then(|| TurnRecord::deserialize(data).ok())
+            .flatten()
+    }
 }
 
 /// One event of the conversation, typed.
@@ -312,6 +504,40 @@ mod tests {
                 _ => assert_eq!(back, event),
             }
         }
+    }
+
+    #[test]
+    fn a_turn_event_reads_back_through_its_type() {
+        let data = json!({
+            "agent": "a",
+            "activated": [{"name": "s", "reason": "trigger:refund", "rev": 2, "tokens": 40}],
+            "evicted": [],
+            "catalog": {"budget": 100, "tokens": 90, "ranked": true, "full": [],
+                "name_only": {"count": 3, "by_reason": [{"reason": "r", "count": 3, "ranks": "4-6", "names": ["x", "y", "z"]}]},
+                "omitted": {"count": 0, "by_reason": []},
+                "shown": [{"name": "s", "rank": 1, "stage": "lexical"}], "stages": "lexical"},
+            "tokens": {"eager": 1, "injected": 2, "catalog": 3, "tools": 4, "total": 10},
+            "withheld_tools": [{"name": "t", "reason": "tool class not granted to this agent"}],
+            "generation": 7, "agent_version": 3
+        });
+        let t = TurnRecord::read(&data).unwrap();
+        assert_eq!(t.activated[0].reason, "trigger:refund");
+        assert_eq!(t.catalog.name_only.count(), 3);
+        assert_eq!(
+            t.catalog.name_only.by_reason()[0].ranks.as_deref(),
+            Some("4-6")
+        );
+        assert_eq!(t.catalog.shown[0].rank, 1);
+        assert_eq!((t.tokens.total, t.agent_version), (10, Some(3)));
+        // A report asked in full lists its omissions: read as groups.
+        let full = json!({"catalog": {"omitted": [{"name": "x", "reason": "r", "rank": 9}]}});
+        let t = TurnRecord::read(&full).unwrap();
+        assert_eq!(t.catalog.omitted.count(), 1);
+        assert_eq!(
+            t.catalog.omitted.by_reason()[0].names,
+            Some(vec!["x".to_owned()])
+        );
+        assert_eq!(TurnRecord::read(&json!("not a turn")), None);
     }
 
     #[test]

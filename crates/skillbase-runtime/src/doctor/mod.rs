@@ -18,6 +18,7 @@ mod checks;
 mod names;
 
 use crate::dispatch::{Builtin, Dispatcher};
+use crate::event::TurnRecord;
 use crate::runtime::{Result, RuntimeError};
 use crate::view::AgentView;
 use serde::Serialize;
@@ -462,8 +463,9 @@ async fn agent_inputs(
             turns_read += events.len();
             events
                 .iter()
-                .filter(|e| e.data["agent_version"].as_i64() == Some(view.agent.version))
-                .map(|e| turn_seen(&e.data))
+                .filter_map(|e| TurnRecord::read(&e.data))
+                .filter(|t| t.agent_version == Some(view.agent.version))
+                .map(|t| turn_seen(&t))
                 .collect()
         };
         agents.push(AgentInput {
@@ -598,30 +600,27 @@ pub fn read_prompt_file(path: &Path) -> std::result::Result<String, String> {
 }
 
 /// What a `turn` event says about triggers and the catalog.
-fn turn_seen(data: &serde_json::Value) -> TurnSeen {
-    let triggers = data["activated"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn turn_seen(t: &TurnRecord) -> TurnSeen {
+    let triggers = t
+        .activated
+        .iter()
         .filter_map(|a| {
-            let phrase = a["reason"].as_str()?.strip_prefix("trigger:")?;
-            Some((a["name"].as_str()?.to_owned(), phrase.to_owned()))
+            let phrase = a.reason.strip_prefix("trigger:")?;
+            Some((a.name.clone(), phrase.to_owned()))
         })
         .collect();
-    let catalog = &data["catalog"];
-    let overflow = (catalog["ranked"].as_bool() == Some(true)).then(|| {
-        let count = |list: &serde_json::Value, reason: &str| -> usize {
-            list["by_reason"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|g| g["reason"].as_str() == Some(reason))
-                .filter_map(|g| g["count"].as_u64())
+    let c = &t.catalog;
+    let overflow = c.ranked.then(|| {
+        let count = |list: &crate::event::Omitted, reason: &str| -> usize {
+            list.by_reason()
+                .iter()
+                .filter(|g| g.reason == reason)
+                .map(|g| g.count)
                 .sum::<u64>() as usize
         };
         (
-            count(&catalog["name_only"], crate::turn::NAME_ONLY),
-            count(&catalog["omitted"], crate::turn::NOT_LISTED),
+            count(&c.name_only, crate::turn::NAME_ONLY),
+            count(&c.omitted, crate::turn::NOT_LISTED),
         )
     });
     TurnSeen { triggers, overflow }

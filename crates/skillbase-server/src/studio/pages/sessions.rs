@@ -54,11 +54,8 @@ pub(crate) async fn sessions(
                 placed: Vec::new(),
             });
             l.turns += 1;
-            for a in e.data["activated"].as_array().into_iter().flatten() {
-                if let Some(n) = a["name"].as_str() {
-                    l.placed.push(n.to_owned());
-                }
-            }
+            let turn = skillbase_runtime::event::TurnRecord::read(&e.data).unwrap_or_default();
+            l.placed.extend(turn.activated.into_iter().map(|a| a.name));
             l.last_turn = l.last_turn.max(e.at);
         }
     }

@@ -3,6 +3,7 @@
 
 use crate::studio::html::{esc, url};
 use serde_json::Value;
+use skillbase_runtime::event::{CatalogRecord, Omitted, TokensRecord, TurnRecord};
 use std::fmt::Write as _;
 
 pub(super) fn activation_card(out: &mut String, name: &str, reason: &str, rev: i64, tokens: u64) {
@@ -18,68 +19,68 @@ pub(super) fn activation_card(out: &mut String, name: &str, reason: &str, rev: i
 }
 
 /// A turn's activation cards, evictions and its Context card, from its `turn` event (the
-/// report as the turn computed it, after the budget cut).
+/// report as the turn computed it, after the budget cut), read through its type.
 pub(super) fn render_turn(out: &mut String, r: &Value) {
-    skill_cards(out, r);
-    context_card(out, r);
+    let Some(t) = TurnRecord::read(r) else {
+        return;
+    };
+    skill_cards(out, &t);
+    context_card(out, &t);
 }
 
 /// The skills the turn placed (activation cards), evicted, suppressed, offered with unmet
 /// requires, or withheld.
-fn skill_cards(out: &mut String, r: &Value) {
-    for a in r["activated"].as_array().into_iter().flatten() {
-        activation_card(
-            out,
-            a["name"].as_str().unwrap_or(""),
-            a["reason"].as_str().unwrap_or(""),
-            a["rev"].as_i64().unwrap_or(0),
-            a["tokens"].as_u64().unwrap_or(0),
-        );
+fn skill_cards(out: &mut String, t: &TurnRecord) {
+    for a in &t.activated {
+        activation_card(out, &a.name, &a.reason, a.rev, a.tokens);
     }
-    for o in r["evicted"].as_array().into_iter().flatten() {
+    for o in &t.evicted {
         let _ = write!(
             out,
             "<div class=\"card evicted\" data-card=\"evicted\" data-skill=\"{n}\"><span class=\"k\">evicted</span> {n} — {}</div>",
-            esc(o["reason"].as_str().unwrap_or("")),
-            n = esc(o["name"].as_str().unwrap_or("")),
+            esc(&o.reason),
+            n = esc(&o.name),
         );
     }
-    for (key, label) in [
-        ("suppressed", "trigger suppressed"),
-        ("unmet_requires", "offered with unmet requires"),
-        ("withheld_skills", "withheld"),
+    for (key, label, list) in [
+        ("suppressed", "trigger suppressed", &t.suppressed),
+        (
+            "unmet_requires",
+            "offered with unmet requires",
+            &t.unmet_requires,
+        ),
+        ("withheld_skills", "withheld", &t.withheld_skills),
     ] {
-        for o in r[key].as_array().into_iter().flatten() {
+        for o in list {
             let _ = write!(
                 out,
                 "<div class=\"card evicted\" data-card=\"{key}\"><span class=\"k\">{label}</span> {} — {}</div>",
-                esc(o["name"].as_str().unwrap_or("")),
-                esc(o["reason"].as_str().unwrap_or(""))
+                esc(&o.name),
+                esc(&o.reason)
             );
         }
     }
 }
 
-/// A count from the report, 0 when absent.
-fn num(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
-}
-
 /// The Context card: the tokens by part, the catalog's entries in full, by name only and left
 /// out, and the tools withheld.
-fn context_card(out: &mut String, r: &Value) {
-    let c = &r["catalog"];
-    context_tokens(out, &r["tokens"], c);
+fn context_card(out: &mut String, t: &TurnRecord) {
+    let c = &t.catalog;
+    context_tokens(out, &t.tokens, c);
     in_full(out, c);
-    for (key, label) in [("name_only", "By name only"), ("omitted", "Left out")] {
-        catalog_group(out, key, label, &c[key]);
+    for (key, label, group) in [
+        ("name_only", "By name only", &c.name_only),
+        ("omitted", "Left out", &c.omitted),
+    ] {
+        catalog_group(out, key, label, group);
     }
-    if let Some(w) = r["withheld_tools"].as_array().filter(|w| !w.is_empty()) {
+    if !t.withheld_tools.is_empty() {
         let _ = write!(
             out,
             "<p class=\"muted\">Tools withheld (not granted): {}</p>",
-            w.iter()
-                .filter_map(|o| o["name"].as_str().map(esc))
+            t.withheld_tools
+                .iter()
+                .map(|o| esc(&o.name))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -89,24 +90,24 @@ fn context_card(out: &mut String, r: &Value) {
 
 /// The card's opening: the tokens of each part of the context (`t`), and the catalog's (`c`)
 /// against its budget.
-fn context_tokens(out: &mut String, t: &Value, c: &Value) {
+fn context_tokens(out: &mut String, t: &TokensRecord, c: &CatalogRecord) {
     let _ = write!(
         out,
         "<div class=\"card context\" data-card=\"context\"><strong>Context</strong> \
          <table><tr><th>eager</th><th>injected</th><th>catalog</th><th>tools</th><th>total</th></tr>\
          <tr><td data-k=\"eager\">{}</td><td data-k=\"injected\">{}</td><td data-k=\"catalog\">{}</td><td data-k=\"tools\">{}</td><td data-k=\"total\">{}</td></tr></table>\
          <p>Catalog: {} of {} tokens{}.</p>",
-        num(&t["eager"]),
-        num(&t["injected"]),
-        num(&t["catalog"]),
-        num(&t["tools"]),
-        num(&t["total"]),
-        num(&c["tokens"]),
-        num(&c["budget"]),
-        if c["ranked"] == true {
+        t.eager,
+        t.injected,
+        t.catalog,
+        t.tools,
+        t.total,
+        c.tokens,
+        c.budget,
+        if c.ranked {
             format!(
                 ", ranked by relevance ({})",
-                esc(c["stages"].as_str().unwrap_or("lexical"))
+                esc(c.stages.as_deref().unwrap_or("lexical"))
             )
         } else {
             String::new()
@@ -115,22 +116,14 @@ fn context_tokens(out: &mut String, t: &Value, c: &Value) {
 }
 
 /// The catalog's entries shown in full.
-fn in_full(out: &mut String, c: &Value) {
-    let full: Vec<String> = match c["full"].as_array() {
-        Some(names) => names.iter().filter_map(|n| n.as_str().map(esc)).collect(),
+fn in_full(out: &mut String, c: &CatalogRecord) {
+    let full: Vec<String> = match &c.full {
+        Some(names) => names.iter().map(|n| esc(n)).collect(),
         // A ranked catalog's event keeps the full entries in `shown`, with their ranks.
-        None => c["shown"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|s| {
-                format!(
-                    "{} (rank {}, {})",
-                    esc(s["name"].as_str().unwrap_or("")),
-                    s["rank"],
-                    esc(s["stage"].as_str().unwrap_or(""))
-                )
-            })
+        None => c
+            .shown
+            .iter()
+            .map(|s| format!("{} (rank {}, {})", esc(&s.name), s.rank, esc(&s.stage)))
             .collect(),
     };
     let _ = write!(
@@ -146,30 +139,22 @@ fn in_full(out: &mut String, c: &Value) {
 
 /// The catalog's entries shown by name only, or left out (`s`, under `key`): how many, and
 /// how many for each reason; nothing when there are none.
-fn catalog_group(out: &mut String, key: &str, label: &str, s: &Value) {
-    let count = num(&s["count"]);
+fn catalog_group(out: &mut String, key: &str, label: &str, s: &Omitted) {
+    let count = s.count();
     if count == 0 {
         return;
     }
     let _ = write!(out, "<p data-k=\"{key}\">{label}: {count}");
-    for g in s["by_reason"].as_array().into_iter().flatten() {
-        let _ = write!(
-            out,
-            " · {} × {}{}",
-            num(&g["count"]),
-            esc(g["reason"].as_str().unwrap_or("")),
-            g["names"]
-                .as_array()
-                .map(|n| format!(
-                    " ({})",
-                    n.iter()
-                        .filter_map(|x| x.as_str().map(esc))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .or_else(|| g["ranks"].as_str().map(|r| format!(" (ranks {})", esc(r))))
-                .unwrap_or_default()
-        );
+    for g in s.by_reason() {
+        let which = match (&g.names, &g.ranks) {
+            (Some(n), _) => format!(
+                " ({})",
+                n.iter().map(|x| esc(x)).collect::<Vec<_>>().join(", ")
+            ),
+            (None, Some(r)) => format!(" (ranks {})", esc(r)),
+            (None, None) => String::new(),
+        };
+        let _ = write!(out, " · {} × {}{which}", g.count, esc(&g.reason));
     }
     out.push_str("</p>");
 }
