@@ -320,6 +320,30 @@ impl TurnRecord {
     }
 }
 
+impl SkillActivated {
+    /// The `skill_activated` event of activation `a` (its skill in `scope`) in `agent`'s
+    /// `session`, placed by a turn (`context`) or loaded (`load_skill`).
+    pub fn event(
+        a: &crate::turn::Activation,
+        scope: Option<String>,
+        agent: &str,
+        session: &str,
+        source: &str,
+    ) -> NewEvent {
+        let payload = Event::SkillActivated(SkillActivated {
+            reason: a.reason.clone(),
+            tokens: a.tokens,
+            source: source.to_owned(),
+        });
+        NewEvent {
+            scope,
+            skill: Some(a.name.clone()),
+            rev: Some(a.rev),
+            ..payload.to_new(agent, session)
+        }
+    }
+}
+
 /// One event of the conversation, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {

@@ -1077,21 +1077,13 @@ impl Loaded {
                 // The loaded skill's own activation comes first; companions take none.
                 arguments: stored.take(),
             });
-            events.push(NewEvent {
-                kind: "skill_activated".into(),
-                scope: Some(e.scope.to_string()),
-                skill: Some(a.name.clone()),
-                rev: Some(a.rev),
-                agent: Some(agent.to_string()),
-                session: Some(session.into()),
-                data: crate::event::Event::SkillActivated(crate::event::SkillActivated {
-                    reason: a.reason.clone(),
-                    tokens: a.tokens,
-                    source: "load_skill".into(),
-                })
-                .data(),
-                ..NewEvent::default()
-            });
+            events.push(crate::event::SkillActivated::event(
+                a,
+                Some(e.scope.to_string()),
+                agent.as_str(),
+                session,
+                "load_skill",
+            ));
         }
         (records, events)
     }
@@ -1200,21 +1192,13 @@ pub(crate) fn turn_events(
     }];
     for a in &ctx.report.activated {
         let e = &view.get(&a.name).map(|s| s.entry.clone());
-        events.push(NewEvent {
-            kind: "skill_activated".into(),
-            scope: e.as_ref().map(|e| e.scope.to_string()),
-            skill: Some(a.name.clone()),
-            rev: Some(a.rev),
-            agent: Some(agent.to_string()),
-            session: Some(session.into()),
-            data: crate::event::Event::SkillActivated(crate::event::SkillActivated {
-                reason: a.reason.clone(),
-                tokens: a.tokens,
-                source: "context".into(),
-            })
-            .data(),
-            ..NewEvent::default()
-        });
+        events.push(crate::event::SkillActivated::event(
+            a,
+            e.as_ref().map(|e| e.scope.to_string()),
+            agent.as_str(),
+            session,
+            "context",
+        ));
     }
     for o in &ctx.report.evicted {
         events.push(NewEvent {

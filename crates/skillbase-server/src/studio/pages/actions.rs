@@ -2,7 +2,7 @@
 //! the form that asks for one, its confirmation page, and the store operation that does it.
 
 use super::access::find;
-use super::common::{ok, stale};
+use super::common::{admin_form, ok};
 use crate::auth::Principal;
 use crate::state::AppState;
 use crate::studio::html::{esc, url};
@@ -63,14 +63,9 @@ pub(crate) async fn skill_action(
     Path(name): Path<String>,
     Form(f): Form<ActionForm>,
 ) -> Response {
-    if let Some(refused) = stale(&signed, &f.csrf) {
+    let why = "an agent's token is read-only in the studio; sign in with an admin token";
+    if let Some(refused) = admin_form(&signed, &f.csrf, &p, why) {
         return refused;
-    }
-    if !p.is_admin() {
-        return fail(
-            StatusCode::FORBIDDEN,
-            "an agent's token is read-only in the studio; sign in with an admin token",
-        );
     }
     let e = match find(&st, &p, &name, Some(&f.scope)) {
         Ok(e) => e,

@@ -2,7 +2,7 @@
 //! findings, and the forms that try a turn and start an evaluation.
 
 use super::access::agent_of;
-use super::common::{ok, stale, store_error, who};
+use super::common::{admin_form, ok, store_error, who};
 use super::eval::recent_evaluations;
 use crate::auth::Principal;
 use crate::state::AppState;
@@ -183,14 +183,9 @@ pub(crate) async fn agent_config(
     Path(name): Path<String>,
     Form(f): Form<ConfigForm>,
 ) -> Response {
-    if let Some(refused) = stale(&signed, &f.csrf) {
+    let why = "an agent's token is read-only in the studio";
+    if let Some(refused) = admin_form(&signed, &f.csrf, &p, why) {
         return refused;
-    }
-    if !p.is_admin() {
-        return fail(
-            StatusCode::FORBIDDEN,
-            "an agent's token is read-only in the studio",
-        );
     }
     let Some(a) = agent_of(&st, &p, &name) else {
         return fail(StatusCode::NOT_FOUND, "no such agent");

@@ -37,6 +37,17 @@ pub(super) fn store_error(e: impl std::fmt::Display) -> Response {
     fail(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
 }
 
+/// An admin's form: refused when its CSRF value is stale ([`stale`]), or when the token is an
+/// agent's (`why` says so: the studio is read-only for agents).
+pub(super) fn admin_form(
+    signed: &SignedIn,
+    sent: &str,
+    p: &Principal,
+    why: &str,
+) -> Option<Response> {
+    stale(signed, sent).or_else(|| (!p.is_admin()).then(|| fail(StatusCode::FORBIDDEN, why)))
+}
+
 /// A form whose CSRF value is not this sign-in's: refused (a forged or stale form).
 pub(super) fn stale(signed: &SignedIn, sent: &str) -> Option<Response> {
     (sent != csrf(signed)).then(|| {
