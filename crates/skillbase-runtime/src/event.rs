@@ -1,4 +1,4 @@
-//! The conversation's events, typed: what each kind's `data` holds. The runtime writes them from
+//! The runtime's events, typed: what each kind's `data` holds. The runtime writes them from
 //! these types ([`Event::to_new`], the one place their JSON is made) and every reader — the
 //! studio, REST, dreaming — reads them back through [`Event::read`], never by string keys.
 //!
@@ -12,6 +12,10 @@
 //! | `transcript_call` | [`TranscriptCall`] |
 //! | `skill_activated` | [`SkillActivated`] |
 //! | `turn` | [`TurnRecord`] (read side; written from the turn's report) |
+//! | `drift_reverted` | [`DriftReverted`] |
+//! | `candidate_promoted`, `candidate_rejected` | [`CandidateSettled`] |
+//! | `retired`, `restored`, `disabled`, `enabled` | [`StatusChanged`] (read side; the store writes it) |
+//! | `seed_diverged` | `skillbase_store::events::SeedDiverged` |
 //!
 //! A payload that does not read as its kind's (written by an older or newer build, or damaged)
 //! is [`Event::Other`]: readers skip it rather than fail.
@@ -344,9 +348,134 @@ impl SkillActivated {
     }
 }
 
+/// A drifting revision reverted to the last good one (`drift_reverted`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DriftReverted {
+    /// The revision that drifted.
+    pub from: i64,
+    /// The revision re-activated.
+    pub to: i64,
+    /// Why it counts as drift.
+    pub drift: String,
+    /// The re-activated revision's ended runs.
+    #[serde(default)]
+    pub to_runs: RunCounts,
+    /// The last run's note (redacted).
+    #[serde(default)]
+    pub last_note: String,
+}
+
+/// Ended runs, by outcome.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunCounts {
+    /// Ended in success.
+    pub success: i64,
+    /// Ended in failure.
+    pub failure: i64,
+}
+
+/// A staged candidate revision settled (`candidate_promoted`, `candidate_rejected`): the
+/// verdict's reason and evidence.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CandidateSettled {
+    /// Why it was promoted or rejected.
+    pub reason: String,
+    /// The candidate's runs since it was staged.
+    pub candidate: RunTally,
+    /// The active revision's runs over the same time.
+    pub active: RunTally,
+    /// The active revision then.
+    pub active_rev: i64,
+    /// The ended runs of each the verdict needed.
+    pub min_runs: u32,
+    /// The share of runs the candidate was given, in percent.
+    pub percent: u32,
+}
+
+/// Runs counted for a verdict.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunTally {
+    /// Ended runs.
+    pub runs: i64,
+    /// Successes.
+    pub success: i64,
+    /// Failures.
+    pub failure: i64,
+    /// Failures over runs (`null` without runs).
+    pub failure_rate: Option<f64>,
+}
+
+impl RunTally {
+    /// The tally of `success` and `failure` ended runs.
+    pub fn of(success: i64, failure: i64) -> RunTally {
+        let runs = success + failure;
+        RunTally {
+            runs,
+            success,
+            failure,
+            failure_rate: (runs > 0).then(|| failure as f64 / runs as f64),
+        }
+    }
+}
+
+/// A skill's status changed (`retired`, `restored`, `disabled`, `enabled`): from, to, and the
+/// reason given (a drift's, when the runtime disabled it).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct StatusChanged {
+    /// The status before.
+    pub from: Option<String>,
+    /// The status after.
+    pub to: Option<String>,
+    /// Why.
+    pub reason: Option<StatusReason>,
+}
+
+/// Why a status changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StatusReason {
+    /// The runtime disabled a drifting revision.
+    Drift(DriftDisabled),
+    /// Anything else given.
+    Other(Value),
+}
+
+/// The reason of a revision disabled for drift.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DriftDisabled {
+    /// Why it counts as drift.
+    pub drift: String,
+    /// The last run's note (redacted).
+    #[serde(default)]
+    pub last_note: String,
+}
+
+impl StatusChanged {
+    /// A status event's data, read.
+    pub fn read(data: &Value) -> StatusChanged {
+        StatusChanged::deserialize(data).unwrap_or_default()
+    }
+
+    /// The drift that disabled the skill, if that is why.
+    pub fn drift(&self) -> Option<&str> {
+        match &self.reason {
+            Some(StatusReason::Drift(d)) => Some(&d.drift),
+            _ => None,
+        }
+    }
+}
+
 /// One event of the conversation, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
+    /// `drift_reverted`.
+    DriftReverted(DriftReverted),
+    /// `candidate_promoted` (`true`) or `candidate_rejected`.
+    CandidateSettled(bool, CandidateSettled),
     /// `user_message`.
     UserMessage(UserMessage),
     /// `tool_called`.
@@ -369,6 +498,9 @@ impl Event {
     /// The event's kind.
     pub fn kind(&self) -> Option<EventKind> {
         Some(match self {
+            Event::DriftReverted(_) => EventKind::DriftReverted,
+            Event::CandidateSettled(true, _) => EventKind::CandidatePromoted,
+            Event::CandidateSettled(false, _) => EventKind::CandidateRejected,
             Event::UserMessage(_) => EventKind::UserMessage,
             Event::ToolCalled(_) => EventKind::ToolCalled,
             Event::CallRefused(_) => EventKind::CallRefused,
@@ -383,6 +515,8 @@ impl Event {
     /// The payload as stored (the one place it is serialized).
     pub fn data(&self) -> Value {
         let v = match self {
+            Event::DriftReverted(p) => serde_json::to_value(p),
+            Event::CandidateSettled(_, p) => serde_json::to_value(p),
             Event::UserMessage(p) => serde_json::to_value(p),
             Event::ToolCalled(p) => serde_json::to_value(p),
             Event::CallRefused(p) => serde_json::to_value(p),
@@ -414,6 +548,9 @@ impl Event {
         }
         let d = &e.data;
         let typed = match e.kind.as_str() {
+            "drift_reverted" => de(d).map(Event::DriftReverted),
+            "candidate_promoted" => de(d).map(|p| Event::CandidateSettled(true, p)),
+            "candidate_rejected" => de(d).map(|p| Event::CandidateSettled(false, p)),
             "user_message" => de(d).map(Event::UserMessage),
             "tool_called" => de(d).map(Event::ToolCalled),
             "call_refused" => de(d).map(Event::CallRefused),
@@ -514,6 +651,33 @@ mod tests {
                 }),
                 r#"{"message":"hi","source":"turn","cut":false}"#,
             ),
+            (
+                Event::DriftReverted(DriftReverted {
+                    from: 3,
+                    to: 2,
+                    drift: "d".into(),
+                    to_runs: RunCounts {
+                        success: 4,
+                        failure: 0,
+                    },
+                    last_note: "n".into(),
+                }),
+                r#"{"from":3,"to":2,"drift":"d","to_runs":{"success":4,"failure":0},"last_note":"n"}"#,
+            ),
+            (
+                Event::CandidateSettled(
+                    false,
+                    CandidateSettled {
+                        reason: "r".into(),
+                        candidate: RunTally::of(1, 1),
+                        active: RunTally::of(0, 0),
+                        active_rev: 2,
+                        min_runs: 10,
+                        percent: 20,
+                    },
+                ),
+                r#"{"reason":"r","candidate":{"runs":2,"success":1,"failure":1,"failure_rate":0.5},"active":{"runs":0,"success":0,"failure":0,"failure_rate":null},"active_rev":2,"min_runs":10,"percent":20}"#,
+            ),
         ];
         for (event, text) in cases {
             assert_eq!(event.data().to_string(), text);
@@ -562,6 +726,15 @@ mod tests {
             Some(vec!["x".to_owned()])
         );
         assert_eq!(TurnRecord::read(&json!("not a turn")), None);
+    }
+
+    #[test]
+    fn a_status_change_says_whether_drift_disabled_it() {
+        let drift = json!({"from": "active", "to": "disabled", "reason": {"drift": "3 failed runs", "last_note": ""}});
+        assert_eq!(StatusChanged::read(&drift).drift(), Some("3 failed runs"));
+        let human = json!({"from": "active", "to": "disabled", "reason": "broken"});
+        assert_eq!(StatusChanged::read(&human).drift(), None);
+        assert_eq!(StatusChanged::read(&Value::Null).drift(), None);
     }
 
     #[test]

@@ -417,6 +417,22 @@ impl<'de> serde::Deserialize<'de> for EventKind {
     }
 }
 
+/// The payload of a `seed_diverged` event: the folder, its digest now, and what was done.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SeedDiverged {
+    /// The seed folder.
+    pub seed_path: String,
+    /// Its content digest now.
+    pub seed_digest: String,
+    /// What was done (the store's revision wins).
+    #[serde(default)]
+    pub message: String,
+}
+
+/// What a `seed_diverged` event's `message` says.
+pub const SEED_DIVERGED_MESSAGE: &str =
+    "the seed folder changed after the skill was edited in the store; the store wins";
+
 #[cfg(test)]
 mod tests {
     use super::EventKind;

@@ -4,6 +4,7 @@
 
 use super::Dispatcher;
 use super::outcome::CallOutcome;
+use crate::event::{CandidateSettled, DriftDisabled, DriftReverted, Event, RunCounts, RunTally};
 use crate::events::EventSink;
 use crate::redact::Redactor;
 use crate::rule::Rule;
@@ -473,13 +474,17 @@ impl RunEnd<'_> {
                         skill: Some(rec.skill.clone()),
                         rev: Some(good.0),
                         agent: Some(self.agent.to_string()),
-                        data: serde_json::json!({
-                            "from": rec.rev,
-                            "to": good.0,
-                            "drift": why,
-                            "to_runs": {"success": good.1, "failure": good.2},
-                            "last_note": note,
-                        }),
+                        data: Event::DriftReverted(DriftReverted {
+                            from: rec.rev,
+                            to: good.0,
+                            drift: why.to_string(),
+                            to_runs: RunCounts {
+                                success: good.1,
+                                failure: good.2,
+                            },
+                            last_note: note.to_string(),
+                        })
+                        .data(),
                         ..NewEvent::default()
                     })
                     .await?;
@@ -492,10 +497,11 @@ impl RunEnd<'_> {
                         &rec.skill,
                         skillbase_store::StatusChange::Disable,
                         &Author::AgentInline(self.agent.clone()),
-                        serde_json::json!({
-                            "drift": why,
-                            "last_note": note,
-                        }),
+                        serde_json::to_value(DriftDisabled {
+                            drift: why.to_string(),
+                            last_note: note.to_string(),
+                        })
+                        .unwrap_or_default(),
                     )
                     .await?;
                 disabled = true;
@@ -544,14 +550,6 @@ impl RunEnd<'_> {
         let Some((promote, reason)) = verdict else {
             return Ok(());
         };
-        let counts = |ok: i64, bad: i64| {
-            serde_json::json!({
-                "runs": ok + bad,
-                "success": ok,
-                "failure": bad,
-                "failure_rate": if ok + bad > 0 { Some(bad as f64 / (ok + bad) as f64) } else { None },
-            })
-        };
         let actor = Author::AgentInline(self.agent.clone());
         store
             .settle_candidate(
@@ -562,14 +560,18 @@ impl RunEnd<'_> {
                     promote,
                     actor: &actor,
                     agent: Some(self.agent),
-                    data: serde_json::json!({
-                        "reason": reason,
-                        "candidate": counts(cand_ok, cand_bad),
-                        "active": counts(act_ok, act_bad),
-                        "active_rev": e.active_rev,
-                        "min_runs": c.min_runs,
-                        "percent": c.percent,
-                    }),
+                    data: Event::CandidateSettled(
+                        promote,
+                        CandidateSettled {
+                            reason: reason.to_string(),
+                            candidate: RunTally::of(cand_ok, cand_bad),
+                            active: RunTally::of(act_ok, act_bad),
+                            active_rev: e.active_rev,
+                            min_runs: c.min_runs,
+                            percent: c.percent,
+                        },
+                    )
+                    .data(),
                 },
             )
             .await?;

@@ -21,7 +21,7 @@ use crate::dispatch::{Builtin, Dispatcher};
 use crate::event::TurnRecord;
 use crate::runtime::{Result, RuntimeError};
 use crate::view::AgentView;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use skillbase_store::model::MAX_PROMPT_BYTES;
 use skillbase_store::{
     Agent, AgentName, EventFilter, EventKind, Index, NewEvent, Prompt, Scope, Status, StoredMatch,
@@ -642,12 +642,10 @@ async fn diverged(store: &skillbase_store::Store, index: &Index) -> Result<Vec<D
         let (Some(scope), Some(name)) = (e.scope, e.skill) else {
             continue;
         };
-        let (Some(path), Some(digest)) =
-            (e.data["seed_path"].as_str(), e.data["seed_digest"].as_str())
-        else {
+        let Ok(d) = skillbase_store::events::SeedDiverged::deserialize(&e.data) else {
             continue;
         };
-        latest.insert((scope, name), (path.to_owned(), digest.to_owned()));
+        latest.insert((scope, name), (d.seed_path, d.seed_digest));
     }
     let mut out = Vec::new();
     for ((scope, name), (seed_path, seed_digest)) in latest {
@@ -710,7 +708,7 @@ async fn drift(store: &skillbase_store::Store, index: &Index) -> Result<Vec<Drif
             .rev()
             .find(|ev| ev.scope.as_deref() == Some(&scope) && ev.skill.as_deref() == Some(&e.name));
         if let Some(ev) = last
-            && let Some(why) = ev.data["reason"]["drift"].as_str()
+            && let Some(why) = crate::event::StatusChanged::read(&ev.data).drift()
         {
             out.push(Drift {
                 scope: e.scope.clone(),

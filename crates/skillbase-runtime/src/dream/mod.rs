@@ -422,11 +422,14 @@ async fn revisions_since_last_dream(
         .rev()
         .filter(|e| last_dream.is_none_or(|t| e.at >= t))
     {
+        let Event::DriftReverted(d) = Event::read(&e) else {
+            continue;
+        };
         report.drift_reverted.push(DriftRevert {
             skill: e.skill.clone().unwrap_or_default(),
-            from: e.data["from"].as_i64().unwrap_or_default(),
-            to: e.data["to"].as_i64().unwrap_or_default(),
-            drift: e.data["drift"].as_str().unwrap_or_default().to_owned(),
+            from: d.from,
+            to: d.to,
+            drift: d.drift,
         });
     }
     for kind in ["candidate_promoted", "candidate_rejected"] {
@@ -437,7 +440,9 @@ async fn revisions_since_last_dream(
             .rev()
             .filter(|e| last_dream.is_none_or(|t| e.at >= t))
         {
-            let num = |k: &str| u32::try_from(e.data[k].as_u64().unwrap_or(0)).unwrap_or(0);
+            let Event::CandidateSettled(_, c) = Event::read(&e) else {
+                continue;
+            };
             report.candidates.push(CandidateState {
                 skill: e.skill.clone().unwrap_or_default(),
                 rev: e.rev.unwrap_or_default(),
@@ -446,9 +451,9 @@ async fn revisions_since_last_dream(
                 } else {
                     "rejected"
                 },
-                percent: num("percent"),
-                min_runs: num("min_runs"),
-                reason: e.data["reason"].as_str().unwrap_or_default().to_owned(),
+                percent: c.percent,
+                min_runs: c.min_runs,
+                reason: c.reason,
             });
         }
     }

@@ -28,7 +28,12 @@ fn diverged_event(
         name,
         active,
         &format!("seed:{seed_path}"),
-        serde_json::json!({"seed_path": seed_path, "seed_digest": seed_digest, "message": "the seed folder changed after the skill was edited in the store; the store wins"}),
+        serde_json::to_value(crate::events::SeedDiverged {
+            seed_path: seed_path.to_owned(),
+            seed_digest: seed_digest.to_owned(),
+            message: crate::events::SEED_DIVERGED_MESSAGE.to_owned(),
+        })
+        .unwrap_or_default(),
     )
 }
 
