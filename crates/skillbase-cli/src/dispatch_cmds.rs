@@ -44,10 +44,6 @@ pub struct RunsArgs {
     /// Labelled cases (`skillbase eval`'s format) to measure each revision's recall with.
     #[arg(long, value_name = "FILE", requires = "by_revision")]
     cases: Option<PathBuf>,
-    /// The agent whose view the cases are routed in (default: `[eval] agent`, or the skill's
-    /// own agent for an agent's skill).
-    #[arg(long, requires = "by_revision")]
-    agent: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -137,8 +133,9 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
     })
 }
 
-pub async fn runs(s: &StoreArgs, a: RunsArgs) -> Result<u8> {
+pub async fn runs(s: &StoreArgs, mut a: RunsArgs) -> Result<u8> {
     let store = s.open().await?;
+    a.target.resolve(&store)?;
     let runs = store.runs(&a.target.scope, &a.target.name, a.limit).await?;
     if a.by_revision {
         let by = skillbase_store::outcomes_by_revision(&runs);
@@ -245,7 +242,9 @@ async fn revision_recall(
     let text = read_input(&path)?;
     let cases = skillbase_runtime::eval::parse_cases(&text)
         .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    let agent = match (&a.agent, &a.target.scope, settings.agent) {
+    // The cases are routed in the view of `--agent` (default: `[eval] agent`, or the skill's
+    // own agent for an agent's skill).
+    let agent = match (&a.target.agent, &a.target.scope, settings.agent) {
         (Some(n), _, _) => AgentName::parse(n).map_err(|e| anyhow!("--agent: {e}"))?,
         (None, Scope::Agent(own), _) => own.clone(),
         (None, Scope::Shared, Some(n)) => AgentName::parse(&n).map_err(|e| anyhow!(e))?,
@@ -272,9 +271,10 @@ async fn revision_recall(
     ))
 }
 
-pub async fn approve(s: &StoreArgs, a: ApproveArgs) -> Result<u8> {
+pub async fn approve(s: &StoreArgs, mut a: ApproveArgs) -> Result<u8> {
     let author = a.author.author()?;
     let store = s.open().await?;
+    a.target.resolve(&store)?;
     let o = store
         .approve(&a.target.scope, &a.target.name, a.rev, &author)
         .await?;

@@ -21,14 +21,46 @@ fn scope_arg(s: &str) -> Result<Scope, String> {
     s.parse()
 }
 
-/// Which record a command addresses.
+/// Which record a command addresses: by its scope (`--scope`), or as an agent resolves the
+/// name (`--agent`: its own record if it has one, else the shared one), as `list --agent` lists.
+/// The one way every record command names a scope.
 #[derive(Args, Clone, Debug)]
 pub struct Target {
     /// The skill's name.
     pub name: String,
-    /// Scope of the record: `shared` or `agent:<name>`.
-    #[arg(long, default_value = "shared", value_parser = scope_arg)]
+    /// Scope of the record: `shared` (default) or `agent:<name>`.
+    #[arg(long = "scope", value_parser = scope_arg, conflicts_with = "agent")]
+    given: Option<Scope>,
+    /// The record this agent resolves the name to (its own, else the shared one).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The scope addressed, once [`Target::resolve`] has read `--scope` or `--agent`.
+    #[arg(skip = Scope::Shared)]
     pub scope: Scope,
+}
+
+impl Target {
+    /// Settle [`Target::scope`]: `--scope`, or what `--agent` resolves the name to (an unknown
+    /// agent is an error), else shared.
+    pub fn resolve(&mut self, store: &Store) -> Result<()> {
+        self.scope = match (&self.given, &self.agent) {
+            (Some(s), _) => s.clone(),
+            (None, None) => Scope::Shared,
+            (None, Some(agent)) => {
+                let agent = AgentName::parse(agent).map_err(|e| anyhow!("--agent: {e}"))?;
+                if store.agent_cached(&agent).is_none() {
+                    return Err(StoreError::AgentNotFound(agent.to_string()).into());
+                }
+                let own = Scope::Agent(agent);
+                if store.index().get(&own, &self.name).is_some() {
+                    own
+                } else {
+                    Scope::Shared
+                }
+            }
+        };
+        Ok(())
+    }
 }
 
 /// Who is writing: `human:<id>` (default: human:$USER).
@@ -519,8 +551,9 @@ fn served_line(rev: i64, entry: Option<&skillbase_store::SkillEntry>) -> String 
     }
 }
 
-pub async fn show(s: &StoreArgs, a: ShowArgs) -> Result<u8> {
+pub async fn show(s: &StoreArgs, mut a: ShowArgs) -> Result<u8> {
     let store = s.open().await?;
+    a.target.resolve(&store)?;
     let t = &a.target;
     let (info, bundle) = store.bundle(&t.scope, &t.name, a.rev).await?;
     let entry = store.index().get(&t.scope, &t.name).cloned();
@@ -576,8 +609,9 @@ pub async fn show(s: &StoreArgs, a: ShowArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-pub async fn history(s: &StoreArgs, a: HistoryArgs) -> Result<u8> {
+pub async fn history(s: &StoreArgs, mut a: HistoryArgs) -> Result<u8> {
     let store = s.open().await?;
+    a.target.resolve(&store)?;
     let h = store.history(&a.target.scope, &a.target.name).await?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&h)?);
@@ -639,8 +673,9 @@ pub fn format_time(ms: i64) -> String {
     )
 }
 
-pub async fn diff(s: &StoreArgs, a: DiffArgs) -> Result<u8> {
+pub async fn diff(s: &StoreArgs, mut a: DiffArgs) -> Result<u8> {
     let store = s.open().await?;
+    a.target.resolve(&store)?;
     let d = store
         .diff(&a.target.scope, &a.target.name, a.a, a.b)
         .await?;
@@ -693,9 +728,10 @@ pub async fn put(s: &StoreArgs, a: PutArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-pub async fn revert(s: &StoreArgs, a: RevertArgs) -> Result<u8> {
+pub async fn revert(s: &StoreArgs, mut a: RevertArgs) -> Result<u8> {
     let author = a.author.author()?;
     let store = s.open().await?;
+    a.target.resolve(&store)?;
     let o = store
         .revert(&a.target.scope, &a.target.name, a.rev, &author)
         .await?;
@@ -704,9 +740,10 @@ pub async fn revert(s: &StoreArgs, a: RevertArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-pub async fn set_status(s: &StoreArgs, a: StatusArgs, change: StatusChange) -> Result<u8> {
+pub async fn set_status(s: &StoreArgs, mut a: StatusArgs, change: StatusChange) -> Result<u8> {
     let author = a.author.author()?;
     let store = s.open().await?;
+    a.target.resolve(&store)?;
     let o = store
         .set_status(
             &a.target.scope,
@@ -932,8 +969,9 @@ pub(crate) fn warn_environment(
     Ok(())
 }
 
-pub async fn export(s: &StoreArgs, a: ExportArgs) -> Result<u8> {
+pub async fn export(s: &StoreArgs, mut a: ExportArgs) -> Result<u8> {
     let store = s.open().await?;
+    a.target.resolve(&store)?;
     let (info, bundle) = store.bundle(&a.target.scope, &a.target.name, a.rev).await?;
     let sig = store
         .signature(&a.target.scope, &a.target.name, Some(info.rev))

@@ -225,6 +225,39 @@ pub(super) fn import_into_agent_scope(sb: &Sb) {
             .as_bytes(),
         &pack[&own].0[..]
     );
+    // Every record command names a scope one way: `--scope`, or `--agent` for the record the
+    // agent resolves the name to (its own here, the shared one for a name it does not hold).
+    assert_eq!(
+        sb.skill_md(picked[0], &["--agent", "support"]).as_bytes(),
+        &pack[&own].0[..]
+    );
+    let own_history = sb.json(&["history", picked[0], "--agent", "support", "--json"]);
+    assert_eq!(
+        own_history,
+        sb.json(&["history", picked[0], "--scope", "agent:support", "--json"])
+    );
+    let shared_name = names
+        .iter()
+        .find(|n| !picked.contains(n))
+        .expect("a name support does not hold");
+    assert_eq!(
+        sb.json(&["history", shared_name, "--agent", "support", "--json"]),
+        sb.json(&["history", shared_name, "--json"])
+    );
+    let e = sb.fails(1, &["history", shared_name, "--agent", "nobody"]);
+    assert!(e.contains("nobody"), "{e}");
+    let e = sb.fails(
+        2,
+        &[
+            "history",
+            shared_name,
+            "--agent",
+            "support",
+            "--scope",
+            "shared",
+        ],
+    );
+    assert!(e.contains("--scope") || e.contains("--agent"), "{e}");
 
     // A new agent is created by the import.
     let r = sb.ok(&[
