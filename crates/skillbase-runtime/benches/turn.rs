@@ -8,13 +8,13 @@
 //! Measured (criterion, medians reported in BENCHMARKS.md):
 //! - `turn/resolve/{1000,50}`: `skillbase_runtime::resolve` on a prebuilt, cached `AgentView`
 //!   with a 2 KB message holding one or two trigger phrases.
-//! - `turn/runtime_resolve/{1000,50}`: `Runtime::resolve`, i.e. the same plus the view-cache
-//!   lookup (agent cache, index snapshot, view map).
+//! - `turn/runtime_resolve/{1000,50}`: `Engine::view` then `resolve`, i.e. the same plus the
+//!   view-cache lookup (agent cache, index snapshot, view map).
 //! - `turn/parts/*`: the trigger pass, the BM25 scoring and the `load_skill` tool alone, for
 //!   profiling.
 //! - `turn/resolve/10000`: the same at every skill of the store allowed (`SKILLBASE_BENCH_N`).
 //! - `turn/dispatcher_turn/{1000,10000}`: a whole turn as a harness makes it
-//!   (`Dispatcher::turn`: session, resolution, the report, events written behind). Before it,
+//!   (`Engine::turn`: session, resolution, the report, events written behind). Before it,
 //!   the bytes of the events one turn records are printed for both sizes.
 //! - `turn/view_build/1000`: the cold path, `AgentView::build` over the 10,000-skill index.
 //!
@@ -32,7 +32,7 @@
 //! - `SKILLBASE_BENCH_DUMP=FILE`: write the JSON of many turns (both agents, every message and
 //!   variants of it, several budgets and cadences) to FILE, one per line, and exit: diff two
 //!   builds' files to show a change kept every turn byte-identical.
-//! - `SKILLBASE_BENCH_PROFILE_TURN=N`: after the set-up, run N whole turns (`Dispatcher::turn`)
+//! - `SKILLBASE_BENCH_PROFILE_TURN=N`: after the set-up, run N whole turns (`Engine::turn`)
 //!   at every skill of the store through `profile_dispatcher_turn` and exit (for `perf record`).
 //! - `SKILLBASE_BENCH_PROFILE=N`: after the set-up, run N turns per agent through `profile_turn`
 //!   (never inlined; the context is dropped inside it, as in the criterion loop) and exit. For
@@ -42,8 +42,8 @@
 
 use criterion::{BenchmarkId, Criterion};
 use skillbase_format::{Bundle, SkillName};
-use skillbase_runtime::dispatch::load_skill_tool;
-use skillbase_runtime::{AgentView, Runtime, TurnOptions, resolve};
+use skillbase_runtime::load_skill_tool;
+use skillbase_runtime::{AgentView, Engine, TurnOptions, resolve};
 use skillbase_store::{AgentConfig, AgentName, Author, DbUrl, NameSet, Scope, Store};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -590,7 +590,7 @@ fn generate(n: usize) -> Fixture {
 // ---------------------------------------------------------------------------------------------
 
 struct Setup {
-    runtime: Runtime,
+    runtime: Engine,
     big: AgentName,
     small: AgentName,
     /// Every skill of the store allowed (10,000 by default), the same catalog budget.
@@ -651,7 +651,9 @@ fn build_store(rt: &tokio::runtime::Runtime, f: &Fixture) -> Setup {
         started.elapsed()
     );
     Setup {
-        runtime: Runtime::new(Arc::new(store), None),
+        runtime: rt
+            .block_on(Engine::builder().store(Arc::new(store)).build())
+            .expect("engine"),
         big,
         small,
         all,
@@ -725,12 +727,12 @@ fn allocs_per_call(n: usize, mut f: impl FnMut(usize)) -> (f64, f64) {
     ((a1 - a0) as f64 / n as f64, (b1 - b0) as f64 / n as f64)
 }
 
-/// One whole turn (`Dispatcher::turn`), context dropped: the unit `SKILLBASE_BENCH_PROFILE_TURN`
+/// One whole turn (`Engine::turn`), context dropped: the unit `SKILLBASE_BENCH_PROFILE_TURN`
 /// counts.
 #[inline(never)]
 fn profile_dispatcher_turn(
     rt: &tokio::runtime::Runtime,
-    d: &skillbase_runtime::dispatch::Dispatcher,
+    d: &Engine,
     agent: &AgentName,
     message: &str,
     opts: &TurnOptions,
@@ -977,7 +979,7 @@ fn main() {
     rt.block_on(async {
         for k in 0..n_sessions {
             runtime
-                .store
+                .store()
                 .open_session(&format!("session-{k:06}"), &s.big)
                 .await
                 .expect("open session");
@@ -985,7 +987,7 @@ fn main() {
     });
     let took = t.elapsed();
     // The runtime's own state after a turn in each of the last few sessions' agent.
-    let _ = runtime.resolve(&s.big, &f.big_messages[0], &opts).unwrap();
+    let _ = resolve(&runtime.view(&s.big).unwrap(), &f.big_messages[0], &opts);
     let (live1, rss1, db1) = (LIVE.load(Relaxed), rss_bytes(), db_bytes(&s.db_path));
     let per = |a: u64, b: u64| (b as f64 - a as f64) / n_sessions as f64;
     eprintln!(
@@ -996,16 +998,12 @@ fn main() {
         per(db0, db1),
     );
 
-    // Whole turns as a harness makes them (`Dispatcher::turn`: session, resolution, events
+    // Whole turns as a harness makes them (`Engine::turn`: session, resolution, events
     // written behind), at the big agent's 1,000 skills and at every skill of the store; and
-    // the bytes of the events one turn records.
-    // The dispatcher's event writer is a task of this runtime.
+    // the bytes of the events one turn records. The engine's event writer is a task of this
+    // runtime.
     let _entered = rt.enter();
-    let d = skillbase_runtime::dispatch::Dispatcher::new(
-        Arc::new(Runtime::new(runtime.store.clone(), None)),
-        skillbase_runtime::tool::Registry::new(),
-        None,
-    );
+    let d = runtime;
     let every_label = f.skills.len().to_string();
     if let Some(turns) = std::env::var("SKILLBASE_BENCH_PROFILE_TURN")
         .ok()
@@ -1015,7 +1013,7 @@ fn main() {
         let mut sum = 0;
         for k in 0..turns {
             let m = &f.big_messages[k % f.big_messages.len()];
-            sum += profile_dispatcher_turn(&rt, &d, &s.all, black_box(m), &opts);
+            sum += profile_dispatcher_turn(&rt, d, &s.all, black_box(m), &opts);
         }
         let turned = t.elapsed();
         rt.block_on(d.flush());
@@ -1036,7 +1034,7 @@ fn main() {
                 d.turn(agent, &session, m, &opts).await.expect("turn");
                 d.flush().await;
                 let evs = runtime
-                    .store
+                    .store()
                     .events(&skillbase_store::EventFilter {
                         session: Some(session),
                         ..Default::default()
@@ -1078,11 +1076,11 @@ fn main() {
             g.bench_function(BenchmarkId::new("runtime_resolve", label), |b| {
                 b.iter(|| {
                     k += 1;
-                    black_box(
-                        runtime
-                            .resolve(agent, black_box(&msgs[k % msgs.len()]), &opts)
-                            .unwrap(),
-                    )
+                    black_box(resolve(
+                        &runtime.view(agent).unwrap(),
+                        black_box(&msgs[k % msgs.len()]),
+                        &opts,
+                    ))
                 })
             });
         }
@@ -1144,8 +1142,8 @@ fn main() {
     {
         let mut g = c.benchmark_group("turn");
         g.sample_size(10).measurement_time(Duration::from_secs(5));
-        let agent = runtime.store.agent_cached(&s.big).unwrap();
-        let index = runtime.store.index();
+        let agent = runtime.store().agent_cached(&s.big).unwrap();
+        let index = runtime.store().index();
         g.bench_function(BenchmarkId::new("view_build", "1000"), |b| {
             b.iter(|| black_box(AgentView::build(agent.clone(), &index)))
         });

@@ -11,8 +11,8 @@
 //! if any step does not come out as a harness would expect (CI runs it).
 
 use serde_json::json;
-use skillbase_runtime::dispatch::{CallMode, CallOutcome};
-use skillbase_runtime::tool::{CallContext, Permission, ToolDecl, ToolFuture};
+use skillbase_runtime::{CallContext, Permission, ToolDecl, ToolFuture};
+use skillbase_runtime::{CallMode, CallOutcome};
 use skillbase_runtime::{Engine, TurnOptions};
 use std::path::Path;
 use std::sync::Arc;

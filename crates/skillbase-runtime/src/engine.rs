@@ -4,21 +4,6 @@
 //! [`Engine::finish`], [`Engine::pinned`], [`Engine::offered`], [`Engine::search`] — and every
 //! one goes through the same pipeline the CLI and the server use (the offered set, the gate
 //! against current grants and the driving skill's revision, bounds, redaction, events).
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), skillbase_runtime::engine::EngineError> {
-//! use skillbase_runtime::engine::Engine;
-//! let engine = Engine::builder()
-//!     .sqlite("skillbase.db")
-//!     .config_toml("[agents.support]\nskills = \"all\"\n")
-//!     .build()
-//!     .await?;
-//! let agent = "support".parse().unwrap();
-//! let turn = engine.turn(&agent, "s1", "a refund for order ord_1", &Default::default()).await?;
-//! println!("{}", turn.catalog.unwrap_or_default());
-//! engine.close().await;
-//! # Ok(()) }
-//! ```
 
 use crate::dispatch::{CallMode, CallOutcome, Dispatcher, OfferedSet};
 use crate::runtime::{PinnedSet, Runtime, RuntimeError, SearchHit};
@@ -145,7 +130,7 @@ impl EngineBuilder {
     }
 
     /// Put an upstream MCP server behind the engine (an `[mcp_servers.<name>]` table): its tools
-    /// join the registry once it is connected (see [`crate::gateway`]).
+    /// join the registry once it is connected (see `crate::gateway`).
     pub fn mcp_server(mut self, server: crate::gateway::McpServerConfig) -> Self {
         self.mcp_servers.push(server);
         self
@@ -364,8 +349,25 @@ impl Parts {
     }
 }
 
-/// Skillbase embedded in a harness: see the module documentation. Cloning is cheap (shared
+/// Skillbase embedded in a harness: the one service of this crate. Every operation goes through
+/// the pipeline the CLI and the server use (the offered set, the gate against current grants
+/// and the driving skill's revision, bounds, redaction, events). Cloning is cheap (shared
 /// handles): a server's handlers each hold the same engine.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), skillbase_runtime::EngineError> {
+/// use skillbase_runtime::Engine;
+/// let engine = Engine::builder()
+///     .sqlite("skillbase.db")
+///     .config_toml("[agents.support]\nskills = \"all\"\n")
+///     .build()
+///     .await?;
+/// let agent = "support".parse().unwrap();
+/// let turn = engine.turn(&agent, "s1", "a refund for order ord_1", &Default::default()).await?;
+/// println!("{}", turn.catalog.unwrap_or_default());
+/// engine.close().await;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Engine {
     store: Arc<Store>,
@@ -380,20 +382,9 @@ impl Engine {
         EngineBuilder::default()
     }
 
-    /// The runtime: views, turns, search and the ranking stages.
-    pub fn runtime(&self) -> &Arc<Runtime> {
-        &self.dispatcher.runtime
-    }
-
     /// The store (for authoring, imports and the event log).
     pub fn store(&self) -> &Arc<Store> {
         &self.store
-    }
-
-    /// The call pipeline behind the façade, for a server that exposes more than it (REST and
-    /// MCP list sessions, events and skills over the same dispatcher, runtime and store).
-    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
-        &self.dispatcher
     }
 
     /// The vault, when a key was given.
@@ -407,7 +398,7 @@ impl Engine {
         &self.gateway
     }
 
-    /// The result of a harness-run tool's call (see [`Dispatcher::post_result`]).
+    /// The result of a harness-run tool's call (see `Dispatcher::post_result`).
     pub async fn post_result(
         &self,
         agent: &AgentName,

@@ -272,7 +272,7 @@ pub struct EvalReport {
 }
 
 /// The semantic stage's inputs for an evaluation: the view's skill vectors and one vector per
-/// message, in case order ([`crate::Runtime::query_vectors`] computes them).
+/// message, in case order ([`Engine::query_vectors`](crate::Engine::query_vectors) computes them).
 #[derive(Debug, Clone)]
 pub struct QueryVectors {
     /// The view's skill vectors.

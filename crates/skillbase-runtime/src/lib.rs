@@ -1,58 +1,83 @@
 //! Skillbase's runtime: for an agent, a session and the user's message, what the model is shown
-//! this turn, and why.
+//! this turn, and why; and every call the model makes, checked against the agent's grants.
 //!
-//! - [`engine`]: the façade a Rust harness embeds ([`Engine::builder`]); `examples/embed.rs`
-//!   shows a whole turn, a load, a harness tool behind the envelope and a finished run.
-//! - [`view`]: the skills an agent may see, cached until the index or the agent changes.
-//! - [`turn`] (a folder: place, catalog, report): eager prefix, triggered bodies, the budgeted
-//!   level-1 catalog, the tools, and the activation report, in phases.
-//! - [`runtime`]: sessions, `load_skill` (level 2), `search_skills`, `pinned` after compaction,
-//!   and the events that record each turn.
-//! - [`vault`] and [`redact`]: secrets encrypted at rest, resolved only inside tools, and
-//!   scrubbed (with their encoded forms) from everything else in one pass.
-//! - [`dispatch`] (a folder: outcome, offer, runs, built-ins, authoring) and [`tool`]: the
-//!   offered set and the call pipeline with the capability gate, bounds, runs and drift; the
-//!   runtime's own tools are one typed table, [`dispatch::Builtin`].
-//! - `envelope` (private): granted ∩ declared — tool classes, vault entries, host patterns — for calls
-//!   and for authoring alike.
-//! - [`eval`]: routing evaluation — labelled messages through the real turn path, recall@k,
-//!   visibility under the budget, false triggers, confusions.
-//! - [`files`]: level 3, a skill's files written into the session's workspace atomically.
-//! - [`doctor`]: the drift between prompts, agents and the catalog, from mechanical inputs only
-//!   (names, allowlists, identities, declared keys, recorded turns), each finding with a code.
+//! [`Engine`] is the one service ([`Engine::builder`]; `examples/embed.rs` shows a whole turn, a
+//! load, a harness tool behind the envelope and a finished run). The crate's other public items
+//! are what the engine's operations take and answer, re-exported here; its three public modules
+//! are [`event`] (the typed events every reader uses), and [`doctor`], [`dream`] and [`eval`]
+//! (the insight over the engine's reads).
+//!
+//! Inside (private): `runtime` (views, sessions, `load_skill`, `search_skills`, `pinned`),
+//! `turn` (place, catalog, report), `dispatch` (the offered set and the call pipeline: admit,
+//! validate, gate, bounds, handler, record; runs and drift), `envelope` (granted ∩ declared),
+//! `tool` and `builtin` (the registry and the runtime's own tools), `gateway` (upstream MCP
+//! servers and `http` tools), `vault` and `redact` (secrets at rest and scrubbed from every
+//! output), `files` (level 3 on disk), `semantic` (the embedding stage), `events` (the writer
+//! behind a turn).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod builtin;
-pub mod dispatch;
+mod dispatch;
 pub mod doctor;
 pub mod dream;
-pub mod engine;
+mod engine;
 mod envelope;
 pub mod eval;
 pub mod event;
 mod events;
-pub mod files;
-pub mod gateway;
-pub mod redact;
-pub mod requires;
+mod files;
+mod gateway;
+mod redact;
+mod requires;
 mod rule;
-pub mod runtime;
-pub mod semantic;
-pub mod tool;
+mod runtime;
+mod semantic;
+mod tool;
 mod tooldef;
-pub mod turn;
-pub mod vault;
-pub mod view;
-pub mod web_fetch;
+mod turn;
+mod vault;
+mod view;
+mod web_fetch;
 
+// The engine, and what its operations take and answer.
+pub use dispatch::{
+    AUTHORING_CLASS, CallMode, CallOutcome, EntryKind, MAX_NOTES_BYTES, OfferedEntry, OfferedSet,
+    PostResultError,
+};
 pub use engine::{Engine, EngineBuilder, EngineError};
-pub use runtime::{LoadResult, Pinned, PinnedSet, Runtime, RuntimeError, SearchHit};
+/// Whether a destination matches a host pattern (`*.example.org`, `host:port`): what a tool
+/// checks a call's destination against [`CallContext::hosts_allowed`] with.
+pub use envelope::host_matches;
+pub use rule::Rule;
+pub use runtime::{LoadResult, Pinned, PinnedSet, RuntimeError, SearchHit};
+pub use turn::{
+    Activation, CatalogReport, Omission, OmissionDetail, OmissionList, ToolDef, TurnContext,
+    TurnOptions, TurnReport, resolve,
+};
+pub use view::{AgentView, load_skill_tool, visible, visible_in};
+
+// Tools a harness registers, and the upstream servers of the gateway.
+pub use gateway::{
+    Gateway, GatewayError, GatewaySettings, McpServerConfig, Origin as ServerOrigin, ServerEntry,
+    ServerState, ServerStatus, ToolInfo, servers_from_table,
+};
+pub use tool::{
+    CallContext, Failure, Permission, Registry, ToolDecl, ToolError, ToolFuture, ToolHandler,
+    ToolSource, ToolTable, decls_from_tables, decls_from_toml,
+};
+/// The name of the built-in `web_fetch` tool ([`EngineBuilder::web_fetch`] registers it).
+pub use web_fetch::NAME as WEB_FETCH;
+
+// Secrets, the environment `requires:` is checked against, files on disk, the semantic stage.
+pub use files::{session_dir_name, session_root, skill_dir_name};
+pub use redact::Redactor;
+pub use requires::{Environment, environment_unmet};
+pub use semantic::{
+    Embedder, FillReport, LocalEmbedder, Semantic, SemanticConfig, default_model_dir,
+    default_multilingual_dir, pull_package,
+};
 /// Token counts with a real tokenizer (from `skillbase-route`, re-exported for the edges).
 pub use skillbase_route::tokens;
-pub use turn::{
-    Activation, Omission, OmissionDetail, OmissionList, ToolDef, TurnContext, TurnOptions,
-    TurnReport, resolve,
-};
-pub use view::AgentView;
+pub use vault::{Vault, VaultError, VaultKey, description_ok as vault_description_ok};

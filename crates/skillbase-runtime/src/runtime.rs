@@ -22,7 +22,7 @@ pub enum RuntimeError {
     UnknownAgent(String),
     /// No session of this id (as given) for this agent: it does not exist, or another agent
     /// holds it and it answers exactly as a missing one. Sessions are created by a turn or a
-    /// load, never by [`Runtime::pinned`].
+    /// load, never by [`Engine::pinned`](crate::Engine::pinned).
     #[error("no session '{0}'")]
     UnknownSession(String),
     /// No skill of that name is in the agent's view (not allowed, not active, or not there).
@@ -94,11 +94,11 @@ pub struct Pinned {
     /// The text to re-attach: the wrapped body of the active revision, rendered with the
     /// arguments it was loaded with (as stored, vault values redacted) when it had any.
     pub content: String,
-    /// Tokens of `content` (o200k_base), counted against [`Runtime::pinned`]'s budget.
+    /// Tokens of `content` (o200k_base), counted against [`Engine::pinned`](crate::Engine::pinned)'s budget.
     pub tokens: u32,
 }
 
-/// What [`Runtime::pinned`] returns.
+/// What [`Engine::pinned`](crate::Engine::pinned) returns.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PinnedSet {
     /// The skills re-attached, most recent activation first, together within the budget.
@@ -122,7 +122,7 @@ pub struct SearchHit {
 type ValidatorCache = HashMap<(i64, i64), Arc<jsonschema::Validator>>;
 
 /// The runtime over a store.
-pub struct Runtime {
+pub(crate) struct Runtime {
     /// The store every view, session and activation is read from and written to.
     pub store: Arc<Store>,
     views: Mutex<HashMap<AgentName, Arc<AgentView>>>,
@@ -496,18 +496,6 @@ impl Runtime {
         true
     }
 
-    /// Resolve a turn from the agent's view alone: no session is opened, nothing is recorded
-    /// and no files are written (what [`Runtime::turn`] would show, as a preview).
-    pub fn resolve(
-        &self,
-        agent: &AgentName,
-        message: &str,
-        opts: &TurnOptions,
-    ) -> Result<TurnContext> {
-        let view = self.view(agent)?;
-        Ok(turn::resolve(&view, message, opts))
-    }
-
     /// Whether this process has the session `session` of `agent` open (no database read).
     pub fn has_session(&self, agent: &AgentName, session: &str) -> bool {
         self.cached(agent, session).is_some()
@@ -565,26 +553,10 @@ impl Runtime {
         Ok(open)
     }
 
-    /// Resolve a turn in a session and record it: a `turn` event with the report, a
-    /// `skill_activated` event per skill that reached the prompt, a `skill_evicted` per eviction,
-    /// and the files of skills with files written to the session's workspace.
-    pub async fn turn(
-        &self,
-        agent: &AgentName,
-        session: &str,
-        message: &str,
-        opts: &TurnOptions,
-    ) -> Result<TurnContext> {
-        let (ctx, view) = self.turn_unrecorded(agent, session, message, opts).await?;
-        self.store
-            .append_events(&turn_events(&view, agent, session, &ctx))
-            .await?;
-        Ok(ctx)
-    }
-
-    /// [`Runtime::turn`] without its events: the turn and the view it was resolved on, for
-    /// the dispatcher to finish (the offered tools) and then record its events once, behind
-    /// (a turn answers even while the events table refuses writes).
+    /// Resolve a turn in a session, and write the files of skills with files to the session's
+    /// workspace: the turn and the view it was resolved on, for the dispatcher to finish (the
+    /// offered tools) and then record its events once, behind (a turn answers even while the
+    /// events table refuses writes).
     pub(crate) async fn turn_unrecorded(
         &self,
         agent: &AgentName,

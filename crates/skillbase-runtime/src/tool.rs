@@ -52,7 +52,7 @@ pub struct ToolDecl {
     /// the session's network-call budget.
     #[serde(default)]
     pub permissions: Vec<Permission>,
-    /// The latency class (default `immediate`): sets the call's timeout ([`timeout_for`]),
+    /// The latency class (default `immediate`): sets the call's timeout (`timeout_for`),
     /// whether it may be detached, and which turn cadences offer it.
     #[serde(default)]
     pub cost: Cost,
@@ -62,7 +62,7 @@ pub struct ToolDecl {
     /// posts back for redaction, caps, recording and run accounting).
     #[serde(default, skip_serializing_if = "Runs::is_skillbase")]
     pub runs: Runs,
-    /// The tool is one HTTP request (see [`crate::gateway::spec::HttpSpec`]): made by `web_fetch`'s
+    /// The tool is one HTTP request (see `crate::gateway::spec::HttpSpec`): made by `web_fetch`'s
     /// client, under the call's destination policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<crate::gateway::spec::HttpSpec>,
@@ -266,7 +266,7 @@ pub struct CallContext {
     pub hosts_allowed: Arc<Vec<String>>,
     pub(crate) vault: Option<Arc<Vault>>,
     pub(crate) refusals: Arc<Mutex<Vec<InnerRefusal>>>,
-    /// How long the call may run: its cost class's [`timeout_for`]; past it the dispatcher
+    /// How long the call may run: its cost class's `timeout_for`; past it the dispatcher
     /// drops the call's future.
     pub deadline: Duration,
     /// Most bytes the tool should read from outside (2 MiB from the dispatcher); `web_fetch`

@@ -18,7 +18,7 @@ pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// Longest entry description, in characters (one line: agents see it).
 pub const MAX_DESCRIPTION_CHARS: usize = 500;
 
-/// Whether an entry description is one the vault stores: at most [`MAX_DESCRIPTION_CHARS`]
+/// Whether an entry description is one the vault stores: at most `MAX_DESCRIPTION_CHARS`
 /// characters, no control characters (so one line).
 pub fn description_ok(description: &str) -> bool {
     description.chars().count() <= MAX_DESCRIPTION_CHARS
@@ -42,13 +42,13 @@ pub enum VaultError {
     /// grammar, the one grants and skills' `capabilities.vault` use.
     #[error("invalid vault entry name '{0}': use letters, digits, `_`, `-` and `.` (at most 128)")]
     BadName(String),
-    /// The value for the entry named here is not UTF-8, has fewer than [`MIN_VALUE_CHARS`]
-    /// characters, or is over [`MAX_VALUE_BYTES`] bytes; nothing was stored.
+    /// The value for the entry named here is not UTF-8, has fewer than `MIN_VALUE_CHARS`
+    /// characters, or is over `MAX_VALUE_BYTES` bytes; nothing was stored.
     #[error(
         "the value of '{0}' must be UTF-8 text of at least {MIN_VALUE_CHARS} characters and at most {MAX_VALUE_BYTES} bytes"
     )]
     BadValue(String),
-    /// The description of the entry named here is over [`MAX_DESCRIPTION_CHARS`] characters
+    /// The description of the entry named here is over `MAX_DESCRIPTION_CHARS` characters
     /// or holds control characters; nothing was stored.
     #[error(
         "the description of '{0}' must be at most {MAX_DESCRIPTION_CHARS} characters on one line, without control characters"

@@ -52,12 +52,7 @@ impl ViewSkill {
 }
 
 /// Wrap a skill body for the model: a `<skill_content>` element naming the skill and revision,
-/// and listing its other files.
-pub fn wrap_body(entry: &SkillEntry, body: &str, companion_of: Option<&str>) -> String {
-    wrap_body_for(entry, body, companion_of, false, &[])
-}
-
-/// [`wrap_body`], with each other file named by its `skill://` URI and digest when `uris` is
+/// and listing its other files, each named by its `skill://` URI and digest when `uris` is
 /// set: what a client that does not share the server's disk (MCP over HTTP) can read, with
 /// `resources/read`; and, when the skill's `requires:` are unmet for the agent, a
 /// `<requires_unmet>` line before the body saying what is missing.
@@ -127,7 +122,7 @@ pub const NEGATIVE_FACTOR: f32 = 0.2;
 #[derive(Debug)]
 pub struct AgentView {
     /// The agent as it was when the view was built; its `version` and [`Self::generation`]
-    /// decide when [`crate::Runtime::view`] rebuilds.
+    /// decide when [`Engine::view`](crate::Engine::view) rebuilds.
     pub agent: Arc<Agent>,
     /// The index generation this view was built from.
     pub generation: u64,
@@ -147,7 +142,7 @@ pub struct AgentView {
     /// Skills whose `requires:` are unmet and that the agent's `unmet_requires = "withhold"`
     /// leaves out of everything the model sees, with why (sorted by name).
     pub withheld: Vec<(String, Vec<String>)>,
-    /// Skills offered although their `requires:` are unmet ([`ViewSkill::unmet`] says why).
+    /// Skills offered although their `requires:` are unmet (`ViewSkill::unmet` says why).
     pub unmet: Vec<usize>,
     /// The environment's answers the requirements rest on (a view is built again when they
     /// change), and when they were last checked: the tool table's generation and the time.
@@ -165,10 +160,10 @@ pub struct AgentView {
     /// [`crate::semantic::Semantic::matrix`]).
     pub semantic: OnceLock<Arc<skillbase_route::fusion::SemanticMatrix>>,
     /// Per skill, contiguous (the ranked catalog walks them in relevance order): tokens of the
-    /// full catalog entry ([`ViewSkill::catalog_tokens`]).
+    /// full catalog entry (`ViewSkill::catalog_tokens`).
     pub full_tokens: Vec<u32>,
     /// Per skill, contiguous like `full_tokens`: tokens of the name-only entry
-    /// ([`ViewSkill::name_tokens`]).
+    /// (`ViewSkill::name_tokens`).
     pub name_only_tokens: Vec<u32>,
     /// Every skill's name, in view order, shared whole by the reports of its turns.
     pub names: Arc<[crate::turn::report::Name]>,
@@ -339,7 +334,7 @@ fn matchers(skills: &[ViewSkill]) -> (TriggerMatcher, TriggerMatcher, Bm25) {
 impl AgentView {
     /// Build `agent`'s view from an index snapshot: every catalog entry rendered and counted,
     /// the trigger automaton and the BM25 index. Costly (the tokenizer runs per skill); use
-    /// [`crate::Runtime::view`], which caches it.
+    /// [`Engine::view`](crate::Engine::view), which caches it.
     pub fn build(agent: Arc<Agent>, index: &Index) -> AgentView {
         AgentView::build_with(agent, index, &crate::requires::Environment::builtins(), 0)
     }
@@ -432,7 +427,7 @@ impl AgentView {
     }
 
     /// Relevance of every skill to a (folded) message: the lexical score, fused with the
-    /// semantic one when `semantic` is given, and lowered by [`NEGATIVE_FACTOR`] for a skill
+    /// semantic one when `semantic` is given, and lowered by `NEGATIVE_FACTOR` for a skill
     /// one of whose `when_not_to_use` phrases the message holds. The one ranking the catalog,
     /// `search_skills` and `skillbase eval` read.
     pub fn relevance(

@@ -11,14 +11,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 use skillbase_format::{Bundle, BundleLimits, Cost};
-use skillbase_runtime::Runtime;
-use skillbase_runtime::dispatch::{
-    CallMode, CallOutcome, Dispatcher, EntryKind, MAX_NOTES_BYTES, OfferedSet, Rule, host_matches,
+use skillbase_runtime::{CallContext, Permission, ToolDecl, ToolError, ToolFuture, ToolHandler};
+use skillbase_runtime::{
+    CallMode, CallOutcome, Engine, EntryKind, MAX_NOTES_BYTES, OfferedSet, Rule, host_matches,
 };
-use skillbase_runtime::tool::{
-    CallContext, Permission, Registry, ToolDecl, ToolError, ToolFuture, ToolHandler,
-};
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::{Vault, VaultKey};
 use skillbase_store::{
     AgentConfig, AgentName, Author, EventFilter, EventRecord, NameSet, PutRequest, Scope, Status,
     StatusChange, Store, StoreError,
@@ -197,10 +194,11 @@ fn hostile_page() -> String {
     )
 }
 
-fn registry() -> Registry {
-    let mut r = Registry::new();
+/// The test tools, each with its handler (`None`: declared only).
+fn registry() -> Vec<(ToolDecl, Option<Arc<dyn ToolHandler>>)> {
+    let mut r = Vec::new();
     let none = || vec![Permission::None];
-    r.register(
+    r.push((
         decl(
             "echo",
             "echo",
@@ -212,9 +210,8 @@ fn registry() -> Registry {
             ),
         ),
         handler(|_ctx, args: Value| async move { Ok(json!({"echo": args["text"]})) }),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl(
             "leak",
             "leak",
@@ -242,14 +239,12 @@ fn registry() -> Registry {
             };
             Ok(Value::String(text))
         }),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl("page", "web", Cost::Immediate, none(), obj(json!({}), &[])),
         handler(|_ctx, _args: Value| async move { Ok(Value::String(hostile_page())) }),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl(
             "slow",
             "slow",
@@ -262,9 +257,8 @@ fn registry() -> Registry {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             Ok(json!({"slept": ms}))
         }),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl(
             "net",
             "net",
@@ -284,14 +278,13 @@ fn registry() -> Registry {
                 .any(|p| host_matches(p, &host, port, 443));
             if !allowed {
                 let m = format!("host '{host}:{port}' is not allowed for this call");
-                ctx.refuse(skillbase_runtime::dispatch::Rule::DestinationNotAllowed, &m);
+                ctx.refuse(skillbase_runtime::Rule::DestinationNotAllowed, &m);
                 return Err(ToolError::new(m));
             }
             Ok(json!({"host": host, "port": port, "hosts_allowed": *ctx.hosts_allowed}))
         }),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl(
             "fails",
             "fails",
@@ -302,9 +295,8 @@ fn registry() -> Registry {
         handler(
             |_ctx, _args: Value| async move { Err(ToolError::new("the upstream answered 500")) },
         ),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl(
             "use_secret",
             "vaultuse",
@@ -325,9 +317,8 @@ fn registry() -> Registry {
             }
             Ok(json!({"name": name, "bytes": value.len(), "skill": ctx.vault_allowed.len()}))
         }),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl(
             "swallow",
             "vaultuse",
@@ -341,17 +332,15 @@ fn registry() -> Registry {
             let used = ctx.secret(&name).is_ok();
             Ok(json!({"used_secret": used}))
         }),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl("hang", "echo", Cost::Immediate, none(), obj(json!({}), &[])),
         handler(|_ctx, _args: Value| async move {
             tokio::time::sleep(Duration::from_secs(6)).await;
             Ok(json!("too late"))
         }),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl(
             "ghost",
             "echo",
@@ -360,9 +349,8 @@ fn registry() -> Registry {
             obj(json!({}), &[]),
         ),
         None,
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl(
             "skill_x_y",
             "echo",
@@ -371,9 +359,8 @@ fn registry() -> Registry {
             obj(json!({}), &[]),
         ),
         handler(|_ctx, _args: Value| async move { Ok(json!("the tool named skill_x_y")) }),
-    )
-    .unwrap();
-    r.register(
+    ));
+    r.push((
         decl(
             "admin",
             "admin",
@@ -382,8 +369,7 @@ fn registry() -> Registry {
             obj(json!({}), &[]),
         ),
         handler(|_ctx, _args: Value| async move { Ok(json!("database dropped")) }),
-    )
-    .unwrap();
+    ));
     r
 }
 
@@ -394,7 +380,7 @@ struct Env {
     dir: tempfile::TempDir,
     store: Arc<Store>,
     vault: Arc<Vault>,
-    d: Dispatcher,
+    d: Engine,
     /// Every outcome returned, serialized, and its text for the model.
     seen: Mutex<Vec<String>>,
 }
@@ -419,6 +405,22 @@ fn human() -> Author {
     Author::Human("reviewer".into())
 }
 
+/// An engine over `store` and `vault` with `tools`.
+async fn engine(
+    store: &Arc<Store>,
+    vault: &Arc<Vault>,
+    tools: Vec<(ToolDecl, Option<Arc<dyn ToolHandler>>)>,
+) -> Engine {
+    let mut b = Engine::builder().store(store.clone()).vault(vault.clone());
+    for (decl, handler) in tools {
+        b = match handler {
+            Some(h) => b.tool(decl, h),
+            None => b.declare(decl),
+        };
+    }
+    b.build().await.unwrap()
+}
+
 impl Env {
     async fn new() -> Env {
         capture_logs();
@@ -440,8 +442,7 @@ impl Env {
             .set("ROOT", "the root password", ROOT_SECRET.as_bytes(), &ops)
             .await
             .unwrap();
-        let runtime = Arc::new(Runtime::new(store.clone(), None));
-        let d = Dispatcher::new(runtime, registry(), Some(vault.clone()));
+        let d = engine(&store, &vault, registry()).await;
         let env = Env {
             dir,
             store,

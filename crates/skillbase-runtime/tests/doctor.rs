@@ -6,8 +6,8 @@
 use crate::common::{db_path, open_store, req, text};
 use skillbase_format::Bundle;
 use skillbase_runtime::Engine;
+use skillbase_runtime::VaultKey;
 use skillbase_runtime::doctor::{Code, DoctorOptions, DoctorReport, Finding, Severity};
-use skillbase_runtime::vault::VaultKey;
 use skillbase_store::config::Config;
 use skillbase_store::{AgentName, Author, EventFilter, PutRequest, Scope, Store};
 use std::path::{Path, PathBuf};
@@ -96,7 +96,7 @@ impl World {
     }
 
     async fn doctor(&self, opts: DoctorOptions) -> DoctorReport {
-        self.engine.dispatcher().flush().await;
+        self.engine.flush().await;
         self.engine.doctor(&opts).await.unwrap()
     }
 }
@@ -463,7 +463,7 @@ async fn an_ad_hoc_prompt_is_checked_alone_and_bad_input_changes_nothing() {
     };
     assert_eq!(events().await, 1);
     // Refused before anything is read or recorded.
-    let d = w.engine.dispatcher();
+    let d = &w.engine;
     for (opts, want) in [
         (
             DoctorOptions {

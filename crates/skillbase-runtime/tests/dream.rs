@@ -7,9 +7,9 @@ use crate::common::{open_store, req, text};
 use serde_json::{Value, json};
 use skillbase_format::Bundle;
 use skillbase_runtime::Engine;
-use skillbase_runtime::dispatch::{CallMode, CallOutcome};
 use skillbase_runtime::dream::DreamOptions;
-use skillbase_runtime::tool::{ToolDecl, ToolFuture};
+use skillbase_runtime::{CallMode, CallOutcome};
+use skillbase_runtime::{ToolDecl, ToolFuture};
 use skillbase_store::{AgentName, Author, Scope, Store};
 use std::sync::Arc;
 
@@ -22,7 +22,7 @@ tools = ["orders", "mail", "notes"]
 record_conversations = true
 "#;
 
-fn tool(name: &str, class: &str) -> (ToolDecl, Arc<dyn skillbase_runtime::tool::ToolHandler>) {
+fn tool(name: &str, class: &str) -> (ToolDecl, Arc<dyn skillbase_runtime::ToolHandler>) {
     let decl = ToolDecl {
         name: name.into(),
         description: format!("The {name} tool."),
@@ -213,7 +213,7 @@ async fn five_sessions_of_one_procedure_become_one_skill_citing_them() {
         )
         .await
         .unwrap();
-    let view = e.runtime().view(&shop()).unwrap();
+    let view = e.view(&shop()).unwrap();
     assert!(
         view.get(&l.name).is_none(),
         "a retired learned skill is still visible"
@@ -495,9 +495,9 @@ async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
     });
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(open_store(&dir.path().join("skillbase.db")).await);
-    let vault = skillbase_runtime::vault::Vault::open(
+    let vault = skillbase_runtime::Vault::open(
         store.clone(),
-        skillbase_runtime::vault::VaultKey::parse(&"33".repeat(32)).unwrap(),
+        skillbase_runtime::VaultKey::parse(&"33".repeat(32)).unwrap(),
     )
     .await
     .unwrap();
@@ -646,7 +646,7 @@ async fn calls_that_ran_apart_are_steps_once_they_finished_done() {
         Box::pin(async move {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             if args["order_id"] == "ord_0" {
-                Err(skillbase_runtime::tool::ToolError::new("the bank refused"))
+                Err(skillbase_runtime::ToolError::new("the bank refused"))
             } else {
                 Ok(json!({"refunded": true}))
             }

@@ -1,8 +1,8 @@
 //! Routing evaluation over an index made in memory: the figures each case contributes.
 
+use skillbase_runtime::AgentView;
+use skillbase_runtime::TurnOptions;
 use skillbase_runtime::eval::{EvalCase, Progress, evaluate, evaluate_observed, parse_cases};
-use skillbase_runtime::turn::TurnOptions;
-use skillbase_runtime::view::AgentView;
 use skillbase_store::{Agent, AgentConfig, AgentName, Index, NameSet, Scope, SkillEntry};
 use std::sync::Arc;
 

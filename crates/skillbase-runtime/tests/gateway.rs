@@ -12,9 +12,9 @@ use crate::common::{open_store, req, text};
 use serde_json::{Value, json};
 use skillbase_format::Bundle;
 use skillbase_runtime::Engine;
-use skillbase_runtime::dispatch::{CallMode, CallOutcome, PostResultError, Rule};
-use skillbase_runtime::gateway::ServerState;
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::ServerState;
+use skillbase_runtime::{CallMode, CallOutcome, PostResultError, Rule};
+use skillbase_runtime::{Vault, VaultKey};
 use skillbase_store::{AgentName, Author, Scope, Store};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -215,7 +215,7 @@ async fn upstream_tools_run_inside_the_envelope_and_stay_distinct() {
         CallOutcome::Failed { failure, .. } => {
             assert_eq!(
                 *failure,
-                Some(skillbase_runtime::tool::Failure::Upstream),
+                Some(skillbase_runtime::Failure::Upstream),
                 "{o:?}"
             )
         }
@@ -251,7 +251,7 @@ async fn upstream_tools_run_inside_the_envelope_and_stay_distinct() {
     let t = done_text(&o);
     assert!(t.contains("SKILLBASE_TEST_KEY"), "{t}");
     assert!(!t.contains(SECRET), "the secret leaked: {t}");
-    e.dispatcher().flush().await;
+    e.flush().await;
     let events = store
         .events(&skillbase_store::EventFilter::default())
         .await
@@ -529,7 +529,7 @@ args = [{grow:?}]
     let dir = tempfile::tempdir().unwrap();
     let (_store, e) = engine(dir.path(), &config).await;
     connected(&e, &["grow"]).await;
-    let mut changes = e.dispatcher().tools().subscribe();
+    let mut changes = e.tools().subscribe();
     changes.borrow_and_update();
     assert!(
         e.offered(&agent("ops"))
@@ -691,7 +691,7 @@ async fn a_harness_run_tool_is_authorized_here_and_its_result_posted_back() {
         "{out:?}"
     );
     // Recorded: started (authorized) and finished, never the secret.
-    e.dispatcher().flush().await;
+    e.flush().await;
     let events = store
         .events(&skillbase_store::EventFilter {
             session: Some("s1".into()),
@@ -898,7 +898,7 @@ headers = {{ Authorization = {{ vault = "UPSTREAM_SECRET", prefix = "Bearer " }}
     ignore = "needs the upstream MCP servers: run .ci/upstreams and set SKILLBASE_TEST_UPSTREAMS"
 )]
 async fn servers_configured_at_run_time_start_stop_and_persist() {
-    use skillbase_runtime::gateway::{GatewayError, Origin};
+    use skillbase_runtime::{GatewayError, ServerOrigin as Origin};
     let time = venv_bin("mcp-server-time").display().to_string();
     let config = format!(
         r#"
@@ -1022,8 +1022,8 @@ command = {time:?}
     g.remove("clock", &admin).await.unwrap();
     assert!(g.status().iter().all(|s| s.name != "clock"));
     assert!(
-        e.dispatcher()
-            .registry()
+        e.tools()
+            .current()
             .all()
             .iter()
             .all(|t| !t.id.starts_with("tool:clock/")),

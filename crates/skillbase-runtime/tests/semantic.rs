@@ -7,8 +7,8 @@ use crate::common::*;
 use serde_json::{Value, json};
 use skillbase_format::Bundle;
 use skillbase_runtime::Engine;
-use skillbase_runtime::turn::TurnOptions;
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::TurnOptions;
+use skillbase_runtime::{Vault, VaultKey};
 use skillbase_store::{Author, Scope};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -207,7 +207,7 @@ async fn engine(dir: &std::path::Path, url: &str) -> Engine {
 
 /// Wait for the background fill to finish (at most 10 s).
 async fn wait_warm(e: &Engine) {
-    let s = e.runtime().semantic().expect("a semantic stage").clone();
+    let s = e.semantic().expect("a semantic stage").clone();
     for _ in 0..1000 {
         if !s.is_warming() {
             return;
@@ -479,7 +479,7 @@ async fn the_local_encoder_ranks_by_meaning() {
         .await
         .unwrap();
     // What `serve` does for each agent at start.
-    let r = e.runtime().warm_semantic(&agent).await.unwrap().unwrap();
+    let r = e.warm_semantic(&agent).await.unwrap().unwrap();
     assert_eq!((r.computed, r.failed), (SKILLS.len(), None));
     let t = e
         .turn(
@@ -510,7 +510,7 @@ async fn the_local_encoder_ranks_by_meaning() {
         .await
         .unwrap();
     assert_eq!(hits[0].name, "deploy-app", "{hits:?}");
-    let id = e.runtime().semantic().unwrap().model_id();
+    let id = e.semantic().unwrap().model_id();
     assert_eq!(
         e.store().vector_count(&id).await.unwrap(),
         SKILLS.len() as i64
@@ -543,9 +543,9 @@ async fn the_pair_reads_each_message_with_the_model_of_its_language() {
         .build()
         .await
         .unwrap();
-    let r = e.runtime().warm_semantic(&agent).await.unwrap().unwrap();
+    let r = e.warm_semantic(&agent).await.unwrap().unwrap();
     assert_eq!((r.computed, r.failed), (SKILLS.len(), None));
-    let id = e.runtime().semantic().unwrap().model_id();
+    let id = e.semantic().unwrap().model_id();
     assert!(
         id.contains("all-MiniLM-L6-v2@") && id.contains("+multilingual-e5-small@"),
         "{id}"
@@ -593,7 +593,7 @@ async fn the_pair_reads_each_message_with_the_model_of_its_language() {
         .build()
         .await
         .unwrap();
-    e.runtime().warm_semantic(&agent).await.unwrap().unwrap();
+    e.warm_semantic(&agent).await.unwrap().unwrap();
     let t = e
         .turn(
             &agent,

@@ -5,7 +5,7 @@
 use crate::common::{db_path, described, open_store, pairs, req, text};
 use serde_json::json;
 use skillbase_format::{Bundle, BundleLimits, Cost};
-use skillbase_runtime::{Runtime, RuntimeError, TurnContext, TurnOptions, TurnReport};
+use skillbase_runtime::{Engine, RuntimeError, TurnContext, TurnOptions, TurnReport};
 use skillbase_store::{
     AgentConfig, AgentName, Author, EventFilter, NameSet, Scope, StatusChange, Store, StoreError,
 };
@@ -27,35 +27,49 @@ mod view;
 // ---------------------------------------------------------------------------------------------
 // Helpers (a store per test, in a temporary folder).
 
-/// Level 2 through the dispatcher, the one public way to load a skill (it opens the skill's run).
+/// Level 2 through the engine, the one public way to load a skill (it opens the skill's run).
 async fn load_via(
-    rt: &Arc<Runtime>,
+    rt: &Engine,
     agent: &AgentName,
     session: &str,
     name: &str,
     arguments: Option<&serde_json::Value>,
 ) -> Result<skillbase_runtime::LoadResult, RuntimeError> {
-    skillbase_runtime::dispatch::Dispatcher::new(
-        rt.clone(),
-        skillbase_runtime::tool::Registry::new(),
-        None,
-    )
-    .load(agent, session, name, arguments)
-    .await
+    rt.load(agent, session, name, arguments).await
+}
+
+/// An engine over `store`, writing skills' files under `workspace` when given.
+async fn engine_over(store: &Arc<Store>, workspace: Option<PathBuf>) -> Engine {
+    let mut b = Engine::builder().store(store.clone());
+    if let Some(ws) = workspace {
+        b = b.workspace(ws);
+    }
+    b.build().await.unwrap()
 }
 
 struct Env {
     dir: tempfile::TempDir,
     store: Arc<Store>,
-    rt: Arc<Runtime>,
+    rt: Engine,
 }
 
 impl Env {
     async fn new() -> Env {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(open_store(&db_path(dir.path())).await);
-        let rt = Arc::new(Runtime::new(store.clone(), Some(dir.path().join("ws"))));
+        let rt = engine_over(&store, Some(dir.path().join("ws"))).await;
         Env { dir, store, rt }
+    }
+
+    /// What a turn would show, from the agent's view alone: no session, nothing recorded.
+    fn resolve(
+        &self,
+        agent: &AgentName,
+        message: &str,
+        opts: &TurnOptions,
+    ) -> Result<TurnContext, RuntimeError> {
+        let view = self.rt.view(agent)?;
+        Ok(skillbase_runtime::resolve(&view, message, opts))
     }
 
     fn db(&self) -> PathBuf {
@@ -110,6 +124,8 @@ impl Env {
         opts: &TurnOptions,
     ) -> TurnContext {
         let ctx = self.rt.turn(agent, session, message, opts).await.unwrap();
+        // The engine writes a turn's events behind it; the tests read them back.
+        self.rt.flush().await;
         self.check_accounted(agent, &ctx.report);
         ctx
     }
@@ -200,6 +216,14 @@ fn tool_names(ctx: &TurnContext) -> Vec<&str> {
     ctx.tools.iter().map(|t| t.name.as_str()).collect()
 }
 
+/// The catalog's own tools among those a turn offers (`load_skill`, `search_skills`).
+fn catalog_tools(ctx: &TurnContext) -> Vec<&str> {
+    tool_names(ctx)
+        .into_iter()
+        .filter(|n| matches!(*n, "load_skill" | "search_skills"))
+        .collect()
+}
+
 fn activated(ctx: &TurnContext) -> Vec<(String, String)> {
     ctx.report
         .activated
@@ -229,7 +253,7 @@ fn omitted_names(r: &TurnReport) -> Vec<String> {
         .collect()
 }
 
-fn names_of(v: &[skillbase_runtime::turn::Omission]) -> Vec<String> {
+fn names_of(v: &[skillbase_runtime::Omission]) -> Vec<String> {
     v.iter().map(|o| o.name.to_string()).collect()
 }
 

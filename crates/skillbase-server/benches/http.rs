@@ -35,7 +35,7 @@ use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
 use skillbase_format::Bundle;
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::{Vault, VaultKey};
 use skillbase_server::{AppState, ServerOptions, generate_token, hash_token};
 use skillbase_store::config::Config;
 use skillbase_store::{AgentName, Author, DbUrl, Scope, Store};
@@ -412,7 +412,7 @@ async fn drive_dispatch(state: &Arc<AppState>, iters: u64) -> Duration {
             &session,
             "load_skill",
             serde_json::json!({ "name": LOADED }),
-            skillbase_runtime::dispatch::CallMode::Wait,
+            skillbase_runtime::CallMode::Wait,
         )
         .await
         .expect("the first call");
@@ -430,7 +430,7 @@ async fn drive_dispatch(state: &Arc<AppState>, iters: u64) -> Duration {
                             &session,
                             "load_skill",
                             serde_json::json!({ "name": LOADED }),
-                            skillbase_runtime::dispatch::CallMode::Wait,
+                            skillbase_runtime::CallMode::Wait,
                         )
                         .await
                         .expect("the call");

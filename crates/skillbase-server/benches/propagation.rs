@@ -14,7 +14,7 @@
 //! skillbase-server --bench propagation` (about half a minute). Without the variable it says so
 //! and does nothing. Not a criterion bench: what matters is the distribution, not a mean.
 
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::{Vault, VaultKey};
 use skillbase_server::{AppState, ServerOptions, generate_token, hash_token};
 use skillbase_store::config::Config;
 use skillbase_store::{Author, DbUrl, Scope, Store};

@@ -86,8 +86,8 @@ fn setup() -> Setup {
             .import(&Scope::Shared, bundles(), &author, "bench skills", &|_| {})
             .await
             .expect("the import");
-        let key = skillbase_runtime::vault::VaultKey::parse(&"ab".repeat(32)).expect("a key");
-        let vault = skillbase_runtime::vault::Vault::open(store.clone(), key)
+        let key = skillbase_runtime::VaultKey::parse(&"ab".repeat(32)).expect("a key");
+        let vault = skillbase_runtime::Vault::open(store.clone(), key)
             .await
             .expect("the vault");
         let engine = skillbase_runtime::Engine::builder()

@@ -1,7 +1,7 @@
 //! Structured logs (JSON lines on stderr, or human-readable text), every line passed through the
 //! vault's redactor before it is written, so a secret never reaches a log.
 
-use skillbase_runtime::vault::Vault;
+use skillbase_runtime::Vault;
 use std::io::Write;
 use std::sync::{Arc, OnceLock};
 use tracing_subscriber::EnvFilter;

@@ -6,7 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use skillbase_runtime::dispatch::CallOutcome;
+use skillbase_runtime::CallOutcome;
 use std::borrow::Cow;
 use std::sync::Mutex;
 

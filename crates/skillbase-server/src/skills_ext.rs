@@ -426,7 +426,7 @@ impl ManifestCache {
         {
             return Some(v.clone());
         }
-        let entries = skillbase_runtime::view::visible_in(&a, &index, &env);
+        let entries = skillbase_runtime::visible_in(&a, &index, &env);
         let by_name = entries
             .iter()
             .enumerate()

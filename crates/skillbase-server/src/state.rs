@@ -5,7 +5,7 @@ use crate::ServeError;
 use crate::auth::Auth;
 use crate::metrics::Metrics;
 use skillbase_runtime::Engine;
-use skillbase_runtime::vault::Vault;
+use skillbase_runtime::Vault;
 use skillbase_store::{AgentName, Store};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -84,7 +84,7 @@ pub struct AppState {
     /// Cancelled at shutdown: event streams and MCP sessions end so the server can stop.
     pub shutdown: CancellationToken,
     /// The upstream MCP servers' connections (kept here: they stop when the last holder goes).
-    pub gateway: Arc<skillbase_runtime::gateway::Gateway>,
+    pub gateway: Arc<skillbase_runtime::Gateway>,
 }
 
 impl AppState {

@@ -7,7 +7,7 @@
 
 use crate::common::TestServer;
 use serde_json::{Value, json};
-use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_runtime::{CallMode, CallOutcome};
 use skillbase_store::{AgentName, Scope};
 
 fn alpha() -> AgentName {
@@ -445,7 +445,7 @@ async fn what_the_tools_refuse_the_routes_refuse() {
         matches!(
             out,
             CallOutcome::Refused {
-                rule: skillbase_runtime::dispatch::Rule::CapabilitiesNotGranted,
+                rule: skillbase_runtime::Rule::CapabilitiesNotGranted,
                 ..
             }
         ),

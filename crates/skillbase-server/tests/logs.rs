@@ -1,7 +1,7 @@
 //! Log lines pass through the vault's redactor: a secret never reaches a log, in any encoding.
 //! (Its own test binary: the redactor is attached process-wide.)
 
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::{Vault, VaultKey};
 use skillbase_server::logging::{Redacting, attach_vault};
 use skillbase_store::{Author, DbUrl, Store};
 use std::io::Write;

@@ -29,17 +29,11 @@ mod outcome;
 mod pipeline;
 mod runs;
 
-pub use crate::builtin::{
-    ACTIVATION_CLASS, AUTHORING_CLASS, Builtin, MAX_NOTES_BYTES, NOTES_CLASS, search_skills_tool,
-};
-pub use crate::envelope::host_matches;
+pub use crate::builtin::{AUTHORING_CLASS, Builtin, MAX_NOTES_BYTES};
 pub use crate::rule::Rule;
-pub use crate::view::load_skill_tool;
 pub use offer::{EntryKind, OfferedEntry, OfferedSet};
-pub use outcome::{CallMode, CallOutcome, cap_tokens};
-pub use runs::FAILED_CALLS_PER_RUN;
+pub use outcome::{CallMode, CallOutcome};
 
-pub use crate::envelope::Envelope;
 use crate::event::{CallRefused, CallStarted, Event, ToolCalled, UserMessage};
 use crate::events::EventSink;
 use crate::redact::Redactor;
@@ -55,7 +49,7 @@ use tokio::sync::{Semaphore, watch};
 
 /// The call pipeline (the stages above) for every agent of one runtime: it owns the calls in
 /// flight, detached calls' results, the offered-set cache and the event writer.
-pub struct Dispatcher {
+pub(crate) struct Dispatcher {
     /// The runtime whose views and session cache every turn, load and call goes through.
     pub runtime: Arc<Runtime>,
     registry: Arc<ToolTable>,

@@ -24,9 +24,9 @@ pub enum CallOutcome {
         truncated: bool,
     },
     /// A slow call runs apart; its result arrives as a `call_finished` event (see
-    /// [`Dispatcher::wait`](super::Dispatcher::wait)).
+    /// [`Engine::wait`](crate::Engine::wait)).
     Started {
-        /// The id to pass to [`Dispatcher::wait`](super::Dispatcher::wait) and to find the `call_finished` event by.
+        /// The id to pass to [`Engine::wait`](crate::Engine::wait) and to find the `call_finished` event by.
         call_id: String,
     },
     /// A harness-run tool's call passed every stage: the harness executes it and posts the

@@ -9,7 +9,7 @@
 //! inputs only — names, allowlists, agent identities, declared keys, recorded turn events — so a
 //! finding is a fact, never a guess: one false positive is enough for an operator to stop reading.
 //!
-//! [`run`] gathers the inputs (the store, each agent's view, prompt files, recent `turn` events,
+//! `run` gathers the inputs (the store, each agent's view, prompt files, recent `turn` events,
 //! the vault's names and values, the tool classes registered) and `checks` makes the findings
 //! from them, purely. Each finding has a stable [`Code`] (`D001`…), documented in the README.
 //! Every run records one `doctor` event.
@@ -354,7 +354,7 @@ impl Dispatcher {
 }
 
 /// [`Dispatcher::doctor`].
-pub async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorReport> {
+pub(crate) async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorReport> {
     let store = &d.runtime.store;
     if let Some(p) = &opts.prompt {
         if opts.agent.is_none() {

@@ -311,7 +311,7 @@ fn item_of(event: Event, skip: &[&str]) -> Option<Item> {
 /// `ok`, calls that ran apart — `call_started` — whose `call_finished` says done, and imported
 /// `transcript_call`s) without the activation and authoring built-ins, and
 /// the users' messages (`user_message`), each in event order.
-pub async fn sessions_of(
+pub(crate) async fn sessions_of(
     d: &Dispatcher,
     agent: &AgentName,
     since: Option<i64>,
@@ -342,7 +342,7 @@ fn covers(entry: &skillbase_store::SkillEntry, tools: &[&str], classes: &[String
 }
 
 /// Dream for one agent: see the module documentation.
-pub async fn dream(
+pub(crate) async fn dream(
     d: &Dispatcher,
     agent: &AgentName,
     opts: &DreamOptions,

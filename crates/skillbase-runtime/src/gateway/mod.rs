@@ -19,9 +19,9 @@ mod mcp;
 pub(crate) mod spec;
 
 pub use http::HttpTool;
-pub use mcp::{McpServerConfig, McpToolOverride, Transport};
+pub use mcp::{McpServerConfig, Transport};
 use serde::Deserialize;
-pub use spec::{HttpBody, HttpSpec, Value};
+pub use spec::Value;
 
 use crate::tool::ToolTable;
 use crate::vault::Vault;

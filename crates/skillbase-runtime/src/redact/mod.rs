@@ -276,7 +276,7 @@ impl Redactor {
     }
 
     /// `text` without a trailing piece that begins a secret (in any of its forms, loose ones
-    /// included) and is at least [`MIN_PARTIAL_LEN`] bytes long: what a text cut at a cap must be
+    /// included) and is at least `MIN_PARTIAL_LEN` bytes long: what a text cut at a cap must be
     /// trimmed to, after it was redacted whole. Repeats until the end is clean (trimming may
     /// expose another beginning).
     pub fn trim_partial<'t>(&self, text: &'t str) -> &'t str {

@@ -20,8 +20,7 @@ pub mod report;
 /// The reasons a budgeted catalog gives for skills it lists by name only and leaves out.
 pub use catalog::{NAME_ONLY, NOT_LISTED};
 pub use report::{
-    Activation, CatalogReport, Name, Omission, OmissionDetail, OmissionList, Ranked, TokenCounts,
-    TurnReport,
+    Activation, CatalogReport, Name, Omission, OmissionDetail, OmissionList, TurnReport,
 };
 
 pub use crate::tooldef::ToolDef;

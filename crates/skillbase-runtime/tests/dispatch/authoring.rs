@@ -79,7 +79,7 @@ async fn authoring_tools_do_not_reveal_shared_skills_outside_the_allowlist() {
         matches!(
             o,
             CallOutcome::Failed {
-                failure: Some(skillbase_runtime::tool::Failure::Conflict),
+                failure: Some(skillbase_runtime::Failure::Conflict),
                 ..
             }
         ),
@@ -89,7 +89,7 @@ async fn authoring_tools_do_not_reveal_shared_skills_outside_the_allowlist() {
         matches!(
             missing,
             CallOutcome::Failed {
-                failure: Some(skillbase_runtime::tool::Failure::NotFound),
+                failure: Some(skillbase_runtime::Failure::NotFound),
                 ..
             }
         ),
@@ -128,7 +128,7 @@ async fn agent_revisions_wait_for_approval_when_the_policy_asks() {
     );
     assert_eq!(env.status(&scope, "mine"), Some(Status::Pending));
     // Not visible to the agent until approved.
-    assert!(env.d.runtime.view(&a).unwrap().get("mine").is_none());
+    assert!(env.d.view(&a).unwrap().get("mine").is_none());
     let o = call("w", "load_skill", json!({"name": "mine"})).await;
     assert_eq!(refused(&o), Rule::NotOffered);
     assert!(
@@ -142,7 +142,7 @@ async fn agent_revisions_wait_for_approval_when_the_policy_asks() {
         .approve(&scope, "mine", 1, &human())
         .await
         .unwrap();
-    assert!(env.d.runtime.view(&a).unwrap().get("mine").is_some());
+    assert!(env.d.view(&a).unwrap().get("mine").is_some());
     // A modification waits too; the approved revision stays active.
     let o = call(
         "w",
@@ -261,7 +261,7 @@ async fn an_envelope_beyond_the_grants_is_refused_or_reviewed_and_never_granted(
     let o = create("e", "outside", json!({"tools": ["net", "echo"]})).await;
     assert_eq!(done(&o)["pending_review"], json!(true));
     assert_eq!(env.status(&scope, "outside"), Some(Status::Pending));
-    assert!(env.d.runtime.view(&a).unwrap().get("outside").is_none());
+    assert!(env.d.view(&a).unwrap().get("outside").is_none());
     env.store
         .approve(&scope, "outside", 1, &human())
         .await

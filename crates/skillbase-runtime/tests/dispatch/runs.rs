@@ -218,7 +218,7 @@ async fn pinned_skills_keep_the_arguments_they_were_loaded_with() {
     let loaded = done(&o).as_str().unwrap().to_owned();
     assert!(loaded.contains("Answer the weather carefully."), "{loaded}");
     env.load("p1", "plain").await;
-    let pinned = env.d.runtime.pinned(&bot(), "p1", 100_000).await.unwrap();
+    let pinned = env.d.pinned(&bot(), "p1", 100_000).await.unwrap();
     let asker = pinned.skills.iter().find(|p| p.name == "asker").unwrap();
     assert_eq!(asker.content, loaded, "re-attached exactly as loaded");
     let plain = pinned.skills.iter().find(|p| p.name == "plain").unwrap();
@@ -237,7 +237,7 @@ async fn pinned_skills_keep_the_arguments_they_were_loaded_with() {
         .await;
     let loaded = done(&o).as_str().unwrap().to_owned();
     assert!(!loaded.contains(SECRET), "{loaded}");
-    let pinned = env.d.runtime.pinned(&bot(), "p2", 100_000).await.unwrap();
+    let pinned = env.d.pinned(&bot(), "p2", 100_000).await.unwrap();
     let asker = &pinned.skills[0];
     assert!(!asker.content.contains(SECRET), "{}", asker.content);
     assert!(

@@ -99,9 +99,13 @@ async fn web_fetch_pages_and_redirects_cannot_leave_the_envelope_or_leak_the_vau
     })
     .await;
     let a_url = |p: &str| format!("http://127.0.0.1:{pa}{p}");
-    let mut reg = Registry::new();
-    skillbase_runtime::web_fetch::register(&mut reg).unwrap();
-    let d = Dispatcher::new(env.d.runtime.clone(), reg, Some(env.vault.clone()));
+    let d = Engine::builder()
+        .store(env.store.clone())
+        .vault(env.vault.clone())
+        .web_fetch()
+        .build()
+        .await
+        .unwrap();
     let a = env
         .agent("surfer", |c| {
             c.grants.tools = strings(&["web_fetch"]);
@@ -266,9 +270,13 @@ async fn web_fetch_pages_and_redirects_cannot_leave_the_envelope_or_leak_the_vau
 async fn web_fetch_never_logs_a_vault_value_put_in_a_url() {
     let env = Env::new().await;
     let (pa, _) = serve(|_path, _head| ("200 OK".into(), vec![], "ok".into())).await;
-    let mut reg = Registry::new();
-    skillbase_runtime::web_fetch::register(&mut reg).unwrap();
-    let d = Dispatcher::new(env.d.runtime.clone(), reg, Some(env.vault.clone()));
+    let d = Engine::builder()
+        .store(env.store.clone())
+        .vault(env.vault.clone())
+        .web_fetch()
+        .build()
+        .await
+        .unwrap();
     let a = env
         .agent("surfer", |c| {
             c.grants.tools = strings(&["web_fetch"]);

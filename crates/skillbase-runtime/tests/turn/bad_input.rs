@@ -17,7 +17,7 @@ async fn unknown_agents_and_sessions_are_errors() {
     );
     assert_eq!(e.to_string(), "no agent 'ghost'");
     assert!(matches!(
-        env.rt.resolve(&ghost, "hi", &o),
+        env.resolve(&ghost, "hi", &o),
         Err(RuntimeError::UnknownAgent(_))
     ));
     assert!(matches!(
@@ -29,21 +29,17 @@ async fn unknown_agents_and_sessions_are_errors() {
         Err(RuntimeError::UnknownAgent(_))
     ));
     assert!(matches!(
-        env.rt.search_skills(&ghost, "x", 5).await,
+        env.rt.search(&ghost, "x", 5).await,
         Err(RuntimeError::UnknownAgent(_))
     ));
-    let d = skillbase_runtime::dispatch::Dispatcher::new(
-        env.rt.clone(),
-        skillbase_runtime::tool::Registry::new(),
-        None,
-    );
+    let d = &env.rt;
     assert!(matches!(
         d.call(
             &ghost,
             "s",
             "load_skill",
             json!({"name": "notes"}),
-            skillbase_runtime::dispatch::CallMode::Wait
+            skillbase_runtime::CallMode::Wait
         )
         .await,
         Err(RuntimeError::UnknownAgent(_))
@@ -153,7 +149,7 @@ async fn a_one_megabyte_message() {
         .await
         .unwrap();
     assert!(events.iter().all(|e| e.data.to_string().len() < 100_000));
-    let hits = env.rt.search_skills(&a, &msg, 5).await.unwrap();
+    let hits = env.rt.search(&a, &msg, 5).await.unwrap();
     assert!(!hits.is_empty());
 }
 

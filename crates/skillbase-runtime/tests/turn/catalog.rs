@@ -31,7 +31,8 @@ async fn catalog_lists_the_rest_with_description_and_triggers() {
     assert!(!t.report.catalog.ranked);
     assert_eq!(t.report.catalog.full, ["notes", "refund"]);
     assert!(t.report.catalog.name_only.is_empty() && t.report.catalog.omitted.is_empty());
-    assert_eq!(tool_names(&t), ["load_skill"]);
+    // The catalog's one tool, and the run's end the engine offers beside it.
+    assert_eq!(tool_names(&t), ["load_skill", "skill_finish"]);
     assert_eq!(enum_names(&t).unwrap(), ["notes", "refund"]);
     let p = &t.tools[0].parameters;
     assert_eq!(p["required"], json!(["name"]));
@@ -42,12 +43,15 @@ async fn catalog_lists_the_rest_with_description_and_triggers() {
         skillbase_store::model::DEFAULT_CATALOG_BUDGET
     );
 
-    // Same input, same output.
+    // Same input, same output: the preview shows what the turn showed, before the tools the
+    // engine offers beside the catalog's.
     let again = env
-        .rt
         .resolve(&a, "hello there", &TurnOptions::default())
         .unwrap();
-    assert_eq!(again, t);
+    assert_eq!(again.catalog, t.catalog);
+    assert_eq!(again.report.catalog, t.report.catalog);
+    assert_eq!(again.report.activated, t.report.activated);
+    assert_eq!(again.tools[..], t.tools[..again.tools.len()]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,7 +73,7 @@ async fn an_overflowing_catalog_is_ranked_truncated_and_never_silent() {
             catalog_budget: Some(budget),
             ..TurnOptions::default()
         };
-        let t = env.rt.resolve(&a, msg, &opts).unwrap();
+        let t = env.resolve(&a, msg, &opts).unwrap();
         env.check_accounted(&a, &t.report);
         let r = &t.report;
         if !r.catalog.ranked {
@@ -174,26 +178,16 @@ async fn an_overflowing_catalog_is_ranked_truncated_and_never_silent() {
     assert!(t.report.catalog.full.iter().any(|n| n == "sql-review"));
 
     // search_skills finds what the catalog left out.
-    let hits = env
-        .rt
-        .search_skills(&a, "kubernetes helm", 5)
-        .await
-        .unwrap();
+    let hits = env.rt.search(&a, "kubernetes helm", 5).await.unwrap();
     assert_eq!(hits[0].name, "kubernetes-deploy");
     assert!(hits.len() <= 5);
-    assert!(
-        env.rt
-            .search_skills(&a, "zzzz qqqq", 5)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(env.rt.search(&a, "zzzz qqqq", 5).await.unwrap().is_empty());
     assert_eq!(
-        env.rt.search_skills(&a, "review", 0).await.unwrap().len(),
+        env.rt.search(&a, "review", 0).await.unwrap().len(),
         1,
         "limit clamps to 1"
     );
-    assert!(env.rt.search_skills(&a, "review", 100).await.unwrap().len() <= 20);
+    assert!(env.rt.search(&a, "review", 100).await.unwrap().len() <= 20);
 
     // A budget too small for even the catalog's frame: nothing listed, every skill reported.
     let t = env
@@ -256,7 +250,7 @@ async fn max_cost_leaves_slower_skills_out_with_the_reason() {
     assert!(!t.report.catalog.ranked);
     assert_eq!(
         tool_names(&t),
-        ["load_skill"],
+        ["load_skill", "skill_finish"],
         "no search_skills for a cadence cut"
     );
 
@@ -276,6 +270,6 @@ async fn max_cost_leaves_slower_skills_out_with_the_reason() {
     let t = env
         .turn_with(&b, "s-b", "go", &opts(Some(Cost::Immediate)))
         .await;
-    assert!(t.catalog.is_none() && t.tools.is_empty());
+    assert!(t.catalog.is_none() && catalog_tools(&t).is_empty());
     assert_eq!(sorted(omitted_names(&t.report)), ["medium", "slow"]);
 }

@@ -8,8 +8,8 @@
 //! committing it. Without that variable a missing or different expectation fails the test.
 
 use serde::Deserialize;
-use skillbase_runtime::turn::{TurnOptions, resolve};
-use skillbase_runtime::view::AgentView;
+use skillbase_runtime::AgentView;
+use skillbase_runtime::{TurnOptions, resolve};
 use skillbase_store::{Agent, AgentConfig, AgentName, Index, Scope, SkillEntry};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -3,7 +3,6 @@
 
 use super::*;
 use skillbase_runtime::OmissionDetail;
-use skillbase_runtime::dispatch::Dispatcher;
 
 /// Many allowed skills, a small catalog: almost all are left out.
 async fn big_env(n: usize) -> (Env, AgentName) {
@@ -103,11 +102,7 @@ async fn a_turn_answers_while_its_events_cannot_be_written() {
     let env = Env::new().await;
     env.put(skill("refund", "triggers: [money back]\n")).await;
     let a = env.agent("support", "all", "none").await;
-    let d = Dispatcher::new(
-        env.rt.clone(),
-        skillbase_runtime::tool::Registry::new(),
-        None,
-    );
+    let d = &env.rt;
     // The session exists before the fault; then the events table refuses every insert.
     d.turn(&a, "f1", "hello", &TurnOptions::default())
         .await

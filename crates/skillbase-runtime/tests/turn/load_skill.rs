@@ -98,7 +98,7 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
         dir,
         format!(
             "skills/{}",
-            skillbase_runtime::files::skill_dir_name("shared", "refund")
+            skillbase_runtime::skill_dir_name("shared", "refund")
         )
     );
     let slug = dir.strip_prefix("skills/").unwrap();
@@ -106,7 +106,7 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
     assert_eq!(hash.len(), 8);
     assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(rest, "refund");
-    let root = skillbase_runtime::files::session_root(&env.ws(), a.as_str(), "s");
+    let root = skillbase_runtime::session_root(&env.ws(), a.as_str(), "s");
     // The model is told the full path: a harness on this machine opens it as given.
     let full = std::path::absolute(root.join(&dir)).unwrap();
     assert!(
@@ -122,10 +122,7 @@ async fn load_skill_validates_substitutes_and_answers_already_active() {
     assert!(root.join(&dir).join("SKILL.md").is_file());
     let policy_dir = root
         .join("skills")
-        .join(skillbase_runtime::files::skill_dir_name(
-            "shared",
-            "refund-policy",
-        ));
+        .join(skillbase_runtime::skill_dir_name("shared", "refund-policy"));
     assert!(
         policy_dir.join("SKILL.md").is_file(),
         "companions' files too"
@@ -192,7 +189,7 @@ async fn file_write_failures_are_warnings_and_the_text_still_works() {
     // A workspace root that is a regular file: nothing can be written below it.
     let blocker = env.dir.path().join("not-a-dir");
     std::fs::write(&blocker, "x").unwrap();
-    let rt = Arc::new(Runtime::new(env.store.clone(), Some(blocker.clone())));
+    let rt = engine_over(&env.store.clone(), Some(blocker.clone())).await;
     let l = load_via(
         &rt,
         &a,
@@ -229,9 +226,9 @@ async fn file_write_failures_are_warnings_and_the_text_still_works() {
     // A turn whose triggered skill has files writes them, and reports a failure without failing.
     let t = env.turn(&a, "s-turn", "I need a refund").await;
     assert!(t.report.activated.iter().any(|x| x.name == "refund"));
-    let dir = skillbase_runtime::files::session_root(&env.ws(), a.as_str(), "s-turn")
+    let dir = skillbase_runtime::session_root(&env.ws(), a.as_str(), "s-turn")
         .join("skills")
-        .join(skillbase_runtime::files::skill_dir_name("shared", "refund"));
+        .join(skillbase_runtime::skill_dir_name("shared", "refund"));
     assert!(dir.join("scripts/refund.sh").is_file());
     let t = rt
         .turn(&a, "s-turn2", "I need a refund", &TurnOptions::default())
@@ -248,7 +245,7 @@ async fn file_write_failures_are_warnings_and_the_text_still_works() {
     );
 
     // Without a workspace, nothing is written and nothing is warned.
-    let rt = Arc::new(Runtime::new(env.store.clone(), None));
+    let rt = engine_over(&env.store.clone(), None).await;
     let l = load_via(
         &rt,
         &a,

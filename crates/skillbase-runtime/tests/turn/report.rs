@@ -175,8 +175,7 @@ async fn report_reasons_tokens_and_events() {
         .await
         .unwrap()
         .len();
-    env.rt
-        .resolve(&a, "money back", &TurnOptions::default())
+    env.resolve(&a, "money back", &TurnOptions::default())
         .unwrap();
     assert_eq!(
         env.store

@@ -4,8 +4,7 @@
 //! (an upstream server's tools arriving).
 
 use super::*;
-use skillbase_runtime::dispatch::Dispatcher;
-use skillbase_runtime::tool::{Registry, ToolSource, decls_from_toml};
+use skillbase_runtime::{ToolSource, decls_from_toml};
 use skillbase_store::UnmetRequires;
 
 fn versioned(name: &str, version: &str, frontmatter: &str) -> Bundle {
@@ -219,7 +218,7 @@ async fn an_mcp_server_requirement_is_met_once_its_tools_are_listed_and_granted(
             c.grants.tools = vec!["clock".into()];
         })
         .await;
-    let d = Dispatcher::new(env.rt.clone(), Registry::new(), None);
+    let d = &env.rt;
     let t = env.turn(&a, "s1", "what time is it").await;
     assert!(
         unmet_of(&t.report, "clock-skill")

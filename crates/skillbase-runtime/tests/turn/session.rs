@@ -26,7 +26,7 @@ async fn session_state_survives_a_restart_and_pinned_is_most_recent_first() {
 
     // A new process: the store reopened from the same SQLite file, a new runtime.
     let store = Arc::new(open_store(&db).await);
-    let rt = Arc::new(Runtime::new(store.clone(), Some(dir.path().join("ws"))));
+    let rt = engine_over(&store.clone(), Some(dir.path().join("ws"))).await;
     let l = load_via(
         &rt,
         &a,

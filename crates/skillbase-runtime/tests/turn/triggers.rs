@@ -226,10 +226,6 @@ async fn when_not_to_use_suppresses_triggers_and_lowers_the_rank() {
         assert_eq!(t.report.catalog.stages.as_deref(), Some("lexical"));
     }
     // `when_to_use` words rank a skill whose description lacks them.
-    let hits = env
-        .rt
-        .search_skills(&a, "their money returned", 3)
-        .await
-        .unwrap();
+    let hits = env.rt.search(&a, "their money returned", 3).await.unwrap();
     assert_eq!(hits[0].name, "refund");
 }

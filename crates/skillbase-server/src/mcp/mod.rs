@@ -46,7 +46,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
 use skillbase_runtime::RuntimeError;
-use skillbase_runtime::dispatch::{CallMode, CallOutcome};
+use skillbase_runtime::{CallMode, CallOutcome};
 use skillbase_store::session_id::{Origin, SessionId};
 use skillbase_store::{AgentName, SkillEntry, StoreError};
 use std::hash::{Hash, Hasher};

@@ -195,7 +195,7 @@ fn answer(card: AgentCard) -> Response {
 pub fn build(st: &AppState, agent: &Agent, headers: &HeaderMap) -> AgentCard {
     let index = st.store.index();
     let (env, _) = st.engine.environment();
-    let skills = skillbase_runtime::view::visible_in(agent, &index, &env)
+    let skills = skillbase_runtime::visible_in(agent, &index, &env)
         .iter()
         .map(|e| skill(e))
         .collect();

@@ -10,8 +10,8 @@ use crate::state::AppState;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
 use skillbase_format::{SkillMd, SkillMeta};
-use skillbase_runtime::dispatch::{AUTHORING_CLASS, CallMode, CallOutcome, Rule};
-use skillbase_runtime::tool::Failure;
+use skillbase_runtime::Failure;
+use skillbase_runtime::{AUTHORING_CLASS, CallMode, CallOutcome, Rule};
 use skillbase_store::{AgentName, Scope};
 
 /// The header naming the session an agent's REST write belongs to (its calls are then gated by

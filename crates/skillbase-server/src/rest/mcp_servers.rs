@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use skillbase_runtime::gateway::{GatewayError, ServerEntry};
+use skillbase_runtime::{GatewayError, ServerEntry};
 use std::sync::Arc;
 use utoipa::ToSchema;
 

@@ -703,9 +703,7 @@ fn write_result(st: &AppState, o: &WriteOutcome) -> WriteResult {
         && !e.meta.requires.is_empty()
     {
         let (env, _) = st.engine.environment();
-        warnings.extend(skillbase_runtime::requires::environment_unmet(
-            &e.meta, &env,
-        ));
+        warnings.extend(skillbase_runtime::environment_unmet(&e.meta, &env));
     }
     WriteResult {
         name: o.name.clone(),

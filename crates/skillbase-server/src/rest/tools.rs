@@ -9,7 +9,7 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
-use skillbase_runtime::gateway::{ServerStatus, ToolInfo};
+use skillbase_runtime::{ServerStatus, ToolInfo};
 use std::sync::Arc;
 use utoipa::ToSchema;
 

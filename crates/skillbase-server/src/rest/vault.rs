@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use skillbase_runtime::vault::VaultError;
+use skillbase_runtime::VaultError;
 use std::sync::Arc;
 use utoipa::ToSchema;
 

@@ -842,7 +842,7 @@ async fn two_agents_sessions_never_share_a_workspace_folder() {
     let files: &[(&str, &[u8])] = &[("scripts/run.sh", b"#!/bin/sh\necho hi\n")];
     put_skill(&s.store, Scope::Shared, "shared-one", files).await;
     // Alpha's session is hashed to a folder name; beta names its session after that folder.
-    let hashed = skillbase_runtime::files::session_dir_name("a b");
+    let hashed = skillbase_runtime::session_dir_name("a b");
     for (token, id) in [(&s.alpha, "a b"), (&s.beta, hashed.as_str())] {
         ok_json(
             s.post("/v1/sessions", token)
@@ -864,8 +864,8 @@ async fn two_agents_sessions_never_share_a_workspace_folder() {
         assert_eq!(out["status"], "done", "{out}");
     }
     let ws = s.db.parent().unwrap().join("workspaces");
-    let a = skillbase_runtime::files::session_root(&ws, "alpha", "a b");
-    let b = skillbase_runtime::files::session_root(&ws, "beta", &hashed);
+    let a = skillbase_runtime::session_root(&ws, "alpha", "a b");
+    let b = skillbase_runtime::session_root(&ws, "beta", &hashed);
     assert_ne!(a, b);
     assert!(a.join("skills").is_dir() && b.join("skills").is_dir());
     assert!(!ws.join(&hashed).exists(), "no folder shared by name");

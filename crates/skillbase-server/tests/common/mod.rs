@@ -6,7 +6,7 @@
 use reqwest::Method;
 use serde_json::Value;
 use skillbase_format::Bundle;
-use skillbase_runtime::vault::{Vault, VaultKey};
+use skillbase_runtime::{Vault, VaultKey};
 use skillbase_server::{AppState, ServerOptions, generate_token, hash_token};
 use skillbase_store::config::Config;
 use skillbase_store::{AgentName, Author, DbUrl, EventFilter, PutRequest, Scope, Store};

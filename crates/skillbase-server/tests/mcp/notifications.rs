@@ -171,7 +171,7 @@ async fn revoking_a_token_ends_its_listen_stream() {
 /// reaches an MCP session as `tools/list_changed`, only when the agent's offered set changed.
 #[tokio::test]
 async fn tools_list_changed_reaches_a_session_when_the_registry_changes() {
-    use skillbase_runtime::tool::ToolDecl;
+    use skillbase_runtime::ToolDecl;
     let s = TestServer::start().await;
     let (c, _) = Client::new(&s, Some(&s.alpha), Wire::Stateful).open().await;
     let get = s

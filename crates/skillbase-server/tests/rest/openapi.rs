@@ -662,7 +662,7 @@ fn patterns_accept_exactly_what_the_server_accepts() {
         &doc,
         "/components/schemas/VaultValue/properties/description",
         &descriptions,
-        |v| skillbase_runtime::vault::description_ok(v.as_str().unwrap()),
+        |v| skillbase_runtime::vault_description_ok(v.as_str().unwrap()),
     );
 
     let messages = strings(&[
@@ -802,7 +802,7 @@ fn patterns_accept_exactly_what_the_server_accepts() {
 /// vault entry that is not set, are the 422s no schema can say).
 #[test]
 fn the_mcp_server_schema_accepts_exactly_what_the_gateway_accepts() {
-    use skillbase_runtime::gateway::McpServerConfig;
+    use skillbase_runtime::McpServerConfig;
     let doc = doc();
     let samples = [
         json!({"url": "http://h/"}),

@@ -15,7 +15,7 @@ pub(super) fn visible(st: &AppState, p: &Principal) -> Vec<Arc<SkillEntry>> {
     match p.agent() {
         None => index.all().cloned().collect(),
         Some(a) => match st.store.agent_cached(a) {
-            Some(agent) => skillbase_runtime::view::visible(&agent, &index),
+            Some(agent) => skillbase_runtime::visible(&agent, &index),
             None => Vec::new(),
         },
     }
