@@ -159,6 +159,11 @@ pub enum BundleError {
     },
 }
 
+/// What [`BundlePath::parse`] accepts within the default [`BundleLimits::max_depth`] (10
+/// segments), as a regular expression: no drive letter, no `.` or `..` segment, no empty
+/// segment, backslash or control character. (The byte limit and NFC are not in it.)
+pub const BUNDLE_PATH_PATTERN: &str = r"^(?![A-Za-z]:)(?!(?:[^/]*/)*\.\.?(?:/|$))[^/\\\u0000-\u001f\u007f-\u009f]+(?:/[^/\\\u0000-\u001f\u007f-\u009f]+){0,9}$";
+
 /// A safe relative path inside a bundle: `/`-separated, no empty, `.` or `..` segments, no
 /// backslashes, NUL or control characters, Unicode NFC.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -868,4 +873,48 @@ pub fn relative_bundle_path(rel: &Path) -> Result<BundlePath, BundleError> {
         }
     }
     BundlePath::parse(&parts.join("/"))
+}
+
+#[cfg(test)]
+mod path_pattern_tests {
+    use super::{BUNDLE_PATH_PATTERN, BundleLimits, BundlePath};
+
+    /// The pattern accepts exactly the paths `BundlePath::parse` accepts within the default
+    /// depth.
+    #[test]
+    fn the_pattern_is_the_parser() {
+        let schema = serde_json::json!({"type": "string", "pattern": BUNDLE_PATH_PATTERN});
+        let v = jsonschema::validator_for(&schema).unwrap();
+        for p in [
+            "SKILL.md",
+            "references/REFERENCE.md",
+            "a/b/c/d/e/f/g/h/i/j",
+            "a/b/c/d/e/f/g/h/i/j/k",
+            ".hidden",
+            "..x",
+            "x..",
+            "a/...",
+            "é/ü.md",
+            "",
+            "/abs",
+            "\\abs",
+            "a\\b",
+            "C:x",
+            "c:/x",
+            "1:x",
+            ".",
+            "..",
+            "a/./b",
+            "a/../b",
+            "a/..",
+            "a//b",
+            "a/",
+            "tab\tx",
+            "c1\u{85}",
+        ] {
+            let parsed =
+                BundlePath::parse(p).is_ok_and(|b| b.depth() <= BundleLimits::default().max_depth);
+            assert_eq!(v.is_valid(&serde_json::json!(p)), parsed, "{p:?}");
+        }
+    }
 }

@@ -13,6 +13,8 @@
 //! - [`bundle`] holds a skill folder as content-addressed files, rejecting unsafe paths, links
 //!   and zip bombs whole; [`Bundle::digest`] is the documented content digest.
 //!
+//! - [`openapi`] (the `openapi` feature): these types and grammars as OpenAPI schemas.
+//!
 //! This crate is pure: no network, no database, no global state.
 
 #![forbid(unsafe_code)]
@@ -26,6 +28,8 @@ pub mod frontmatter;
 mod grammar;
 pub mod meta;
 pub mod name;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod prompt;
 pub mod requires;
 pub mod signature;

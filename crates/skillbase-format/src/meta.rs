@@ -50,6 +50,7 @@ pub const MAX_WHEN_CHARS: usize = 200;
 
 /// A latency class: how long a call or a skill may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = CostClass))]
 #[serde(rename_all = "snake_case")]
 pub enum Cost {
     /// Answers at once; the runtime bounds such a call to 5 seconds of wall clock. The default.

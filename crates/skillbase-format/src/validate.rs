@@ -1036,8 +1036,8 @@ fn validate_body(text: &str, md: &SkillMd, out: &mut Diagnostics<'_>) {
 }
 
 pub use crate::grammar::{
-    check_host, check_program_name, check_server_name, check_tool_class, check_vault_name,
-    split_host_port,
+    HOST_PATTERN, SERVER_NAME_PATTERN, TOOL_CLASS_PATTERN, VAULT_NAME_PATTERN, check_host,
+    check_program_name, check_server_name, check_tool_class, check_vault_name, split_host_port,
 };
 
 #[cfg(test)]
