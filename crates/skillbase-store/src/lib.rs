@@ -19,6 +19,8 @@ pub mod error;
 pub mod events;
 pub mod index;
 pub mod model;
+#[cfg(feature = "openapi")]
+pub mod openapi;
 pub mod pack;
 pub mod records;
 pub mod requires;

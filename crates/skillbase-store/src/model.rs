@@ -5,6 +5,12 @@ use skillbase_format::SkillName;
 use std::fmt;
 use std::str::FromStr;
 
+/// [`AgentName::parse`] as a regular expression.
+pub const AGENT_NAME_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,63}$";
+
+/// A [`Scope`] as written (`shared` or `agent:<name>`), as a regular expression.
+pub const SCOPE_PATTERN: &str = "^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$";
+
 /// An agent's name: 1–64 characters of lowercase ASCII letters, digits, `-` and `_`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
@@ -200,6 +206,9 @@ impl Status {
 /// Longest revision message, in characters (every surface: CLI, REST, the authoring tools).
 pub const MAX_MESSAGE_CHARS: usize = 2000;
 
+/// [`check_message`] as a regular expression.
+pub const MESSAGE_PATTERN: &str = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]{0,2000}$";
+
 /// A revision message is at most [`MAX_MESSAGE_CHARS`] characters with no control character but
 /// newlines; the error says so.
 pub fn check_message(message: &str) -> Result<(), String> {
@@ -212,6 +221,9 @@ pub fn check_message(message: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// [`check_session_id`] as a regular expression.
+pub const SESSION_ID_PATTERN: &str = r"^[^/\\\u0000-\u001f\u007f-\u009f]{1,128}$";
 
 /// Check a session id: 1-128 characters, no slashes (`/`, `\\`) or control characters.
 pub fn check_session_id(id: &str) -> Result<(), String> {
@@ -227,6 +239,9 @@ pub fn check_session_id(id: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// [`check_token_label`] as a regular expression.
+pub const TOKEN_LABEL_PATTERN: &str = r"^[^\u0000-\u001f\u007f-\u009f]{0,200}$";
 
 /// Check an API token's label: at most 200 characters, no control characters.
 pub fn check_token_label(label: &str) -> Result<(), String> {
@@ -442,20 +457,26 @@ impl FromStr for NameSet {
     }
 }
 
-/// What an agent may use: tool classes, vault entries and destination hosts.
+/// What an agent may use: tool classes, vault entries and destination hosts. Every list may be
+/// left out (empty).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct Grants {
     /// Tool classes it may call.
+    #[cfg_attr(feature = "openapi", schema(schema_with = skillbase_format::openapi::tool_classes))]
     pub tools: Vec<String>,
     /// Vault entries its calls may use.
+    #[cfg_attr(feature = "openapi", schema(schema_with = skillbase_format::openapi::vault_names))]
     pub vault: Vec<String>,
     /// Hosts (or host patterns) its calls may reach.
+    #[cfg_attr(feature = "openapi", schema(schema_with = skillbase_format::openapi::hosts))]
     pub hosts: Vec<String>,
 }
 
-/// An agent's policies. Approvals are off by default.
+/// An agent's policies. Approvals are off by default; every field may be left out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct Policies {
     /// Agent-authored revisions wait as pending until approved.
@@ -463,12 +484,16 @@ pub struct Policies {
     /// A skill declaring capabilities beyond the agent's grants waits for review.
     pub review_envelope_expansion: bool,
     /// Consecutive failed runs of a revision before the skill is disabled.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000))]
     pub failure_threshold: u32,
     /// Calls in flight at once, per agent.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100000))]
     pub max_calls_in_flight: u32,
     /// Network tool calls per session.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1000000))]
     pub max_network_calls_per_session: u32,
     /// Tokens per tool result before it is cut.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10000000))]
     pub max_result_tokens: u32,
     /// Each turn's user message is recorded (redacted, as a `user_message` event) beside the
     /// calls, for learning (`skillbase dream`). Off by default.
@@ -484,9 +509,11 @@ pub struct Policies {
     /// Off by default; `review_agent_revisions` (review first) takes precedence.
     pub stage_agent_revisions: bool,
     /// The share of sessions, in percent (1–100), a staged candidate is served to.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub candidate_percent: u32,
     /// Ended runs of the candidate, and of the active revision since it was staged, before the
     /// two are compared (1–10,000).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10000))]
     pub candidate_min_runs: u32,
     /// What a skill whose `requires:` are unmet for this agent gets: `offer` it anyway, with
     /// the reasons in the turn report and in its body (the default), or `withhold` it (not in
@@ -497,6 +524,7 @@ pub struct Policies {
 /// What an agent does with a skill whose requirements are unmet (see
 /// [`Policies::unmet_requires`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum UnmetRequires {
     /// Offer it, saying what is missing.
@@ -560,6 +588,7 @@ pub const MAX_CANDIDATE_MIN_RUNS: u32 = 10_000;
 
 /// What drift does (see [`Policies::on_drift`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OnDrift {
     /// Disable the skill until someone reviews it.
@@ -702,8 +731,9 @@ fn default_context_budget() -> u32 {
     DEFAULT_CONTEXT_BUDGET
 }
 
-/// An agent's configuration.
+/// An agent's configuration. Every field may be left out (its default).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     /// The skills it may see.
@@ -717,9 +747,11 @@ pub struct AgentConfig {
     pub grants: Grants,
     /// Tokens the level-1 catalog may use.
     #[serde(default = "default_budget")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 10000000))]
     pub catalog_budget: u32,
     /// Tokens the skill bodies injected in one turn may use (eager, triggered, companions).
     #[serde(default = "default_context_budget")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 10000000))]
     pub context_budget: u32,
     #[serde(default)]
     /// How its own writes are treated.
@@ -730,6 +762,7 @@ pub struct AgentConfig {
     /// The harness's own instructions to this agent (files or text), read by the doctor for
     /// skills they name that the agent may not load.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 32))]
     pub prompts: Vec<Prompt>,
 }
 
@@ -849,6 +882,72 @@ mod tests {
             "agent:Bad/inline",
         ] {
             assert!(bad.parse::<Author>().is_err(), "{bad}");
+        }
+    }
+
+    /// Each pattern accepts exactly what its parser or check accepts.
+    #[test]
+    fn patterns_are_the_checks() {
+        let matches = |pattern: &str, s: &str| {
+            let schema = serde_json::json!({"type": "string", "pattern": pattern});
+            jsonschema::validator_for(&schema)
+                .unwrap()
+                .is_valid(&serde_json::json!(s))
+        };
+        let long = |c: &str, n: usize| c.repeat(n);
+        let mut samples: Vec<String> = [
+            "a",
+            "support",
+            "a_b-c",
+            "0x",
+            "",
+            "-a",
+            "_a",
+            "A",
+            "a.b",
+            "a b",
+            "é",
+            "a\n",
+            "shared",
+            "Shared",
+            "agent:support",
+            "agent:",
+            "agent:-x",
+            "agents:x",
+            " shared",
+            "shared\n",
+            "s1",
+            "mcp:x:y",
+            "a/b",
+            "a\\b",
+            "a\u{1}",
+            "a\u{9f}",
+            "a\u{a0}",
+            "two\nlines",
+            "tab\there",
+            "bell\u{7}",
+            "c1\u{85}",
+            "cr\r",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for n in [63, 64, 65, 127, 128, 129, 199, 200, 201, 1999, 2000, 2001] {
+            samples.push(long("a", n));
+            samples.push(long("é", n));
+            samples.push(format!("agent:{}", long("a", n)));
+        }
+        let checks: [(&str, &dyn Fn(&str) -> bool); 5] = [
+            (AGENT_NAME_PATTERN, &|s| AgentName::parse(s).is_ok()),
+            (SCOPE_PATTERN, &|s| s.parse::<Scope>().is_ok()),
+            (MESSAGE_PATTERN, &|s| check_message(s).is_ok()),
+            (SESSION_ID_PATTERN, &|s| check_session_id(s).is_ok()),
+            (TOKEN_LABEL_PATTERN, &|s| check_token_label(s).is_ok()),
+        ];
+        for (pattern, check) in checks {
+            for s in &samples {
+                assert_eq!(matches(pattern, s), check(s), "{pattern} on {s:?}");
+            }
         }
     }
 

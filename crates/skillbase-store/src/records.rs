@@ -166,12 +166,14 @@ pub struct NewEvent {
 /// `kind` is the stored string (not an [`EventKind`]: callers collect and compare it as a
 /// `String`); [`EventRecord::event_kind`] reads it as a kind.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = SessionEvent))]
 pub struct EventRecord {
     /// Its id: increasing, though on PostgreSQL not in commit order.
     pub id: i64,
     /// When it was written (Unix milliseconds).
     pub at: i64,
     /// What happened (a kind this build does not know reads as [`EventKind::Other`]).
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub kind: EventKind,
     /// The skill's scope, for an event about a skill.
     pub scope: Option<String>,
