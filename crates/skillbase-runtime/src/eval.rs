@@ -33,11 +33,13 @@ pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 
 /// One labelled message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EvalCase {
     /// The user's message, as the agent would receive it.
     pub message: String,
     /// The skill that should reach the model, or `None` when no skill covers the message.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     pub expected: Option<String>,
     /// What kind of case it is (`direct`, `paraphrase`, `trigger`, `lookalike`, …), for the
     /// per-kind figures.

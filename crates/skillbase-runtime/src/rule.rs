@@ -5,6 +5,7 @@ use serde::Serialize;
 
 /// Why a call was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     /// The name is not in the agent's offered set (or the skill is not loadable).

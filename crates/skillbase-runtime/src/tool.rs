@@ -20,6 +20,7 @@ use std::time::Duration;
 
 /// What a tool may touch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Permission {
     /// Reaches other hosts: each call counts against the session's
@@ -87,6 +88,7 @@ impl Default for ToolDecl {
 
 /// Who executes a tool's calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Runs {
     /// A handler in this process.
@@ -159,6 +161,7 @@ pub struct ToolError {
 
 /// What kind of failure a tool reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Failure {
     /// A write lost to a newer revision (the expected revision is stale).

@@ -8,6 +8,7 @@ use skillbase_route::tokens;
 
 /// What one call came to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum CallOutcome {
     /// The tool ran; `result` is capped and redacted.
@@ -55,9 +56,11 @@ pub enum CallOutcome {
         message: String,
         /// [`Rule::Timeout`] when the call was cancelled at its limit; otherwise none.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "openapi", schema(nullable = false))]
         rule: Option<Rule>,
         /// What kind of failure, when the tool says (`stale`, `conflict`, `not_found`, ...).
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "openapi", schema(nullable = false))]
         failure: Option<crate::tool::Failure>,
     },
 }

@@ -34,6 +34,7 @@ pub use checks::{MIN_TURNS, NEAR_DUPLICATE, RECENT_TURNS};
 
 /// A finding's stable code: what it checks is documented in the README, one section per code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = DoctorCode))]
 pub enum Code {
     /// A prompt names a skill outside the agent's allowlist.
     D001,
@@ -143,6 +144,7 @@ impl Serialize for Code {
 /// How much a finding matters: an error breaks something now (a call refused, a name the model
 /// cannot load, a secret at rest); a warning is drift that will; info is worth knowing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = DoctorSeverity))]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Something is broken now; `skillbase doctor` exits 1.
@@ -166,6 +168,7 @@ impl Severity {
 
 /// One finding: what is wrong, where, and the fix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = DoctorFinding))]
 pub struct Finding {
     /// The stable code.
     pub code: Code,
@@ -173,23 +176,29 @@ pub struct Finding {
     pub severity: Severity,
     /// The agent it concerns, when it concerns one.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub agent: Option<String>,
     /// The skill it concerns, when it concerns one.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub skill: Option<String>,
     /// The scope of that skill's record (`shared` or `agent:<name>`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub scope: Option<String>,
     /// The file it concerns: `SKILL.md` of the skill, a prompt's path or `prompts[N]` for an
     /// inline one.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub file: Option<String>,
     /// The 1-based line in that file.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false, minimum = 1))]
     pub line: Option<u32>,
     /// The other name the finding is about: the skill a text names (D001, D003), the companion
     /// (D004), the eager name (D006), the other skill (D009, D013), the trigger phrase.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub related: Option<String>,
     /// What is wrong.
     pub message: String,
@@ -199,6 +208,7 @@ pub struct Finding {
 
 /// Findings by severity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = DoctorCounts))]
 pub struct Counts {
     /// Findings of severity error.
     pub errors: usize,
@@ -210,6 +220,7 @@ pub struct Counts {
 
 /// What a run read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = DoctorChecked))]
 pub struct Checked {
     /// Agents checked.
     pub agents: usize,
@@ -223,9 +234,11 @@ pub struct Checked {
 
 /// What the doctor found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DoctorReport {
     /// The agent the report is limited to, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub agent: Option<String>,
     /// Every finding: errors first, then by code, agent, skill and line.
     pub findings: Vec<Finding>,

@@ -20,17 +20,24 @@ pub const MAX_CALLS: usize = 5000;
 
 /// The body of `POST /v1/sessions/{id}/transcript`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Transcript {
     /// The messages, oldest first.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 2000))]
     pub messages: Vec<ChatMessage>,
 }
 
 /// One chat message.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ChatMessage {
     /// `system`, `user`, `assistant` or `tool`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^(system|user|assistant|tool)$")
+    )]
     pub role: String,
     /// Text, or a list of parts (`{"type": "text", "text": …}`); absent or null for an
     /// assistant message that only calls tools.
@@ -49,6 +56,7 @@ pub struct ChatMessage {
 
 /// A message's content.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatContent))]
 #[serde(untagged)]
 pub enum Content {
     /// Plain text.
@@ -59,6 +67,7 @@ pub enum Content {
 
 /// A content part.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatPart))]
 #[serde(deny_unknown_fields)]
 pub struct Part {
     /// `text` (other kinds are refused).
@@ -70,6 +79,7 @@ pub struct Part {
 
 /// One tool call of an assistant message.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatToolCall))]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
     /// The call's id (what a `tool` message names).
@@ -83,6 +93,7 @@ pub struct ToolCall {
 
 /// The function of a tool call.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChatFunctionCall))]
 #[serde(deny_unknown_fields)]
 pub struct FunctionCall {
     /// The tool's name.
@@ -93,6 +104,7 @@ pub struct FunctionCall {
 
 /// What an import recorded.
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Imported {
     /// Users' messages recorded.
     pub messages: usize,

@@ -60,15 +60,29 @@ pub enum Transport {
 
 /// What the operator changes about one upstream tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct McpToolOverride {
     /// The class a grant names (default: the server's class).
+    #[cfg_attr(feature = "openapi", schema(schema_with = skillbase_format::openapi::tool_class))]
     pub class: Option<String>,
     /// What the tool touches (default: the server's).
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub permissions: Option<Vec<Permission>>,
     /// Its latency class (default: the server's), which sets its timeout.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub cost: Option<Cost>,
-    /// What the model is told (default: the upstream's description).
+    /// What the model is told (default: the upstream's description): 1-4096 bytes, not only
+    /// blanks and control characters.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            nullable = false,
+            min_length = 1,
+            max_length = 4096,
+            pattern = r"[^\s\u0000-\u001f\u007f-\u009f]"
+        )
+    )]
     pub description: Option<String>,
 }
 

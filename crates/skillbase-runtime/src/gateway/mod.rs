@@ -16,6 +16,8 @@
 
 pub(crate) mod http;
 mod mcp;
+#[cfg(feature = "openapi")]
+mod openapi;
 pub(crate) mod spec;
 
 pub use http::HttpTool;
@@ -31,6 +33,7 @@ use std::time::Duration;
 
 /// The state of one upstream server, as `skillbase tools` and `GET /v1/tools` show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ServerState {
     /// Starting or reconnecting; its last known tools (if any) are refused meanwhile.
@@ -43,29 +46,36 @@ pub enum ServerState {
 
 /// One upstream server's status.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = UpstreamServer))]
 pub struct ServerStatus {
     /// The server's name in the configuration.
     pub name: String,
     /// `stdio` or `http`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^(stdio|http)$"))]
     pub transport: &'static str,
     /// Connecting, connected or down.
     pub state: ServerState,
     /// Why it is down (or the last connection problem), redacted.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub reason: Option<String>,
     /// The upstream's name and version, from its handshake.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub server_info: Option<String>,
     /// The negotiated protocol version.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub protocol: Option<String>,
     /// The child process of a stdio server.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub pid: Option<u32>,
     /// Tools registered from it.
     pub tools: usize,
     /// Upstream tools left out, with why (an invalid schema, excluded by the configuration).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(required = false))]
     pub skipped: Vec<String>,
     /// Connections made so far (a restart counts one more).
     pub connections: u64,
@@ -73,6 +83,7 @@ pub struct ServerStatus {
 
 /// Where an upstream server's configuration comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// `[mcp_servers.<name>]` in `skillbase.toml` (changed by editing the file and restarting).
@@ -161,6 +172,7 @@ pub enum GatewayError {
 
 /// One upstream server as the API lists it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = McpServer))]
 pub struct ServerEntry {
     /// Its state.
     #[serde(flatten)]
@@ -170,12 +182,15 @@ pub struct ServerEntry {
     /// The configuration as written through the API (vault entries by name). Not shown for a
     /// server of the file.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = McpServerConfig, required = false))]
     pub config: Option<serde_json::Value>,
     /// When the API last wrote it (Unix milliseconds).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub updated_at: Option<i64>,
     /// Who last wrote it.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub updated_by: Option<String>,
 }
 
@@ -494,15 +509,18 @@ pub fn servers_from_table(
 
 /// One tool as `skillbase tools` and `GET /v1/tools` list it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolInfo {
     /// The offered entry's id (`tool:<name>`, `tool:<server>/<name>`).
     pub id: String,
     /// The wire name the model calls.
     pub name: String,
     /// `builtin`, `config` (a `[[tools]]` entry), `embedder` or `mcp`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub source: &'static str,
     /// The upstream server, for an MCP tool.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub server: Option<String>,
     /// The class a grant names.
     pub class: String,
@@ -514,9 +532,11 @@ pub struct ToolInfo {
     pub cost: skillbase_format::Cost,
     /// `ready`, `connected`, `connecting`, `down` (an upstream's state), `harness` (run by the
     /// harness) or `declared` (nothing in this process runs it: calls are refused).
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub status: &'static str,
     /// Why it cannot run now, when it cannot.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub reason: Option<String>,
     /// The agents granted its class (of those listed).
     pub agents: Vec<String>,

@@ -268,6 +268,7 @@ impl Serialize for OmissionList {
 /// relevance ranks they held (as ranges), which with the same message, index and agent is
 /// enough to list them again; the full list is there on request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OmissionDetail {
     /// Counts, reasons and ranks; names only of what reached the prompt (the default).
