@@ -10,7 +10,8 @@ use crate::model::{
 use skillbase_format::SkillName;
 use skillbase_format::openapi::text;
 use utoipa::openapi::schema::{
-    AdditionalProperties, ArrayBuilder, Object, ObjectBuilder, OneOfBuilder, Schema, Type,
+    AdditionalProperties, ArrayBuilder, KnownFormat, Object, ObjectBuilder, OneOfBuilder, Schema,
+    SchemaFormat, SchemaType, Type,
 };
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
@@ -24,6 +25,22 @@ pub fn message() -> Object {
         MESSAGE_PATTERN,
         "At most 2000 characters, no control characters but newlines.",
     )
+}
+
+/// A revision message, or `null` (none).
+pub fn message_or_null() -> Object {
+    or_null(message())
+}
+
+/// `schema` or `null`.
+fn or_null(mut schema: Object) -> Object {
+    schema.schema_type = SchemaType::from_iter([Type::String, Type::Null]);
+    schema
+}
+
+/// A session id, or `null` (a new one).
+pub fn session_id_or_null() -> Object {
+    or_null(session_id())
 }
 
 /// A session id ([`crate::model::check_session_id`]).
@@ -180,6 +197,7 @@ impl PartialSchema for Agent {
                 "version",
                 ObjectBuilder::new()
                     .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
                     .description(Some("Bumped on every change (the ETag).")),
             )
             .required("version")

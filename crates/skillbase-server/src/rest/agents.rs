@@ -7,225 +7,27 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
+use skillbase_runtime::eval::EvalCase;
 use skillbase_store::{Agent, AgentConfig, AgentName, StoreError};
 use std::sync::Arc;
-use utoipa::ToSchema;
-
-/// A set of skill names: "all" (or `true`), "none" (or `false`), or a list of names.
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-#[schema(as = SkillSet)]
-#[allow(dead_code)]
-pub enum SkillSetDoc {
-    Word(AllOrNone),
-    /// `true` is every skill, `false` none.
-    Flag(bool),
-    List(Vec<SkillNameDoc>),
-}
-
-/// Every skill, or none.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-pub enum AllOrNone {
-    All,
-    None,
-}
-
-/// A skill name (the derive inlines it; `finish_components` replaces the items with a
-/// reference to the `SkillName` schema and its pattern).
-#[derive(Serialize, ToSchema)]
-#[schema(value_type = String, min_length = 1, max_length = 64)]
-#[allow(dead_code)]
-pub struct SkillNameDoc(String);
-
-/// What an agent may use. Every list is optional (default: empty).
-#[derive(Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = Grants)]
-#[allow(dead_code)]
-pub struct GrantsDoc {
-    /// Tool classes (`web_fetch`, `notes`, `skills`, ...): 1-64 lowercase letters, digits, `_`
-    /// and `-`.
-    #[schema(required = false)]
-    tools: Vec<ToolClassDoc>,
-    /// Vault entry names: 1-128 letters, digits, `_`, `-` and `.`.
-    #[schema(required = false)]
-    vault: Vec<VaultNameDoc>,
-    /// Destination hosts (`host`, `host:port`, `*.domain`, `[v6]:port`).
-    #[schema(required = false)]
-    hosts: Vec<HostPatternDoc>,
-}
-
-/// A destination host: a DNS name or IPv4 address, or an IPv6 address in brackets (hex groups),
-/// optionally `:port` (1-65535); `*.` before a DNS name allows its subdomains.
-#[derive(Serialize, ToSchema)]
-#[schema(as = HostPattern, value_type = String, pattern = r"^(?:(?:\*\.)?(?=[^:]{1,253}(?::|$))[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[(?:(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,7}:|(?:[0-9A-Fa-f]{1,4}:){1,6}:[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,5}(?::[0-9A-Fa-f]{1,4}){1,2}|(?:[0-9A-Fa-f]{1,4}:){1,4}(?::[0-9A-Fa-f]{1,4}){1,3}|(?:[0-9A-Fa-f]{1,4}:){1,3}(?::[0-9A-Fa-f]{1,4}){1,4}|(?:[0-9A-Fa-f]{1,4}:){1,2}(?::[0-9A-Fa-f]{1,4}){1,5}|[0-9A-Fa-f]{1,4}:(?::[0-9A-Fa-f]{1,4}){1,6}|:(?:(?::[0-9A-Fa-f]{1,4}){1,7}|:))\])(?::(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$")]
-#[allow(dead_code)]
-pub struct HostPatternDoc(String);
-
-/// A tool class.
-#[derive(Serialize, ToSchema)]
-#[schema(as = ToolClass, value_type = String, pattern = r"^[a-z0-9_-]{1,64}$")]
-#[allow(dead_code)]
-pub struct ToolClassDoc(String);
-
-/// A vault entry name.
-#[derive(Serialize, ToSchema)]
-#[schema(as = VaultName, value_type = String, pattern = r"^[A-Za-z0-9_.-]{1,128}$")]
-#[allow(dead_code)]
-pub struct VaultNameDoc(String);
-
-/// An agent's policies. Every field is optional (default in brackets).
-#[derive(Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = Policies)]
-#[allow(dead_code)]
-pub struct PoliciesDoc {
-    /// Agent-authored revisions wait as pending until approved [false].
-    #[schema(required = false)]
-    review_agent_revisions: bool,
-    /// A skill declaring capabilities beyond the agent's grants waits for review [false].
-    #[schema(required = false)]
-    review_envelope_expansion: bool,
-    /// Consecutive failed runs of a revision before the skill is disabled [3].
-    #[schema(required = false, minimum = 1, maximum = 1000)]
-    failure_threshold: u32,
-    /// Calls in flight at once, per agent [8].
-    #[schema(required = false, minimum = 1, maximum = 100000)]
-    max_calls_in_flight: u32,
-    /// Network tool calls per session [50].
-    #[schema(required = false, minimum = 0, maximum = 1000000)]
-    max_network_calls_per_session: u32,
-    /// Tokens per tool result before it is cut [4000].
-    #[schema(required = false, minimum = 0, maximum = 10000000)]
-    max_result_tokens: u32,
-    /// Each turn's user message is recorded (redacted) for learning [false].
-    #[schema(required = false)]
-    record_conversations: bool,
-    /// What drift does: disable the skill, or revert to the newest earlier revision with good
-    /// outcomes [disable].
-    #[schema(required = false, value_type = String, pattern = "^(disable|revert)$")]
-    on_drift: String,
-    /// A new revision the agent writes of an active skill is staged as a candidate: served to
-    /// `candidate_percent` of sessions, promoted when its outcomes are not worse than the
-    /// active revision's over `candidate_min_runs` runs of each, rejected when they are [false].
-    #[schema(required = false)]
-    stage_agent_revisions: bool,
-    /// The share of sessions, in percent, a staged candidate is served to [20].
-    #[schema(required = false, minimum = 1, maximum = 100)]
-    candidate_percent: u32,
-    /// Ended runs of the candidate and of the active revision before they are compared [10].
-    #[schema(required = false, minimum = 1, maximum = 10000)]
-    candidate_min_runs: u32,
-    /// A skill whose `requires:` are unmet for the agent: offered with the reasons in the turn
-    /// report and its body, or withheld from everything the model sees [offer].
-    #[schema(required = false, value_type = String, pattern = "^(offer|withhold)$")]
-    unmet_requires: String,
-}
-
-/// One of the harness's own instructions to the agent, read by the doctor for the skills it
-/// names: a path (a bare string, or `{"path": ...}`), or the text itself (`{"text": ...}`).
-/// Shown as `{"path": ...}` or `{"text": ...}`.
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-#[schema(as = Prompt)]
-#[allow(dead_code)]
-pub enum PromptDoc {
-    Path(PromptPathDoc),
-    File(PromptFileDoc),
-    Text(PromptTextDoc),
-}
-
-/// A prompt file's path: 1-4096 characters, no control characters (relative paths in
-/// `skillbase.toml` are read from its folder; elsewhere from the server's working folder).
-#[derive(Serialize, ToSchema)]
-#[schema(as = PromptPath, value_type = String, min_length = 1, max_length = 4096, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
-#[allow(dead_code)]
-pub struct PromptPathDoc(String);
-
-/// A prompt held in a file.
-#[derive(Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = PromptFile)]
-#[allow(dead_code)]
-pub struct PromptFileDoc {
-    path: PromptPathDoc,
-}
-
-/// A prompt written inline.
-#[derive(Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = PromptText)]
-#[allow(dead_code)]
-pub struct PromptTextDoc {
-    /// 1-65536 characters.
-    #[schema(min_length = 1, max_length = 65536)]
-    text: String,
-}
-
-/// An agent's configuration. Every field is optional; missing ones take their defaults.
-#[derive(Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = AgentConfig)]
-#[allow(dead_code)]
-pub struct AgentConfigDoc {
-    /// The skills it may see [none].
-    #[schema(required = false)]
-    skills: SkillSetDoc,
-    /// The skills in its prompt every turn [none].
-    #[schema(required = false)]
-    eager: SkillSetDoc,
-    #[schema(required = false)]
-    grants: GrantsDoc,
-    /// Tokens the level-1 catalog may use [4000].
-    #[schema(required = false, minimum = 0, maximum = 10000000)]
-    catalog_budget: u32,
-    /// Tokens the skill bodies injected in one turn may use [16000].
-    #[schema(required = false, minimum = 0, maximum = 10000000)]
-    context_budget: u32,
-    #[schema(required = false)]
-    policies: PoliciesDoc,
-    /// What the agent is for, in the operator's words.
-    #[schema(required = false)]
-    description: String,
-    /// The harness's own instructions to the agent, at most 32 [none].
-    #[schema(required = false, max_items = 32)]
-    prompts: Vec<PromptDoc>,
-}
-
-/// A stored agent: its name, configuration and version.
-#[derive(ToSchema)]
-#[schema(as = Agent)]
-#[allow(dead_code)]
-pub struct AgentDoc {
-    name: String,
-    skills: SkillSetDoc,
-    eager: SkillSetDoc,
-    grants: GrantsDoc,
-    catalog_budget: u32,
-    context_budget: u32,
-    policies: PoliciesDoc,
-    description: String,
-    /// Absent when the agent lists none.
-    #[schema(required = false)]
-    prompts: Vec<PromptDoc>,
-    /// Bumped on every change (the ETag).
-    version: i64,
-}
+use utoipa::openapi::schema::{
+    AdditionalProperties, ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 
 /// A new agent.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAgent {
     /// 1-64 lowercase letters, digits, `-` and `_`, not starting with `-` or `_`.
-    #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+    #[schema(value_type = AgentName)]
     pub name: String,
     /// The configuration (absent or null: every default).
     #[serde(default)]
-    #[schema(value_type = Option<AgentConfigDoc>)]
+    #[schema(value_type = Option<AgentConfig>)]
     pub config: Value,
 }
 
@@ -267,7 +69,7 @@ fn agent_response(status: StatusCode, a: &Agent) -> Response {
 
 /// List agents (an agent token: its own).
 #[utoipa::path(get, path = "/v1/agents", tag = "agents",
-    responses((status = 200, body = Vec<AgentDoc>)))]
+    responses((status = 200, body = Vec<Agent>)))]
 pub async fn list(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
@@ -281,8 +83,8 @@ pub async fn list(
 
 /// Show an agent (an agent token: its own; any other answers 404).
 #[utoipa::path(get, path = "/v1/agents/{name}", tag = "agents",
-    params(("name" = String, Path, description = "The agent's name", pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")),
-    responses((status = 200, body = AgentDoc, headers(("etag" = String, description = "\"<version>\""))),
+    params(("name" = AgentName, Path, description = "The agent's name")),
+    responses((status = 200, body = Agent, headers(("etag" = String, description = "\"<version>\""))),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 pub async fn show(
     State(st): State<Arc<AppState>>,
@@ -300,7 +102,10 @@ pub async fn show(
 
 /// Create an agent (409 if it exists). Admin only.
 #[utoipa::path(post, path = "/v1/agents", tag = "agents", request_body = NewAgent,
-    responses((status = 201, body = AgentDoc),
+    responses((status = 201, body = Agent, links(
+            ("show" = (operation_id = "agents_show", parameters(("name" = "$response.body#/name")))),
+            ("put" = (operation_id = "agents_put", parameters(("name" = "$response.body#/name")))),
+            ("eval" = (operation_id = "agents_eval", parameters(("name" = "$response.body#/name")))))),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
@@ -324,11 +129,11 @@ pub async fn create(
 /// Create or replace an agent's configuration. `If-Match: "<version>"` makes it conditional.
 /// Admin only.
 #[utoipa::path(put, path = "/v1/agents/{name}", tag = "agents",
-    params(("name" = String, Path, description = "The agent's name", pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$"),
+    params(("name" = AgentName, Path, description = "The agent's name"),
         ("if-match" = Option<String>, Header, description = "\"<version>\" from the ETag")),
-    request_body = AgentConfigDoc,
-    responses((status = 200, body = AgentDoc),
-        (status = 201, body = AgentDoc),
+    request_body = AgentConfig,
+    responses((status = 200, body = Agent),
+        (status = 201, body = Agent),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 412, body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
@@ -379,39 +184,114 @@ pub const MAX_EVAL_CASES: usize = 10_000;
 
 /// Labelled messages to measure an agent's routing with: either `cases`, or a graded benchmark
 /// in SkillRouter's format (`tasks` with `relevance`, optionally `id_map`).
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvalRequest {
     /// Each case: `{"message", "expected": skill name or null, "kind"?, "lang"?}`.
     #[serde(default)]
-    #[schema(value_type = Option<Vec<Object>>)]
     pub cases: Option<Vec<Value>>,
     /// Graded form: each task `{"task_id", "instruction_text", ...}` (other keys ignored), as
     /// the lines of SkillRouter's `tasks.jsonl`. Needs `relevance`; not with `cases`.
     #[serde(default)]
-    #[schema(value_type = Option<Vec<Object>>)]
     pub tasks: Option<Vec<Value>>,
     /// Graded form: task id → `{"gt_skill_ids": [ids], "core_gt_ids"?: [ids], "relevance":
     /// {id: grade ≥ 0}, "task_type"?: string}` (SkillRouter's `relevance.json`).
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub relevance: Option<Value>,
     /// Graded form: benchmark id → skill name, `{id: name}` or an object holding it under
     /// `gt_map` (a pool manifest). Default: id `prefix/name` is skill `name`.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub id_map: Option<Value>,
     /// Override the agent's catalog budget (tokens).
     #[serde(default)]
-    #[schema(maximum = 10000000)]
     pub catalog_budget: Option<u32>,
     /// Override the agent's context budget for injected bodies (tokens).
     #[serde(default)]
-    #[schema(maximum = 10000000)]
     pub context_budget: Option<u32>,
     /// Include every case's (or task's) outcome in the answer (default: the figures only).
     #[serde(default)]
     pub outcomes: bool,
+}
+
+/// The two forms of an evaluation, each an object of exactly its keys (what the handler's
+/// `match` takes): labelled `cases`, or graded `tasks` with `relevance` (and `id_map`). Written
+/// out, as one struct reads both.
+impl utoipa::PartialSchema for EvalRequest {
+    fn schema() -> RefOr<Schema> {
+        let null = || ObjectBuilder::new().schema_type(Type::Null);
+        let budget = |d: &str| {
+            ObjectBuilder::new()
+                .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+                .minimum(Some(0))
+                .maximum(Some(skillbase_store::MAX_BUDGET))
+                .description(Some(d))
+        };
+        let list = |items: RefOr<Schema>| {
+            ArrayBuilder::new()
+                .items(items)
+                .min_items(Some(1))
+                .max_items(Some(MAX_EVAL_CASES))
+        };
+        let form = |title: &str| {
+            ObjectBuilder::new()
+                .title(Some(title))
+                .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+                .property("catalog_budget", budget("Override the agent's catalog budget (tokens)."))
+                .property("context_budget", budget("Override the agent's context budget for injected bodies (tokens)."))
+                .property("outcomes", ObjectBuilder::new().schema_type(Type::Boolean).description(Some(
+                    "Include every case's (or task's) outcome in the answer (default: the figures only).",
+                )))
+        };
+        // A task needs its id and its text; other keys (as SkillRouter's lines carry) are read past.
+        let string = || ObjectBuilder::new().schema_type(Type::String);
+        let task = ObjectBuilder::new()
+            .property("task_id", string())
+            .property("instruction_text", string())
+            .required("task_id")
+            .required("instruction_text");
+        let object = || ObjectBuilder::new().schema_type(Type::Object);
+        OneOfBuilder::new()
+            .description(Some(
+                "Labelled messages to measure an agent's routing with: either `cases` (each \
+                 `{\"message\", \"expected\": skill name or null, \"kind\"?, \"lang\"?}`), or a \
+                 graded benchmark in SkillRouter's format: `tasks` (each `{\"task_id\", \
+                 \"instruction_text\", ...}`, the lines of its `tasks.jsonl`) with `relevance` \
+                 (task id → `{\"gt_skill_ids\", \"core_gt_ids\"?, \"relevance\", \"task_type\"?}`) \
+                 and optionally `id_map` (benchmark id → skill name; default: id `prefix/name` \
+                 is skill `name`).",
+            ))
+            .item(
+                form("labelled")
+                    .property(
+                        "cases",
+                        list(Ref::from_schema_name(EvalCase::name()).into()),
+                    )
+                    .required("cases")
+                    .property("tasks", null())
+                    .property("relevance", null())
+                    .property("id_map", null()),
+            )
+            .item(
+                form("graded")
+                    .property("cases", null())
+                    .property("tasks", list(task.into()))
+                    .required("tasks")
+                    .property("relevance", object())
+                    .required("relevance")
+                    .property(
+                        "id_map",
+                        ObjectBuilder::new()
+                            .schema_type(SchemaType::from_iter([Type::Object, Type::Null])),
+                    ),
+            )
+            .into()
+    }
+}
+
+impl ToSchema for EvalRequest {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((EvalCase::name().into(), EvalCase::schema()));
+    }
 }
 
 /// Measure an agent's routing: each case through the agent's real turn path (its view,
@@ -426,7 +306,7 @@ pub struct EvalRequest {
 /// tasks, tasks without labels, labels without a task and tasks with no relevant skill the agent
 /// sees are skipped and counted. At most 10,000 cases or tasks.
 #[utoipa::path(post, path = "/v1/agents/{name}/eval", tag = "agents",
-    params(("name" = String, Path, description = "The agent's name", pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")),
+    params(("name" = AgentName, Path, description = "The agent's name")),
     request_body = EvalRequest,
     responses((status = 200, description = "The evaluation report (the graded report for the graded form)", body = Object),
         (status = 404, body = Problem, content_type = "application/problem+json"),
@@ -572,7 +452,7 @@ pub struct DreamRequest {
 /// `part_of`, `unknown_tool`, `invalid`). A dream never widens what the agent is granted. An
 /// agent token may dream for its own agent only.
 #[utoipa::path(post, path = "/v1/agents/{name}/dream", tag = "agents",
-    params(("name" = String, Path, description = "The agent's name", pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")),
+    params(("name" = AgentName, Path, description = "The agent's name")),
     request_body = DreamRequest,
     responses((status = 200, description = "The dream report", body = Object),
         (status = 404, body = Problem, content_type = "application/problem+json"),

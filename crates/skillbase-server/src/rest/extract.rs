@@ -26,6 +26,14 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
+/// [`session_header`]'s grammar as a regular expression: 1-128 visible ASCII characters but
+/// `/` and `\\`.
+pub const SESSION_HEADER_PATTERN: &str = r"^[!-.0-\[\]-~]{1,128}$";
+
+/// The `If-Match` grammar [`precondition`] reads: `*`, or a revision (1-18 digits, quoted or
+/// not, optionally weak).
+pub const IF_MATCH_PATTERN: &str = r#"^(\*|(W/)?"?[0-9]{1,18}"?)$"#;
+
 /// The `Skillbase-Session` header, if sent: a session id of 1-128 visible ASCII characters
 /// (no space, `/` or `\\`), as the OpenAPI document's pattern says. Anything else answers 400.
 pub fn session_header(headers: &HeaderMap) -> ApiResult<Option<&str>> {

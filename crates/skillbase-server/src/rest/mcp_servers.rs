@@ -12,42 +12,25 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
-use skillbase_runtime::{GatewayError, ServerEntry};
+use serde::{Deserialize, Serialize};
+use skillbase_runtime::{GatewayError, McpServerConfig, ServerEntry};
 use std::sync::Arc;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 /// The servers listing.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct McpServers {
     /// The file's servers in configuration order, then the API's by name.
     pub servers: Vec<ServerEntry>,
 }
 
-/// An upstream server's configuration (the `[mcp_servers.<name>]` table as JSON). The document's
-/// schema is written out in `finish_components` (a oneOf of a stdio and an HTTP server).
-#[derive(ToSchema)]
-#[schema(as = McpServerConfig)]
-#[allow(dead_code)]
-pub struct ConfigDoc {
-    url: String,
-}
-
-/// One upstream server: its state, where its configuration comes from, and the configuration
-/// the API wrote (written out in `finish_components`).
-#[derive(ToSchema)]
-#[schema(as = McpServer)]
-#[allow(dead_code)]
-pub struct EntryDoc {
-    name: String,
-}
-
-/// The servers listing.
-#[derive(ToSchema)]
-#[schema(as = McpServers)]
-#[allow(dead_code)]
-pub struct ListDoc {
-    servers: Vec<EntryDoc>,
+/// The server a path names.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ServerPath {
+    /// The server's name.
+    #[param(required = true, schema_with = skillbase_format::openapi::server_name)]
+    pub name: String,
 }
 
 fn gateway_error(e: GatewayError) -> ApiError {
@@ -70,7 +53,7 @@ fn entry(st: &AppState, name: &str) -> Option<ServerEntry> {
 /// Every upstream server with its state and origin (`file` or `api`), and the configuration
 /// of those the API wrote.
 #[utoipa::path(get, path = "/v1/mcp-servers", tag = "tools",
-    responses((status = 200, body = ListDoc),
+    responses((status = 200, body = McpServers),
         (status = 403, body = Problem, content_type = "application/problem+json")))]
 pub async fn list_servers(
     State(st): State<Arc<AppState>>,
@@ -84,14 +67,14 @@ pub async fn list_servers(
 
 /// One upstream server.
 #[utoipa::path(get, path = "/v1/mcp-servers/{name}", tag = "tools",
-    params(("name" = String, Path, description = "The server's name", pattern = r"^[a-z0-9][a-z0-9_-]{0,31}$")),
-    responses((status = 200, body = EntryDoc),
+    params(ServerPath),
+    responses((status = 200, body = ServerEntry),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 pub async fn show_server(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
-    P(name): P<String>,
+    P(ServerPath { name }): P<ServerPath>,
 ) -> ApiResult<Json<ServerEntry>> {
     p.require_admin()?;
     entry(&st, &name)
@@ -105,16 +88,16 @@ pub async fn show_server(
 /// `skillbase.toml` or past `[gateway] api_servers`; 403 for a stdio program `[gateway]
 /// api_commands` does not list.
 #[utoipa::path(put, path = "/v1/mcp-servers/{name}", tag = "tools",
-    params(("name" = String, Path, description = "1-32 lowercase letters, digits, `_` and `-`, starting with a letter or digit", pattern = r"^[a-z0-9][a-z0-9_-]{0,31}$")),
-    request_body = ConfigDoc,
-    responses((status = 200, body = EntryDoc), (status = 201, body = EntryDoc),
+    params(ServerPath),
+    request_body = McpServerConfig,
+    responses((status = 200, body = ServerEntry), (status = 201, body = ServerEntry),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 409, body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
 pub async fn put_server(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
-    P(name): P<String>,
+    P(ServerPath { name }): P<ServerPath>,
     Body(config): Body<serde_json::Value>,
 ) -> ApiResult<Response> {
     p.require_admin()?;
@@ -136,7 +119,7 @@ pub async fn put_server(
 /// Remove an upstream server the API configured: its connection closes (a stdio server's
 /// process exits) and its tools leave every agent's offered set.
 #[utoipa::path(delete, path = "/v1/mcp-servers/{name}", tag = "tools",
-    params(("name" = String, Path, pattern = r"^[a-z0-9][a-z0-9_-]{0,31}$")),
+    params(ServerPath),
     responses((status = 204, description = "Removed"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
@@ -144,7 +127,7 @@ pub async fn put_server(
 pub async fn remove_server(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
-    P(name): P<String>,
+    P(ServerPath { name }): P<ServerPath>,
 ) -> ApiResult<StatusCode> {
     p.require_admin()?;
     st.gateway

@@ -1,5 +1,6 @@
-//! The REST API under `/v1`, described by the OpenAPI 3.1 document at `/v1/openapi.json`
-//! (generated from the handlers' annotations). Errors are `application/problem+json`.
+//! The REST API under `/v1`, described by the OpenAPI 3.1 document at `/v1/openapi.json`,
+//! derived from the handlers' annotations and the types they read and answer (those of the
+//! crates below through their `openapi` feature), completed by [`openapi::Finish`]. Errors are `application/problem+json`.
 //!
 //! The router and [`routes`] are built from one table, so the list of mounted routes and the
 //! document can be compared (the REST tests do).
@@ -296,7 +297,7 @@ async fn method_not_allowed(req: Request) -> ApiError {
         sessions::post_result, sessions::transcript,
         sessions::events, sessions::pinned, sessions::finish,
     ),
-    components(schemas(crate::error::Problem, skills::FileContent, sessions::SessionEventDoc)),
+    components(schemas(crate::error::Problem, skills::FileObject, skillbase_store::EventRecord, skillbase_store::Scope)),
     tags(
         (name = "skills", description = "Skills and their revisions"),
         (name = "approvals", description = "Revisions waiting for review"),
@@ -317,9 +318,7 @@ pub fn openapi_text() -> &'static str {
     DOC.get_or_init(|| {
         let mut doc = ApiDoc::openapi();
         doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
-        let mut v = serde_json::to_value(&doc).expect("the OpenAPI document serializes");
-        openapi::finish_json(&mut v);
-        v.to_string()
+        serde_json::to_string(&doc).expect("the OpenAPI document serializes")
     })
 }
 

@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use skillbase_format::Cost;
+use skillbase_runtime::dream::transcript::{Imported, Transcript};
 use skillbase_runtime::event::Event as Recorded;
 use skillbase_runtime::{CallMode, CallOutcome};
 use skillbase_runtime::{OmissionDetail, TurnOptions};
@@ -27,7 +28,14 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{
+    AdditionalProperties, Object, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+};
 use utoipa::{IntoParams, ToSchema};
+
+/// [`last_event_id`]'s grammar as a regular expression.
+pub(super) const LAST_EVENT_ID_PATTERN: &str = "^[0-9]{1,18}$";
 
 /// `Last-Event-ID`: an event id as the stream gives it, 1-18 digits.
 pub(super) fn last_event_id(v: &[u8]) -> ApiResult<i64> {
@@ -52,45 +60,32 @@ pub struct NewSession {
     /// The agent. An agent token's own agent is the default, and it may name no other; with an
     /// admin token the default is the server's default agent (`serve --agent`), and without
     /// one the request is refused (422).
-    #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+    #[schema(value_type = Option<AgentName>)]
     pub agent: Option<String>,
     /// The session id (1-128 characters, no slashes or control characters); default: a new
     /// random one. Opening an existing session of the same agent is allowed.
-    #[schema(pattern = r"^[^/\\\u0000-\u001f\u007f-\u009f]{1,128}$")]
+    #[schema(schema_with = skillbase_store::openapi::session_id_or_null)]
     pub id: Option<String>,
 }
 
-/// A cost class: how long a skill or tool may take to answer.
-#[derive(Serialize, ToSchema)]
+/// How a run ended, as the harness says it (`POST .../finish`).
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-#[schema(as = CostClass)]
-#[allow(dead_code)]
-pub enum CostClassDoc {
-    Immediate,
-    Seconds,
-    TensOfSeconds,
-}
-
-/// How much of the catalog's omissions a turn's answer lists: `summary` (the default: counts,
-/// reasons and relevance ranks as ranges, names only of skills listed by name) or `full` (every
-/// omitted skill by name, with its reason and rank).
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(as = OmissionDetail)]
-#[allow(dead_code)]
-pub enum OmissionDetailDoc {
-    Summary,
-    Full,
-}
-
-/// How a run ended.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(as = Outcome)]
-#[allow(dead_code)]
-pub enum OutcomeDoc {
+pub enum Outcome {
+    /// The skill did what it is for.
     Success,
+    /// It did not; counted towards the revision's drift.
     Failure,
+}
+
+impl Outcome {
+    /// `success` or `failure`, as the store records it.
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Failure => "failure",
+        }
+    }
 }
 
 /// A session and what it activated, in order.
@@ -124,7 +119,7 @@ pub struct TurnBody {
     /// The user's message.
     pub message: String,
     /// Leave out every skill and tool slower than this.
-    #[schema(value_type = Option<CostClassDoc>)]
+    #[schema(value_type = Option<Cost>)]
     pub max_cost: Option<String>,
     /// Override the agent's catalog budget (tokens).
     #[schema(maximum = 10000000)]
@@ -134,7 +129,7 @@ pub struct TurnBody {
     pub context_budget: Option<u32>,
     /// How the answer lists what the catalog left out (default `summary`; the `omissions`
     /// query parameter says the same and wins).
-    #[schema(value_type = Option<OmissionDetailDoc>)]
+    #[schema(value_type = Option<OmissionDetail>)]
     pub omissions: Option<String>,
 }
 
@@ -144,7 +139,7 @@ pub struct TurnQuery {
     /// `summary` (default): `context.report.catalog.omitted` is `{count, by_reason: [{reason,
     /// count, ranks}], list}`, and `name_only` the same with the names; `full`: both are lists
     /// of `{name, reason, rank}`. Omissions are always counted, never silent.
-    #[param(value_type = Option<OmissionDetailDoc>)]
+    #[param(value_type = Option<OmissionDetail>)]
     pub omissions: Option<String>,
 }
 
@@ -172,31 +167,6 @@ pub struct CallBody {
     /// at once; collect the outcome with GET .../calls/{call_id} or from the event stream.
     #[serde(default)]
     pub detach: bool,
-}
-
-/// A call's outcome: `status` is done, started, authorized, refused or failed.
-#[derive(ToSchema)]
-#[schema(as = CallOutcome)]
-#[allow(dead_code)]
-pub struct CallOutcomeDoc {
-    /// done, started, authorized (a harness-run tool: the harness runs it and posts the
-    /// result), refused or failed.
-    status: String,
-    call_id: String,
-    /// authorized: the tool the harness is to run.
-    tool: Option<String>,
-    /// done: the result (capped and redacted).
-    #[schema(value_type = Option<Object>)]
-    result: Option<Value>,
-    tokens: Option<u32>,
-    truncated: Option<bool>,
-    /// refused, or failed by a rule: the rule.
-    rule: Option<String>,
-    /// refused or failed: why.
-    message: Option<String>,
-    /// failed, when the tool says what kind of failure: stale, conflict, not_found,
-    /// no_revision, invalid, internal or upstream.
-    failure: Option<String>,
 }
 
 /// A detached call still running.
@@ -245,7 +215,7 @@ pub struct PinnedResult {
 #[serde(deny_unknown_fields)]
 pub struct FinishBody {
     /// How the run ended.
-    #[schema(value_type = OutcomeDoc)]
+    #[schema(value_type = Outcome)]
     pub outcome: String,
     /// What happened, for the run's record (at most 2000 characters).
     #[serde(default)]
@@ -358,7 +328,13 @@ fn new_session_id() -> String {
 
 /// Open a session for an agent (created if new).
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = NewSession,
-    responses((status = 201, description = "Opened", body = Session),
+    responses((status = 201, description = "Opened", body = Session, links(
+            ("show" = (operation_id = "sessions_show", parameters(("id" = "$response.body#/id")))),
+            ("turn" = (operation_id = "sessions_turn", parameters(("id" = "$response.body#/id")))),
+            ("call" = (operation_id = "sessions_call", parameters(("id" = "$response.body#/id")))),
+            ("events" = (operation_id = "sessions_events", parameters(("id" = "$response.body#/id")))),
+            ("pinned" = (operation_id = "sessions_pinned", parameters(("id" = "$response.body#/id")))),
+            ("finish" = (operation_id = "sessions_finish", parameters(("id" = "$response.body#/id")))))),
         (status = 404, description = "No such agent", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The id is reserved (the `mcp:` and `rest:` namespaces)", body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
@@ -474,8 +450,9 @@ pub async fn turn(
 /// redaction). A refusal or a failure is an outcome (200), not an HTTP error.
 #[utoipa::path(post, path = "/v1/sessions/{id}/calls", tag = "sessions",
     params(("id" = String, Path), SessionAgentQuery), request_body = CallBody,
-    responses((status = 200, description = "done, refused or failed", body = CallOutcomeDoc),
-        (status = 202, description = "started apart (detach), or authorized for the harness to run (a `runs = \"harness\"` tool: post its result to .../calls/{call_id}/result)", body = CallOutcomeDoc),
+    responses((status = 200, description = "done, refused or failed", body = CallOutcome),
+        (status = 202, description = "started apart (detach), or authorized for the harness to run (a `runs = \"harness\"` tool: post its result to .../calls/{call_id}/result)", body = CallOutcome, links(
+            ("result" = (operation_id = "sessions_call_result", parameters(("id" = "$request.path.id"), ("call_id" = "$response.body#/call_id")))))),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json")))]
 pub async fn call(
@@ -533,7 +510,7 @@ async fn call_event(
 /// The outcome of a detached call (waiting up to `timeout_ms`); 202 while it runs.
 #[utoipa::path(get, path = "/v1/sessions/{id}/calls/{call_id}", tag = "sessions",
     params(("id" = String, Path), SessionAgentQuery, ("call_id" = String, Path), WaitQuery),
-    responses((status = 200, body = CallOutcomeDoc),
+    responses((status = 200, body = CallOutcome),
         (status = 202, description = "Still running", body = Running),
         (status = 404, description = "No such call in this session", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json")))]
@@ -597,18 +574,47 @@ pub async fn call_result(
 
 /// The result of a harness-run call: exactly one of `result` (what the tool returned) and
 /// `error` (why it failed).
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PostedResult {
     /// The tool's value (any JSON); redacted and capped before anyone sees it.
-    #[schema(value_type = Option<Object>)]
     #[serde(default, deserialize_with = "present")]
     pub result: Option<Value>,
     /// The tool's failure, in words for the model (1-65,536 bytes).
-    #[schema(value_type = Option<String>, min_length = 1, max_length = 65536)]
     #[serde(default, deserialize_with = "present")]
     pub error: Option<Value>,
 }
+
+/// Exactly one of the two keys, as [`post_result`] takes them. Written out: one struct reads
+/// both.
+impl utoipa::PartialSchema for PostedResult {
+    fn schema() -> RefOr<Schema> {
+        let only = |key: &str, value: Object| {
+            ObjectBuilder::new()
+                .property(key, value)
+                .required(key)
+                .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        };
+        OneOfBuilder::new()
+            .description(Some(
+                "The result of a harness-run call: exactly one of `result` (what the tool \
+                 returned: any JSON, redacted and capped before anyone sees it) and `error` (why \
+                 it failed, in words for the model: 1-65,536 bytes).",
+            ))
+            .item(only("result", Object::with_type(SchemaType::AnyValue)))
+            .item(only(
+                "error",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(65536))
+                    .build(),
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for PostedResult {}
 
 /// A present `result` is `Some` even when it is `null`.
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
@@ -621,7 +627,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 /// authorized in this session, already answered or past its time limit is refused (409).
 #[utoipa::path(post, path = "/v1/sessions/{id}/calls/{call_id}/result", tag = "sessions",
     params(("id" = String, Path), SessionAgentQuery, ("call_id" = String, Path)), request_body = PostedResult,
-    responses((status = 200, description = "the call's outcome (done or failed)", body = CallOutcomeDoc),
+    responses((status = 200, description = "the call's outcome (done or failed)", body = CallOutcome),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "No harness-run call of this id awaits a result; or: an admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Neither or both of result and error", body = Problem, content_type = "application/problem+json")))]
@@ -668,38 +674,6 @@ struct Tail {
     session: String,
     after: i64,
     buf: VecDeque<EventRecord>,
-}
-
-/// One event of a session's stream: the `data` of each server-sent event (its `id` is the
-/// event's id, its `event` the kind).
-#[derive(ToSchema)]
-#[schema(as = SessionEvent)]
-#[allow(dead_code)]
-pub struct SessionEventDoc {
-    /// The event's id: increasing (on PostgreSQL, not in commit order); resume after it with
-    /// `Last-Event-ID`.
-    id: i64,
-    /// When it was written (Unix milliseconds).
-    at: i64,
-    /// What happened: `turn`, `catalog_truncated`, `skill_activated`, `skill_evicted`,
-    /// `tool_called`, `call_refused`, `call_started`, `call_finished`, `run_finished`, or a
-    /// skill event (`revision_written`, `disabled`, ...) caused in the session.
-    kind: String,
-    /// The skill's scope, for an event about a skill.
-    scope: Option<String>,
-    /// The skill's name, for an event about a skill.
-    skill: Option<String>,
-    /// The skill's revision, for an event about a skill.
-    rev: Option<i64>,
-    /// The agent it concerns.
-    agent: Option<String>,
-    /// The session it happened in.
-    session: Option<String>,
-    /// Who did it.
-    actor: Option<String>,
-    /// The kind's own details.
-    #[schema(value_type = Object)]
-    data: Value,
 }
 
 /// The session's events as server-sent events (`id` is the event id, `event` its kind, `data`
@@ -844,19 +818,19 @@ pub async fn finish(
     Body(b): Body<FinishBody>,
 ) -> ApiResult<Json<FinishResult>> {
     let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
-    if !matches!(b.outcome.as_str(), "success" | "failure") {
-        return Err(unprocessable(
-            "invalid-request",
-            "outcome: success or failure",
-        ));
-    }
+    let outcome: Outcome = serde_json::from_value(Value::String(b.outcome))
+        .map_err(|_| unprocessable("invalid-request", "outcome: success or failure"))?;
     if b.note.chars().count() > 2000 {
         return Err(unprocessable(
             "invalid-request",
             "note: at most 2000 characters",
         ));
     }
-    match st.engine.finish(&agent, &id, &b.outcome, &b.note).await? {
+    match st
+        .engine
+        .finish(&agent, &id, outcome.as_str(), &b.note)
+        .await?
+    {
         Some((run, disabled)) => Ok(Json(FinishResult {
             run: run.into(),
             disabled_for_drift: disabled,
@@ -875,34 +849,14 @@ pub(super) fn budget(field: &str, tokens: Option<u32>) -> ApiResult<Option<u32>>
         .map_err(|e| unprocessable("invalid-request", e))
 }
 
-/// A conversation that happened elsewhere (the OpenAI chat format). Its schema is written out in
-/// `finish_components`.
-#[derive(ToSchema)]
-#[schema(as = Transcript)]
-#[allow(dead_code)]
-pub struct TranscriptDoc {
-    messages: Vec<Value>,
-}
-
-/// What an import recorded.
-#[derive(ToSchema)]
-#[schema(as = Imported)]
-#[allow(dead_code)]
-pub struct ImportedDoc {
-    /// Users' messages recorded.
-    messages: u64,
-    /// Tool calls recorded.
-    calls: u64,
-}
-
 /// Import a conversation that happened elsewhere into the session, for learning (`dream`):
 /// messages in the OpenAI chat format (`system`, `user`, `assistant` with `tool_calls`, `tool`
 /// answering a call by `tool_call_id`), at most 2,000 messages and 5,000 calls, each text at
 /// most 64 KiB. Checked whole: a message that cannot be imported answers 422 naming it, and
 /// nothing is recorded. Users' messages and tool calls are recorded redacted.
 #[utoipa::path(post, path = "/v1/sessions/{id}/transcript", tag = "sessions",
-    params(("id" = String, Path), SessionAgentQuery), request_body = TranscriptDoc,
-    responses((status = 200, body = ImportedDoc),
+    params(("id" = String, Path), SessionAgentQuery), request_body = Transcript,
+    responses((status = 200, body = Imported),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "An admin token named an id several agents hold: name one with `?agent=`", body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]

@@ -21,6 +21,8 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use skillbase_format::BundleLimits;
+use skillbase_format::bundle::BUNDLE_PATH_PATTERN;
 use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillMd, SkillMeta};
 use skillbase_store::pack::{PackLimits, read_zip_pack};
 use skillbase_store::{
@@ -29,6 +31,10 @@ use skillbase_store::{
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use utoipa::openapi::Ref;
+use utoipa::openapi::schema::{
+    AdditionalProperties, AllOfBuilder, ObjectBuilder, OneOfBuilder, Schema, Type,
+};
 use utoipa::{IntoParams, ToSchema};
 
 /// Largest page of a listing.
@@ -74,11 +80,11 @@ pub struct SkillPage {
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only records in this scope: `shared` or `agent:<name>`.
-    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
+    #[param(value_type = Option<Scope>)]
     pub scope: Option<String>,
     /// active, disabled, retired, pending, or all (default: all but retired).
-    #[param(inline, value_type = Option<StatusFilter>)]
-    pub status: Option<String>,
+    #[param(inline)]
+    pub status: Option<StatusFilter>,
     /// Words that must all appear in the name or description (case and accents ignored).
     pub q: Option<String>,
     /// `next_cursor` from the previous page (empty: the first page). Opaque: only the server's
@@ -175,7 +181,7 @@ pub struct SkillDetail {
 pub struct ScopeQuery {
     /// The record's scope (admin tokens; default `shared`). Agent tokens resolve names in their
     /// agent's view.
-    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
+    #[param(value_type = Option<Scope>)]
     pub scope: Option<String>,
 }
 
@@ -184,7 +190,7 @@ pub struct ScopeQuery {
 #[into_params(parameter_in = Query)]
 pub struct RevQuery {
     /// The record's scope (admin tokens; default `shared`).
-    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
+    #[param(value_type = Option<Scope>)]
     pub scope: Option<String>,
     /// A past revision (default: the active one).
     pub rev: Option<i64>,
@@ -206,7 +212,11 @@ pub enum FileContent {
 pub struct FileObject {
     /// The content as UTF-8 text.
     pub text: Option<String>,
-    /// The content as standard base64 (for binary files).
+    /// The content as canonical standard base64 (padded; the unused bits of the last character
+    /// zero), for binary files.
+    #[schema(
+        pattern = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$"
+    )]
     pub base64: Option<String>,
     /// Whether the file is executable (default false).
     #[serde(default)]
@@ -221,35 +231,77 @@ pub struct PutSkill {
     #[schema(schema_with = skill_files_schema)]
     pub files: BTreeMap<String, FileContent>,
     /// Why this revision exists: at most 2000 characters, no control characters but newlines.
-    #[schema(pattern = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]{0,2000}$")]
+    #[schema(schema_with = skillbase_store::openapi::message_or_null)]
     pub message: Option<String>,
 }
 
-/// `files`: an object of relative paths to contents, which must hold `SKILL.md`.
-fn skill_files_schema() -> utoipa::openapi::Object {
-    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder};
-    use utoipa::openapi::{Ref, RefOr};
-    ObjectBuilder::new()
-        .required("SKILL.md")
-        .additional_properties(Some(AdditionalProperties::RefOr(RefOr::Ref(
-            Ref::from_schema_name("FileContent"),
-        ))))
+/// `files`: at most [`BundleLimits`]' 512 files under safe relative paths (the format's
+/// pattern), holding SKILL.md or skill.md (not both: they would collide); each a text, or an
+/// object with exactly one of `text` and `base64`. (What a schema cannot say, such as two paths
+/// differing only in case or the 16 MiB total, the server refuses with 422.)
+fn skill_files_schema() -> Schema {
+    let string = || ObjectBuilder::new().schema_type(Type::String);
+    let one_of_keys = |a: &str, b: &str| {
+        OneOfBuilder::new()
+            .item(ObjectBuilder::new().required(a).property(a, string()))
+            .item(ObjectBuilder::new().required(b).property(b, string()))
+    };
+    let file = OneOfBuilder::new().item(string()).item(
+        AllOfBuilder::new()
+            .item(Ref::from_schema_name("FileObject"))
+            .item(one_of_keys("text", "base64")),
+    );
+    let required = |name: &str| ObjectBuilder::new().required(name);
+    AllOfBuilder::new()
         .description(Some(
             "Every file of the skill by relative path (`/`-separated); SKILL.md is required.",
         ))
+        .item(
+            ObjectBuilder::new()
+                .property_names(Some(
+                    string()
+                        .max_length(Some(BundleLimits::default().max_path_bytes))
+                        .pattern(Some(BUNDLE_PATH_PATTERN)),
+                ))
+                .max_properties(Some(BundleLimits::default().max_files))
+                .additional_properties(Some(AdditionalProperties::RefOr(file.into()))),
+        )
+        .item(
+            OneOfBuilder::new()
+                .item(required("SKILL.md"))
+                .item(required("skill.md")),
+        )
         .build()
+        .into()
 }
 
-/// A status filter for listings.
-#[derive(Serialize, ToSchema)]
+/// A status filter for listings: one status, or all of them.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
 pub enum StatusFilter {
+    /// Offered skills.
     Active,
+    /// Kept but not offered.
     Disabled,
+    /// Out of use.
     Retired,
+    /// Waiting for approval.
     Pending,
+    /// Every status, retired included.
     All,
+}
+
+impl StatusFilter {
+    /// The one status to list (`None`: every one).
+    fn status(self) -> Option<Status> {
+        match self {
+            StatusFilter::Active => Some(Status::Active),
+            StatusFilter::Disabled => Some(Status::Disabled),
+            StatusFilter::Retired => Some(Status::Retired),
+            StatusFilter::Pending => Some(Status::Pending),
+            StatusFilter::All => None,
+        }
+    }
 }
 
 /// Where a skill write goes, and its message.
@@ -258,11 +310,11 @@ pub enum StatusFilter {
 pub struct PutQuery {
     /// Where to write (admin tokens; default `shared`). Agent tokens always write into their
     /// own scope.
-    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
+    #[param(value_type = Option<Scope>)]
     pub scope: Option<String>,
     /// Why this revision exists (for a `text/markdown` body): at most 2000 characters, no
     /// control characters but newlines.
-    #[param(pattern = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]{0,2000}$")]
+    #[param(schema_with = skillbase_store::openapi::message)]
     pub message: Option<String>,
 }
 
@@ -301,7 +353,7 @@ pub struct RevBody {
 #[serde(deny_unknown_fields)]
 pub struct StatusBody {
     /// Why (kept in the event): at most 2000 characters, no control characters but newlines.
-    #[schema(pattern = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]{0,2000}$")]
+    #[schema(schema_with = skillbase_store::openapi::message_or_null)]
     pub reason: Option<String>,
 }
 
@@ -310,7 +362,7 @@ pub struct StatusBody {
 #[into_params(parameter_in = Query)]
 pub struct DiffQuery {
     /// The record's scope (admin tokens; default `shared`).
-    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
+    #[param(value_type = Option<Scope>)]
     pub scope: Option<String>,
     /// The older revision.
     pub from: i64,
@@ -334,7 +386,7 @@ pub struct DiffResult {
 #[into_params(parameter_in = Query)]
 pub struct RunsQuery {
     /// The record's scope (admin tokens; default `shared`).
-    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
+    #[param(value_type = Option<Scope>)]
     pub scope: Option<String>,
     /// Most runs returned, newest first (default 20, at most 500).
     pub limit: Option<i64>,
@@ -413,11 +465,11 @@ pub struct PendingRevision {
 pub struct ImportQuery {
     /// Where to import (default `shared`). Into `agent:<name>`, that agent's allowlist becomes
     /// exactly the imported skills.
-    #[param(pattern = r"^(shared|agent:[a-z0-9][a-z0-9_-]{0,63})$")]
+    #[param(value_type = Option<Scope>)]
     pub scope: Option<String>,
     /// The revision message recorded for every imported skill: at most 2000 characters, no
     /// control characters but newlines.
-    #[param(pattern = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]{0,2000}$")]
+    #[param(schema_with = skillbase_store::openapi::message)]
     pub message: Option<String>,
 }
 
@@ -507,15 +559,7 @@ pub async fn list(
     Q(q): Q<ListQuery>,
 ) -> ApiResult<Json<SkillPage>> {
     let scope = parse_scope(q.scope.as_deref())?;
-    let status: Option<Option<Status>> = match q.status.as_deref() {
-        None => None,
-        Some("all") => Some(None),
-        Some(s) => Some(Some(s.parse::<Status>().map_err(|e| {
-            ApiError::bad_request(format!(
-                "status: {e}; use active, disabled, retired, pending or all"
-            ))
-        })?)),
-    };
+    let status: Option<Option<Status>> = q.status.map(StatusFilter::status);
     let limit = q
         .limit
         .unwrap_or(st.options.limits.page_size)
@@ -804,9 +848,42 @@ fn own_scope(p: &Principal, raw: Option<&str>) -> ApiResult<()> {
     request_body(description = "The skill's files as JSON, or a bare SKILL.md as text/markdown",
         content((PutSkill = "application/json"), (String = "text/markdown"))),
     responses(
-        (status = 200, description = "Modified (or unchanged)", body = WriteResult),
-        (status = 201, description = "Created", body = WriteResult),
-        (status = 202, description = "Written, pending approval", body = WriteResult),
+        (status = 200, description = "Modified (or unchanged)", body = WriteResult, links(
+            ("show" = (operation_id = "skills_show", parameters(("name" = "$request.path.name")))),
+            ("history" = (operation_id = "skills_history", parameters(("name" = "$request.path.name")))),
+            ("diff" = (operation_id = "skills_diff", parameters(("name" = "$request.path.name")))),
+            ("export" = (operation_id = "skills_export", parameters(("name" = "$request.path.name")))),
+            ("runs" = (operation_id = "skills_runs", parameters(("name" = "$request.path.name")))),
+            ("retire" = (operation_id = "skills_retire", parameters(("name" = "$request.path.name")))),
+            ("restore" = (operation_id = "skills_restore", parameters(("name" = "$request.path.name")))),
+            ("disable" = (operation_id = "skills_disable", parameters(("name" = "$request.path.name")))),
+            ("enable" = (operation_id = "skills_enable", parameters(("name" = "$request.path.name")))),
+            ("revert" = (operation_id = "skills_revert", parameters(("name" = "$request.path.name")))),
+            ("approve" = (operation_id = "approvals_approve", parameters(("name" = "$request.path.name")))))),
+        (status = 201, description = "Created", body = WriteResult, links(
+            ("show" = (operation_id = "skills_show", parameters(("name" = "$request.path.name")))),
+            ("history" = (operation_id = "skills_history", parameters(("name" = "$request.path.name")))),
+            ("diff" = (operation_id = "skills_diff", parameters(("name" = "$request.path.name")))),
+            ("export" = (operation_id = "skills_export", parameters(("name" = "$request.path.name")))),
+            ("runs" = (operation_id = "skills_runs", parameters(("name" = "$request.path.name")))),
+            ("retire" = (operation_id = "skills_retire", parameters(("name" = "$request.path.name")))),
+            ("restore" = (operation_id = "skills_restore", parameters(("name" = "$request.path.name")))),
+            ("disable" = (operation_id = "skills_disable", parameters(("name" = "$request.path.name")))),
+            ("enable" = (operation_id = "skills_enable", parameters(("name" = "$request.path.name")))),
+            ("revert" = (operation_id = "skills_revert", parameters(("name" = "$request.path.name")))),
+            ("approve" = (operation_id = "approvals_approve", parameters(("name" = "$request.path.name")))))),
+        (status = 202, description = "Written, pending approval", body = WriteResult, links(
+            ("show" = (operation_id = "skills_show", parameters(("name" = "$request.path.name")))),
+            ("history" = (operation_id = "skills_history", parameters(("name" = "$request.path.name")))),
+            ("diff" = (operation_id = "skills_diff", parameters(("name" = "$request.path.name")))),
+            ("export" = (operation_id = "skills_export", parameters(("name" = "$request.path.name")))),
+            ("runs" = (operation_id = "skills_runs", parameters(("name" = "$request.path.name")))),
+            ("retire" = (operation_id = "skills_retire", parameters(("name" = "$request.path.name")))),
+            ("restore" = (operation_id = "skills_restore", parameters(("name" = "$request.path.name")))),
+            ("disable" = (operation_id = "skills_disable", parameters(("name" = "$request.path.name")))),
+            ("enable" = (operation_id = "skills_enable", parameters(("name" = "$request.path.name")))),
+            ("revert" = (operation_id = "skills_revert", parameters(("name" = "$request.path.name")))),
+            ("approve" = (operation_id = "approvals_approve", parameters(("name" = "$request.path.name")))))),
         (status = 403, description = "Not granted", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Refused: the skill is retired, or its `version` is not higher than the active revision's and the store requires it to be ([store] versions = \"require-increase\")", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "Stale If-Match", body = Problem, content_type = "application/problem+json"),

@@ -41,11 +41,11 @@ impl From<TokenRecord> for Token {
 pub struct NewToken {
     /// What the token is for: at most 200 characters, no control characters.
     #[serde(default)]
-    #[schema(max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
+    #[schema(schema_with = skillbase_store::openapi::token_label)]
     pub label: String,
     /// Bind it to this agent (it then sees and does only what the agent may); absent for an
     /// admin token.
-    #[schema(pattern = r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+    #[schema(value_type = Option<skillbase_store::AgentName>)]
     pub agent: Option<String>,
 }
 
@@ -73,7 +73,8 @@ pub async fn list(
 
 /// Create a token; its secret is in this answer only.
 #[utoipa::path(post, path = "/v1/tokens", tag = "tokens", request_body = NewToken,
-    responses((status = 201, body = CreatedToken),
+    responses((status = 201, body = CreatedToken, links(
+            ("revoke" = (operation_id = "tokens_revoke", parameters(("id" = "$response.body#/id")))))),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such agent", body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use utoipa::ToSchema;
 
 /// The tools and upstream servers.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ToolsReport {
     /// Built-ins first, then the registry by wire name.
     pub tools: Vec<ToolInfo>,
@@ -22,67 +22,10 @@ pub struct ToolsReport {
     pub servers: Vec<ServerStatus>,
 }
 
-/// One tool, as listed.
-#[derive(ToSchema)]
-#[schema(as = ToolInfo)]
-#[allow(dead_code)]
-pub struct ToolInfoDoc {
-    /// `tool:<name>` or `tool:<server>/<name>`.
-    id: String,
-    /// The wire name the model calls.
-    name: String,
-    /// builtin, config, embedder or mcp.
-    source: String,
-    /// The upstream server of an MCP tool.
-    server: Option<String>,
-    /// The class a grant names.
-    class: String,
-    /// skillbase or harness.
-    runs: String,
-    /// Whether the tool is one HTTP request.
-    http: bool,
-    /// immediate, seconds or tens_of_seconds.
-    cost: String,
-    /// ready, connected, connecting, down, harness or declared.
-    status: String,
-    /// Why it cannot run now.
-    reason: Option<String>,
-    /// Agents granted its class.
-    agents: Vec<String>,
-}
-
-/// One upstream MCP server's state.
-#[derive(ToSchema)]
-#[schema(as = UpstreamServer)]
-#[allow(dead_code)]
-pub struct ServerDoc {
-    name: String,
-    /// stdio or http.
-    transport: String,
-    /// connecting, connected or down.
-    state: String,
-    reason: Option<String>,
-    server_info: Option<String>,
-    protocol: Option<String>,
-    pid: Option<u32>,
-    tools: u32,
-    skipped: Vec<String>,
-    connections: u64,
-}
-
-/// The tools listing.
-#[derive(ToSchema)]
-#[schema(as = ToolsReport)]
-#[allow(dead_code)]
-pub struct ToolsReportDoc {
-    tools: Vec<ToolInfoDoc>,
-    servers: Vec<ServerDoc>,
-}
-
 /// Every tool with its source, class, status (connected, down, declared, …) and the agents
 /// granted it, and the upstream MCP servers. An agent token sees its own granted tools only.
 #[utoipa::path(get, path = "/v1/tools", tag = "tools",
-    responses((status = 200, body = ToolsReportDoc)))]
+    responses((status = 200, body = ToolsReport)))]
 pub async fn list(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,

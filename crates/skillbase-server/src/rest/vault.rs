@@ -9,7 +9,16 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use skillbase_runtime::VaultError;
 use std::sync::Arc;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
+
+/// The entry a path names.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct VaultPath {
+    /// The entry's name.
+    #[param(required = true, schema_with = skillbase_format::openapi::vault_name)]
+    pub name: String,
+}
 
 /// What anyone may see of an entry.
 #[derive(Debug, Serialize, ToSchema)]
@@ -78,15 +87,16 @@ pub async fn list(
 
 /// Set an entry; the answer never holds the value.
 #[utoipa::path(put, path = "/v1/vault/{name}", tag = "vault",
-    params(("name" = String, Path, description = "1-128 letters, digits, `_`, `-` and `.`", pattern = r"^[A-Za-z0-9_.-]{1,128}$")),
+    params(VaultPath),
     request_body = VaultValue,
-    responses((status = 200, body = VaultEntry),
+    responses((status = 200, body = VaultEntry, links(
+            ("remove" = (operation_id = "vault_remove", parameters(("name" = "$request.path.name")))))),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 422, body = Problem, content_type = "application/problem+json")))]
 pub async fn set(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
-    P(name): P<String>,
+    P(VaultPath { name }): P<VaultPath>,
     Body(b): Body<VaultValue>,
 ) -> ApiResult<Json<VaultEntry>> {
     p.require_admin()?;
@@ -103,14 +113,14 @@ pub async fn set(
 
 /// Remove an entry.
 #[utoipa::path(delete, path = "/v1/vault/{name}", tag = "vault",
-    params(("name" = String, Path, pattern = r"^[A-Za-z0-9_.-]{1,128}$")),
+    params(VaultPath),
     responses((status = 204, description = "Removed"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json")))]
 pub async fn remove(
     State(st): State<Arc<AppState>>,
     Caller(p): Caller,
-    P(name): P<String>,
+    P(VaultPath { name }): P<VaultPath>,
 ) -> ApiResult<StatusCode> {
     p.require_admin()?;
     st.vault

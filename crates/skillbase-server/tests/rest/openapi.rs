@@ -215,13 +215,17 @@ fn bodies_have_the_media_types_the_routes_read_and_answer() {
     let sent: std::collections::BTreeSet<String> =
         sent.as_object().unwrap().keys().cloned().collect();
     assert_eq!(documented, sent);
-    let files = &doc["components"]["schemas"]["PutSkill"]["properties"]["files"];
-    // SKILL.md (or skill.md, never both: they would collide) is required; at most 512 files.
-    assert_eq!(
-        files["oneOf"],
-        json!([{"required": ["SKILL.md"]}, {"required": ["skill.md"]}])
-    );
-    assert_eq!(files["maxProperties"], 512);
+    // `files` is all of: an object of at most 512 files, and SKILL.md (or skill.md, never both:
+    // they would collide).
+    let files = &doc["components"]["schemas"]["PutSkill"]["properties"]["files"]["allOf"];
+    let required: Vec<&Value> = files[1]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["required"])
+        .collect();
+    assert_eq!(required, [&json!(["SKILL.md"]), &json!(["skill.md"])]);
+    assert_eq!(files[0]["maxProperties"], 512);
     let v = validator(&doc, "/components/schemas/PutSkill/properties/files");
     for (sample, ok) in [
         (json!({"SKILL.md": "x"}), true),
@@ -246,6 +250,9 @@ fn bodies_have_the_media_types_the_routes_read_and_answer() {
             true,
         ),
         (json!({"tasks": [task], "relevance": {}}), true),
+        // A budget left to the agent may be written as null, as the server reads it.
+        (json!({"cases": [case], "context_budget": null}), true),
+        (json!({"cases": [case], "context_budget": -1}), false),
         (
             json!({"tasks": [task], "relevance": {}, "id_map": {}}),
             true,
@@ -266,6 +273,39 @@ fn bodies_have_the_media_types_the_routes_read_and_answer() {
         (json!({"tasks": [{"task_id": "t"}]}), false),
         (json!({"cases": [case], "id_map": {}}), false),
         (json!({}), false),
+    ] {
+        assert_eq!(v.is_valid(&sample), ok, "{sample}");
+    }
+    // A transcript's message may carry `tool_calls: []` on any role, as the server reads it
+    // (its own test); a message is one of the four roles, with no other key.
+    let v = validator(&doc, "/components/schemas/Transcript");
+    let call = json!({"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}});
+    for (sample, ok) in [
+        (
+            json!({"messages": [{"role": "user", "content": "hi", "tool_calls": []}]}),
+            true,
+        ),
+        (
+            json!({"messages": [{"role": "assistant", "tool_calls": [call]}]}),
+            true,
+        ),
+        (
+            json!({"messages": [{"role": "assistant", "content": null, "tool_calls": null}]}),
+            true,
+        ),
+        (json!({"messages": []}), false),
+        (
+            json!({"messages": [{"role": "robot", "content": "x"}]}),
+            false,
+        ),
+        (
+            json!({"messages": [{"role": "user", "content": "x", "extra": 1}]}),
+            false,
+        ),
+        (
+            json!({"messages": [{"role": "assistant", "tool_calls": [{"id": "c"}]}]}),
+            false,
+        ),
     ] {
         assert_eq!(v.is_valid(&sample), ok, "{sample}");
     }
@@ -514,9 +554,12 @@ fn patterns_accept_exactly_what_the_server_accepts() {
         "a.b".into(),
         "mcp/x".into(),
     ]);
-    agree(&doc, "/components/schemas/ToolClass", &classes, |v| {
-        check_tool_class(v.as_str().unwrap()).is_none()
-    });
+    agree(
+        &doc,
+        "/components/schemas/Grants/properties/tools/items",
+        &classes,
+        |v| check_tool_class(v.as_str().unwrap()).is_none(),
+    );
     let vault = strings(&[
         "OPENAI_KEY".into(),
         "a.b-c".into(),
@@ -527,9 +570,12 @@ fn patterns_accept_exactly_what_the_server_accepts() {
         "a/b".into(),
         "ключ".into(),
     ]);
-    agree(&doc, "/components/schemas/VaultName", &vault, |v| {
-        check_vault_name(v.as_str().unwrap()).is_none()
-    });
+    agree(
+        &doc,
+        "/components/schemas/Grants/properties/vault/items",
+        &vault,
+        |v| check_vault_name(v.as_str().unwrap()).is_none(),
+    );
 
     let label = long("a", 63);
     let hosts = strings(&[
@@ -577,9 +623,12 @@ fn patterns_accept_exactly_what_the_server_accepts() {
         "[12345::]".into(),
         "bücher.example".into(),
     ]);
-    agree(&doc, "/components/schemas/HostPattern", &hosts, |v| {
-        check_host(v.as_str().unwrap()).is_none()
-    });
+    agree(
+        &doc,
+        "/components/schemas/Grants/properties/hosts/items",
+        &hosts,
+        |v| check_host(v.as_str().unwrap()).is_none(),
+    );
 
     // A skill's files: canonical base64, safe relative paths.
     let b64 = strings(&[
@@ -638,7 +687,7 @@ fn patterns_accept_exactly_what_the_server_accepts() {
     ]);
     agree(
         &doc,
-        "/components/schemas/PutSkill/properties/files/propertyNames",
+        "/components/schemas/PutSkill/properties/files/allOf/0/propertyNames",
         &paths,
         |v| {
             let raw = v.as_str().unwrap();
@@ -877,10 +926,17 @@ fn bounds_and_enums_are_the_servers() {
         ("EvalRequest", "context_budget"),
         ("Policies", "max_result_tokens"),
     ] {
-        assert_eq!(
-            s[schema]["properties"][field]["maximum"], MAX_BUDGET,
-            "{schema}.{field}"
-        );
+        // An evaluation's two forms each have the field.
+        let forms = match s[schema]["oneOf"].as_array() {
+            Some(forms) => forms.iter().collect(),
+            None => vec![&s[schema]],
+        };
+        for form in forms {
+            assert_eq!(
+                form["properties"][field]["maximum"], MAX_BUDGET,
+                "{schema}.{field}"
+            );
+        }
     }
     assert_eq!(
         s["AgentConfig"]["properties"]["prompts"]["maxItems"],
