@@ -204,7 +204,8 @@ mod tests {
         samples.push(format!("{}.com", long("a", 64)));
         samples.push([label.as_str(); 4].join("."));
         samples.push(format!("{}.a", [label.as_str(); 4].join(".")));
-        let grammars: [(&str, fn(&str) -> Option<&'static str>); 4] = [
+        type Check = fn(&str) -> Option<&'static str>;
+        let grammars: [(&str, Check); 4] = [
             (TOOL_CLASS_PATTERN, check_tool_class),
             (SERVER_NAME_PATTERN, check_server_name),
             (VAULT_NAME_PATTERN, check_vault_name),

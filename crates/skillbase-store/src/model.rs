@@ -937,7 +937,8 @@ mod tests {
             samples.push(long("é", n));
             samples.push(format!("agent:{}", long("a", n)));
         }
-        let checks: [(&str, &dyn Fn(&str) -> bool); 5] = [
+        type Check<'a> = &'a dyn Fn(&str) -> bool;
+        let checks: [(&str, Check); 5] = [
             (AGENT_NAME_PATTERN, &|s| AgentName::parse(s).is_ok()),
             (SCOPE_PATTERN, &|s| s.parse::<Scope>().is_ok()),
             (MESSAGE_PATTERN, &|s| check_message(s).is_ok()),
