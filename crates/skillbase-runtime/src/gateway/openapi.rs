@@ -3,7 +3,8 @@
 //! a streamable HTTP one, each with exactly its keys and no `null` anywhere — and a configured
 //! [`Value`]. Written out, as both are read by hand.
 
-use super::{McpServerConfig, McpToolOverride, Value};
+use super::mcp::McpToolOverride;
+use super::{McpServerConfig, Value};
 use crate::tool::Permission;
 use skillbase_format::Cost;
 use skillbase_format::openapi::{text, tool_class};
