@@ -2,12 +2,10 @@
 //! servers on top of the store, and the environment skills' `requires:` are checked against.
 
 use crate::common::StoreArgs;
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use skillbase_runtime::VaultKey;
-use skillbase_runtime::decls_from_tables;
-use skillbase_runtime::{Engine, EngineBuilder};
+use skillbase_runtime::{Engine, EngineBuilder, RuntimeConfig};
 use skillbase_store::Store;
-use skillbase_store::config::Config;
 use std::sync::Arc;
 
 /// An engine with the configured tools, `web_fetch` and the vault; skill files go under
@@ -63,64 +61,22 @@ impl Loaded {
 }
 
 /// An engine builder with what `--config` declares beyond agents (which [`StoreArgs::open`]
-/// applies): its tools and its semantic ranking stage.
-pub fn configured(s: &StoreArgs, mut engine: EngineBuilder) -> Result<EngineBuilder> {
-    if let Some(path) = &s.config {
-        let config = Config::load(path)?;
-        for decl in
-            decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))?
-        {
-            engine = engine.declare(decl);
+/// applies): its tools, servers, gateway settings, dreaming and semantic ranking stage.
+pub fn configured(s: &StoreArgs, engine: EngineBuilder) -> Result<EngineBuilder> {
+    Ok(match &s.config {
+        Some(path) => {
+            let (_, c) = RuntimeConfig::load(path)?;
+            engine.runtime_config(c, path.display().to_string())
         }
-        if let Some(table) = &config.semantic {
-            let c = skillbase_runtime::SemanticConfig::from_table(table)
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            engine = engine.semantic_config(c);
-        }
-        if let Some(t) = &config.dreaming {
-            let c = skillbase_runtime::dream::model::DreamingConfig::from_table(t)
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            engine = engine.dreaming(c);
-        }
-        if let Some(t) = &config.gateway {
-            let settings = skillbase_runtime::GatewaySettings::from_table(t)
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            engine = engine.gateway_settings(settings);
-        }
-        for server in
-            skillbase_runtime::servers_from_table(&config.mcp_servers, config.folder.as_deref())
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?
-        {
-            engine = engine.mcp_server(server);
-        }
-    }
-    Ok(engine)
+        None => engine,
+    })
 }
 
-/// What skills' `requires:` are checked against at import from the command line: the built-in
-/// tools, `web_fetch` (every engine of the CLI and the server registers it), the tools
-/// `--config` declares, and its upstream servers as configured (they are not connected here; a
-/// running server checks them as connected, per agent).
+/// What skills' `requires:` are checked against at import from the command line (see
+/// [`RuntimeConfig::environment`]).
 pub fn configured_environment(s: &StoreArgs) -> Result<skillbase_runtime::Environment> {
-    let mut env = skillbase_runtime::Environment::builtins();
-    env.classes.insert(skillbase_runtime::WEB_FETCH.to_owned());
-    if let Some(path) = &s.config {
-        let config = Config::load(path)?;
-        for decl in
-            decls_from_tables(&config.tools).map_err(|e| anyhow!("{}: {e}", path.display()))?
-        {
-            env.classes.insert(decl.class);
-        }
-        for server in
-            skillbase_runtime::servers_from_table(&config.mcp_servers, config.folder.as_deref())
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?
-        {
-            env.classes.insert(server.class.clone());
-            env.servers
-                .entry(server.name.clone())
-                .or_default()
-                .insert(server.class);
-        }
-    }
-    Ok(env)
+    Ok(match &s.config {
+        Some(path) => RuntimeConfig::load(path)?.1.environment(),
+        None => RuntimeConfig::default().environment(),
+    })
 }

@@ -5,6 +5,7 @@
 //! one goes through the same pipeline the CLI and the server use (the offered set, the gate
 //! against current grants and the driving skill's revision, bounds, redaction, events).
 
+use crate::config::RuntimeConfig;
 use crate::dispatch::{CallMode, CallOutcome, Dispatcher, OfferedSet};
 use crate::runtime::{PinnedSet, Runtime, RuntimeError, SearchHit};
 use crate::tool::{Registry, RegistryError, ToolDecl, ToolHandler};
@@ -48,6 +49,7 @@ pub struct EngineBuilder {
     tools: Vec<(ToolDecl, Option<Arc<dyn ToolHandler>>)>,
     web_fetch: bool,
     configs: Vec<(String, String)>,
+    runtime_configs: Vec<(RuntimeConfig, String)>,
     seeds: Vec<PathBuf>,
     semantic: Option<Arc<crate::semantic::Semantic>>,
     semantic_config: Option<crate::semantic::SemanticConfig>,
@@ -122,6 +124,15 @@ impl EngineBuilder {
         self
     }
 
+    /// The runtime's tables of a `skillbase.toml` read already ([`RuntimeConfig::load`]), named
+    /// `origin` in errors; the file's agents are the store's to apply
+    /// ([`Config::apply`](skillbase_store::config::Config::apply)). Applied like
+    /// [`EngineBuilder::config_toml`]'s tables.
+    pub fn runtime_config(mut self, config: RuntimeConfig, origin: impl Into<String>) -> Self {
+        self.runtime_configs.push((config, origin.into()));
+        self
+    }
+
     /// Seed a folder of skills into the shared scope at start (the folder wins until the skill
     /// is edited in the store).
     pub fn seed(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -184,6 +195,9 @@ impl EngineBuilder {
                 crate::semantic::from_config(c, vault.clone())
                     .map_err(|e| StoreError::Invalid(e.to_string()))?,
             );
+        }
+        for (c, origin) in self.runtime_configs {
+            parts.apply_runtime(c, &origin, vault.as_ref(), &self.tools)?;
         }
         for (text, origin) in &self.configs {
             parts
@@ -275,35 +289,38 @@ impl Parts {
         given: &[(ToolDecl, Option<Arc<dyn ToolHandler>>)],
     ) -> Result<(), EngineError> {
         let config = Config::parse(text, origin)?;
-        if let Some(table) = &config.semantic {
-            let c = crate::semantic::SemanticConfig::from_table(table)
-                .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+        let runtime = RuntimeConfig::read(&config, origin)?;
+        config.apply(store).await?;
+        self.apply_runtime(runtime, origin, vault, given)
+    }
+
+    /// Take the runtime's tables of a configuration: each replaces the builder's setting, the
+    /// servers are added, and a declared tool joins the registry unless the harness gave one of
+    /// that name.
+    fn apply_runtime(
+        &mut self,
+        c: RuntimeConfig,
+        origin: &str,
+        vault: Option<&Arc<Vault>>,
+        given: &[(ToolDecl, Option<Arc<dyn ToolHandler>>)],
+    ) -> Result<(), EngineError> {
+        if let Some(s) = &c.semantic {
             self.semantic = Some(
-                crate::semantic::from_config(&c, vault.cloned())
+                crate::semantic::from_config(s, vault.cloned())
                     .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
             );
         }
-        config.apply(store).await?;
-        let decls = crate::tool::decls_from_tables(&config.tools)
-            .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
-        for decl in decls {
+        for decl in c.tools {
             if !given.iter().any(|(d, _)| d.name == decl.name) {
                 self.attach(decl, None)?;
             }
         }
-        self.mcp_servers.extend(
-            crate::gateway::servers_from_table(&config.mcp_servers, config.folder.as_deref())
-                .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
-        );
-        if let Some(t) = &config.dreaming {
-            self.dreaming = Some(
-                crate::dream::model::DreamingConfig::from_table(t)
-                    .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?,
-            );
+        self.mcp_servers.extend(c.mcp_servers);
+        if c.dreaming.is_some() {
+            self.dreaming = c.dreaming;
         }
-        if let Some(t) = &config.gateway {
-            self.gateway_settings = crate::gateway::GatewaySettings::from_table(t)
-                .map_err(|e| StoreError::Invalid(format!("{origin}: {e}")))?;
+        if let Some(g) = c.gateway {
+            self.gateway_settings = g;
         }
         Ok(())
     }

@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 mod builtin;
+mod config;
 mod dispatch;
 pub mod doctor;
 pub mod dream;
@@ -42,6 +43,7 @@ mod view;
 mod web_fetch;
 
 // The engine, and what its operations take and answer.
+pub use config::RuntimeConfig;
 pub use dispatch::{
     AUTHORING_CLASS, CallMode, CallOutcome, EntryKind, MAX_NOTES_BYTES, OfferedEntry, OfferedSet,
     PostResultError,
@@ -61,11 +63,11 @@ pub use view::{AgentView, load_skill_tool, visible, visible_in};
 // Tools a harness registers, and the upstream servers of the gateway.
 pub use gateway::{
     Gateway, GatewayError, GatewaySettings, McpServerConfig, Origin as ServerOrigin, ServerEntry,
-    ServerState, ServerStatus, ToolInfo, servers_from_table,
+    ServerState, ServerStatus, ToolInfo,
 };
 pub use tool::{
     CallContext, Failure, Permission, Registry, ToolDecl, ToolError, ToolFuture, ToolHandler,
-    ToolSource, ToolTable, decls_from_tables, decls_from_toml,
+    ToolSource, ToolTable, decls_from_toml,
 };
 /// The name of the built-in `web_fetch` tool ([`EngineBuilder::web_fetch`] registers it).
 pub use web_fetch::NAME as WEB_FETCH;
