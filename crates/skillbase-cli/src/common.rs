@@ -3,6 +3,7 @@
 
 use anyhow::{Result, anyhow};
 use clap::Args;
+use skillbase_sources::{Limits, Reader};
 use skillbase_store::config::Config;
 use skillbase_store::seed::{self, SeedAction};
 use skillbase_store::{AgentName, DbUrl, Store};
@@ -66,6 +67,16 @@ impl StoreArgs {
 }
 
 impl StoreArgs {
+    /// The reader of import sources: the limits of `--config` (`[git]`), remote git
+    /// repositories cached under `$SKILLBASE_HOME/git`.
+    pub fn reader(&self) -> Result<Reader> {
+        let limits = Limits::load(self.config.as_deref())?;
+        Ok(Reader::new(
+            limits,
+            skillbase_store::default_home().join("git"),
+        ))
+    }
+
     /// [`StoreArgs::open`] for a command about one agent: when there is no such agent the
     /// command fails with `missing()`, and what this call created (the SQLite file, its `-wal`
     /// and `-shm`, the vault key, the folders) is removed again, so a mistyped name on a fresh

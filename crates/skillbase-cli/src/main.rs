@@ -1,6 +1,5 @@
-//! `skillbase`: the command line. Mostly parsing and printing over the libraries, with two
-//! exceptions that live only here: git sources (`git_source`, over gix) and the lockfile
-//! (`lock_cmds`: `lock`, `install --locked`, `outdated`).
+//! `skillbase`: the command line. It parses arguments and prints; the libraries do the work
+//! (import sources and the lockfile are `skillbase-sources`').
 
 mod common;
 mod dispatch_cmds;
@@ -9,7 +8,6 @@ mod dream_cmds;
 mod engine_setup;
 mod format_cmds;
 mod gc_cmds;
-mod git_source;
 mod lock_cmds;
 mod model_cmds;
 mod serve_cmds;

@@ -4,8 +4,8 @@
 use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, Subcommand};
-use skillbase_store::config::Config;
-use skillbase_store::pack::{self, PackLimits};
+use skillbase_sources::{Source, Sourced};
+use skillbase_store::pack;
 use skillbase_store::seed;
 use skillbase_store::{
     AgentConfig, AgentName, Author, NameSet, PutRequest, Scope, SkillEntry, Status, StatusChange,
@@ -758,143 +758,26 @@ pub async fn set_status(s: &StoreArgs, mut a: StatusArgs, change: StatusChange) 
     Ok(EXIT_OK)
 }
 
-/// One skill read from a source: its files, its signature, and where it came from.
-pub type Sourced = (
-    skillbase_format::Bundle,
-    Option<skillbase_format::signature::Signature>,
-    Option<skillbase_store::Origin>,
-);
-
-/// The skills of a `git+URL[@ref][#subdir]` source, each with its signature and origin, the
-/// source the trust policy sees (`git+URL`), and the commit read. A remote repository is
-/// fetched into its bare cache under `$SKILLBASE_HOME/git`.
-pub async fn read_git(s: &StoreArgs, spec: &str) -> Result<(Vec<Sourced>, String, String)> {
-    let src = crate::git_source::GitSource::parse(spec)?;
-    let limits = match &s.config {
-        Some(p) => git_limits(&Config::load(p)?, p)?,
-        None => crate::git_source::GitLimits::default(),
-    };
-    let cache = skillbase_store::default_home().join("git");
-    let fetched = {
-        let src = src.clone();
-        let limits = limits.clone();
-        tokio::task::spawn_blocking(move || crate::git_source::fetch(&src, &limits, &cache))
-            .await??
-    };
-    let mut out = Vec::with_capacity(fetched.skills.len());
-    for skill in fetched.skills {
-        let at = if skill.dir.is_empty() {
-            src.to_spec()
-        } else {
-            format!("{}#{}", src.url, skill.dir)
-        };
-        let files = skill
-            .files
-            .into_iter()
-            .map(|f| {
-                Ok(skillbase_format::BundleFile {
-                    path: skillbase_format::BundlePath::parse(&f.path)?,
-                    digest: skillbase_format::Digest::of(&f.bytes),
-                    bytes: f.bytes.into(),
-                    executable: f.executable,
-                })
-            })
-            .collect::<Result<Vec<_>, skillbase_format::BundleError>>()
-            .map_err(|e| anyhow!("{at}: {e}"))?;
-        let bundle = skillbase_format::Bundle::from_files(files, &PackLimits::default().skill)
-            .map_err(|e| anyhow!("{at}: {e}"))?;
-        let (name, _) = Store::check_bundle(&bundle).map_err(|e| anyhow!("{at}: {e}"))?;
-        let folder = skill.dir.rsplit('/').next().unwrap_or_default();
-        if !folder.is_empty() && folder != name {
-            return Err(anyhow!(
-                "{at} holds a skill named '{name}'; the folder name must equal the skill name"
-            ));
-        }
-        let (bundle, sig) = pack::split_signature(bundle, &at)?;
-        let origin = skillbase_store::Origin {
-            source: format!("git+{}", src.url),
-            reference: Some(fetched.commit.clone()),
-            path: (!skill.dir.is_empty()).then(|| skill.dir.clone()),
-        };
-        out.push((bundle, sig, Some(origin)));
-    }
-    Ok((out, format!("git+{}", src.url), fetched.commit))
-}
-
-/// `[git]` of skillbase.toml: the limits of one import from git.
-fn git_limits(c: &Config, path: &std::path::Path) -> Result<crate::git_source::GitLimits> {
-    let mut l = crate::git_source::GitLimits::default();
-    let Some(t) = &c.git else { return Ok(l) };
-    for (k, v) in t {
-        let n = v
-            .as_integer()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| anyhow!("{}: [git] {k} must be a positive integer", path.display()))?;
-        match k.as_str() {
-            "archive_bytes" => l.archive_bytes = n as u64,
-            "files_per_skill" => l.files_per_skill = n as usize,
-            "bytes_per_skill" => l.bytes_per_skill = n as u64,
-            "skill_md_candidates" => l.skill_md_candidates = n as usize,
-            "skills_per_import" => l.skills_per_import = n as usize,
-            other => {
-                return Err(anyhow!(
-                    "{}: [git] has no key '{other}' (archive_bytes, files_per_skill, bytes_per_skill, skill_md_candidates, skills_per_import)",
-                    path.display()
-                ));
-            }
-        }
-    }
-    Ok(l)
-}
-
 pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
-    let spec = a
-        .src
-        .to_str()
-        .filter(|t| t.starts_with("git+"))
-        .map(str::to_owned);
-    if spec.is_none() && !a.src.exists() {
+    let source = Source::parse(&a.src)?;
+    if let Source::Path(p) = &source
+        && !p.exists()
+    {
         eprintln!("Error: Path '{}' does not exist.", a.src.display());
         return Ok(EXIT_USAGE);
     }
+    let reader = s.reader()?;
     let store = s.open().await?;
-    let (bundles, source, message) = match &spec {
-        Some(spec) => {
-            let (b, source, commit) = read_git(s, spec).await?;
-            let message = if a.message == "imported" {
-                format!("imported from {spec} at {commit}")
-            } else {
-                a.message.clone()
-            };
-            (b, source, message)
+    let read = reader.read(&source).await?;
+    let message = match &read.commit {
+        Some(commit) if a.message == "imported" => {
+            format!("imported from {} at {commit}", a.src.display())
         }
-        None => {
-            let source = a
-                .src
-                .canonicalize()
-                .unwrap_or_else(|_| a.src.clone())
-                .display()
-                .to_string();
-            let origin = skillbase_store::Origin {
-                source: source.clone(),
-                reference: None,
-                path: None,
-            };
-            let b = pack::read_source_signed(&a.src, &PackLimits::default())?
-                .into_iter()
-                .map(|(b, s)| (b, s, Some(origin.clone())))
-                .collect();
-            (b, source, a.message.clone())
-        }
+        _ => a.message.clone(),
     };
+    let signers = read.signers();
+    let bundles: Vec<_> = read.skills.into_iter().map(Sourced::into_import).collect();
     let total = bundles.len();
-    let signers: std::collections::BTreeMap<String, String> = bundles
-        .iter()
-        .filter_map(|(b, s, _)| {
-            let name = Store::check_bundle(b).ok()?.0;
-            Some((name, s.as_ref()?.signer().to_owned()))
-        })
-        .collect();
     let bar = if std::io::stderr().is_terminal() && total > 20 && !a.json {
         let b = indicatif::ProgressBar::new(total as u64);
         b.set_style(
@@ -908,9 +791,13 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
         indicatif::ProgressBar::hidden()
     };
     let mut report = store
-        .import_from(&a.scope, bundles, &Author::Import(source), &message, &|n| {
-            bar.set_position(n as u64)
-        })
+        .import_from(
+            &a.scope,
+            bundles,
+            &Author::Import(read.source),
+            &message,
+            &|n| bar.set_position(n as u64),
+        )
         .await?;
     bar.finish_and_clear();
     warn_environment(s, &store, &mut report.outcomes)?;
