@@ -78,7 +78,7 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
     }
     d.finish().await;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        outln!("{}", serde_json::to_string_pretty(&outcome)?)?;
     } else {
         match &outcome {
             CallOutcome::Done {
@@ -91,15 +91,15 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
                     "{call_id}: done ({tokens} tokens{})",
                     if *truncated { ", truncated" } else { "" }
                 );
-                println!("{}", outcome.for_model());
+                outln!("{}", outcome.for_model())?;
             }
-            CallOutcome::Started { call_id } => println!("{call_id}: still running"),
+            CallOutcome::Started { call_id } => outln!("{call_id}: still running")?,
             CallOutcome::Authorized { call_id, tool } => {
                 eprintln!("{call_id}: authorized");
-                println!(
+                outln!(
                     "'{tool}' runs in the harness: post its result to /v1/sessions/{}/calls/{call_id}/result on a server",
                     a.session
-                );
+                )?;
             }
             CallOutcome::Refused {
                 call_id,
@@ -107,7 +107,7 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
                 message,
             } => {
                 eprintln!("{call_id}: refused by rule {}", rule.as_str());
-                println!("{message}");
+                outln!("{message}")?;
             }
             CallOutcome::Failed {
                 call_id,
@@ -120,7 +120,7 @@ pub async fn call(s: &StoreArgs, a: CallArgs) -> Result<u8> {
                     rule.map(|r| format!(" (rule {})", r.as_str()))
                         .unwrap_or_default()
                 );
-                println!("{message}");
+                outln!("{message}")?;
             }
         }
     }
@@ -159,20 +159,20 @@ pub async fn runs(s: &StoreArgs, mut a: RunsArgs) -> Result<u8> {
                     v
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&rows)?);
+            outln!("{}", serde_json::to_string_pretty(&rows)?)?;
         } else if by.is_empty() {
             eprintln!("no runs of {} yet", a.target.name);
         } else {
-            print!("REV  RUNS  SUCCESS  FAILURE  OTHER  FAILURE RATE  CALLS (FAILED)");
+            out!("REV  RUNS  SUCCESS  FAILURE  OTHER  FAILURE RATE  CALLS (FAILED)")?;
             if let Some(r) = &recall {
-                print!("  RECALL@5 ({} CASES)", r.first().map_or(0, |r| r.cases));
+                out!("  RECALL@5 ({} CASES)", r.first().map_or(0, |r| r.cases))?;
             }
-            println!();
+            outln!()?;
             for o in &by {
                 let rate = o
                     .failure_rate
                     .map_or("-".to_owned(), |r| format!("{:.0}%", r * 100.0));
-                print!(
+                out!(
                     "{:<4} {:>4}  {:>7}  {:>7}  {:>5}  {:>12}  {} ({})",
                     o.rev,
                     o.runs,
@@ -182,32 +182,33 @@ pub async fn runs(s: &StoreArgs, mut a: RunsArgs) -> Result<u8> {
                     rate,
                     o.calls,
                     o.failed_calls
-                );
+                )?;
                 if let Some(r) = recall
                     .as_ref()
                     .and_then(|r| r.iter().find(|r| r.rev == o.rev))
                 {
-                    print!("  {:.2}", r.recall_at_5);
+                    out!("  {:.2}", r.recall_at_5)?;
                 }
                 if let Some(c) = staged.filter(|c| c.rev == o.rev) {
-                    print!(
+                    out!(
                         "  candidate: {}% of sessions, judged after {} runs",
-                        c.percent, c.min_runs
-                    );
+                        c.percent,
+                        c.min_runs
+                    )?;
                 }
-                println!();
+                outln!()?;
             }
         }
         store.close().await;
         return Ok(EXIT_OK);
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&runs)?);
+        outln!("{}", serde_json::to_string_pretty(&runs)?)?;
     } else if runs.is_empty() {
         eprintln!("no runs of {} yet", a.target.name);
     } else {
         for r in runs {
-            println!(
+            outln!(
                 "run {:<5} rev {:<3} {}  {:<10} calls {:>3} (failed {:>2})  {}  {}",
                 r.id,
                 r.rev,
@@ -217,7 +218,7 @@ pub async fn runs(s: &StoreArgs, mut a: RunsArgs) -> Result<u8> {
                 r.failed_calls,
                 r.session,
                 r.note
-            );
+            )?;
         }
     }
     store.close().await;
@@ -278,10 +279,12 @@ pub async fn approve(s: &StoreArgs, mut a: ApproveArgs) -> Result<u8> {
     let o = store
         .approve(&a.target.scope, &a.target.name, a.rev, &author)
         .await?;
-    println!(
+    outln!(
         "{} ({}): revision {} approved and active",
-        o.name, o.scope, o.rev
-    );
+        o.name,
+        o.scope,
+        o.rev
+    )?;
     store.close().await;
     Ok(EXIT_OK)
 }
@@ -315,10 +318,10 @@ pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
     }
     let servers = d.engine().gateway().servers();
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({"tools": tools, "servers": servers}))?
-        );
+        )?;
     } else {
         let w = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
         let wc = tools
@@ -327,10 +330,13 @@ pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
             .max()
             .unwrap_or(5)
             .max(5);
-        println!(
+        outln!(
             "{:w$}  {:9}  {:wc$}  {:10}  AGENTS",
-            "NAME", "SOURCE", "CLASS", "STATUS"
-        );
+            "NAME",
+            "SOURCE",
+            "CLASS",
+            "STATUS"
+        )?;
         for t in &tools {
             let source = match &t.server {
                 Some(s) => format!("mcp:{s}"),
@@ -342,10 +348,13 @@ pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
             } else {
                 t.agents.join(",")
             };
-            println!(
+            outln!(
                 "{:w$}  {:9}  {:wc$}  {:10}  {agents}",
-                t.name, source, t.class, t.status
-            );
+                t.name,
+                source,
+                t.class,
+                t.status
+            )?;
         }
         for entry in &servers {
             let sv = &entry.status;
@@ -353,7 +362,7 @@ pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
                 skillbase_runtime::ServerOrigin::File => "skillbase.toml",
                 skillbase_runtime::ServerOrigin::Api => "the API",
             };
-            println!(
+            outln!(
                 "\nmcp server '{}' ({}, from {origin}): {:?}, {} tools{}{}",
                 sv.name,
                 sv.transport,
@@ -367,9 +376,9 @@ pub async fn tools(s: &StoreArgs, a: ToolsArgs) -> Result<u8> {
                     .as_ref()
                     .map(|r| format!("\n  {r}"))
                     .unwrap_or_default()
-            );
+            )?;
             for sk in &sv.skipped {
-                println!("  left out: {sk}");
+                outln!("  left out: {sk}")?;
             }
         }
     }

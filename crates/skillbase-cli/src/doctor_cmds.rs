@@ -65,9 +65,9 @@ pub async fn doctor(s: &StoreArgs, a: DoctorArgs) -> Result<u8> {
         })?;
     d.finish().await;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", text(&report));
+        out!("{}", text(&report))?;
     }
     store.close().await;
     Ok(if report.has_errors() {

@@ -79,10 +79,10 @@ pub async fn dream(s: &StoreArgs, a: DreamArgs) -> Result<u8> {
     }
     d.finish().await;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&reports)?);
+        outln!("{}", serde_json::to_string_pretty(&reports)?)?;
     } else {
         for r in &reports {
-            print!("{}", text(r));
+            out!("{}", text(r))?;
         }
     }
     store.close().await;

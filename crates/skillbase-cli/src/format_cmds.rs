@@ -103,9 +103,9 @@ struct JsonReport<'a> {
     diagnostics: &'a [Diagnostic],
 }
 
-pub fn validate(args: ValidateArgs) -> u8 {
+pub fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
     if let Err(code) = check_exist(&args.paths) {
-        return code;
+        return Ok(code);
     }
     let opts = ValidateOptions {
         profile: if args.spec {
@@ -147,38 +147,40 @@ pub fn validate(args: ValidateArgs) -> u8 {
                 })
                 .collect();
             let text = serde_json::to_string_pretty(&out).unwrap_or_else(|_| "[]".into());
-            println!("{text}");
+            outln!("{text}")?;
         }
-        OutputFormat::Text => {
-            let stdout = std::io::stdout();
-            let stderr = std::io::stderr();
-            let mut so = std::io::BufWriter::new(stdout.lock());
-            let mut se = std::io::BufWriter::new(stderr.lock());
-            for ((shown, _), r) in jobs.iter().zip(&reports) {
-                let shown = shown.display();
-                if r.is_valid() {
-                    let _ = writeln!(so, "Valid skill: {shown}");
-                } else {
-                    let _ = so.flush();
-                    let _ = writeln!(se, "Validation failed for {shown}:");
-                    for d in r.errors() {
-                        write_diagnostic(&mut se, "-", d);
-                    }
-                }
-                let mut warnings = r.warnings().peekable();
-                if warnings.peek().is_some() {
-                    let _ = so.flush();
-                    let _ = writeln!(se, "Warnings for {shown}:");
-                    for d in warnings {
-                        write_diagnostic(&mut se, "!", d);
-                    }
-                }
-                let _ = se.flush();
-            }
-            let _ = so.flush();
-        }
+        OutputFormat::Text => write_text(&jobs, &reports)?,
     }
-    if any_invalid { EXIT_INVALID } else { EXIT_OK }
+    Ok(if any_invalid { EXIT_INVALID } else { EXIT_OK })
+}
+
+/// The text verdicts: each valid skill on stdout, each failure and its warnings on stderr (stdout
+/// flushed first, so the two streams read in order on one terminal).
+fn write_text(jobs: &[(PathBuf, Option<PathBuf>)], reports: &[Report]) -> std::io::Result<()> {
+    let mut so = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut se = std::io::BufWriter::new(std::io::stderr().lock());
+    for ((shown, _), r) in jobs.iter().zip(reports) {
+        let shown = shown.display();
+        if r.is_valid() {
+            writeln!(so, "Valid skill: {shown}")?;
+        } else {
+            so.flush()?;
+            let _ = writeln!(se, "Validation failed for {shown}:");
+            for d in r.errors() {
+                write_diagnostic(&mut se, "-", d);
+            }
+        }
+        let mut warnings = r.warnings().peekable();
+        if warnings.peek().is_some() {
+            so.flush()?;
+            let _ = writeln!(se, "Warnings for {shown}:");
+            for d in warnings {
+                write_diagnostic(&mut se, "!", d);
+            }
+        }
+        let _ = se.flush();
+    }
+    so.flush()
 }
 
 fn write_diagnostic(w: &mut impl Write, bullet: &str, d: &Diagnostic) {
@@ -253,26 +255,26 @@ fn print_error(e: &PropertiesError) {
     );
 }
 
-pub fn read_properties(args: ReadPropertiesArgs) -> u8 {
+pub fn read_properties(args: ReadPropertiesArgs) -> anyhow::Result<u8> {
     if let Err(code) = check_exist(std::slice::from_ref(&args.path)) {
-        return code;
+        return Ok(code);
     }
     let dir = skill_dir_of(&args.path);
     match prompt::read_properties(&dir, &YamlLimits::default()) {
         Ok(p) => {
-            println!("{}", prompt::python_json(&p.to_json()));
-            EXIT_OK
+            outln!("{}", prompt::python_json(&p.to_json()))?;
+            Ok(EXIT_OK)
         }
         Err(e) => {
             print_error(&e);
-            EXIT_INVALID
+            Ok(EXIT_INVALID)
         }
     }
 }
 
-pub fn to_prompt(args: ToPromptArgs) -> u8 {
+pub fn to_prompt(args: ToPromptArgs) -> anyhow::Result<u8> {
     if let Err(code) = check_exist(&args.paths) {
-        return code;
+        return Ok(code);
     }
     let dirs: Vec<PathBuf> = args.paths.iter().map(|p| skill_dir_of(p)).collect();
     // Read the folders on all cores; `collect` keeps the first error in argument order, so the
@@ -284,18 +286,18 @@ pub fn to_prompt(args: ToPromptArgs) -> u8 {
     match props.map(|p| prompt::render_prompt(&p)) {
         Ok(text) => {
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.write_all(b"\n");
-            EXIT_OK
+            out.write_all(text.as_bytes())?;
+            out.write_all(b"\n")?;
+            Ok(EXIT_OK)
         }
         Err(e) => {
             print_error(&e);
-            EXIT_INVALID
+            Ok(EXIT_INVALID)
         }
     }
 }
 
-pub fn new(args: NewArgs) -> u8 {
+pub fn new(args: NewArgs) -> anyhow::Result<u8> {
     let name = match SkillName::parse(&args.name) {
         Ok(n) => n,
         Err(e) => {
@@ -304,12 +306,12 @@ pub fn new(args: NewArgs) -> u8 {
                 skillbase_format::text::escape_controls(&e.to_string()),
                 e.hint()
             );
-            return EXIT_INVALID;
+            return Ok(EXIT_INVALID);
         }
     };
     if !args.dir.is_dir() {
         eprintln!("Error: Path '{}' is not a folder.", args.dir.display());
-        return EXIT_USAGE;
+        return Ok(EXIT_USAGE);
     }
     let folder = args.dir.join(name.as_str());
     if folder.exists() {
@@ -317,21 +319,21 @@ pub fn new(args: NewArgs) -> u8 {
             "Error: {} already exists; choose another name or remove it",
             folder.display()
         );
-        return EXIT_INVALID;
+        return Ok(EXIT_INVALID);
     }
     let result = std::fs::create_dir(&folder)
         .and_then(|()| std::fs::write(folder.join("SKILL.md"), template(&name)));
     if let Err(e) = result {
         eprintln!("Error: cannot create {}: {e}", folder.display());
         let _ = std::fs::remove_dir_all(&folder);
-        return EXIT_INVALID;
+        return Ok(EXIT_INVALID);
     }
-    println!("Created {}", folder.join("SKILL.md").display());
-    println!(
+    outln!("Created {}", folder.join("SKILL.md").display())?;
+    outln!(
         "Next: edit the description and body, then run `skillbase validate {}`",
         folder.display()
-    );
-    EXIT_OK
+    )?;
+    Ok(EXIT_OK)
 }
 
 fn template(name: &SkillName) -> String {
@@ -400,9 +402,9 @@ Say when this skill applies, and when it does not.
     )
 }
 
-pub fn digest(args: DigestArgs) -> u8 {
+pub fn digest(args: DigestArgs) -> anyhow::Result<u8> {
     if let Err(code) = check_exist(std::slice::from_ref(&args.path)) {
-        return code;
+        return Ok(code);
     }
     let dir = skill_dir_of(&args.path);
     let bundle = match skillbase_format::Bundle::from_dir(&dir, &Default::default()) {
@@ -413,7 +415,7 @@ pub fn digest(args: DigestArgs) -> u8 {
                 "Error: {}",
                 skillbase_format::text::escape_controls(&format!("{}: {e}", dir.display()))
             );
-            return EXIT_INVALID;
+            return Ok(EXIT_INVALID);
         }
     };
     if args.json {
@@ -430,12 +432,12 @@ pub fn digest(args: DigestArgs) -> u8 {
             })
             .collect();
         let v = serde_json::json!({"digest": bundle.digest(), "files": files});
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&v).expect("JSON serializes")
-        );
+        )?;
     } else {
-        println!("{}", bundle.digest());
+        outln!("{}", bundle.digest())?;
     }
-    EXIT_OK
+    Ok(EXIT_OK)
 }

@@ -41,22 +41,22 @@ pub async fn gc(s: &StoreArgs, a: GcArgs) -> Result<u8> {
     let store = s.open().await?;
     let report = store.apply_retention(&policy, None).await?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else if report.is_empty() {
-        println!("nothing to remove");
+        outln!("nothing to remove")?;
     } else {
         let kinds: Vec<String> = report
             .events
             .iter()
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
-        println!(
+        outln!(
             "removed {} events ({}), {} sessions ({} activations); recorded as events_trimmed",
             report.events_total(),
             kinds.join(", "),
             report.sessions,
             report.activations
-        );
+        )?;
     }
     store.close().await;
     Ok(EXIT_OK)

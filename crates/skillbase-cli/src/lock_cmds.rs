@@ -46,7 +46,7 @@ pub async fn lock(s: &StoreArgs, a: LockArgs) -> Result<u8> {
         eprintln!("not locked: {name} is {status}");
     }
     lock.write(&a.out)?;
-    println!("locked {} skills in {}", lock.skills.len(), a.out.display());
+    outln!("locked {} skills in {}", lock.skills.len(), a.out.display())?;
     for name in &unlocked.not_imported {
         eprintln!(
             "not locked: {name} was written in the store, not imported (import it from a folder, a zip or git to lock it)"
@@ -64,10 +64,13 @@ pub async fn install(s: &StoreArgs, a: InstallArgs) -> Result<u8> {
     // Everything is read and checked before anything is written.
     let verified = lock::verify(&reader, &lock, &a.lockfile).await?;
     let done = lock::install(&store, verified).await?;
-    println!(
+    outln!(
         "installed {} locked skills: {} created, {} changed, {} unchanged",
-        done.locked, done.created, done.changed, done.unchanged
-    );
+        done.locked,
+        done.created,
+        done.changed,
+        done.unchanged
+    )?;
     store.close().await;
     Ok(EXIT_OK)
 }
@@ -98,14 +101,14 @@ pub async fn outdated(s: &StoreArgs, a: OutdatedArgs) -> Result<u8> {
                         signer.as_deref().unwrap_or("unsigned")
                     ));
                 }
-                println!("{}: {}{at}: {}", l.name, l.source, what.join(", "));
+                outln!("{}: {}{at}: {}", l.name, l.source, what.join(", "))?;
             }
-            Drift::Gone => println!("{}: {} no longer holds it", l.name, l.source),
-            Drift::Unreadable(e) => println!("{}: {} cannot be read: {e}", l.name, l.source),
+            Drift::Gone => outln!("{}: {} no longer holds it", l.name, l.source)?,
+            Drift::Unreadable(e) => outln!("{}: {} cannot be read: {e}", l.name, l.source)?,
         }
     }
     if drifts.is_empty() {
-        println!("{} locked skills, all up to date", lock.skills.len());
+        outln!("{} locked skills, all up to date", lock.skills.len())?;
         Ok(EXIT_OK)
     } else {
         Ok(EXIT_INVALID)

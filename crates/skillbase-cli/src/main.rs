@@ -1,6 +1,11 @@
 //! `skillbase`: the command line. It parses arguments and prints; the libraries do the work
 //! (import sources and the lockfile are `skillbase-sources`').
 
+#![forbid(unsafe_code)]
+
+#[macro_use]
+mod out;
+
 mod common;
 mod dispatch_cmds;
 mod doctor_cmds;
@@ -19,6 +24,7 @@ mod vault_cmds;
 use clap::{Parser, Subcommand};
 use skillbase_store::StatusChange;
 use std::process::ExitCode;
+use store_cmds::block_on;
 
 /// mimalloc: the server allocates on every request from many threads, where glibc's malloc
 /// contends on its arena locks (`load_skill` over HTTP went from 46 to 28 µs a request).
@@ -136,96 +142,63 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Output piped into `head` and closed early ends the program quietly, as Unix tools do,
-    // instead of a panic on a broken pipe. Not for the servers: a reader of their log that goes
-    // away (or an MCP client that closes stdout) must be an error on that one write, never the
-    // end of the process, so they keep SIGPIPE ignored (sockets never raise it).
-    //
-    // Nor for the commands that run an engine: its gateway talks to upstream MCP servers over
-    // pipes, and one that exits (a misconfigured `command`) must be a server marked down, not
-    // the end of the command. Those end quietly on a closed stdout through the panic hook
-    // instead (the broken pipe surfaces as the `println!` panic).
-    let engine = matches!(
-        cli.command,
-        Command::Turn(_)
-            | Command::Eval(_)
-            | Command::Call(_)
-            | Command::Doctor(_)
-            | Command::Dream(_)
-            | Command::Tools(_)
-            | Command::Runs(_)
-            | Command::Approve(_)
-    );
-    #[cfg(unix)]
-    if !engine && !matches!(cli.command, Command::Serve(_) | Command::Mcp(_)) {
-        // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    let code = match run(cli) {
+        Ok(code) => code,
+        // A reader that went away ended the output, not the command's work: quietly, status 0,
+        // as ripgrep does. The error chain says so; no signal handler, no panic hook.
+        Err(e) if out::is_broken_pipe(&e) => EXIT_OK,
+        Err(e) => {
+            eprintln!("Error: {}", store_cmds::error_text(&e));
+            store_cmds::exit_code(&e)
         }
-    }
-    if engine {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let text = info
-                .payload()
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| info.payload().downcast_ref::<&str>().copied())
-                .unwrap_or("");
-            if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
-                // As a reader that went away ends a Unix tool: quietly, 128 + SIGPIPE.
-                std::process::exit(141);
-            }
-            default(info);
-        }));
-    }
-    let code = match cli.command {
+    };
+    ExitCode::from(code)
+}
+
+/// Run the command: its exit code, or the error `main` reports.
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
         Command::Validate(a) => format_cmds::validate(a),
         Command::ReadProperties(a) => format_cmds::read_properties(a),
         Command::ToPrompt(a) => format_cmds::to_prompt(a),
         Command::New(a) => format_cmds::new(a),
         Command::Digest(a) => format_cmds::digest(a),
-        Command::Sign(a) => store_cmds::run(async move { sign_cmds::sign(a) }),
-        Command::Verify(a) => store_cmds::run(async move { sign_cmds::verify(a) }),
-        Command::Lock(a) => store_cmds::run(lock_cmds::lock(&cli.store, a)),
-        Command::Install(a) => store_cmds::run(lock_cmds::install(&cli.store, a)),
-        Command::Outdated(a) => store_cmds::run(lock_cmds::outdated(&cli.store, a)),
-        Command::List(a) => store_cmds::run(store_cmds::list(&cli.store, a)),
-        Command::Show(a) => store_cmds::run(store_cmds::show(&cli.store, a)),
-        Command::History(a) => store_cmds::run(store_cmds::history(&cli.store, a)),
-        Command::Diff(a) => store_cmds::run(store_cmds::diff(&cli.store, a)),
-        Command::Put(a) => store_cmds::run(store_cmds::put(&cli.store, a)),
-        Command::Revert(a) => store_cmds::run(store_cmds::revert(&cli.store, a)),
-        Command::Retire(a) => {
-            store_cmds::run(store_cmds::set_status(&cli.store, a, StatusChange::Retire))
-        }
+        Command::Sign(a) => block_on(async move { sign_cmds::sign(a) }),
+        Command::Verify(a) => block_on(async move { sign_cmds::verify(a) }),
+        Command::Lock(a) => block_on(lock_cmds::lock(&cli.store, a)),
+        Command::Install(a) => block_on(lock_cmds::install(&cli.store, a)),
+        Command::Outdated(a) => block_on(lock_cmds::outdated(&cli.store, a)),
+        Command::List(a) => block_on(store_cmds::list(&cli.store, a)),
+        Command::Show(a) => block_on(store_cmds::show(&cli.store, a)),
+        Command::History(a) => block_on(store_cmds::history(&cli.store, a)),
+        Command::Diff(a) => block_on(store_cmds::diff(&cli.store, a)),
+        Command::Put(a) => block_on(store_cmds::put(&cli.store, a)),
+        Command::Revert(a) => block_on(store_cmds::revert(&cli.store, a)),
+        Command::Retire(a) => block_on(store_cmds::set_status(&cli.store, a, StatusChange::Retire)),
         Command::Restore(a) => {
-            store_cmds::run(store_cmds::set_status(&cli.store, a, StatusChange::Restore))
+            block_on(store_cmds::set_status(&cli.store, a, StatusChange::Restore))
         }
         Command::Disable(a) => {
-            store_cmds::run(store_cmds::set_status(&cli.store, a, StatusChange::Disable))
+            block_on(store_cmds::set_status(&cli.store, a, StatusChange::Disable))
         }
-        Command::Enable(a) => {
-            store_cmds::run(store_cmds::set_status(&cli.store, a, StatusChange::Enable))
-        }
-        Command::Import(a) => store_cmds::run(store_cmds::import(&cli.store, a)),
-        Command::Export(a) => store_cmds::run(store_cmds::export(&cli.store, a)),
-        Command::Agent(a) => store_cmds::run(store_cmds::agent(&cli.store, a)),
-        Command::Watch(a) => store_cmds::run(store_cmds::watch(&cli.store, a)),
-        Command::Turn(a) => store_cmds::run(turn_cmds::turn(&cli.store, a)),
-        Command::Eval(a) => store_cmds::run(turn_cmds::eval(&cli.store, a)),
-        Command::Vault(a) => store_cmds::run(vault_cmds::vault(&cli.store, a)),
-        Command::Model(a) => store_cmds::run(model_cmds::model(a)),
-        Command::Call(a) => store_cmds::run(dispatch_cmds::call(&cli.store, a)),
-        Command::Doctor(a) => store_cmds::run(doctor_cmds::doctor(&cli.store, a)),
-        Command::Dream(a) => store_cmds::run(dream_cmds::dream(&cli.store, a)),
-        Command::Tools(a) => store_cmds::run(dispatch_cmds::tools(&cli.store, a)),
-        Command::Runs(a) => store_cmds::run(dispatch_cmds::runs(&cli.store, a)),
-        Command::Approve(a) => store_cmds::run(dispatch_cmds::approve(&cli.store, a)),
-        Command::Gc(a) => store_cmds::run(gc_cmds::gc(&cli.store, a)),
-        Command::Serve(a) => store_cmds::run(serve_cmds::serve(&cli.store, a)),
-        Command::Mcp(a) => store_cmds::run(serve_cmds::mcp(&cli.store, a)),
-        Command::Token(a) => store_cmds::run(serve_cmds::token(&cli.store, a)),
-    };
-    ExitCode::from(code)
+        Command::Enable(a) => block_on(store_cmds::set_status(&cli.store, a, StatusChange::Enable)),
+        Command::Import(a) => block_on(store_cmds::import(&cli.store, a)),
+        Command::Export(a) => block_on(store_cmds::export(&cli.store, a)),
+        Command::Agent(a) => block_on(store_cmds::agent(&cli.store, a)),
+        Command::Watch(a) => block_on(store_cmds::watch(&cli.store, a)),
+        Command::Turn(a) => block_on(turn_cmds::turn(&cli.store, a)),
+        Command::Eval(a) => block_on(turn_cmds::eval(&cli.store, a)),
+        Command::Vault(a) => block_on(vault_cmds::vault(&cli.store, a)),
+        Command::Model(a) => block_on(model_cmds::model(a)),
+        Command::Call(a) => block_on(dispatch_cmds::call(&cli.store, a)),
+        Command::Doctor(a) => block_on(doctor_cmds::doctor(&cli.store, a)),
+        Command::Dream(a) => block_on(dream_cmds::dream(&cli.store, a)),
+        Command::Tools(a) => block_on(dispatch_cmds::tools(&cli.store, a)),
+        Command::Runs(a) => block_on(dispatch_cmds::runs(&cli.store, a)),
+        Command::Approve(a) => block_on(dispatch_cmds::approve(&cli.store, a)),
+        Command::Gc(a) => block_on(gc_cmds::gc(&cli.store, a)),
+        Command::Serve(a) => block_on(serve_cmds::serve(&cli.store, a)),
+        Command::Mcp(a) => block_on(serve_cmds::mcp(&cli.store, a)),
+        Command::Token(a) => block_on(serve_cmds::token(&cli.store, a)),
+    }
 }

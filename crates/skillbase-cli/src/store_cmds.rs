@@ -424,24 +424,18 @@ fn error_chain_text(e: &anyhow::Error) -> String {
     out
 }
 
-/// Run an async command, printing its error the way every command does.
-pub fn run(f: impl std::future::Future<Output = Result<u8>>) -> u8 {
+/// Run an async command to its end; its error is `main`'s to report.
+pub fn block_on(f: impl std::future::Future<Output = Result<u8>>) -> Result<u8> {
     let rt = runtime();
     let out = rt.block_on(f);
     // Every command has finished its own work (and flushed what it writes) when its future
     // returns; background tasks still running (a cache being built, a watcher) must not hold
     // the process up.
     rt.shutdown_background();
-    match out {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("Error: {}", error_text(&e));
-            exit_code(&e)
-        }
-    }
+    out
 }
 
-fn print_outcome(o: &WriteOutcome) {
+fn print_outcome(o: &WriteOutcome) -> std::io::Result<()> {
     let what = match o.kind {
         WriteKind::Created => format!("created revision {}", o.rev),
         WriteKind::Modified => format!("wrote revision {} (now active)", o.rev),
@@ -457,10 +451,11 @@ fn print_outcome(o: &WriteOutcome) {
         WriteKind::Reverted => format!("reverted to revision {} (now active)", o.rev),
         WriteKind::Status => format!("is now {} (revision {})", o.status, o.rev),
     };
-    println!("{} ({}): {what}", o.name, o.scope);
+    outln!("{} ({}): {what}", o.name, o.scope)?;
     for w in &o.warnings {
         eprintln!("{} ({}): warning: {w}", o.name, o.scope);
     }
+    Ok(())
 }
 
 fn entry_json(e: &SkillEntry) -> serde_json::Value {
@@ -502,7 +497,7 @@ pub async fn list(s: &StoreArgs, a: ListArgs) -> Result<u8> {
     entries.sort_by(|x, y| (x.name.as_str(), &x.scope).cmp(&(y.name.as_str(), &y.scope)));
     if a.json {
         let v: Vec<_> = entries.iter().map(|e| entry_json(e)).collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
     } else if entries.is_empty() {
         eprintln!("No skills. Add one with `skillbase put PATH` or `skillbase import SRC`.");
     } else {
@@ -512,23 +507,26 @@ pub async fn list(s: &StoreArgs, a: ListArgs) -> Result<u8> {
             .max()
             .unwrap_or(4)
             .max(4);
-        println!(
+        outln!(
             "{:<w$}  {:<16}  {:>4}  {:<8}  DESCRIPTION",
-            "NAME", "SCOPE", "REV", "STATUS"
-        );
+            "NAME",
+            "SCOPE",
+            "REV",
+            "STATUS"
+        )?;
         for e in entries {
             let mut d: String = e.meta.description.chars().take(60).collect();
             if e.meta.description.chars().count() > 60 {
                 d.push('…');
             }
-            println!(
+            outln!(
                 "{:<w$}  {:<16}  {:>4}  {:<8}  {}",
                 e.name,
                 e.scope.to_string(),
                 e.active_rev,
                 e.status.as_str(),
                 d.replace('\n', " ")
-            );
+            )?;
         }
     }
     store.close().await;
@@ -573,36 +571,36 @@ pub async fn show(s: &StoreArgs, mut a: ShowArgs) -> Result<u8> {
             "files": files,
             "skill_md": md,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        println!(
+        outln!(
             "{} ({}) revision {}{} by {}",
             t.name,
             t.scope,
             info.rev,
             if info.active { " [active]" } else { "" },
             info.author,
-        );
-        println!("{}", served_line(info.rev, entry.as_deref()));
+        )?;
+        outln!("{}", served_line(info.rev, entry.as_deref()))?;
         if !info.message.is_empty() {
-            println!("message: {}", info.message);
+            outln!("message: {}", info.message)?;
         }
         if let Some(v) = &info.version {
-            println!("version: {v}");
+            outln!("version: {v}")?;
         }
-        println!("digest:  {}", bundle.digest());
+        outln!("digest:  {}", bundle.digest())?;
         for f in bundle.files() {
-            println!(
+            outln!(
                 "  {:>8}  {}{}",
                 f.bytes.len(),
                 f.path,
                 if f.executable { " *" } else { "" }
-            );
+            )?;
         }
-        println!();
-        print!("{md}");
+        outln!()?;
+        out!("{md}")?;
         if !md.ends_with('\n') {
-            println!();
+            outln!()?;
         }
     }
     store.close().await;
@@ -614,10 +612,10 @@ pub async fn history(s: &StoreArgs, mut a: HistoryArgs) -> Result<u8> {
     a.target.resolve(&store)?;
     let h = store.history(&a.target.scope, &a.target.name).await?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&h)?);
+        outln!("{}", serde_json::to_string_pretty(&h)?)?;
     } else {
         for r in h.iter().rev() {
-            println!(
+            outln!(
                 "{} {:>4}  {}  {:<28}  {:<10}  {}  {}{}",
                 if r.active { "*" } else { " " },
                 r.rev,
@@ -636,7 +634,7 @@ pub async fn history(s: &StoreArgs, mut a: HistoryArgs) -> Result<u8> {
                     "superseded" => "  [candidate superseded]",
                     _ => "",
                 }
-            );
+            )?;
         }
     }
     store.close().await;
@@ -682,7 +680,7 @@ pub async fn diff(s: &StoreArgs, mut a: DiffArgs) -> Result<u8> {
     if d.is_empty() {
         eprintln!("revisions {} and {} are identical", a.a, a.b);
     } else {
-        print!("{d}");
+        out!("{d}")?;
     }
     store.close().await;
     Ok(EXIT_OK)
@@ -723,7 +721,7 @@ pub async fn put(s: &StoreArgs, a: PutArgs) -> Result<u8> {
         })
         .await?;
     warn_environment(s, &store, std::slice::from_mut(&mut o))?;
-    print_outcome(&o);
+    print_outcome(&o)?;
     store.close().await;
     Ok(EXIT_OK)
 }
@@ -735,7 +733,7 @@ pub async fn revert(s: &StoreArgs, mut a: RevertArgs) -> Result<u8> {
     let o = store
         .revert(&a.target.scope, &a.target.name, a.rev, &author)
         .await?;
-    print_outcome(&o);
+    print_outcome(&o)?;
     store.close().await;
     Ok(EXIT_OK)
 }
@@ -753,7 +751,7 @@ pub async fn set_status(s: &StoreArgs, mut a: StatusArgs, change: StatusChange) 
             serde_json::Value::Null,
         )
         .await?;
-    print_outcome(&o);
+    print_outcome(&o)?;
     store.close().await;
     Ok(EXIT_OK)
 }
@@ -802,24 +800,24 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
     bar.finish_and_clear();
     warn_environment(s, &store, &mut report.outcomes)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         for o in &report.outcomes {
-            print_outcome(o);
+            print_outcome(o)?;
             if let Some(signer) = signers.get(&o.name) {
-                println!("  signed by {signer}");
+                outln!("  signed by {signer}")?;
             }
         }
-        println!(
+        outln!(
             "imported {} skills into {}: {} created, {} changed, {} unchanged",
             total,
             a.scope,
             report.created.len(),
             report.changed.len(),
             report.unchanged.len()
-        );
+        )?;
         if let Scope::Agent(agent) = &a.scope {
-            println!("agent {agent} now allows exactly these {total} skills");
+            outln!("agent {agent} now allows exactly these {total} skills")?;
         }
     }
     store.close().await;
@@ -864,7 +862,7 @@ pub async fn export(s: &StoreArgs, mut a: ExportArgs) -> Result<u8> {
         .signature(&a.target.scope, &a.target.name, Some(info.rev))
         .await?;
     let out = pack::export_signed(&bundle, sig.as_ref(), &a.target.name, &a.out)?;
-    println!(
+    outln!(
         "{} ({}) revision {} written to {} ({} file{}, {}{})",
         a.target.name,
         a.target.scope,
@@ -877,7 +875,7 @@ pub async fn export(s: &StoreArgs, mut a: ExportArgs) -> Result<u8> {
             .map(|v| format!("version {v}, "))
             .unwrap_or_default(),
         bundle.digest()
-    );
+    )?;
     store.close().await;
     Ok(EXIT_OK)
 }
@@ -908,7 +906,7 @@ pub async fn agent(s: &StoreArgs, cmd: AgentCmd) -> Result<u8> {
             let mut c = AgentConfig::default();
             e.apply(&mut c)?;
             let v = store.create_agent(&name, &c).await?;
-            println!("agent {name} created (version {v})");
+            outln!("agent {name} created (version {v})")?;
             EXIT_OK
         }
         AgentCmd::Set(e) => {
@@ -920,7 +918,7 @@ pub async fn agent(s: &StoreArgs, cmd: AgentCmd) -> Result<u8> {
                 .config;
             e.apply(&mut c)?;
             let v = store.set_agent(&name, &c).await?;
-            println!("agent {name} updated (version {v})");
+            outln!("agent {name} updated (version {v})")?;
             EXIT_OK
         }
         AgentCmd::Show { name, json } => {
@@ -930,17 +928,17 @@ pub async fn agent(s: &StoreArgs, cmd: AgentCmd) -> Result<u8> {
                 .await?
                 .ok_or_else(|| StoreError::AgentNotFound(name.to_string()))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&a)?);
+                outln!("{}", serde_json::to_string_pretty(&a)?)?;
             } else {
-                print!("{}", toml::to_string_pretty(&a.config).unwrap_or_default());
-                println!("# version {}", a.version);
+                out!("{}", toml::to_string_pretty(&a.config).unwrap_or_default())?;
+                outln!("# version {}", a.version)?;
             }
             EXIT_OK
         }
         AgentCmd::List { json } => {
             let agents = store.agents().await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&agents)?);
+                outln!("{}", serde_json::to_string_pretty(&agents)?)?;
             } else if agents.is_empty() {
                 eprintln!("No agents. Create one with `skillbase agent create NAME --skills all`.");
             } else {
@@ -950,12 +948,12 @@ pub async fn agent(s: &StoreArgs, cmd: AgentCmd) -> Result<u8> {
                         NameSet::None => "no skills".to_owned(),
                         NameSet::Names(n) => format!("{} skills", n.len()),
                     };
-                    println!(
+                    outln!(
                         "{:<24} {skills:<12} v{}  {}",
                         a.name.as_str(),
                         a.version,
                         a.config.description
-                    );
+                    )?;
                 }
             }
             EXIT_OK

@@ -81,9 +81,9 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
     d.finish().await;
     if a.json {
         let v = serde_json::json!({"agent": agent, "session": session, "context": ctx});
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        print_turn(&agent, &session, &a.message, &ctx);
+        print_turn(&agent, &session, &a.message, &ctx)?;
     }
     store.close().await;
     Ok(EXIT_OK)
@@ -201,9 +201,9 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
                 skillbase_runtime::eval::evaluate_with(&view, &cases, &opts, vectors.as_ref());
             store.close().await;
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                print_eval(&report);
+                print_eval(&report)?;
             }
             report.overall.recall_at_5
         }
@@ -212,9 +212,9 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
                 skillbase_runtime::eval::evaluate_graded_with(&view, &set, &opts, vectors.as_ref());
             store.close().await;
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                print_graded(&report);
+                print_graded(&report)?;
             }
             report.overall.recall_at_5
         }
@@ -228,15 +228,18 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-fn print_graded(r: &skillbase_runtime::eval::GradedReport) {
+fn print_graded(r: &skillbase_runtime::eval::GradedReport) -> std::io::Result<()> {
     use skillbase_runtime::eval::GradedMetrics;
     let skipped = r.tasks - r.overall.tasks;
-    println!(
+    outln!(
         "agent {} · {} skills · {} tasks counted, {} skipped",
-        r.agent, r.skills, r.overall.tasks, skipped
-    );
+        r.agent,
+        r.skills,
+        r.overall.tasks,
+        skipped
+    )?;
     let row = |name: &str, m: &GradedMetrics| {
-        println!(
+        outln!(
             "  {name:<16} {:>5} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3}",
             m.tasks,
             m.hit_at_1,
@@ -245,17 +248,24 @@ fn print_graded(r: &skillbase_runtime::eval::GradedReport) {
             m.recall_at_20,
             m.ndcg_at_10,
             m.visible
-        );
+        )
     };
-    println!(
+    outln!(
         "  {:<16} {:>5} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7}",
-        "", "tasks", "hit@1", "r@5", "r@10", "r@20", "nDCG@10", "visible"
-    );
-    row("all", &r.overall);
+        "",
+        "tasks",
+        "hit@1",
+        "r@5",
+        "r@10",
+        "r@20",
+        "nDCG@10",
+        "visible"
+    )?;
+    row("all", &r.overall)?;
     if r.by_task_type.len() > 1 {
-        section("by task type");
+        section("by task type")?;
         for (k, m) in &r.by_task_type {
-            row(k, m);
+            row(k, m)?;
         }
     }
     let mut missed: Vec<_> = r
@@ -265,22 +275,22 @@ fn print_graded(r: &skillbase_runtime::eval::GradedReport) {
         .collect();
     missed.sort_by(|a, b| a.metrics.recall_at_10.total_cmp(&b.metrics.recall_at_10));
     if !missed.is_empty() {
-        section("tasks missing relevant skills at 10 (worst first, at most 15)");
+        section("tasks missing relevant skills at 10 (worst first, at most 15)")?;
         for o in missed.into_iter().take(15) {
             let first = o.first_relevant.map_or_else(
                 || "not ranked".to_owned(),
                 |p| format!("first relevant at {p}"),
             );
-            println!(
+            outln!(
                 "  {}  r@10 {:.3}  {first}  (came first: {})",
                 o.task_id,
                 o.metrics.recall_at_10,
                 o.top.first().map_or("nothing", String::as_str)
-            );
+            )?;
         }
     }
     if skipped > 0 {
-        section("skipped");
+        section("skipped")?;
         for (reason, n) in &r.skipped_by_reason {
             let ids: Vec<&str> = r
                 .skipped
@@ -289,39 +299,54 @@ fn print_graded(r: &skillbase_runtime::eval::GradedReport) {
                 .map(|s| s.task_id.as_str())
                 .take(8)
                 .collect();
-            println!(
+            outln!(
                 "  {reason} ×{n}: {}{}",
                 ids.join(", "),
                 if *n > ids.len() { ", …" } else { "" }
-            );
+            )?;
         }
     }
+    Ok(())
 }
 
-fn print_eval(r: &skillbase_runtime::eval::EvalReport) {
+fn print_eval(r: &skillbase_runtime::eval::EvalReport) -> std::io::Result<()> {
     use skillbase_runtime::eval::Metrics;
-    println!(
+    outln!(
         "agent {} · {} skills · {} cases ({} expecting a skill)",
-        r.agent, r.skills, r.overall.cases, r.overall.labelled
-    );
+        r.agent,
+        r.skills,
+        r.overall.cases,
+        r.overall.labelled
+    )?;
     let row = |name: &str, m: &Metrics| {
-        println!(
+        outln!(
             "  {name:<16} {:>5} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>7}",
-            m.cases, m.recall_at_1, m.recall_at_5, m.recall_at_10, m.visible, m.false_triggers
-        );
+            m.cases,
+            m.recall_at_1,
+            m.recall_at_5,
+            m.recall_at_10,
+            m.visible,
+            m.false_triggers
+        )
     };
-    println!(
+    outln!(
         "  {:<16} {:>5} {:>8} {:>8} {:>8} {:>8} {:>7}",
-        "", "cases", "recall@1", "recall@5", "@10", "visible", "false-t"
-    );
-    row("all", &r.overall);
-    section("by kind");
+        "",
+        "cases",
+        "recall@1",
+        "recall@5",
+        "@10",
+        "visible",
+        "false-t"
+    )?;
+    row("all", &r.overall)?;
+    section("by kind")?;
     for (k, m) in &r.by_kind {
-        row(k, m);
+        row(k, m)?;
     }
-    section("by language");
+    section("by language")?;
     for (k, m) in &r.by_lang {
-        row(k, m);
+        row(k, m)?;
     }
     let mut worst: Vec<_> = r
         .by_skill
@@ -330,136 +355,155 @@ fn print_eval(r: &skillbase_runtime::eval::EvalReport) {
         .collect();
     worst.sort_by(|a, b| a.1.recall_at_5.total_cmp(&b.1.recall_at_5));
     if !worst.is_empty() {
-        section("skills missed at 5 (worst first, at most 15)");
+        section("skills missed at 5 (worst first, at most 15)")?;
         for (k, m) in worst.into_iter().take(15) {
-            row(k, m);
+            row(k, m)?;
         }
     }
     if !r.confused.is_empty() {
-        section("most confused (expected → came first)");
+        section("most confused (expected → came first)")?;
         for c in r.confused.iter().take(10) {
-            println!("  {} → {}  ×{}", c.expected, c.got, c.count);
+            outln!("  {} → {}  ×{}", c.expected, c.got, c.count)?;
         }
     }
     if !r.stray_triggers.is_empty() {
-        section("triggers that fired on other skills' messages");
+        section("triggers that fired on other skills' messages")?;
         for t in r.stray_triggers.iter().take(10) {
-            println!("  {} ({:?})  ×{}", t.skill, t.phrase, t.count);
+            outln!("  {} ({:?})  ×{}", t.skill, t.phrase, t.count)?;
         }
     }
     if !r.unknown_expected.is_empty() {
-        println!(
+        outln!(
             "\nexpected skills this agent does not see (counted as misses): {}",
             r.unknown_expected.join(", ")
-        );
+        )?;
     }
+    Ok(())
 }
 
-fn section(title: &str) {
-    println!(
+fn section(title: &str) -> std::io::Result<()> {
+    outln!(
         "\n── {title} {}",
         "─".repeat(72usize.saturating_sub(title.chars().count() + 4))
-    );
+    )?;
+    Ok(())
 }
 
 /// Print a resolved turn for a reader: what the model gets, then the activation report.
-fn print_turn(agent: &AgentName, session: &str, message: &str, ctx: &TurnContext) {
+fn print_turn(
+    agent: &AgentName,
+    session: &str,
+    message: &str,
+    ctx: &TurnContext,
+) -> std::io::Result<()> {
     let r = &ctx.report;
-    print_turn_header(agent, session, message);
-    print_prompt_parts(ctx);
-    print_tools(ctx);
-    section("report");
-    print_activated(r);
-    print_catalog_report(&r.catalog);
-    print_left_aside(r);
-    println!(
+    print_turn_header(agent, session, message)?;
+    print_prompt_parts(ctx)?;
+    print_tools(ctx)?;
+    section("report")?;
+    print_activated(r)?;
+    print_catalog_report(&r.catalog)?;
+    print_left_aside(r)?;
+    outln!(
         "tokens: eager {} · injected {} · catalog {} · tools {} · total {}",
-        r.tokens.eager, r.tokens.injected, r.tokens.catalog, r.tokens.tools, r.tokens.total
-    );
+        r.tokens.eager,
+        r.tokens.injected,
+        r.tokens.catalog,
+        r.tokens.tools,
+        r.tokens.total
+    )?;
+    Ok(())
 }
 
 /// The turn's first line: agent, session and the message (its first 120 characters).
-fn print_turn_header(agent: &AgentName, session: &str, message: &str) {
+fn print_turn_header(agent: &AgentName, session: &str, message: &str) -> std::io::Result<()> {
     let shown: String = message.chars().take(120).collect();
-    println!(
+    outln!(
         "agent {agent} · session {session} · message: {shown:?}{}",
         if message.chars().count() > 120 {
             "…"
         } else {
             ""
         }
-    );
+    )?;
+    Ok(())
 }
 
 /// The texts the model gets: the eager prefix, the bodies injected this turn and the catalog.
-fn print_prompt_parts(ctx: &TurnContext) {
+fn print_prompt_parts(ctx: &TurnContext) -> std::io::Result<()> {
     let r = &ctx.report;
     section(&format!(
         "prompt prefix: eager skills, same every turn ({} tokens)",
         r.tokens.eager
-    ));
+    ))?;
     match &ctx.prefix {
-        Some(p) => print!("{p}"),
-        None => println!("(none)"),
+        Some(p) => out!("{p}")?,
+        None => outln!("(none)")?,
     }
     section(&format!(
         "injected for this turn only ({} tokens)",
         r.tokens.injected
-    ));
+    ))?;
     match &ctx.injected {
-        Some(p) => print!("{p}"),
-        None => println!("(none: no trigger matched)"),
+        Some(p) => out!("{p}")?,
+        None => outln!("(none: no trigger matched)")?,
     }
     section(&format!(
         "catalog ({} of {} tokens)",
         r.catalog.tokens, r.catalog.budget
-    ));
+    ))?;
     match &ctx.catalog {
-        Some(c) => print!("{c}"),
-        None => println!("(none: nothing left to load)"),
+        Some(c) => out!("{c}")?,
+        None => outln!("(none: nothing left to load)")?,
     }
+    Ok(())
 }
 
 /// The tools offered to the model, each with its parameters' schema.
-fn print_tools(ctx: &TurnContext) {
-    section(&format!("tools (~{} tokens)", ctx.report.tokens.tools));
+fn print_tools(ctx: &TurnContext) -> std::io::Result<()> {
+    section(&format!("tools (~{} tokens)", ctx.report.tokens.tools))?;
     if ctx.tools.is_empty() {
-        println!("(none)");
+        outln!("(none)")?;
     }
     for t in &ctx.tools {
-        println!("{}: {}", t.name, t.description);
-        println!(
+        outln!("{}: {}", t.name, t.description)?;
+        outln!(
             "{}",
             serde_json::to_string_pretty(&t.parameters).unwrap_or_default()
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// The skills whose bodies reached the prompt, and those the context budget evicted.
-fn print_activated(r: &TurnReport) {
+fn print_activated(r: &TurnReport) -> std::io::Result<()> {
     if r.activated.is_empty() {
-        println!("reached the prompt: nothing");
+        outln!("reached the prompt: nothing")?;
     } else {
-        println!("reached the prompt:");
+        outln!("reached the prompt:")?;
         let w = r.activated.iter().map(|a| a.name.len()).max().unwrap_or(4);
         for a in &r.activated {
-            println!(
+            outln!(
                 "  {:<w$}  {:<32}  rev {:<3}  {} tokens",
-                a.name, a.reason, a.rev, a.tokens
-            );
+                a.name,
+                a.reason,
+                a.rev,
+                a.tokens
+            )?;
         }
     }
     if !r.evicted.is_empty() {
-        println!("evicted by the context budget:");
+        outln!("evicted by the context budget:")?;
         for o in &r.evicted {
-            println!("  {}  ({})", o.name, o.reason);
+            outln!("  {}  ({})", o.name, o.reason)?;
         }
     }
+    Ok(())
 }
 
 /// What the catalog listed in full, by name only, or left out.
-fn print_catalog_report(c: &CatalogReport) {
-    println!(
+fn print_catalog_report(c: &CatalogReport) -> std::io::Result<()> {
+    outln!(
         "catalog: {} in full{}, {} by name only, {} left out",
         c.full.len(),
         if c.ranked {
@@ -469,14 +513,14 @@ fn print_catalog_report(c: &CatalogReport) {
         },
         c.name_only.len(),
         c.omitted.len()
-    );
+    )?;
     for o in &c.name_only {
-        println!("  {}  ({})", o.name, o.reason);
+        outln!("  {}  ({})", o.name, o.reason)?;
     }
     // A few are listed by name; a large library's thousands are counted by reason.
     if c.detail == OmissionDetail::Full || c.omitted.len() <= 20 {
         for o in &c.omitted {
-            println!("  {}  ({})", o.name, o.reason);
+            outln!("  {}  ({})", o.name, o.reason)?;
         }
     } else if !c.omitted.is_empty() {
         let mut by_reason: Vec<(String, usize)> = Vec::new();
@@ -487,43 +531,45 @@ fn print_catalog_report(c: &CatalogReport) {
             }
         }
         for (reason, n) in by_reason {
-            println!("  {n} left out: {reason}");
+            outln!("  {n} left out: {reason}")?;
         }
-        println!("  (--omissions full lists them)");
+        outln!("  (--omissions full lists them)")?;
     }
+    Ok(())
 }
 
 /// What was ignored, withheld or offered despite unmet requires, and the warnings.
-fn print_left_aside(r: &TurnReport) {
+fn print_left_aside(r: &TurnReport) -> std::io::Result<()> {
     if !r.eager_not_allowed.is_empty() {
-        println!(
+        outln!(
             "eager but not allowed (ignored): {}",
             r.eager_not_allowed.join(", ")
-        );
+        )?;
     }
     if !r.withheld_tools.is_empty() {
-        println!(
+        outln!(
             "withheld (not granted to this agent): {}",
             r.withheld_tools
                 .iter()
                 .map(|o| o.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        )?;
     }
     if !r.unmet_requires.is_empty() {
-        println!("offered with unmet requires:");
+        outln!("offered with unmet requires:")?;
         for o in &r.unmet_requires {
-            println!("  {}  ({})", o.name, o.reason);
+            outln!("  {}  ({})", o.name, o.reason)?;
         }
     }
     if !r.withheld_skills.is_empty() {
-        println!("skills withheld for unmet requires:");
+        outln!("skills withheld for unmet requires:")?;
         for o in &r.withheld_skills {
-            println!("  {}  ({})", o.name, o.reason);
+            outln!("  {}  ({})", o.name, o.reason)?;
         }
     }
     for o in &r.warnings {
-        println!("warning: {}  ({})", o.name, o.reason);
+        outln!("warning: {}  ({})", o.name, o.reason)?;
     }
+    Ok(())
 }

@@ -63,25 +63,25 @@ pub async fn vault(s: &StoreArgs, cmd: VaultCmd) -> Result<u8> {
             vault
                 .set(&name, &description, value.as_bytes(), &author)
                 .await?;
-            println!("vault entry {name} set");
+            outln!("vault entry {name} set")?;
         }
         VaultCmd::List { json } => {
             let list = vault.list();
             if json {
-                println!("{}", serde_json::to_string_pretty(&list)?);
+                outln!("{}", serde_json::to_string_pretty(&list)?)?;
             } else if list.is_empty() {
                 eprintln!(
                     "The vault is empty. Add an entry with `skillbase vault set NAME < value-file`."
                 );
             } else {
                 for e in list {
-                    println!("{:<32} {}", e.name, e.description);
+                    outln!("{:<32} {}", e.name, e.description)?;
                 }
             }
         }
         VaultCmd::Remove { name, author } => {
             vault.remove(&name, &author.author()?).await?;
-            println!("vault entry {name} removed");
+            outln!("vault entry {name} removed")?;
         }
     }
     store.close().await;

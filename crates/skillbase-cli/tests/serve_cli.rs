@@ -141,8 +141,8 @@ fn serve_demo_prints_a_working_token_and_stops_on_sigterm() {
     assert!(out.contains("refund-procedure"), "{out}");
 }
 
-/// A reader that goes away is the end of what it read, never of the server: `serve` keeps
-/// SIGPIPE ignored (only the printing commands restore the default). Sockets never raise it
+/// A reader that goes away is the end of what it read, never of the server: SIGPIPE stays
+/// ignored (no command restores the default; a printing command ends on the write's error). Sockets never raise it
 /// (Rust sends with MSG_NOSIGNAL), but the log does: here the process reading the server's
 /// stderr closes its end, then every request writes a log line into the broken pipe (debug
 /// level logs each request) and the shutdown writes one more. With the default disposition the
