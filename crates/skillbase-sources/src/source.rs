@@ -211,3 +211,29 @@ fn git_skills(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_git_prefix_makes_a_git_source_anything_else_a_path() {
+        let git = Source::parse(Path::new("git+file:///srv/repo@v1#skills/a")).unwrap();
+        let Source::Git(g) = &git else {
+            panic!("{git:?}")
+        };
+        assert_eq!(
+            (g.url.as_str(), g.reference.as_deref(), g.subdir.as_deref()),
+            ("file:///srv/repo", Some("v1"), Some("skills/a"))
+        );
+        assert_eq!(git.to_string(), "git+file:///srv/repo@v1#skills/a");
+        let path = Source::parse(Path::new("skills/pack.zip")).unwrap();
+        assert_eq!(path, Source::Path(PathBuf::from("skills/pack.zip")));
+        // A malformed spec is refused before anything is read.
+        let e = Source::parse(Path::new("git+ftp://h/r")).unwrap_err();
+        assert!(
+            e.to_string().contains("scheme `ftp` is not supported"),
+            "{e}"
+        );
+    }
+}

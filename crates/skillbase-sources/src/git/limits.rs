@@ -56,3 +56,39 @@ impl GitLimits {
         Ok(l)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_git_table_overrides_defaults_and_refuses_what_it_cannot_read() {
+        let table = |text: &str| text.parse::<toml::Table>().unwrap();
+        let l = GitLimits::from_table(&table("skills_per_import = 3\narchive_bytes = 1024\n"));
+        assert_eq!(
+            l.unwrap(),
+            GitLimits {
+                skills_per_import: 3,
+                archive_bytes: 1024,
+                ..GitLimits::default()
+            }
+        );
+        for (text, expected) in [
+            (
+                "skills_per_import = 0",
+                "skills_per_import must be a positive integer",
+            ),
+            (
+                "files_per_skill = \"many\"",
+                "files_per_skill must be a positive integer",
+            ),
+            (
+                "depth = 3",
+                "has no key 'depth' (archive_bytes, files_per_skill",
+            ),
+        ] {
+            let e = GitLimits::from_table(&table(text)).unwrap_err();
+            assert!(e.contains(expected), "{text}: {e}");
+        }
+    }
+}

@@ -196,3 +196,87 @@ impl LockFile {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIGEST: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+    fn locked(name: &str, source: &str, reference: Option<&str>) -> Locked {
+        Locked {
+            name: name.into(),
+            source: source.into(),
+            reference: reference.map(Into::into),
+            path: None,
+            version: None,
+            digest: DIGEST.into(),
+            signer: None,
+            required_by: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn written_then_read_is_the_same_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("skillbase.lock");
+        let lock = LockFile {
+            version: LOCK_VERSION,
+            skills: vec![
+                locked("a", "/srv/skills", None),
+                locked("b", "git+file:///srv/repo", Some("3f2a9c1")),
+            ],
+        };
+        lock.write(&path).unwrap();
+        assert!(!dir.path().join("skillbase.lock.partial").exists());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# skillbase.lock: written by `skillbase lock`"));
+        assert_eq!(LockFile::read(&path, 4096).unwrap(), lock);
+    }
+
+    #[test]
+    fn read_refuses_what_is_not_a_lock_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("skillbase.lock");
+        let entry = |body: &str| format!("version = 1\n[[skill]]\n{body}");
+        let cases: &[(String, &str)] = &[
+            ("version = 2\n".into(), "lockfile version 2 is not one"),
+            ("version = 1\nextra = 1\n".into(), "unknown field"),
+            (
+                entry(&format!(
+                    "name = \"Bad\"\nsource = \"/x\"\ndigest = \"{DIGEST}\"\n"
+                )),
+                "skill 'Bad'",
+            ),
+            (
+                entry("name = \"a\"\nsource = \"/x\"\ndigest = \"sha1:00\"\n"),
+                "'sha1:00' is not a digest",
+            ),
+            (
+                entry(&format!(
+                    "name = \"a\"\nsource = \"git+file:///r\"\ndigest = \"{DIGEST}\"\n"
+                )),
+                "comes from git but names no commit",
+            ),
+            (
+                format!(
+                    "version = 1\n[[skill]]\nname = \"a\"\nsource = \"/x\"\ndigest = \"{DIGEST}\"\n\
+                     [[skill]]\nname = \"a\"\nsource = \"/y\"\ndigest = \"{DIGEST}\"\n"
+                ),
+                "skill 'a' is locked twice",
+            ),
+        ];
+        for (text, expected) in cases {
+            std::fs::write(&path, text).unwrap();
+            let e = LockFile::read(&path, 4096).unwrap_err().to_string();
+            assert!(e.starts_with(&path.display().to_string()), "{e}");
+            assert!(e.contains(expected), "{text:?}: {e}");
+        }
+        std::fs::write(&path, "version = 1\n").unwrap();
+        let e = LockFile::read(&path, 4).unwrap_err().to_string();
+        assert!(
+            e.contains("12 bytes, over the 4-byte limit for a lockfile"),
+            "{e}"
+        );
+    }
+}
