@@ -710,7 +710,8 @@ pub async fn put(s: &StoreArgs, a: PutArgs) -> Result<u8> {
     // A signature beside SKILL.md is verified and kept (a person's put is not a trust source:
     // the trust policy covers imports, seeds and installs).
     let (bundle, signature) = pack::read_folder_signed(&dir, &store.limits)?;
-    let mut o = store
+    let writer = writer(s, &store)?;
+    let o = writer
         .put(PutRequest {
             scope: a.scope,
             bundle,
@@ -720,7 +721,6 @@ pub async fn put(s: &StoreArgs, a: PutArgs) -> Result<u8> {
             signature: signature.map(Box::new),
         })
         .await?;
-    warn_environment(s, &store, std::slice::from_mut(&mut o))?;
     print_outcome(&o)?;
     store.close().await;
     Ok(EXIT_OK)
@@ -788,8 +788,8 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let mut report = store
-        .import_from(
+    let report = writer(s, &store)?
+        .import(
             &a.scope,
             bundles,
             &Author::Import(read.source),
@@ -798,7 +798,6 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
         )
         .await?;
     bar.finish_and_clear();
-    warn_environment(s, &store, &mut report.outcomes)?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
@@ -824,34 +823,14 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-/// Add to each written outcome what its skill requires that this installation provides to no
-/// agent (a tool class no tool provides, a server `--config` does not configure, a program not on
-/// `PATH`); the store has warned of its required skills already.
-pub(crate) fn warn_environment(
-    s: &StoreArgs,
-    store: &Store,
-    outcomes: &mut [WriteOutcome],
-) -> Result<()> {
-    let index = store.index();
-    let mut env = None;
-    for o in outcomes.iter_mut() {
-        if !matches!(o.kind, WriteKind::Created | WriteKind::Modified) {
-            continue;
-        }
-        let Some(e) = index.get(&o.scope, &o.name) else {
-            continue;
-        };
-        if e.active_rev != o.rev || e.meta.requires.is_empty() {
-            continue;
-        }
-        if env.is_none() {
-            env = Some(crate::engine_setup::configured_environment(s)?);
-        }
-        let env = env.as_ref().expect("just set");
-        o.warnings
-            .extend(skillbase_runtime::environment_unmet(&e.meta, env));
-    }
-    Ok(())
+/// The one write path of skills over `store`, its warnings checked against what `--config`
+/// declares (its tools and upstream servers; none is connected here).
+fn writer(s: &StoreArgs, store: &Arc<Store>) -> Result<skillbase_runtime::SkillWriter> {
+    let env = crate::engine_setup::configured_environment(s)?;
+    Ok(skillbase_runtime::SkillWriter::new(
+        store.clone(),
+        Arc::new(env),
+    ))
 }
 
 pub async fn export(s: &StoreArgs, mut a: ExportArgs) -> Result<u8> {

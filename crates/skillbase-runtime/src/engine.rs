@@ -404,6 +404,12 @@ impl Engine {
         &self.store
     }
 
+    /// The one write path of skills (see [`SkillWriter`]): what a put or an import answers is
+    /// checked against the tools and servers this engine has.
+    pub fn writer(&self) -> crate::write::SkillWriter {
+        self.dispatcher.runtime.writer()
+    }
+
     /// The vault, when a key was given.
     pub fn vault(&self) -> Option<&Arc<Vault>> {
         self.vault.as_ref()

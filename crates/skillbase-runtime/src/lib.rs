@@ -41,6 +41,7 @@ mod turn;
 mod vault;
 mod view;
 mod web_fetch;
+mod write;
 
 // The engine, and what its operations take and answer.
 pub use config::RuntimeConfig;
@@ -59,6 +60,7 @@ pub use turn::{
     TurnOptions, TurnReport, resolve,
 };
 pub use view::{AgentView, load_skill_tool, visible, visible_in};
+pub use write::{SkillWriter, WriteMode};
 
 // Tools a harness registers, and the upstream servers of the gateway.
 pub use gateway::{
@@ -75,7 +77,7 @@ pub use web_fetch::NAME as WEB_FETCH;
 // Secrets, the environment `requires:` is checked against, files on disk, the semantic stage.
 pub use files::{session_dir_name, session_root, skill_dir_name};
 pub use redact::Redactor;
-pub use requires::{Environment, environment_unmet};
+pub use requires::Environment;
 pub use semantic::{
     Embedder, FillReport, LocalEmbedder, Semantic, SemanticConfig, default_model_dir,
     default_multilingual_dir, pull_package,

@@ -496,6 +496,11 @@ impl Runtime {
         true
     }
 
+    /// The one write path of skills, checking `requires:` against this runtime's environment.
+    pub(crate) fn writer(&self) -> crate::write::SkillWriter {
+        crate::write::SkillWriter::new(self.store.clone(), self.environment().0)
+    }
+
     /// Whether this process has the session `session` of `agent` open (no database read).
     pub fn has_session(&self, agent: &AgentName, session: &str) -> bool {
         self.cached(agent, session).is_some()

@@ -10,6 +10,7 @@
 use super::builtins::{BuiltinCall, Out, str_arg};
 use crate::rule::Rule;
 use crate::tool::{Failure, ToolError};
+use crate::write::WriteMode;
 use serde_json::{Value, json};
 use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillDraft, SkillName};
 use skillbase_store::{Author, PutRequest, Scope, SkillEntry, StoreError, WriteKind, WriteOutcome};
@@ -118,18 +119,19 @@ impl BuiltinCall<'_> {
     /// Write the revision as the agent's policies say: held for review when `pending`, else
     /// staged as a candidate when revisions are staged, else made active.
     async fn put_draft(&self, req: PutRequest, pending: bool) -> Result<WriteOutcome, StoreError> {
-        let store = &self.dispatcher.runtime.store;
         let policies = &self.agent.config.policies;
-        if pending {
-            store.put_pending(req).await
+        let mode = if pending {
+            WriteMode::Pending
         } else if policies.stage_agent_revisions {
             // Staged beside the active revision, judged by its runs (a new skill is written).
-            store
-                .put_candidate(req, policies.candidate_percent, policies.candidate_min_runs)
-                .await
+            WriteMode::Candidate {
+                percent: policies.candidate_percent,
+                min_runs: policies.candidate_min_runs,
+            }
         } else {
-            store.put(req).await
-        }
+            WriteMode::Active
+        };
+        self.dispatcher.runtime.writer().put_as(req, mode).await
     }
 
     /// The answer to a write: what was written, whether it waits for review, a candidate's

@@ -738,17 +738,8 @@ fn write_result(st: &AppState, o: &WriteOutcome) -> WriteResult {
     let index = st.store.index();
     let entry = index.get(&o.scope, &o.name);
     let latest = entry.map_or(o.rev, |e| e.head_rev);
-    let mut warnings = o.warnings.clone();
-    // What the written revision requires that this server provides to no agent (the store
-    // warned of its required skills already).
-    if let Some(e) = entry
-        && matches!(o.kind, WriteKind::Created | WriteKind::Modified)
-        && e.active_rev == o.rev
-        && !e.meta.requires.is_empty()
-    {
-        let (env, _) = st.engine.environment();
-        warnings.extend(skillbase_runtime::environment_unmet(&e.meta, &env));
-    }
+    // The writer added what the revision requires that this server lacks.
+    let warnings = o.warnings.clone();
     WriteResult {
         name: o.name.clone(),
         scope: o.scope.to_string(),
@@ -958,7 +949,8 @@ pub async fn put(
         Precondition::Absent | Precondition::Never => Some(0),
     };
     let o = st
-        .store
+        .engine
+        .writer()
         .put(PutRequest {
             scope,
             bundle,
@@ -1267,9 +1259,11 @@ pub async fn import(
         .await
         .map_err(|e| ApiError::internal(format!("import task failed: {e}")))??;
     let author = Author::Import(format!("upload by {}", p.author()));
+    let items = bundles.into_iter().map(|b| (b, None, None)).collect();
     let report = st
-        .store
-        .import(&scope, bundles, &author, &message, &|_| {})
+        .engine
+        .writer()
+        .import(&scope, items, &author, &message, &|_| {})
         .await?;
     Ok(Json(ImportResult {
         outcomes: report

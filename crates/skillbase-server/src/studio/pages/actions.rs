@@ -257,7 +257,8 @@ async fn specialize(
 ) -> skillbase_store::Result<WriteOutcome> {
     match st.store.bundle(&e.scope, &e.name, None).await {
         Ok((_, bundle)) => {
-            st.store
+            st.engine
+                .writer()
                 .put(skillbase_store::PutRequest {
                     scope: Scope::Agent(agent),
                     bundle,

@@ -1,0 +1,106 @@
+//! The one write path of skills. Every revision a person or an agent writes — a put or an
+//! import from the CLI, REST or the studio, and an agent's authoring tools — goes through a
+//! [`SkillWriter`]: the store validates and records it (its events, its trust and version
+//! checks, its required skills' warnings), then the writer adds what the written revision
+//! `requires:` that this installation provides to no agent (a tool class no tool provides, a
+//! server not configured, a program not on `PATH`). The edges only parse and print.
+
+use crate::requires::{Environment, environment_unmet};
+use skillbase_format::Bundle;
+use skillbase_format::signature::Signature;
+use skillbase_store::records::Origin;
+use skillbase_store::{
+    Author, ImportReport, PutRequest, Scope, Store, StoreError, WriteKind, WriteOutcome,
+};
+use std::sync::Arc;
+
+/// How a revision is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Made active (the default).
+    Active,
+    /// Held for a person's review.
+    Pending,
+    /// Staged beside the active revision, served to `percent` of sessions until `min_runs`
+    /// runs judge it.
+    Candidate {
+        /// The share of sessions served the candidate.
+        percent: u32,
+        /// The runs that decide it.
+        min_runs: u32,
+    },
+}
+
+/// Writes skills into a store and answers, with each outcome, the warnings of what the
+/// revision requires that `environment` lacks. [`crate::Engine::writer`] gives the engine's
+/// (checked against the tools and servers it has); a program without an engine makes one
+/// over what its configuration declares ([`crate::RuntimeConfig::environment`]).
+#[derive(Clone)]
+pub struct SkillWriter {
+    store: Arc<Store>,
+    environment: Arc<Environment>,
+}
+
+impl SkillWriter {
+    /// A writer into `store`, checking `requires:` against `environment`.
+    pub fn new(store: Arc<Store>, environment: Arc<Environment>) -> SkillWriter {
+        SkillWriter { store, environment }
+    }
+
+    /// Write one revision, made active.
+    pub async fn put(&self, req: PutRequest) -> Result<WriteOutcome, StoreError> {
+        self.put_as(req, WriteMode::Active).await
+    }
+
+    /// Write one revision as `mode` says.
+    pub async fn put_as(
+        &self,
+        req: PutRequest,
+        mode: WriteMode,
+    ) -> Result<WriteOutcome, StoreError> {
+        let mut o = match mode {
+            WriteMode::Active => self.store.put(req).await?,
+            WriteMode::Pending => self.store.put_pending(req).await?,
+            WriteMode::Candidate { percent, min_runs } => {
+                self.store.put_candidate(req, percent, min_runs).await?
+            }
+        };
+        self.warn(std::slice::from_mut(&mut o));
+        Ok(o)
+    }
+
+    /// Import many skills into one scope in one transaction (all land or none do), each with
+    /// its signature and where it came from when known (see [`Store::import_from`]).
+    pub async fn import(
+        &self,
+        scope: &Scope,
+        items: Vec<(Bundle, Option<Signature>, Option<Origin>)>,
+        author: &Author,
+        message: &str,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<ImportReport, StoreError> {
+        let mut report = self
+            .store
+            .import_from(scope, items, author, message, progress)
+            .await?;
+        self.warn(&mut report.outcomes);
+        Ok(report)
+    }
+
+    /// Add to each outcome whose revision is now active what its `requires:` lack here.
+    fn warn(&self, outcomes: &mut [WriteOutcome]) {
+        let index = self.store.index();
+        for o in outcomes.iter_mut() {
+            if !matches!(o.kind, WriteKind::Created | WriteKind::Modified) {
+                continue;
+            }
+            let Some(e) = index.get(&o.scope, &o.name) else {
+                continue;
+            };
+            if e.active_rev == o.rev && !e.meta.requires.is_empty() {
+                o.warnings
+                    .extend(environment_unmet(&e.meta, &self.environment));
+            }
+        }
+    }
+}
