@@ -59,12 +59,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .nest("/studio", studio::router(state.clone()))
         .merge(authed);
     if state.options.dev {
-        let allowed: Vec<_> = mcp::allowed_host_names(&state)
-            .iter()
-            .filter_map(|h| mcp::direct::AllowedHost::parse(h))
-            .collect();
         app = app.layer(middleware::from_fn_with_state(
-            Arc::new(allowed),
+            Arc::new(mcp::allowed_hosts(&state)),
             mcp::dev_host_guard,
         ));
     }

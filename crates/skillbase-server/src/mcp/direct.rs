@@ -4,7 +4,7 @@
 //! transport, a spawned task with its own cancellation token, channels to carry the one request
 //! and its one answer. For a `tools/call` that is most of the request's cost. A well-formed
 //! stateless `tools/call` is answered here instead: the same checks, the same handler code
-//! ([`super::call_tool`]), the same result post-processing and the same bytes as rmcp would send.
+//! (`super::tools::call`), the same result post-processing and the same bytes as rmcp would send.
 //!
 //! The rule that keeps the two paths the same: this path takes a request only when everything
 //! rmcp would check about it is plainly fine (host allowed, no `Origin`, `Accept` and
@@ -14,7 +14,9 @@
 //! rmcp, which answers it as before. The tests send the same requests through both paths and
 //! compare the responses byte for byte.
 
-use super::{Caller, Identity, call_tool, session_of};
+use super::hosts::{AllowedHost, host_allowed, single};
+use super::identity::{Caller, Identity, MCP_SESSION_HEADER, session_of};
+use super::tools;
 use crate::state::AppState;
 use axum::body::{Body, Bytes};
 use axum::http::request::Parts;
@@ -32,80 +34,6 @@ const NAME_HEADER: &str = "mcp-name";
 const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
-
-/// A host the MCP endpoint accepts, as rmcp compares them: lowercase, no brackets, and a port
-/// only when the allowed entry names one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AllowedHost {
-    host: String,
-    port: Option<u16>,
-}
-
-impl AllowedHost {
-    pub(crate) fn parse(allowed: &str) -> Option<AllowedHost> {
-        let allowed = allowed.trim();
-        if allowed.is_empty() {
-            return None;
-        }
-        Some(match axum::http::uri::Authority::try_from(allowed) {
-            Ok(a) => AllowedHost {
-                host: normalize(a.host()),
-                port: a.port_u16(),
-            },
-            Err(_) => AllowedHost {
-                host: normalize(allowed),
-                port: None,
-            },
-        })
-    }
-}
-
-fn normalize(host: &str) -> String {
-    host.trim_matches('[')
-        .trim_matches(']')
-        .to_ascii_lowercase()
-}
-
-/// The only value of a header, as text; `None` when absent, repeated or not text.
-fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    let mut values = headers.get_all(name).iter();
-    let first = values.next()?;
-    if values.next().is_some() {
-        return None;
-    }
-    first.to_str().ok()
-}
-
-/// Whether an `Origin` (`scheme://host[:port]`) names an allowed host.
-pub(crate) fn origin_allowed(origin: &str, allowed: &[AllowedHost]) -> bool {
-    let Ok(uri) = origin.parse::<axum::http::Uri>() else {
-        return false;
-    };
-    let Some(authority) = uri.authority() else {
-        return false;
-    };
-    let (host, port) = (normalize(authority.host()), authority.port_u16());
-    allowed
-        .iter()
-        .any(|a| a.host == host && a.port.is_none_or(|p| port == Some(p)))
-}
-
-/// Whether the `Host` header names an allowed host (rmcp's DNS-rebinding rule).
-pub(crate) fn host_allowed(parts: &Parts, allowed: &[AllowedHost]) -> bool {
-    if parts.uri.authority().is_some() {
-        return false;
-    }
-    let Some(host) = single(&parts.headers, header::HOST.as_str()) else {
-        return false;
-    };
-    let Ok(authority) = axum::http::uri::Authority::try_from(host) else {
-        return false;
-    };
-    let (host, port) = (normalize(authority.host()), authority.port_u16());
-    allowed
-        .iter()
-        .any(|a| a.host == host && a.port.is_none_or(|p| port == Some(p)))
-}
 
 /// `Accept` lists both JSON and SSE, without weights (a weighted list goes to rmcp).
 fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
@@ -134,7 +62,7 @@ fn eligible<'a>(parts: &'a Parts, allowed: &[AllowedHost]) -> Option<&'a str> {
     if parts.method != Method::POST
         || single(h, METHOD_HEADER) != Some("tools/call")
         || single(h, PROTOCOL_VERSION_HEADER) != Some(ProtocolVersion::V_2026_07_28.as_str())
-        || h.contains_key(super::MCP_SESSION_HEADER)
+        || h.contains_key(MCP_SESSION_HEADER)
         || h.contains_key(header::ORIGIN)
         || h.keys()
             .any(|k| k.as_str().starts_with(PARAM_HEADER_PREFIX))
@@ -201,7 +129,7 @@ async fn answer(
     params: CallToolRequestParams,
 ) -> Result<ServerResult, ErrorData> {
     let session = session_of(Some(parts), caller)?;
-    call_tool(state, caller, &session, params)
+    tools::call(state, caller, &session, params)
         .await
         .map(ServerResult::from)
 }
