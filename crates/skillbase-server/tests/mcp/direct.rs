@@ -346,32 +346,54 @@ async fn the_direct_path_answers_stateless_calls_exactly_as_rmcp_does() {
             false,
         ),
     ];
-    // Body shapes the direct path leaves to rmcp: each is the plain call with one change.
+    // Body shapes, each the plain call with one change: rmcp's own reading of the body decides
+    // (keys it does not know are ignored; an id, a version or params it cannot read are not).
     type Change = fn(&mut Value);
-    let shapes: Vec<(&str, Change)> = vec![
-        ("extra top-level key", |b| b["extra"] = json!(1)),
-        ("task", |b| b["params"]["task"] = json!({"ttl": 1000})),
-        ("float id", |b| b["id"] = json!(1.5)),
-        ("null id", |b| b["id"] = Value::Null),
-        ("huge id", |b| b["id"] = json!(u64::MAX)),
-        ("no id", |b| {
-            b.as_object_mut().unwrap().remove("id");
-        }),
-        ("arguments array", |b| b["params"]["arguments"] = json!([1])),
-        ("extra _meta key", |b| {
-            b["params"]["_meta"]["progressToken"] = json!("p")
-        }),
-        ("bad capabilities", |b| {
-            b["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"roots": 5})
-        }),
-        ("bad clientInfo", |b| {
-            b["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = json!(7)
-        }),
-        ("jsonrpc 1.0", |b| b["jsonrpc"] = json!("1.0")),
-        ("name not a string", |b| b["params"]["name"] = json!(5)),
+    let shapes: Vec<(&str, Change, bool)> = vec![
+        ("extra top-level key", |b| b["extra"] = json!(1), true),
+        ("task", |b| b["params"]["task"] = json!({"ttl": 1000}), true),
+        ("float id", |b| b["id"] = json!(1.5), false),
+        ("null id", |b| b["id"] = Value::Null, false),
+        ("huge id", |b| b["id"] = json!(u64::MAX), false),
+        (
+            "no id",
+            |b| {
+                b.as_object_mut().unwrap().remove("id");
+            },
+            false,
+        ),
+        (
+            "arguments array",
+            |b| b["params"]["arguments"] = json!([1]),
+            false,
+        ),
+        (
+            "extra _meta key",
+            |b| b["params"]["_meta"]["progressToken"] = json!("p"),
+            true,
+        ),
+        (
+            "bad capabilities",
+            |b| {
+                b["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                    json!({"roots": 5})
+            },
+            false,
+        ),
+        (
+            "bad clientInfo",
+            |b| b["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = json!(7),
+            true,
+        ),
+        ("jsonrpc 1.0", |b| b["jsonrpc"] = json!("1.0"), false),
+        (
+            "name not a string",
+            |b| b["params"]["name"] = json!(5),
+            false,
+        ),
     ];
     let mut cases = cases;
-    for (i, (_, change)) in shapes.iter().enumerate() {
+    for (i, (_, change, taken)) in shapes.iter().enumerate() {
         let mut body = load(100 + i as i64, "shared-one");
         change(&mut body);
         cases.push((
@@ -380,7 +402,7 @@ async fn the_direct_path_answers_stateless_calls_exactly_as_rmcp_does() {
                 headers: vec![],
                 body,
             },
-            false,
+            *taken,
         ));
     }
     let mut expected_direct = 0;
