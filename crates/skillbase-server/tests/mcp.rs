@@ -1,5 +1,5 @@
 //! MCP over streamable HTTP (both wires) and stdio: tools, the Skills extension, isolation,
-//! authentication, malformed JSON-RPC and change notifications.
+//! authentication, malformed and hostile JSON-RPC, and change notifications.
 
 use crate::common::{TestServer, put_skill};
 use base64::Engine;
@@ -15,6 +15,7 @@ use std::time::Duration;
 
 mod auth;
 mod direct;
+mod hostile;
 mod notifications;
 mod skills;
 mod stdio;
