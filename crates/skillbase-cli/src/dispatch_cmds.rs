@@ -232,7 +232,7 @@ async fn revision_recall(
     store: &Store,
     a: &RunsArgs,
     by: &[skillbase_store::RevisionOutcomes],
-) -> Result<Option<Vec<skillbase_runtime::eval::RevisionRecall>>> {
+) -> Result<Option<Vec<skillbase_insight::eval::RevisionRecall>>> {
     let settings = match &s.config {
         Some(p) => Config::load(p)?.eval,
         None => Default::default(),
@@ -241,7 +241,7 @@ async fn revision_recall(
         return Ok(None);
     };
     let text = read_input(&path)?;
-    let cases = skillbase_runtime::eval::parse_cases(&text)
+    let cases = skillbase_insight::eval::parse_cases(&text)
         .map_err(|e| anyhow!("{}: {e}", path.display()))?;
     // The cases are routed in the view of `--agent` (default: `[eval] agent`, or the skill's
     // own agent for an agent's skill).
@@ -260,7 +260,7 @@ async fn revision_recall(
     };
     let revs: Vec<i64> = by.iter().map(|o| o.rev).collect();
     Ok(Some(
-        skillbase_runtime::eval::recall_by_revision(
+        skillbase_insight::eval::recall_by_revision(
             store,
             view_agent,
             &a.target.scope,

@@ -6,10 +6,10 @@ use crate::{EXIT_INVALID, EXIT_OK};
 use anyhow::{Result, anyhow};
 use clap::Args;
 use skillbase_format::text::escape_controls;
-use skillbase_runtime::RuntimeError;
-use skillbase_runtime::doctor::{
+use skillbase_insight::doctor::{
     AdHocPrompt, DoctorOptions, DoctorReport, Finding, read_prompt_file,
 };
+use skillbase_runtime::RuntimeError;
 use skillbase_store::{AgentName, StoreError};
 use std::path::PathBuf;
 
@@ -50,13 +50,13 @@ pub async fn doctor(s: &StoreArgs, a: DoctorArgs) -> Result<u8> {
     let actor = AuthorArg { author: None }.author()?.to_string();
     let store = s.open().await?;
     let d = crate::engine_setup::engine(s, store.clone(), None).await?;
-    let report = d
-        .doctor(&DoctorOptions {
-            agent,
-            own_only: false,
-            prompt,
-            actor,
-        })
+    let opts = DoctorOptions {
+        agent,
+        own_only: false,
+        prompt,
+        actor,
+    };
+    let report = skillbase_insight::doctor::run(&d, &opts)
         .await
         .map_err(|e| match e {
             // The store's error, for its hint (`skillbase agent create NAME`).

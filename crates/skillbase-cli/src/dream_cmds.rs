@@ -6,8 +6,8 @@ use crate::store_cmds::{AuthorArg, StoreArgs};
 use anyhow::{Result, anyhow};
 use clap::Args;
 use skillbase_format::text::escape_controls;
+use skillbase_insight::dream::{DreamOptions, DreamReport};
 use skillbase_runtime::RuntimeError;
-use skillbase_runtime::dream::{DreamOptions, DreamReport};
 use skillbase_store::{AgentName, StoreError};
 
 /// Capture recurring procedures of the agents' sessions as skills (authored
@@ -57,11 +57,10 @@ pub async fn dream(s: &StoreArgs, a: DreamArgs) -> Result<u8> {
     };
     let d = crate::engine_setup::engine(s, store.clone(), None).await?;
     d.flush().await;
-    let min_support = a.min_support.map(|n| n as usize).unwrap_or_else(|| {
-        d.dreaming_settings()
-            .and_then(|s| s.config.min_support)
-            .unwrap_or(3)
-    });
+    let min_support = a
+        .min_support
+        .map(|n| n as usize)
+        .unwrap_or_else(|| d.dreaming().and_then(|c| c.min_support).unwrap_or(3));
     let opts = DreamOptions {
         since,
         dry_run: a.dry_run,
@@ -71,10 +70,12 @@ pub async fn dream(s: &StoreArgs, a: DreamArgs) -> Result<u8> {
     };
     let mut reports = Vec::new();
     for agent in &agents {
-        let r = d.dream(agent, &opts).await.map_err(|e| match e {
-            RuntimeError::UnknownAgent(name) => StoreError::AgentNotFound(name).into(),
-            e => anyhow::Error::from(e),
-        })?;
+        let r = skillbase_insight::dream::run(&d, agent, &opts)
+            .await
+            .map_err(|e| match e {
+                RuntimeError::UnknownAgent(name) => StoreError::AgentNotFound(name).into(),
+                e => anyhow::Error::from(e),
+            })?;
         reports.push(r);
     }
     d.finish().await;

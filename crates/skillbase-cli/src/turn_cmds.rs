@@ -124,8 +124,8 @@ pub struct EvalArgs {
 
 /// What `eval` reads: plain cases, or graded tasks.
 enum EvalInput {
-    Cases(Vec<skillbase_runtime::eval::EvalCase>),
-    Graded(skillbase_runtime::eval::GradedSet),
+    Cases(Vec<skillbase_insight::eval::EvalCase>),
+    Graded(skillbase_insight::eval::GradedSet),
 }
 
 pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
@@ -133,7 +133,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
     let text = read_input(&a.cases)?;
     let input = match &a.relevance {
         None => EvalInput::Cases(
-            skillbase_runtime::eval::parse_cases(&text)
+            skillbase_insight::eval::parse_cases(&text)
                 .map_err(|e| anyhow!("{}: {e}", a.cases.display()))?,
         ),
         Some(rel_path) => {
@@ -149,7 +149,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
                 None => format!("{}, {}", a.cases.display(), rel_path.display()),
             };
             EvalInput::Graded(
-                skillbase_runtime::eval::parse_graded(&text, &rel, map.as_deref())
+                skillbase_insight::eval::parse_graded(&text, &rel, map.as_deref())
                     .map_err(|e| anyhow!("{files}: {e}"))?,
             )
         }
@@ -198,7 +198,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
     let recall_at_5 = match input {
         EvalInput::Cases(cases) => {
             let report =
-                skillbase_runtime::eval::evaluate_with(&view, &cases, &opts, vectors.as_ref());
+                skillbase_insight::eval::evaluate_with(&view, &cases, &opts, vectors.as_ref());
             store.close().await;
             if a.json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
@@ -209,7 +209,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
         }
         EvalInput::Graded(set) => {
             let report =
-                skillbase_runtime::eval::evaluate_graded_with(&view, &set, &opts, vectors.as_ref());
+                skillbase_insight::eval::evaluate_graded_with(&view, &set, &opts, vectors.as_ref());
             store.close().await;
             if a.json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
@@ -228,8 +228,8 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-fn print_graded(r: &skillbase_runtime::eval::GradedReport) -> std::io::Result<()> {
-    use skillbase_runtime::eval::GradedMetrics;
+fn print_graded(r: &skillbase_insight::eval::GradedReport) -> std::io::Result<()> {
+    use skillbase_insight::eval::GradedMetrics;
     let skipped = r.tasks - r.overall.tasks;
     outln!(
         "agent {} · {} skills · {} tasks counted, {} skipped",
@@ -309,8 +309,8 @@ fn print_graded(r: &skillbase_runtime::eval::GradedReport) -> std::io::Result<()
     Ok(())
 }
 
-fn print_eval(r: &skillbase_runtime::eval::EvalReport) -> std::io::Result<()> {
-    use skillbase_runtime::eval::Metrics;
+fn print_eval(r: &skillbase_insight::eval::EvalReport) -> std::io::Result<()> {
+    use skillbase_insight::eval::Metrics;
     outln!(
         "agent {} · {} skills · {} cases ({} expecting a skill)",
         r.agent,

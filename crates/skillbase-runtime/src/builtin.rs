@@ -25,6 +25,11 @@ pub const LOAD_SKILL_DESCRIPTION: &str = "Load a skill's full instructions (and 
 /// What `search_skills` says it does.
 pub const SEARCH_SKILLS_DESCRIPTION: &str = "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill.";
 
+/// Every built-in tool as (wire name, class), in offer order.
+pub fn builtin_tools() -> impl Iterator<Item = (&'static str, &'static str)> {
+    Builtin::ALL.into_iter().map(|b| (b.name(), b.class()))
+}
+
 /// One of the runtime's own tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Builtin {

@@ -4,7 +4,7 @@
 //! runs it. The engine builder, the CLI and the server read the file through this one type, so
 //! a table means the same wherever it is read and a mistake is named with the file it is in.
 
-use crate::dream::model::DreamingConfig;
+use crate::dreaming::DreamingConfig;
 use crate::gateway::{GatewaySettings, McpServerConfig};
 use crate::requires::Environment;
 use crate::semantic::SemanticConfig;

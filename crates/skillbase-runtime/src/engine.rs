@@ -55,7 +55,7 @@ pub struct EngineBuilder {
     semantic_config: Option<crate::semantic::SemanticConfig>,
     mcp_servers: Vec<crate::gateway::McpServerConfig>,
     gateway_settings: Option<crate::gateway::GatewaySettings>,
-    dreaming: Option<crate::dream::model::DreamingConfig>,
+    dreaming: Option<crate::dreaming::DreamingConfig>,
 }
 
 impl EngineBuilder {
@@ -148,7 +148,7 @@ impl EngineBuilder {
     }
 
     /// Dreaming's settings (a `[dreaming]` table in a configuration replaces them).
-    pub fn dreaming(mut self, config: crate::dream::model::DreamingConfig) -> Self {
+    pub fn dreaming(mut self, config: crate::dreaming::DreamingConfig) -> Self {
         self.dreaming = Some(config);
         self
     }
@@ -249,7 +249,7 @@ struct Parts {
     semantic: Option<Result<Arc<crate::semantic::Semantic>, String>>,
     mcp_servers: Vec<crate::gateway::McpServerConfig>,
     gateway_settings: crate::gateway::GatewaySettings,
-    dreaming: Option<crate::dream::model::DreamingConfig>,
+    dreaming: Option<crate::dreaming::DreamingConfig>,
 }
 
 impl Parts {
@@ -326,8 +326,8 @@ impl Parts {
     }
 
     /// Start the engine: the runtime (with the semantic stage, or lexical ranking and a warning
-    /// when it is unavailable), the dispatcher with dreaming's settings, and the gateway with the
-    /// servers configured here and through the API.
+    /// when it is unavailable), dreaming's settings (checked against the vault), the dispatcher,
+    /// and the gateway with the servers configured here and through the API.
     async fn start(
         self,
         store: Arc<Store>,
@@ -342,12 +342,11 @@ impl Parts {
             runtime = runtime.with_semantic(s);
         }
         let runtime = Arc::new(runtime);
-        let dispatcher = Arc::new(Dispatcher::new(runtime, self.registry, vault.clone()));
-        if let Some(c) = self.dreaming {
-            let settings =
-                crate::dream::DreamSettings::new(c, vault.clone()).map_err(StoreError::Invalid)?;
-            let _ = dispatcher.dreaming.set(Arc::new(settings));
+        if let Some(c) = &self.dreaming {
+            c.check_vault(vault.is_some())
+                .map_err(StoreError::Invalid)?;
         }
+        let dispatcher = Arc::new(Dispatcher::new(runtime, self.registry, vault.clone()));
         let gateway = crate::gateway::Gateway::start(
             self.mcp_servers,
             self.gateway_settings,
@@ -362,6 +361,7 @@ impl Parts {
             vault,
             dispatcher,
             gateway,
+            dreaming: self.dreaming.map(Arc::new),
         })
     }
 }
@@ -391,6 +391,8 @@ pub struct Engine {
     vault: Option<Arc<Vault>>,
     dispatcher: Arc<Dispatcher>,
     gateway: Arc<crate::gateway::Gateway>,
+    /// The `[dreaming]` table, when the configuration has one.
+    dreaming: Option<Arc<crate::dreaming::DreamingConfig>>,
 }
 
 impl Engine {
@@ -522,25 +524,6 @@ impl Engine {
             .await
     }
 
-    /// The doctor's findings (see [`crate::doctor`]); one `doctor` event is recorded.
-    pub async fn doctor(
-        &self,
-        opts: &crate::doctor::DoctorOptions,
-    ) -> Result<crate::doctor::DoctorReport, RuntimeError> {
-        self.dispatcher.doctor(opts).await
-    }
-
-    /// Capture recurring procedures of the agent's sessions as skills (see [`crate::dream`]);
-    /// the events recorded so far are stored first, so the dream sees them.
-    pub async fn dream(
-        &self,
-        agent: &AgentName,
-        opts: &crate::dream::DreamOptions,
-    ) -> Result<crate::dream::DreamReport, RuntimeError> {
-        self.dispatcher.flush().await;
-        self.dispatcher.dream(agent, opts).await
-    }
-
     /// Store every event recorded so far (whoever reads the events table calls this first).
     pub async fn flush(&self) {
         self.dispatcher.flush().await;
@@ -603,24 +586,55 @@ impl Engine {
         &self,
         view: &crate::view::AgentView,
         messages: &[&str],
-    ) -> Result<Option<crate::eval::QueryVectors>, String> {
+    ) -> Result<Option<crate::semantic::QueryVectors>, String> {
         self.dispatcher.runtime.query_vectors(view, messages).await
     }
 
-    /// The `[dreaming]` settings, when the configuration has them.
-    pub fn dreaming_settings(&self) -> Option<Arc<crate::dream::DreamSettings>> {
-        self.dispatcher.dreaming_settings()
+    /// The `[dreaming]` table (support, schedule, model), when the configuration has one.
+    pub fn dreaming(&self) -> Option<&crate::dreaming::DreamingConfig> {
+        self.dreaming.as_deref()
     }
 
     /// Import a conversation into the agent's session for learning (see
-    /// [`crate::dream::transcript`]): checked whole, redacted, recorded.
+    /// [`crate::transcript`]): checked whole, redacted, recorded.
     pub async fn import_transcript(
         &self,
         agent: &AgentName,
         session: &str,
-        t: &crate::dream::transcript::Transcript,
-    ) -> Result<crate::dream::transcript::Imported, crate::dream::transcript::TranscriptError> {
+        t: &crate::transcript::Transcript,
+    ) -> Result<crate::transcript::Imported, crate::transcript::TranscriptError> {
         self.dispatcher.import_transcript(agent, session, t).await
+    }
+
+    /// The class of the tool of wire name `name` as configured now (a built-in, or one of the
+    /// registry's, upstream servers' included); `None` for no such tool.
+    pub fn tool_class(&self, name: &str) -> Option<String> {
+        crate::builtin::Builtin::from_name(name)
+            .map(|b| b.class().to_owned())
+            .or_else(|| {
+                self.dispatcher
+                    .registry()
+                    .get(name)
+                    .map(|t| t.decl.class.clone())
+            })
+    }
+
+    /// Every tool class some tool provides now (the built-ins' and the registry's), sorted.
+    pub fn tool_classes(&self) -> Vec<String> {
+        let mut classes: Vec<String> = crate::builtin::Builtin::ALL
+            .iter()
+            .map(|b| b.class().to_owned())
+            .chain(
+                self.dispatcher
+                    .registry()
+                    .all()
+                    .iter()
+                    .map(|t| t.decl.class.clone()),
+            )
+            .collect();
+        classes.sort();
+        classes.dedup();
+        classes
     }
 
     /// The live tool table (a server listens to it for `tools/list_changed`).

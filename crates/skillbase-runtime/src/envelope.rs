@@ -109,6 +109,12 @@ pub fn excess(grants: &Grants, tools: &[&str], vault: &[&str], hosts: &[&str]) -
     out
 }
 
+/// Whether `agent` is granted tool `class` now (the gate's first half, without a driving
+/// skill).
+pub fn class_granted(agent: &Agent, class: &str) -> bool {
+    Envelope::for_call(agent, None).class_granted(class)
+}
+
 /// Granted ∩ declared for one call: the agent's grants as they are now and, while a skill
 /// drives the session, what the revision its run activated declares. The one place the
 /// dispatcher, `CallContext` and the tool gateway ask what a call may use.

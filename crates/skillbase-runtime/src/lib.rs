@@ -3,9 +3,10 @@
 //!
 //! [`Engine`] is the one service ([`Engine::builder`]; `examples/embed.rs` shows a whole turn, a
 //! load, a harness tool behind the envelope and a finished run). The crate's other public items
-//! are what the engine's operations take and answer, re-exported here; its three public modules
-//! are [`event`] (the typed events every reader uses), and [`doctor`], [`dream`] and [`eval`]
-//! (the insight over the engine's reads).
+//! are what the engine's operations take and answer, re-exported here; its two public modules
+//! are [`event`] (the typed events every reader uses) and [`transcript`] (a conversation
+//! imported for learning). The doctor, evaluation and dreaming are `skillbase-insight`'s, over
+//! the engine's reads and these events.
 //!
 //! Inside (private): `runtime` (views, sessions, `load_skill`, `search_skills`, `pinned`),
 //! `turn` (place, catalog, report), `dispatch` (the offered set and the call pipeline: admit,
@@ -13,7 +14,7 @@
 //! `tool` and `builtin` (the registry and the runtime's own tools), `gateway` (upstream MCP
 //! servers and `http` tools), `vault` and `redact` (secrets at rest and scrubbed from every
 //! output), `files` (level 3 on disk), `semantic` (the embedding stage), `events` (the writer
-//! behind a turn).
+//! behind a turn), `dreaming` (the `[dreaming]` table the engine keeps).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -21,11 +22,9 @@
 mod builtin;
 mod config;
 mod dispatch;
-pub mod doctor;
-pub mod dream;
+mod dreaming;
 mod engine;
 mod envelope;
-pub mod eval;
 pub mod event;
 mod events;
 mod files;
@@ -37,6 +36,7 @@ mod runtime;
 mod semantic;
 mod tool;
 mod tooldef;
+pub mod transcript;
 mod turn;
 mod vault;
 mod view;
@@ -44,20 +44,26 @@ mod web_fetch;
 mod write;
 
 // The engine, and what its operations take and answer.
+pub use builtin::{ACTIVATION_CLASS, builtin_tools};
 pub use config::RuntimeConfig;
 pub use dispatch::{
     AUTHORING_CLASS, CallMode, CallOutcome, EntryKind, MAX_NOTES_BYTES, OfferedEntry, OfferedSet,
     PostResultError,
 };
+pub use dreaming::{DreamingConfig, ModelConfig};
 pub use engine::{Engine, EngineBuilder, EngineError};
+pub use envelope::class_granted;
+/// What a skill declares beyond an agent's grants (`tools:<class>`, `vault:<entry>`,
+/// `hosts:<pattern>`), as the gate would refuse it.
+pub use envelope::excess as grants_excess;
 /// Whether a destination matches a host pattern (`*.example.org`, `host:port`): what a tool
 /// checks a call's destination against [`CallContext::hosts_allowed`] with.
 pub use envelope::host_matches;
 pub use rule::Rule;
 pub use runtime::{LoadResult, Pinned, PinnedSet, RuntimeError, SearchHit};
 pub use turn::{
-    Activation, CatalogReport, Omission, OmissionDetail, OmissionList, ToolDef, TurnContext,
-    TurnOptions, TurnReport, resolve,
+    Activation, CatalogReport, NAME_ONLY, NOT_LISTED, Omission, OmissionDetail, OmissionList,
+    ToolDef, TurnContext, TurnOptions, TurnReport, full_catalog_tokens, resolve, resolve_with,
 };
 pub use view::{AgentView, load_skill_tool, visible, visible_in};
 pub use write::{SkillWriter, WriteMode};
@@ -79,8 +85,8 @@ pub use files::{session_dir_name, session_root, skill_dir_name};
 pub use redact::Redactor;
 pub use requires::Environment;
 pub use semantic::{
-    Embedder, FillReport, LocalEmbedder, Semantic, SemanticConfig, default_model_dir,
-    default_multilingual_dir, pull_package,
+    Embedder, FillReport, LocalEmbedder, QueryVectors, Semantic, SemanticConfig, default_model_dir,
+    default_multilingual_dir, operator_roots, pull_package,
 };
 /// Token counts with a real tokenizer (from `skillbase-route`, re-exported for the edges).
 pub use skillbase_route::tokens;

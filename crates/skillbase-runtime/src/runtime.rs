@@ -375,14 +375,13 @@ impl Runtime {
         Ok(Some(s.fill(&self.store, &entries).await?))
     }
 
-    /// The semantic stage's inputs for an evaluation of `messages` on `view` (see
-    /// [`crate::eval::evaluate_with`]): `Ok(None)` when the stage is not configured, `Err(why)`
-    /// when it cannot answer.
+    /// The semantic stage's inputs for an evaluation of `messages` on `view`: `Ok(None)` when
+    /// the stage is not configured, `Err(why)` when it cannot answer.
     pub async fn query_vectors(
         &self,
         view: &AgentView,
         messages: &[&str],
-    ) -> std::result::Result<Option<crate::eval::QueryVectors>, String> {
+    ) -> std::result::Result<Option<crate::semantic::QueryVectors>, String> {
         let s = match &self.semantic {
             None => return Ok(None),
             Some(Err(why)) => return Err(why.clone()),
@@ -398,7 +397,7 @@ impl Runtime {
         }
         let matrix = s.matrix(view);
         let queries = s.queries(messages).await.map_err(|e| e.to_string())?;
-        Ok(Some(crate::eval::QueryVectors {
+        Ok(Some(crate::semantic::QueryVectors {
             matrix,
             queries,
             weight: s.weight(),

@@ -170,6 +170,31 @@ impl std::fmt::Debug for Semantic {
     }
 }
 
+/// The semantic stage's inputs for an evaluation: the view's skill vectors and one vector per
+/// message, in order ([`Engine::query_vectors`](crate::Engine::query_vectors) computes them).
+#[derive(Debug, Clone)]
+pub struct QueryVectors {
+    /// The view's skill vectors.
+    pub matrix: Arc<skillbase_route::fusion::SemanticMatrix>,
+    /// One vector per message, in the order they were given.
+    pub queries: Vec<Vec<f32>>,
+    /// The semantic score's share of the fused score.
+    pub weight: f32,
+}
+
+impl QueryVectors {
+    /// The `i`th message's query for a turn ([`crate::resolve_with`]) or a ranking.
+    pub fn query(&self, i: usize) -> Option<skillbase_route::fusion::SemanticQuery<'_>> {
+        self.queries
+            .get(i)
+            .map(|q| skillbase_route::fusion::SemanticQuery {
+                matrix: &self.matrix,
+                query: q,
+                weight: self.weight,
+            })
+    }
+}
+
 /// What [`Semantic::fill`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FillReport {
@@ -666,7 +691,7 @@ impl OpenAiEmbedder {
 /// the bundled Mozilla roots, plus the system's CA bundle (`SSL_CERT_FILE`, else
 /// `/etc/ssl/certs/ca-certificates.crt`) where a site adds its own CA (a proxy that inspects
 /// TLS, say). Tool calls a model drives (`web_fetch`) never read the system's bundle.
-pub(crate) fn operator_roots() -> Vec<reqwest::Certificate> {
+pub fn operator_roots() -> Vec<reqwest::Certificate> {
     let mut roots = crate::web_fetch::bundled_roots();
     let file = std::env::var_os("SSL_CERT_FILE")
         .map(std::path::PathBuf::from)

@@ -38,11 +38,7 @@ pub async fn due(
 /// Check every agent now and then (every minute, or the idle time when shorter), until the
 /// task is aborted; does nothing without `[dreaming] idle_minutes`.
 pub async fn dreaming_loop(state: Arc<AppState>) {
-    let Some(minutes) = state
-        .engine
-        .dreaming_settings()
-        .and_then(|s| s.config.idle_minutes)
-    else {
+    let Some(minutes) = state.engine.dreaming().and_then(|c| c.idle_minutes) else {
         return;
     };
     let idle = Duration::from_secs(minutes * 60);
@@ -78,15 +74,15 @@ pub async fn dream_due(state: &AppState, idle: Duration) {
         }
         let min_support = state
             .engine
-            .dreaming_settings()
-            .and_then(|s| s.config.min_support)
+            .dreaming()
+            .and_then(|c| c.min_support)
             .unwrap_or(3);
-        let opts = skillbase_runtime::dream::DreamOptions {
+        let opts = skillbase_insight::dream::DreamOptions {
             min_support,
             actor: Author::Human("dreaming-schedule".into()),
             ..Default::default()
         };
-        match state.engine.dream(&a.name, &opts).await {
+        match skillbase_insight::dream::run(&state.engine, &a.name, &opts).await {
             Ok(r) => tracing::info!(
                 agent = %a.name,
                 created = r.created.len(),

@@ -62,8 +62,6 @@ pub(crate) struct Dispatcher {
     offered_cache: Mutex<OfferedCache>,
     /// Harness-run calls authorized and not yet answered: call id → who may answer, and where.
     harness: Arc<Mutex<HashMap<String, PendingHarness>>>,
-    /// `[dreaming]`: its settings and model, set once by the engine.
-    pub(crate) dreaming: std::sync::OnceLock<Arc<crate::dream::model::DreamSettings>>,
 }
 
 /// A harness-run call waiting for its result.
@@ -106,7 +104,6 @@ impl Dispatcher {
             inflight: Mutex::new(HashMap::new()),
             results: Mutex::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(1),
-            dreaming: std::sync::OnceLock::new(),
         }
     }
 
@@ -120,11 +117,6 @@ impl Dispatcher {
     /// server listens to it for `tools/list_changed`.
     pub fn tools(&self) -> &Arc<ToolTable> {
         &self.registry
-    }
-
-    /// The vault the calls resolve secrets from, when one was given.
-    pub fn vault(&self) -> Option<&Arc<Vault>> {
-        self.vault.as_ref()
     }
 
     /// A whole turn as a harness shows it to the model: [`Runtime::turn`] (eager prefix,

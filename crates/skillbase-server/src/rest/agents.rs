@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
-use skillbase_runtime::eval::EvalCase;
+use skillbase_insight::eval::EvalCase;
 use skillbase_store::{Agent, AgentConfig, AgentName, StoreError};
 use std::sync::Arc;
 use utoipa::openapi::schema::{
@@ -343,7 +343,7 @@ pub async fn eval(
     match (b.cases, b.tasks, b.relevance) {
         (Some(cases), None, None) if b.id_map.is_none() => {
             count("cases", cases.len())?;
-            let cases = skillbase_runtime::eval::parse_cases(&lines(&cases))
+            let cases = skillbase_insight::eval::parse_cases(&lines(&cases))
                 .map_err(|e| invalid(format!("cases: {e}")))?;
             let view = st.engine.view(&name)?;
             let mut report = evaluate_off_workers(
@@ -352,7 +352,7 @@ pub async fn eval(
                 cases,
                 |cases| cases.iter().map(|c| c.message.as_str()).collect(),
                 |view, cases, opts, vectors| {
-                    skillbase_runtime::eval::evaluate_with(view, cases, opts, vectors)
+                    skillbase_insight::eval::evaluate_with(view, cases, opts, vectors)
                 },
                 opts,
             )
@@ -365,7 +365,7 @@ pub async fn eval(
         (None, Some(tasks), Some(relevance)) => {
             count("tasks", tasks.len())?;
             let map = b.id_map.as_ref().map(Value::to_string);
-            let set = skillbase_runtime::eval::parse_graded(
+            let set = skillbase_insight::eval::parse_graded(
                 &lines(&tasks),
                 &relevance.to_string(),
                 map.as_deref(),
@@ -378,7 +378,7 @@ pub async fn eval(
                 set,
                 |set| set.cases.iter().map(|c| c.message.as_str()).collect(),
                 |view, set, opts, vectors| {
-                    skillbase_runtime::eval::evaluate_graded_with(view, set, opts, vectors)
+                    skillbase_insight::eval::evaluate_graded_with(view, set, opts, vectors)
                 },
                 opts,
             )
@@ -412,7 +412,7 @@ where
             &skillbase_runtime::AgentView,
             &T,
             &skillbase_runtime::TurnOptions,
-            Option<&skillbase_runtime::eval::QueryVectors>,
+            Option<&skillbase_runtime::QueryVectors>,
         ) -> R
         + Send
         + 'static,
@@ -462,7 +462,7 @@ pub async fn dream(
     Caller(p): Caller,
     P(name): P<String>,
     Body(b): Body<DreamRequest>,
-) -> ApiResult<Json<skillbase_runtime::dream::DreamReport>> {
+) -> ApiResult<Json<skillbase_insight::dream::DreamReport>> {
     let name = visible_agent(&p, &name)?;
     if b.since
         .is_some_and(|t| !(0..=4_102_444_800_000).contains(&t))
@@ -474,8 +474,8 @@ pub async fn dream(
     }
     let min_support = b.min_support.unwrap_or_else(|| {
         st.engine
-            .dreaming_settings()
-            .and_then(|s| s.config.min_support)
+            .dreaming()
+            .and_then(|c| c.min_support)
             .map_or(3, |n| n as u32)
     });
     if !(2..=1000).contains(&min_support) {
@@ -484,19 +484,14 @@ pub async fn dream(
             "min_support: 2 to 1000 sessions",
         ));
     }
-    st.engine.flush().await;
-    let report = st
-        .engine
-        .dream(
-            &name,
-            &skillbase_runtime::dream::DreamOptions {
-                since: b.since,
-                dry_run: b.dry_run.unwrap_or(false),
-                min_support: min_support as usize,
-                actor: p.author(),
-                model: None,
-            },
-        )
-        .await?;
+    let opts = skillbase_insight::dream::DreamOptions {
+        since: b.since,
+        dry_run: b.dry_run.unwrap_or(false),
+        min_support: min_support as usize,
+        actor: p.author(),
+        model: None,
+    };
+    // The dream stores the events recorded so far first, so it sees them.
+    let report = skillbase_insight::dream::run(&st.engine, &name, &opts).await?;
     Ok(Json(report))
 }

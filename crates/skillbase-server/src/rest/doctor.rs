@@ -8,7 +8,7 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
-use skillbase_runtime::doctor::{DoctorOptions, DoctorReport};
+use skillbase_insight::doctor::{DoctorOptions, DoctorReport};
 use skillbase_store::AgentName;
 use std::sync::Arc;
 use utoipa::IntoParams;
@@ -58,5 +58,7 @@ pub async fn report(
         prompt: None,
         actor: p.author().to_string(),
     };
-    Ok(Json(st.engine.doctor(&opts).await?))
+    Ok(Json(
+        skillbase_insight::doctor::run(&st.engine, &opts).await?,
+    ))
 }

@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use skillbase_format::Cost;
-use skillbase_runtime::dream::transcript::{Imported, Transcript};
 use skillbase_runtime::event::Event as Recorded;
+use skillbase_runtime::transcript::{Imported, Transcript};
 use skillbase_runtime::{CallMode, CallOutcome};
 use skillbase_runtime::{OmissionDetail, TurnOptions};
 use skillbase_store::StoreError;
@@ -866,11 +866,11 @@ pub async fn transcript(
     P(id): P<String>,
     Q(sa): Q<SessionAgentQuery>,
     Body(t): Body<Value>,
-) -> ApiResult<Json<skillbase_runtime::dream::transcript::Imported>> {
+) -> ApiResult<Json<skillbase_runtime::transcript::Imported>> {
     let agent = owner(&st, &p, &id, sa.agent.as_deref()).await?;
-    let t: skillbase_runtime::dream::transcript::Transcript = serde_json::from_value(t)
+    let t: skillbase_runtime::transcript::Transcript = serde_json::from_value(t)
         .map_err(|e| unprocessable("invalid-transcript", format!("transcript: {e}")))?;
-    use skillbase_runtime::dream::transcript::TranscriptError;
+    use skillbase_runtime::transcript::TranscriptError;
     let imported = st
         .engine
         .import_transcript(&agent, &id, &t)

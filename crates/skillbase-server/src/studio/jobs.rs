@@ -9,7 +9,7 @@
 //! most [`MAX_KEPT`] of them, the oldest forgotten first). Jobs live in this process's memory
 //! only: a restart forgets them, and a server shutting down stops the running ones.
 
-use skillbase_runtime::eval::{EvalReport, Progress};
+use skillbase_insight::eval::{EvalReport, Progress};
 use skillbase_store::AgentName;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -99,15 +99,13 @@ pub(crate) async fn agent(
 
 /// The agent page's Doctor section: the findings of `skillbase doctor` for the agent.
 async fn doctor(b: &mut String, st: &AppState, agent: &AgentName, p: &Principal) {
-    let report = st
-        .engine
-        .doctor(&skillbase_runtime::doctor::DoctorOptions {
-            agent: Some(agent.clone()),
-            own_only: p.agent().is_some(),
-            actor: format!("studio:{}", who(p)),
-            ..Default::default()
-        })
-        .await;
+    let opts = skillbase_insight::doctor::DoctorOptions {
+        agent: Some(agent.clone()),
+        own_only: p.agent().is_some(),
+        actor: format!("studio:{}", who(p)),
+        ..Default::default()
+    };
+    let report = skillbase_insight::doctor::run(&st.engine, &opts).await;
     b.push_str("<h2>Doctor</h2>");
     match report {
         Ok(r) if r.findings.is_empty() => b.push_str("<p id=\"findings\">No findings.</p>"),

@@ -76,7 +76,7 @@ pub(crate) async fn agent_eval(
     if f.cases.len() > 4 * 1024 * 1024 {
         return fail(StatusCode::PAYLOAD_TOO_LARGE, "the cases are over 4 MiB");
     }
-    let cases = match skillbase_runtime::eval::parse_cases(&f.cases) {
+    let cases = match skillbase_insight::eval::parse_cases(&f.cases) {
         Ok(c) if !c.is_empty() => c,
         Ok(_) => {
             return fail(
@@ -119,7 +119,7 @@ async fn run_job(
     st: Arc<AppState>,
     job: Arc<jobs::Job>,
     view: Arc<skillbase_runtime::AgentView>,
-    cases: Vec<skillbase_runtime::eval::EvalCase>,
+    cases: Vec<skillbase_insight::eval::EvalCase>,
 ) {
     let progress = job.progress.clone();
     let running = job.clone();
@@ -130,7 +130,7 @@ async fn run_job(
         |cases| cases.iter().map(|c| c.message.as_str()).collect(),
         move |view, cases, opts, vectors| {
             running.set_running();
-            skillbase_runtime::eval::evaluate_observed(view, cases, opts, vectors, &progress)
+            skillbase_insight::eval::evaluate_observed(view, cases, opts, vectors, &progress)
         },
         Default::default(),
     );
@@ -271,14 +271,14 @@ pub(crate) async fn agent_eval_status(
 }
 
 /// The tables of `skillbase eval`.
-fn eval_tables(agent: &str, report: &skillbase_runtime::eval::EvalReport) -> String {
+fn eval_tables(agent: &str, report: &skillbase_insight::eval::EvalReport) -> String {
     let mut b = format!(
         "<h1>Evaluation of {}</h1><p>{} skills seen · {} cases</p>",
         esc(agent),
         report.skills,
         report.overall.cases
     );
-    let row = |b: &mut String, label: &str, m: &skillbase_runtime::eval::Metrics| {
+    let row = |b: &mut String, label: &str, m: &skillbase_insight::eval::Metrics| {
         let _ = write!(
             b,
             "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td></tr>",

@@ -5,11 +5,11 @@
 //! `dream::mine::mine` (normalizing, counting runs of 2-8 steps, closing, ranking), which is
 //! the whole of a dream's CPU beyond reading the events.
 //!
-//! cargo bench -p skillbase-runtime --bench dream
+//! cargo bench -p skillbase-insight --bench dream
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use skillbase_runtime::dream::mine::{LoggedCall, MineOptions, SessionLog, mine};
+use skillbase_insight::dream::mine::{LoggedCall, MineOptions, SessionLog, mine};
 
 struct Rng(u64);
 impl Rng {

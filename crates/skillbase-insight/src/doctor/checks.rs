@@ -593,7 +593,7 @@ fn d008_excess(
     fn strs(v: &[String]) -> Vec<&str> {
         v.iter().map(String::as_str).collect()
     }
-    let excess = crate::envelope::excess(
+    let excess = skillbase_runtime::grants_excess(
         grants,
         &strs(&caps.tools),
         &strs(&caps.vault),
@@ -782,7 +782,7 @@ fn d010(a: &AgentInput) -> Vec<Finding> {
         .filter_map(|t| t.overflow)
         .filter(|(by_name, left_out)| by_name + left_out > 0)
         .collect();
-    let need = crate::turn::full_catalog_tokens(&a.view);
+    let need = skillbase_runtime::full_catalog_tokens(&a.view);
     if over.len() * 2 <= n || need <= agent.config.catalog_budget {
         return Vec::new();
     }
@@ -899,7 +899,7 @@ fn d012(inputs: &Inputs) -> Vec<Finding> {
 /// Description similarity between the view's skills, from the ranker: each skill's name and
 /// description scored against every skill, divided by its score against itself. Per skill, the
 /// others it reads as at least [`NEAR_DUPLICATE`] (kept sparse: a view may hold thousands).
-fn near(view: &crate::view::AgentView) -> Vec<Vec<(usize, f32)>> {
+fn near(view: &skillbase_runtime::AgentView) -> Vec<Vec<(usize, f32)>> {
     view.skills
         .iter()
         .enumerate()

@@ -1,8 +1,8 @@
 //! Routing evaluation over an index made in memory: the figures each case contributes.
 
+use skillbase_insight::eval::{EvalCase, Progress, evaluate, evaluate_observed, parse_cases};
 use skillbase_runtime::AgentView;
 use skillbase_runtime::TurnOptions;
-use skillbase_runtime::eval::{EvalCase, Progress, evaluate, evaluate_observed, parse_cases};
 use skillbase_store::{Agent, AgentConfig, AgentName, Index, NameSet, Scope, SkillEntry};
 use std::sync::Arc;
 
@@ -138,7 +138,7 @@ fn progress_counts_every_case_and_a_stop_ends_the_evaluation() {
 
 #[test]
 fn graded_tasks_run_through_the_same_routing_order() {
-    use skillbase_runtime::eval::{SkipReason, evaluate_graded, parse_graded};
+    use skillbase_insight::eval::{SkipReason, evaluate_graded, parse_graded};
     let tasks = [
         // The trigger puts refund-order first: hit.
         r#"{"task_id": "money", "instruction_text": "I want my money back"}"#,

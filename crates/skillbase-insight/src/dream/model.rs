@@ -1,4 +1,4 @@
-//! Dreaming's settings (`[dreaming]` in `skillbase.toml`) and its optional model: an
+//! Dreaming's optional model (`[dreaming.model]`, read by the runtime's [`ModelConfig`]): an
 //! OpenAI-compatible chat-completions endpoint that rewrites the miner's draft in better prose.
 //!
 //! The model is given the draft and the evidence (the steps, the arguments seen, a few of the
@@ -7,89 +7,13 @@
 //! capability the draft does not (a model never widens the envelope either). An answer that
 //! fails any of this is not used: the draft is, and the report says why.
 
-use crate::vault::Vault;
-use serde::Deserialize;
 use skillbase_format::{Bundle, SkillDraft};
+use skillbase_runtime::{ModelConfig, Vault};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest model answer read, in bytes.
 pub const MAX_ANSWER_BYTES: usize = 256 * 1024;
-
-/// The `[dreaming]` table.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct DreamingConfig {
-    /// Distinct sessions a procedure must occur in (default 3).
-    #[serde(default)]
-    pub min_support: Option<usize>,
-    /// `skillbase serve` dreams for an agent once its sessions have been quiet this many
-    /// minutes since their last event (and something happened since its last dream). Absent:
-    /// no schedule, dream on demand.
-    #[serde(default)]
-    pub idle_minutes: Option<u64>,
-    /// The model that writes the prose (`[dreaming.model]`); absent: the miner's draft.
-    #[serde(default)]
-    pub model: Option<ModelConfig>,
-}
-
-/// `[dreaming.model]`: an OpenAI-compatible chat-completions endpoint.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfig {
-    /// The endpoint, e.g. `https://api.openai.com/v1/chat/completions`.
-    pub url: String,
-    /// The model name sent with each request.
-    pub model: String,
-    /// The vault entry holding the API key (sent as `Authorization: Bearer`, never shown).
-    #[serde(default)]
-    pub key: Option<String>,
-    /// Seconds one request may take (default 60).
-    #[serde(default)]
-    pub timeout_secs: Option<u64>,
-}
-
-impl DreamingConfig {
-    /// Read and check a `[dreaming]` table; errors name the key.
-    pub fn from_table(table: &toml::Table) -> Result<DreamingConfig, String> {
-        let c: DreamingConfig = toml::Value::Table(table.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("[dreaming]: {}", e.message()))?;
-        if let Some(n) = c.min_support
-            && !(2..=1000).contains(&n)
-        {
-            return Err(format!(
-                "[dreaming] min_support = {n}: give 2 to 1000 sessions"
-            ));
-        }
-        if let Some(m) = c.idle_minutes
-            && !(1..=10_080).contains(&m)
-        {
-            return Err(format!(
-                "[dreaming] idle_minutes = {m}: give 1 to 10080 minutes (a week)"
-            ));
-        }
-        if let Some(m) = &c.model {
-            let parsed =
-                reqwest::Url::parse(&m.url).map_err(|e| format!("[dreaming.model] url: {e}"))?;
-            if !matches!(parsed.scheme(), "http" | "https")
-                || !parsed.username().is_empty()
-                || parsed.password().is_some()
-            {
-                return Err("[dreaming.model] url: an http(s) URL without credentials (put the key in the vault and name it with key)".into());
-            }
-            if m.model.trim().is_empty() {
-                return Err("[dreaming.model] model: name the model".into());
-            }
-            if let Some(k) = &m.key
-                && let Some(why) = skillbase_format::validate::check_vault_name(k)
-            {
-                return Err(format!("[dreaming.model] key: '{k}' {why}"));
-            }
-        }
-        Ok(c)
-    }
-}
 
 /// The model, ready to ask.
 pub struct ProseModel {
@@ -118,7 +42,7 @@ impl ProseModel {
         }
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .tls_certs_only(crate::semantic::operator_roots())
+            .tls_certs_only(skillbase_runtime::operator_roots())
             .timeout(Duration::from_secs(
                 config.timeout_secs.unwrap_or(60).clamp(1, 600),
             ))
@@ -172,7 +96,7 @@ impl ProseModel {
         let mut resp = req.send().await.map_err(|e| {
             self.scrub(&format!(
                 "the model could not be reached: {}",
-                crate::web_fetch::error_chain(&e)
+                error_chain(&e)
             ))
         })?;
         let status = resp.status();
@@ -204,6 +128,21 @@ impl ProseModel {
             .ok_or("the model's answer has no choices[0].message.content")?;
         check_answer(draft, text)
     }
+}
+
+/// `error: source: source...`, the chain of an error in one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cur = s.source();
+    }
+    out
 }
 
 /// A model's SKILL.md, checked against the draft: fences and surrounding text dropped, then a
@@ -252,67 +191,4 @@ pub fn check_answer(draft: &SkillDraft, text: &str) -> Result<String, String> {
         return Err("the model's SKILL.md declares capabilities the draft does not; a learned skill declares only what its sessions used".into());
     }
     Ok(md)
-}
-
-/// The engine's `[dreaming]`: the table and its model, ready.
-#[derive(Debug, Default)]
-pub struct DreamSettings {
-    /// The table as read.
-    pub config: DreamingConfig,
-    /// Its model, made with the engine's vault.
-    pub model: Option<Arc<ProseModel>>,
-}
-
-impl DreamSettings {
-    /// The settings of a `[dreaming]` table (its model made with `vault`).
-    pub fn new(
-        config: DreamingConfig,
-        vault: Option<Arc<crate::vault::Vault>>,
-    ) -> Result<DreamSettings, String> {
-        let model = match &config.model {
-            Some(m) => Some(Arc::new(ProseModel::new(m.clone(), vault)?)),
-            None => None,
-        };
-        Ok(DreamSettings { config, model })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn table(t: &str) -> toml::Table {
-        toml::from_str(t).unwrap()
-    }
-
-    #[test]
-    fn the_dreaming_table_is_checked_with_what_to_fix() {
-        let c = DreamingConfig::from_table(&table(
-            "min_support = 4\nidle_minutes = 30\n[model]\nurl = \"https://api.example.com/v1/chat/completions\"\nmodel = \"m\"\nkey = \"OPENAI_KEY\"\n",
-        ))
-        .unwrap();
-        assert_eq!(c.min_support, Some(4));
-        assert_eq!(c.model.unwrap().key.as_deref(), Some("OPENAI_KEY"));
-        for (t, want) in [
-            ("min_support = 1", "2 to 1000"),
-            ("idle_minutes = 0", "1 to 10080"),
-            ("surprise = 1", "unknown field"),
-            ("[model]\nurl = \"ftp://x/\"\nmodel = \"m\"", "http(s)"),
-            (
-                "[model]\nurl = \"https://u:p@x/\"\nmodel = \"m\"",
-                "without credentials",
-            ),
-            (
-                "[model]\nurl = \"https://x/\"\nmodel = \" \"",
-                "name the model",
-            ),
-            (
-                "[model]\nurl = \"https://x/\"\nmodel = \"m\"\nkey = \"bad key\"",
-                "vault entry",
-            ),
-        ] {
-            let e = DreamingConfig::from_table(&table(t)).unwrap_err();
-            assert!(e.contains(want), "{t}: {e}");
-        }
-    }
 }

@@ -9,19 +9,17 @@
 //! inputs only — names, allowlists, agent identities, declared keys, recorded turn events — so a
 //! finding is a fact, never a guess: one false positive is enough for an operator to stop reading.
 //!
-//! `run` gathers the inputs (the store, each agent's view, prompt files, recent `turn` events,
-//! the vault's names and values, the tool classes registered) and `checks` makes the findings
-//! from them, purely. Each finding has a stable [`Code`] (`D001`…), documented in the README.
-//! Every run records one `doctor` event.
+//! [`run`] gathers the inputs through the engine (the store, each agent's view, prompt files,
+//! recent `turn` events, the vault's names and values, the tool classes registered) and
+//! `checks` makes the findings from them, purely. Each finding has a stable [`Code`] (`D001`…),
+//! documented in the README. Every run records one `doctor` event.
 
 mod checks;
 mod names;
 
-use crate::dispatch::{Builtin, Dispatcher};
-use crate::event::TurnRecord;
-use crate::runtime::{Result, RuntimeError};
-use crate::view::AgentView;
 use serde::{Deserialize, Serialize};
+use skillbase_runtime::event::{Omitted, StatusChanged, TurnRecord};
+use skillbase_runtime::{AgentView, Engine, NAME_ONLY, NOT_LISTED, RuntimeError};
 use skillbase_store::model::MAX_PROMPT_BYTES;
 use skillbase_store::{
     Agent, AgentName, EventFilter, EventKind, Index, NewEvent, Prompt, Scope, Status, StoredMatch,
@@ -31,6 +29,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use checks::{MIN_TURNS, NEAR_DUPLICATE, RECENT_TURNS};
+
+type Result<T> = std::result::Result<T, RuntimeError>;
 
 /// A finding's stable code: what it checks is documented in the README, one section per code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -357,18 +357,11 @@ pub(crate) struct Inputs {
     pub(crate) own_only: bool,
 }
 
-impl Dispatcher {
-    /// Run the doctor (see [`crate::doctor`]) and record one `doctor` event. An unknown agent, a
-    /// prompt without an agent, or an empty or oversized prompt is refused before anything is
-    /// read or recorded.
-    pub async fn doctor(&self, opts: &DoctorOptions) -> Result<DoctorReport> {
-        run(self, opts).await
-    }
-}
-
-/// [`Dispatcher::doctor`].
-pub(crate) async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorReport> {
-    let store = &d.runtime.store;
+/// Run the doctor (see [`crate::doctor`]) over `engine`'s reads and record one `doctor` event.
+/// An unknown agent, a prompt without an agent, or an empty or oversized prompt is refused
+/// before anything is read or recorded.
+pub async fn run(engine: &Engine, opts: &DoctorOptions) -> Result<DoctorReport> {
+    let store = engine.store();
     if let Some(p) = &opts.prompt {
         if opts.agent.is_none() {
             return Err(RuntimeError::Invalid(
@@ -385,7 +378,7 @@ pub(crate) async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorRe
     }
     let index = store.index();
     let mut unchecked = Vec::new();
-    let (agents, turns_read) = agent_inputs(d, opts, &all_agents, &mut unchecked).await?;
+    let (agents, turns_read) = agent_inputs(engine, opts, &all_agents, &mut unchecked).await?;
     let whole = opts.prompt.is_none() && !opts.own_only;
     let mut inputs = Inputs {
         index: index.clone(),
@@ -397,11 +390,7 @@ pub(crate) async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorRe
             .into_iter()
             .map(|r| r.name)
             .collect(),
-        classes: Builtin::ALL
-            .iter()
-            .map(|b| b.class().to_owned())
-            .chain(d.registry().all().iter().map(|t| t.decl.class.clone()))
-            .collect(),
+        classes: engine.tool_classes().into_iter().collect(),
         diverged: Vec::new(),
         drift: Vec::new(),
         pending: Vec::new(),
@@ -410,7 +399,7 @@ pub(crate) async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorRe
         own_only: opts.own_only,
     };
     if whole {
-        store_wide_inputs(d, &index, &mut inputs).await?;
+        store_wide_inputs(engine, &index, &mut inputs).await?;
     }
     let (findings, inputs, unchecked) =
         run_checks(inputs, unchecked, opts.prompt.is_some()).await?;
@@ -433,7 +422,7 @@ pub(crate) async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorRe
         findings,
         unchecked,
     };
-    record(d, opts, &report).await;
+    record(engine, opts, &report).await;
     Ok(report)
 }
 
@@ -442,7 +431,7 @@ pub(crate) async fn run(d: &Dispatcher, opts: &DoctorOptions) -> Result<DoctorRe
 /// `unchecked`) and its recent turns at its current configuration; and how many `turn`
 /// events were read.
 async fn agent_inputs(
-    d: &Dispatcher,
+    engine: &Engine,
     opts: &DoctorOptions,
     all_agents: &[Agent],
     unchecked: &mut Vec<String>,
@@ -453,7 +442,7 @@ async fn agent_inputs(
         .iter()
         .filter(|a| opts.agent.as_ref().is_none_or(|f| *f == a.name))
     {
-        let view = d.runtime.view(&a.name)?;
+        let view = engine.view(&a.name)?;
         let prompts = match &opts.prompt {
             Some(p) => vec![PromptText {
                 label: p.label.clone(),
@@ -464,9 +453,8 @@ async fn agent_inputs(
         let turns = if opts.prompt.is_some() {
             Vec::new()
         } else {
-            let events = d
-                .runtime
-                .store
+            let events = engine
+                .store()
                 .recent_events(
                     a.name.as_str(),
                     EventKind::Turn.as_str(),
@@ -492,12 +480,12 @@ async fn agent_inputs(
 
 /// The inputs only a whole-store run reads: diverged seeds, drift, pending revisions, and
 /// the stored revisions holding a current vault value.
-async fn store_wide_inputs(d: &Dispatcher, index: &Index, inputs: &mut Inputs) -> Result<()> {
-    let store = &d.runtime.store;
+async fn store_wide_inputs(engine: &Engine, index: &Index, inputs: &mut Inputs) -> Result<()> {
+    let store = engine.store();
     inputs.diverged = diverged(store, index).await?;
     inputs.drift = drift(store, index).await?;
     inputs.pending = pending(store, index).await?;
-    if let Some(v) = d.vault() {
+    if let Some(v) = engine.vault() {
         let redactor = v.redactor();
         if !redactor.is_empty() {
             inputs.secrets = store
@@ -624,7 +612,7 @@ fn turn_seen(t: &TurnRecord) -> TurnSeen {
         .collect();
     let c = &t.catalog;
     let overflow = c.ranked.then(|| {
-        let count = |list: &crate::event::Omitted, reason: &str| -> usize {
+        let count = |list: &Omitted, reason: &str| -> usize {
             list.by_reason()
                 .iter()
                 .filter(|g| g.reason == reason)
@@ -632,8 +620,8 @@ fn turn_seen(t: &TurnRecord) -> TurnSeen {
                 .sum::<u64>() as usize
         };
         (
-            count(&c.name_only, crate::turn::NAME_ONLY),
-            count(&c.omitted, crate::turn::NOT_LISTED),
+            count(&c.name_only, NAME_ONLY),
+            count(&c.omitted, NOT_LISTED),
         )
     });
     TurnSeen { triggers, overflow }
@@ -721,7 +709,7 @@ async fn drift(store: &skillbase_store::Store, index: &Index) -> Result<Vec<Drif
             .rev()
             .find(|ev| ev.scope.as_deref() == Some(&scope) && ev.skill.as_deref() == Some(&e.name));
         if let Some(ev) = last
-            && let Some(why) = crate::event::StatusChanged::read(&ev.data).drift()
+            && let Some(why) = StatusChanged::read(&ev.data).drift()
         {
             out.push(Drift {
                 scope: e.scope.clone(),
@@ -761,7 +749,7 @@ async fn pending(store: &skillbase_store::Store, index: &Index) -> Result<Vec<Pe
 
 /// One `doctor` event: who asked, for which agent, how many findings of each code. A store that
 /// refuses the write (read-only, say) still gets its report.
-async fn record(d: &Dispatcher, opts: &DoctorOptions, report: &DoctorReport) {
+async fn record(engine: &Engine, opts: &DoctorOptions, report: &DoctorReport) {
     let mut codes = serde_json::Map::new();
     for f in &report.findings {
         let n = codes
@@ -783,7 +771,7 @@ async fn record(d: &Dispatcher, opts: &DoctorOptions, report: &DoctorReport) {
         }),
         ..NewEvent::default()
     };
-    if let Err(e) = d.runtime.store.append_event(&ev).await {
+    if let Err(e) = engine.store().append_event(&ev).await {
         tracing::warn!(error = %e, "the doctor's event was not recorded");
     }
 }

@@ -6,8 +6,8 @@
 use crate::common::{open_store, req, text};
 use serde_json::{Value, json};
 use skillbase_format::Bundle;
+use skillbase_insight::dream::{self, DreamOptions};
 use skillbase_runtime::Engine;
-use skillbase_runtime::dream::DreamOptions;
 use skillbase_runtime::{CallMode, CallOutcome};
 use skillbase_runtime::{ToolDecl, ToolFuture};
 use skillbase_store::{AgentName, Author, Scope, Store};
@@ -131,21 +131,23 @@ async fn five_sessions_of_one_procedure_become_one_skill_citing_them() {
     }
     // A dry run writes nothing.
     let before = store.index().len();
-    let dry = e
-        .dream(
-            &shop(),
-            &DreamOptions {
-                dry_run: true,
-                ..DreamOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+    let dry = dream::run(
+        &e,
+        &shop(),
+        &DreamOptions {
+            dry_run: true,
+            ..DreamOptions::default()
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(dry.created.len(), 1, "{dry:#?}");
     assert_eq!(dry.created[0].status, "dry_run");
     assert_eq!(store.index().len(), before);
 
-    let r = e.dream(&shop(), &DreamOptions::default()).await.unwrap();
+    let r = dream::run(&e, &shop(), &DreamOptions::default())
+        .await
+        .unwrap();
     assert_eq!(r.created.len(), 1, "{r:#?}");
     let l = &r.created[0];
     assert_eq!(l.status, "active");
@@ -192,7 +194,9 @@ async fn five_sessions_of_one_procedure_become_one_skill_citing_them() {
     assert_eq!(events[0].data["created"][0]["name"], l.name.as_str());
 
     // Dreaming again: the procedure is covered by the learned skill now, nothing new.
-    let again = e.dream(&shop(), &DreamOptions::default()).await.unwrap();
+    let again = dream::run(&e, &shop(), &DreamOptions::default())
+        .await
+        .unwrap();
     assert!(again.created.is_empty(), "{again:#?}");
     assert!(
         again
@@ -261,7 +265,9 @@ async fn what_is_rare_covered_or_outside_the_envelope_is_rejected_with_why() {
     for i in 0..3 {
         refund_session(&e, &format!("covered-{i}"), i).await;
     }
-    let r = e.dream(&shop(), &DreamOptions::default()).await.unwrap();
+    let r = dream::run(&e, &shop(), &DreamOptions::default())
+        .await
+        .unwrap();
     assert!(r.created.is_empty(), "{r:#?}");
     let reasons: Vec<&str> = r.rejected.iter().map(|x| x.reason).collect();
     assert!(reasons.contains(&"already_covered"), "{r:#?}");
@@ -281,7 +287,9 @@ async fn what_is_rare_covered_or_outside_the_envelope_is_rejected_with_why() {
     let mut c = store.agent(&shop()).await.unwrap().unwrap().config;
     c.grants.tools.retain(|t| t != "mail");
     store.set_agent(&shop(), &c).await.unwrap();
-    let r = e.dream(&shop(), &DreamOptions::default()).await.unwrap();
+    let r = dream::run(&e, &shop(), &DreamOptions::default())
+        .await
+        .unwrap();
     assert!(r.created.is_empty(), "{r:#?}");
     let outside = r
         .rejected
@@ -298,7 +306,7 @@ async fn what_is_rare_covered_or_outside_the_envelope_is_rejected_with_why() {
 /// measured level so a change that loses quality fails.
 #[test]
 fn the_miner_is_measured_on_the_labelled_scenarios() {
-    use skillbase_runtime::dream::mine::{LoggedCall, MineOptions, SessionLog, mine};
+    use skillbase_insight::dream::mine::{LoggedCall, MineOptions, SessionLog, mine};
     #[derive(serde::Deserialize)]
     struct File {
         scenario: Vec<Scenario>,
@@ -456,7 +464,8 @@ fn the_miner_is_measured_on_the_labelled_scenarios() {
 /// the report says why); the key goes in the header only, never in the prompt.
 #[tokio::test]
 async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
-    use skillbase_runtime::dream::model::{ModelConfig, ProseModel};
+    use skillbase_insight::dream::model::ProseModel;
+    use skillbase_runtime::ModelConfig;
     use std::sync::Mutex;
     use tokio::io::AsyncWriteExt;
     const KEY: &str = "model-key-5b1e0f6a9d";
@@ -546,7 +555,7 @@ async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
     };
     // First a dry run to learn the draft's name.
     *answer.lock().unwrap() = "not a skill at all".into();
-    let r = e.dream(&shop(), &opts).await.unwrap();
+    let r = dream::run(&e, &shop(), &opts).await.unwrap();
     let l = &r.created[0];
     assert_eq!(l.prose, "draft");
     assert!(
@@ -572,7 +581,7 @@ async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
         ("---\nname: x\n---\n".to_owned(), "not a valid skill"),
     ] {
         *answer.lock().unwrap() = bad;
-        let r = e.dream(&shop(), &opts).await.unwrap();
+        let r = dream::run(&e, &shop(), &opts).await.unwrap();
         let l = &r.created[0];
         assert_eq!(l.prose, "draft", "{why}");
         assert!(
@@ -581,16 +590,16 @@ async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
         );
     }
     *answer.lock().unwrap() = good;
-    let r = e
-        .dream(
-            &shop(),
-            &DreamOptions {
-                model: Some(model),
-                ..DreamOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+    let r = dream::run(
+        &e,
+        &shop(),
+        &DreamOptions {
+            model: Some(model),
+            ..DreamOptions::default()
+        },
+    )
+    .await
+    .unwrap();
     let l = &r.created[0];
     assert_eq!(l.prose, "model", "{l:?}");
     assert!(l.model_refused.is_none());
@@ -696,16 +705,16 @@ async fn calls_that_ran_apart_are_steps_once_they_finished_done() {
         )
         .await;
     }
-    let r = e
-        .dream(
-            &shop(),
-            &DreamOptions {
-                dry_run: true,
-                ..DreamOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+    let r = dream::run(
+        &e,
+        &shop(),
+        &DreamOptions {
+            dry_run: true,
+            ..DreamOptions::default()
+        },
+    )
+    .await
+    .unwrap();
     let three: Vec<_> = r.created.iter().filter(|l| l.steps.len() == 3).collect();
     assert_eq!(three.len(), 1, "{r:#?}");
     assert!(

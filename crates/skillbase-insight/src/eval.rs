@@ -1,9 +1,10 @@
 //! Routing evaluation: does the right skill reach the model?
 //!
 //! Each case is a user message and the skill expected for it (or none). A case is run through
-//! the real turn path — [`crate::turn::resolve`] on the agent's own view, under its budgets — and
-//! through the ranking the catalog and `search_skills` use, so what is measured is what the model
-//! would have been shown, never a copy of the logic. Nothing is written: no session, no event.
+//! the real turn path — [`skillbase_runtime::resolve`] on the agent's own view, under its
+//! budgets — and through the ranking the catalog and `search_skills` use, so what is measured is
+//! what the model would have been shown, never a copy of the logic. Nothing is written: no
+//! session, no event.
 //!
 //! Per case: the **routing order** is the skills a trigger injected (in the turn's order), then
 //! every other skill by lexical relevance (the catalog's order when it overflows); `recall@k` is
@@ -19,10 +20,9 @@
 //! A long evaluation can be watched and stopped from another thread: [`evaluate_observed`]
 //! counts the cases done in a [`Progress`] (the studio's progress bar reads it).
 
-use crate::turn::{TurnOptions, TurnReport, resolve_with};
-use crate::view::AgentView;
 use serde::{Deserialize, Serialize};
 use skillbase_route::fusion::SemanticQuery;
+use skillbase_runtime::{AgentView, QueryVectors, TurnOptions, TurnReport, resolve_with};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -271,28 +271,6 @@ pub struct EvalReport {
     pub stray_triggers: Vec<StrayTrigger>,
     /// Every case's outcome, in order.
     pub outcomes: Vec<CaseOutcome>,
-}
-
-/// The semantic stage's inputs for an evaluation: the view's skill vectors and one vector per
-/// message, in case order ([`Engine::query_vectors`](crate::Engine::query_vectors) computes them).
-#[derive(Debug, Clone)]
-pub struct QueryVectors {
-    /// The view's skill vectors.
-    pub matrix: std::sync::Arc<skillbase_route::fusion::SemanticMatrix>,
-    /// One vector per case (per graded task, in the set's order).
-    pub queries: Vec<Vec<f32>>,
-    /// The semantic score's share of the fused score.
-    pub weight: f32,
-}
-
-impl QueryVectors {
-    fn query(&self, i: usize) -> Option<SemanticQuery<'_>> {
-        self.queries.get(i).map(|q| SemanticQuery {
-            matrix: &self.matrix,
-            query: q,
-            weight: self.weight,
-        })
-    }
 }
 
 /// Evaluate `cases` against an agent's view under `opts` (the agent's budgets unless

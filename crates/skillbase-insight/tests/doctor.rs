@@ -5,9 +5,9 @@
 
 use crate::common::{db_path, open_store, req, text};
 use skillbase_format::Bundle;
+use skillbase_insight::doctor::{Code, DoctorOptions, DoctorReport, Finding, Severity};
 use skillbase_runtime::Engine;
 use skillbase_runtime::VaultKey;
-use skillbase_runtime::doctor::{Code, DoctorOptions, DoctorReport, Finding, Severity};
 use skillbase_store::config::Config;
 use skillbase_store::{AgentName, Author, EventFilter, PutRequest, Scope, Store};
 use std::path::{Path, PathBuf};
@@ -97,7 +97,9 @@ impl World {
 
     async fn doctor(&self, opts: DoctorOptions) -> DoctorReport {
         self.engine.flush().await;
-        self.engine.doctor(&opts).await.unwrap()
+        skillbase_insight::doctor::run(&self.engine, &opts)
+            .await
+            .unwrap()
     }
 }
 
@@ -425,7 +427,7 @@ async fn an_ad_hoc_prompt_is_checked_alone_and_bad_input_changes_nothing() {
     )
     .await;
     let support = agent("support");
-    let prompt = |text: &str| skillbase_runtime::doctor::AdHocPrompt {
+    let prompt = |text: &str| skillbase_insight::doctor::AdHocPrompt {
         label: "p.md".into(),
         text: text.into(),
     };
@@ -496,7 +498,10 @@ async fn an_ad_hoc_prompt_is_checked_alone_and_bad_input_changes_nothing() {
             "at most 262144 bytes",
         ),
     ] {
-        let e = d.doctor(&opts).await.unwrap_err().to_string();
+        let e = skillbase_insight::doctor::run(d, &opts)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(want), "{e}");
     }
     assert_eq!(events().await, 1);
@@ -548,6 +553,8 @@ async fn the_bundled_examples_are_a_clean_fixture() {
     let empty = tempfile::tempdir().unwrap();
     let store = Arc::new(open_store(&db_path(empty.path())).await);
     let e = Engine::builder().store(store).build().await.unwrap();
-    let r = e.doctor(&DoctorOptions::default()).await.unwrap();
+    let r = skillbase_insight::doctor::run(&e, &DoctorOptions::default())
+        .await
+        .unwrap();
     assert!(r.findings.is_empty() && r.unchecked.is_empty(), "{r:?}");
 }

@@ -12,15 +12,12 @@
 pub mod draft;
 pub mod mine;
 pub mod model;
-pub mod transcript;
 
-use crate::dispatch::Dispatcher;
-use crate::event::Event;
-use crate::runtime::RuntimeError;
-use crate::tool::Registry;
 use mine::{LoggedCall, MineOptions, Pattern, SessionLog};
 use serde::Serialize;
 use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillDraft, SkillName};
+use skillbase_runtime::event::Event;
+use skillbase_runtime::{Engine, Redactor, RuntimeError};
 use skillbase_store::{
     Agent, AgentName, Author, EventFilter, EventRecord, NewEvent, PutRequest, Scope, Store,
     WriteKind,
@@ -47,8 +44,6 @@ pub struct DreamOptions {
     /// The model that writes the prose (default: the `[dreaming.model]` of the engine, if any).
     pub model: Option<Arc<model::ProseModel>>,
 }
-
-pub use model::DreamSettings;
 
 impl Default for DreamOptions {
     fn default() -> DreamOptions {
@@ -311,21 +306,20 @@ fn item_of(event: Event, skip: &[&str]) -> Option<Item> {
 /// `ok`, calls that ran apart — `call_started` — whose `call_finished` says done, and imported
 /// `transcript_call`s) without the activation and authoring built-ins, and
 /// the users' messages (`user_message`), each in event order.
-pub(crate) async fn sessions_of(
-    d: &Dispatcher,
+async fn sessions_of(
+    engine: &Engine,
     agent: &AgentName,
     since: Option<i64>,
 ) -> Result<Vec<SessionLog>, RuntimeError> {
-    use crate::builtin::{ACTIVATION_CLASS, AUTHORING_CLASS, Builtin};
-    let skip: Vec<&str> = Builtin::ALL
-        .iter()
-        .filter(|b| matches!(b.class(), ACTIVATION_CLASS | AUTHORING_CLASS))
-        .map(|b| b.name())
+    use skillbase_runtime::{ACTIVATION_CLASS, AUTHORING_CLASS};
+    let skip: Vec<&str> = skillbase_runtime::builtin_tools()
+        .filter(|(_, class)| matches!(*class, ACTIVATION_CLASS | AUTHORING_CLASS))
+        .map(|(name, _)| name)
         .collect();
     let mut gathered = Gathered::default();
     for kind in KINDS_READ {
         gathered
-            .read_kind(&d.runtime.store, agent, kind, since, &skip)
+            .read_kind(engine.store(), agent, kind, since, &skip)
             .await?;
     }
     Ok(gathered.into_sessions())
@@ -341,20 +335,23 @@ fn covers(entry: &skillbase_store::SkillEntry, tools: &[&str], classes: &[String
     named == tools.len() || (declared && named * 2 >= tools.len())
 }
 
-/// Dream for one agent: see the module documentation.
-pub(crate) async fn dream(
-    d: &Dispatcher,
+/// Dream for `agent` over `engine`'s events (see the module documentation); the events recorded
+/// so far are stored first, so the dream sees them.
+pub async fn run(
+    engine: &Engine,
     agent: &AgentName,
     opts: &DreamOptions,
 ) -> Result<DreamReport, RuntimeError> {
-    let a = d
-        .runtime
-        .store
+    engine.flush().await;
+    let a = engine
+        .store()
         .agent_cached(agent)
         .ok_or_else(|| RuntimeError::UnknownAgent(agent.to_string()))?;
-    let settings = d.dreaming.get().cloned().unwrap_or_default();
-    let model = opts.model.clone().or_else(|| settings.model.clone());
-    let sessions = sessions_of(d, agent, opts.since).await?;
+    let model = match &opts.model {
+        Some(m) => Some(m.clone()),
+        None => configured_model(engine)?,
+    };
+    let sessions = sessions_of(engine, agent, opts.since).await?;
     let min_support = opts.min_support.max(2);
     // Mined one below the bar, so near misses are reported as too rare.
     let mined = mine::mine(
@@ -375,18 +372,16 @@ pub(crate) async fn dream(
         drift_reverted: Vec::new(),
         candidates: Vec::new(),
     };
-    revisions_since_last_dream(d, agent, &mut report).await?;
+    revisions_since_last_dream(engine, agent, &mut report).await?;
     let pass = Pass {
-        d,
+        engine,
         agent,
         a: &a,
         sessions: &sessions,
         min_support,
         dry_run: opts.dry_run,
         model,
-        registry: d.registry(),
-        envelope: crate::envelope::Envelope::for_call(&a, None),
-        visible: crate::view::visible(&a, &d.runtime.store.index()),
+        visible: skillbase_runtime::visible(&a, &engine.store().index()),
         own_scope: Scope::Agent(agent.clone()),
     };
     pass.reject_set_aside(&mined, &mut report);
@@ -397,19 +392,29 @@ pub(crate) async fn dream(
         }
     }
     if !opts.dry_run {
-        record_dream(d, agent, &opts.actor, &report).await?;
+        record_dream(engine, agent, &opts.actor, &report).await?;
     }
     Ok(report)
+}
+
+/// The model of the engine's `[dreaming.model]`, made with its vault, if it has one.
+fn configured_model(engine: &Engine) -> Result<Option<Arc<model::ProseModel>>, RuntimeError> {
+    let Some(config) = engine.dreaming().and_then(|c| c.model.clone()) else {
+        return Ok(None);
+    };
+    model::ProseModel::new(config, engine.vault().cloned())
+        .map(|m| Some(Arc::new(m)))
+        .map_err(RuntimeError::Invalid)
 }
 
 /// Fill in what happened to the agent's revisions since its previous dream: the revisions
 /// drift reverted, the candidates its runs promoted or rejected, and the candidates staged now.
 async fn revisions_since_last_dream(
-    d: &Dispatcher,
+    engine: &Engine,
     agent: &AgentName,
     report: &mut DreamReport,
 ) -> Result<(), RuntimeError> {
-    let store = &d.runtime.store;
+    let store = engine.store();
     let last_dream = store
         .recent_events(agent.as_str(), "dream", 1)
         .await?
@@ -457,13 +462,13 @@ async fn revisions_since_last_dream(
             });
         }
     }
-    report.candidates.extend(staged_candidates(d, agent));
+    report.candidates.extend(staged_candidates(engine, agent));
     Ok(())
 }
 
 /// The candidate revisions staged now in the agent's view.
-fn staged_candidates(d: &Dispatcher, agent: &AgentName) -> Vec<CandidateState> {
-    let Ok(view) = d.runtime.view(agent) else {
+fn staged_candidates(engine: &Engine, agent: &AgentName) -> Vec<CandidateState> {
+    let Ok(view) = engine.view(agent) else {
         return Vec::new();
     };
     view.skills
@@ -484,7 +489,7 @@ fn staged_candidates(d: &Dispatcher, agent: &AgentName) -> Vec<CandidateState> {
 
 /// Record the dream as a `dream` event: the report, without the skills' text.
 async fn record_dream(
-    d: &Dispatcher,
+    engine: &Engine,
     agent: &AgentName,
     actor: &Author,
     report: &DreamReport,
@@ -496,8 +501,8 @@ async fn record_dream(
             c.remove("skill_md");
         }
     }
-    d.runtime
-        .store
+    engine
+        .store()
         .append_event(&NewEvent {
             kind: skillbase_store::EventKind::Dream,
             agent: Some(agent.to_string()),
@@ -514,7 +519,7 @@ type Refusal = (&'static str, String);
 
 /// What one dream judges each mined procedure against.
 struct Pass<'a> {
-    d: &'a Dispatcher,
+    engine: &'a Engine,
     agent: &'a AgentName,
     a: &'a Agent,
     /// Every session mined (the patterns' occurrences index it).
@@ -524,10 +529,6 @@ struct Pass<'a> {
     dry_run: bool,
     /// The model that writes the prose, if any.
     model: Option<Arc<model::ProseModel>>,
-    /// The tools configured now (for the classes of the tools a procedure calls).
-    registry: Arc<Registry>,
-    /// What the agent is granted.
-    envelope: crate::envelope::Envelope<'a>,
     /// The skills the agent sees (a procedure one of them covers is not written).
     visible: Vec<Arc<skillbase_store::SkillEntry>>,
     /// The agent's own scope, where learned skills are written.
@@ -657,12 +658,7 @@ impl Pass<'_> {
         let mut classes: Vec<String> = Vec::new();
         let mut unknown = None;
         for t in tools {
-            let class = crate::builtin::Builtin::ALL
-                .iter()
-                .find(|b| b.name() == *t)
-                .map(|b| b.class().to_owned())
-                .or_else(|| self.registry.get(t).map(|r| r.decl.class.clone()));
-            match class {
+            match self.engine.tool_class(t) {
                 Some(c) if !classes.contains(&c) => classes.push(c),
                 Some(_) => {}
                 None => unknown = Some(*t),
@@ -674,7 +670,10 @@ impl Pass<'_> {
                 format!("`{t}` is not a configured tool any more"),
             ));
         }
-        if let Some(c) = classes.iter().find(|c| !self.envelope.class_granted(c)) {
+        if let Some(c) = classes
+            .iter()
+            .find(|c| !skillbase_runtime::class_granted(self.a, c))
+        {
             return Err((
                 "outside_envelope",
                 format!(
@@ -692,7 +691,7 @@ impl Pass<'_> {
     /// `base`, or `base-2`, `base-3`...: a name nobody visible to the agent (nor a skill
     /// written in this dream, `created`) holds.
     fn free_name(&self, base: SkillName, created: &[Learned]) -> SkillName {
-        let index = self.d.runtime.store.index();
+        let index = self.engine.store().index();
         let taken = |n: &str| {
             index.resolve(self.agent, n).is_some()
                 || index.get(&self.own_scope, n).is_some()
@@ -723,7 +722,11 @@ impl Pass<'_> {
         let Some(m) = &self.model else {
             return (md, "draft", None);
         };
-        let redactor = self.d.redactor();
+        let redactor = self
+            .engine
+            .vault()
+            .map(|v| v.redactor())
+            .unwrap_or_else(Redactor::empty);
         let mut ev = format!(
             "Steps: {}\nSessions: {}\n",
             p.steps
@@ -775,7 +778,7 @@ impl Pass<'_> {
                 bytes: bytes.into(),
                 executable: false,
             }],
-            &self.d.runtime.store.limits,
+            &self.engine.store().limits,
         )
         .map_err(|e| e.to_string())
     }
@@ -802,9 +805,9 @@ impl Pass<'_> {
         };
         let pending = self.a.config.policies.review_agent_revisions;
         let res = if pending {
-            self.d.runtime.store.put_pending(req).await
+            self.engine.store().put_pending(req).await
         } else {
-            self.d.runtime.store.put(req).await
+            self.engine.store().put(req).await
         };
         let o = res.map_err(|e| ("invalid", e.to_string()))?;
         learned.rev = Some(o.rev);
@@ -814,21 +817,5 @@ impl Pass<'_> {
             "active"
         };
         Ok(())
-    }
-}
-
-impl Dispatcher {
-    /// The engine's `[dreaming]` settings, when it has them.
-    pub fn dreaming_settings(&self) -> Option<Arc<DreamSettings>> {
-        self.dreaming.get().cloned()
-    }
-
-    /// Dream for `agent` (see [`crate::dream`]).
-    pub async fn dream(
-        &self,
-        agent: &AgentName,
-        opts: &DreamOptions,
-    ) -> Result<DreamReport, RuntimeError> {
-        dream(self, agent, opts).await
     }
 }
