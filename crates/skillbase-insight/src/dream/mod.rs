@@ -4,8 +4,9 @@
 //! the agent records conversations or a transcript was imported), finds procedures that recur
 //! across sessions ([`mine`]), drops those an existing skill already covers and those that reach
 //! outside the agent's envelope (a tool class it is not granted: a dream never grants itself
-//! reach), and writes each remaining one as a skill in the agent's own scope, authored
-//! `agent:<id>/dreaming` — active, or pending when the agent's `review_agent_revisions` says so.
+//! reach), and writes each remaining one as a skill in the agent's own scope through the
+//! engine's one write path ([`Engine::writer`]), authored `agent:<id>/dreaming` — active, or
+//! pending when the agent's `review_agent_revisions` says so.
 //! Every dream writes a report (returned, and recorded as a `dream` event) with each created
 //! skill's evidence (sessions, call ids, support) and every rejected candidate with why.
 
@@ -17,7 +18,7 @@ use mine::{LoggedCall, MineOptions, Pattern, SessionLog};
 use serde::Serialize;
 use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillDraft, SkillName};
 use skillbase_runtime::event::Event;
-use skillbase_runtime::{Engine, Redactor, RuntimeError};
+use skillbase_runtime::{Engine, Redactor, RuntimeError, WriteMode};
 use skillbase_store::{
     Agent, AgentName, Author, EventFilter, EventRecord, NewEvent, PutRequest, Scope, Store,
     WriteKind,
@@ -804,12 +805,17 @@ impl Pass<'_> {
             signature: None,
         };
         let pending = self.a.config.policies.review_agent_revisions;
-        let res = if pending {
-            self.engine.store().put_pending(req).await
+        let mode = if pending {
+            WriteMode::Pending
         } else {
-            self.engine.store().put(req).await
+            WriteMode::Active
         };
-        let o = res.map_err(|e| ("invalid", e.to_string()))?;
+        let o = self
+            .engine
+            .writer()
+            .put_as(req, mode)
+            .await
+            .map_err(|e| ("invalid", e.to_string()))?;
         learned.rev = Some(o.rev);
         learned.status = if o.kind == WriteKind::Pending || pending {
             "pending"
