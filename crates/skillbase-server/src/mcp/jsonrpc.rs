@@ -93,11 +93,8 @@ fn unreadable(bytes: &Bytes) -> Option<Response> {
             format!("Parse error: {pe}"),
         ),
         Ok(v) => {
-            let id = v
-                .get("id")
-                .filter(|id| id.is_string() || id.is_number())
-                .cloned()
-                .unwrap_or(Value::Null);
+            let id = v.get("id").filter(|id| usable_id(id)).cloned();
+            let id = id.unwrap_or(Value::Null);
             let why = if v.is_array() {
                 "batches are not supported; send one message per request".to_owned()
             } else {
@@ -111,6 +108,12 @@ fn unreadable(bytes: &Bytes) -> Option<Response> {
             )
         }
     })
+}
+
+/// An id the answer may echo: a string or an `i64` (rmcp's id types). Anything else (`1.5`,
+/// `u64::MAX`, `true`) was not detected as an id, so JSON-RPC says the error's id is null.
+fn usable_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64()
 }
 
 fn jsonrpc_error(status: StatusCode, id: Value, code: i64, message: String) -> Response {
