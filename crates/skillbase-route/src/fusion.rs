@@ -2,14 +2,18 @@
 //! of the lexical and semantic scores into one relevance per skill. Pure: the vectors come
 //! from whoever embeds (skillbase-runtime's `semantic`), the lexical scores from [`crate::rank`].
 //!
-//! Fusion is score mixing ([`fuse`]): the lexical score divided by the query's best lexical
-//! score, and the centred similarity divided by the query's best, mixed by the configured
-//! weight. A skill whose vector could not be computed keeps its lexical score alone.
+//! Fusion ([`fuse`]) mixes the two stages on their score distributions: each score becomes a
+//! z-score over the view (how far above the view's mean, in standard deviations), and the two
+//! are mixed by the configured weight. A sharp peak (one skill far above the rest) then counts
+//! for more than a flat one; dividing by the best score, as fusion did before, could not tell
+//! them apart, so a flat similarity could demote a clear lexical hit. A skill whose vector could
+//! not be computed keeps its lexical part alone.
 
 use std::sync::{Arc, Mutex};
 
-/// The weight of the semantic score when the configuration gives none.
-pub const DEFAULT_WEIGHT: f32 = 0.65;
+/// The weight of the semantic score when the configuration gives none (chosen on the
+/// repository's own set: BENCHMARKS.md, "Fusion on score distributions").
+pub const DEFAULT_WEIGHT: f32 = 0.75;
 /// Words past which a message is long: the encoders read only its start (64 and 24 word
 /// pieces, some 50 and 20 words) while the lexical stage reads all of it.
 pub const LONG_MESSAGE_WORDS: usize = 100;
@@ -240,8 +244,33 @@ impl Relevance {
     }
 }
 
-/// Score mixing: `(1 - w) · lexical / max lexical + w · max(sim, 0) / max sim`, where `sim` is
-/// [`SemanticMatrix::similarities`]. Without a semantic query, the lexical scores as they are.
+/// Mean and standard deviation of `v` (the deviation at least `f32::EPSILON`, so that a flat
+/// stage gives every skill a z-score of 0 rather than a division by zero).
+fn moments(v: impl Iterator<Item = f32>) -> (f32, f32) {
+    let (mut n, mut sum, mut sq) = (0f64, 0f64, 0f64);
+    for x in v {
+        let x = f64::from(x);
+        n += 1.0;
+        sum += x;
+        sq += x * x;
+    }
+    if n == 0.0 {
+        return (0.0, 1.0);
+    }
+    let mean = sum / n;
+    let sd = (sq / n - mean * mean).max(0.0).sqrt();
+    (mean as f32, (sd as f32).max(f32::EPSILON))
+}
+
+/// Bound on a fused z-score mix before `exp`: keeps the score a positive, finite `f32`.
+const MAX_MIX: f32 = 80.0;
+
+/// Fusion on score distributions: `exp((1 - w) · z_lexical + w · z_semantic)`, each z over the
+/// view (lexical over every skill, semantic over the skills with a vector; a skill without one
+/// has a semantic z of 0). `exp` keeps the order and makes the score positive (the catalog keys
+/// its order on the score's bits); a skill with no lexical score and no positive similarity is
+/// unrelated (0), as with the lexical stage alone. Without a semantic query, the lexical scores
+/// as they are.
 pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance {
     let Some(sq) = semantic else {
         // Lexical alone: no per-skill flags (every stage is lexical), nothing allocated.
@@ -250,23 +279,29 @@ pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance
             semantic_won: Vec::new(),
         };
     };
+    if sq.query.len() != sq.matrix.dim || sq.matrix.dim == 0 {
+        // A query of another size (another model's) says nothing: the lexical order.
+        return fuse(lexical, None);
+    }
     let cos = sq.matrix.similarities(sq.query);
     let w = sq.weight.clamp(0.0, 1.0);
-    let max_lex = lexical.iter().copied().fold(0.0f32, f32::max);
-    let max_cos = cos.iter().copied().fold(0.0f32, f32::max);
+    let present = |i: usize| cos.get(i).is_some() && sq.matrix.present[i];
+    let (lex_mean, lex_sd) = moments(lexical.iter().copied());
+    let (sem_mean, sem_sd) = moments((0..lexical.len()).filter(|&i| present(i)).map(|i| cos[i]));
     let mut scores = Vec::with_capacity(lexical.len());
     let mut won = Vec::with_capacity(lexical.len());
     for (i, &l) in lexical.iter().enumerate() {
-        let lex = if max_lex > 0.0 {
-            (1.0 - w) * l / max_lex
+        let lex = (1.0 - w) * (l - lex_mean) / lex_sd;
+        let (sem, related) = if present(i) {
+            (w * (cos[i] - sem_mean) / sem_sd, l > 0.0 || cos[i] > 0.0)
+        } else {
+            (0.0, l > 0.0)
+        };
+        scores.push(if related {
+            (lex + sem).clamp(-MAX_MIX, MAX_MIX).exp()
         } else {
             0.0
-        };
-        let sem = match cos.get(i) {
-            Some(&c) if max_cos > 0.0 && sq.matrix.present[i] => w * c.max(0.0) / max_cos,
-            _ => 0.0,
-        };
-        scores.push(lex + sem);
+        });
         won.push(sem > lex);
     }
     Relevance {
@@ -280,55 +315,86 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fusion_mixes_normalized_scores_and_names_the_stage() {
+    fn fusion_mixes_z_scores_and_names_the_stage() {
         let m = SemanticMatrix::new(
             2,
             vec![1.0, 0.0, 0.0, 1.0, 0.6, 0.8, 0.0, 0.0],
             vec![true, true, true, false],
         );
         let q = [0.0, 1.0];
-        // Lexical favours skill 0; the query's meaning is skill 1's.
+        // Lexical favours skills 0 and 3; the query's meaning is skill 1's, then skill 2's.
         // A long message's semantic share is smaller (the encoders read only its start).
         assert_eq!(weight_for("refund my order please", 0.65), 0.65);
         let long = "word ".repeat(LONG_MESSAGE_WORDS + 1);
         assert_eq!(weight_for(&long, 0.5), 0.5 * LONG_MESSAGE_FACTOR);
         assert_eq!(weight_for(&"word ".repeat(LONG_MESSAGE_WORDS), 0.5), 0.5);
         let lex = vec![4.0, 0.0, 2.0, 4.0];
-        let r = fuse(
-            lex.clone(),
-            Some(SemanticQuery {
-                matrix: &m,
-                query: &q,
-                weight: 0.5,
-            }),
+        let sem = |weight| SemanticQuery {
+            matrix: &m,
+            query: &q,
+            weight,
+        };
+        let r = fuse(lex.clone(), Some(sem(0.5)));
+        // By hand: lexical z (mean 2.5, sd 1.658) 0.905, -1.508, -0.302, 0.905; semantic z over
+        // the three vectors (cosines 0, 1, 0.8: mean 0.6, sd 0.432) -1.389, 0.926, 0.463, and 0
+        // for skill 3, which has none.
+        let want = [-0.242f32, -0.291, 0.081, 0.452].map(f32::exp);
+        for (got, want) in r.scores.iter().zip(want) {
+            assert!((got - want).abs() < 1e-3, "{:?}", r.scores);
+        }
+        assert_eq!(
+            r.order().iter().map(|o| o.0).collect::<Vec<_>>(),
+            [3, 2, 0, 1]
         );
-        assert_eq!(r.scores, vec![0.5, 0.5, 0.25 + 0.4, 0.5]);
-        assert_eq!(r.order()[0].0, 2);
         assert_eq!(r.stage(1), Stage::Semantic);
+        assert_eq!(r.stage(2), Stage::Semantic);
         assert_eq!(r.stage(0), Stage::Lexical);
-        // Skill 3 has no vector: its lexical score alone.
+        // Skill 3 has no vector: its lexical part alone, never a semantic win.
         assert_eq!(r.stage(3), Stage::Lexical);
-        // Weight 0 is the lexical order; no semantic query is the lexical scores unchanged.
-        let r0 = fuse(
-            lex.clone(),
-            Some(SemanticQuery {
-                matrix: &m,
-                query: &q,
-                weight: 0.0,
-            }),
-        );
-        assert_eq!(r0.order()[0].0, 0);
+        // Weight 0 is the lexical order (ties by index); no semantic query is the lexical
+        // scores unchanged, and so is a query of another size.
+        assert_eq!(fuse(lex.clone(), Some(sem(0.0))).order()[0].0, 0);
         assert_eq!(fuse(lex.clone(), None).scores, lex);
-        // A query of another size scores nothing semantic.
-        let r = fuse(
-            lex,
-            Some(SemanticQuery {
-                matrix: &m,
-                query: &[1.0],
-                weight: 1.0,
-            }),
-        );
-        assert!(r.scores.iter().all(|s| *s == 0.0));
+        let other = SemanticQuery {
+            query: &[1.0],
+            ..sem(1.0)
+        };
+        let r = fuse(lex.clone(), Some(other));
+        assert_eq!(r.scores, lex);
+        assert!(r.semantic_won.is_empty());
+        // Unrelated (no lexical score, no positive similarity) stays 0; scores stay finite.
+        let r = fuse(vec![0.0, 0.0, 0.0, 1e30], Some(sem(0.5)));
+        assert_eq!(r.scores[0], 0.0);
+        assert!(r.scores.iter().all(|s| s.is_finite() && *s >= 0.0));
+    }
+
+    #[test]
+    fn a_peak_counts_by_its_height_over_the_rest() {
+        // 20 skills, 2 dimensions, similarities spread evenly (skill 0 in the middle of them).
+        // Skill 0 is the lexical stage's clear hit: far above a flat rest, it outweighs the
+        // similarities' best, which is only as far above the rest as an even spread allows.
+        let n = 20;
+        let angle = |i: usize| if i == 0 { 0.62 } else { 0.6 + 0.002 * i as f32 };
+        let data = (0..n)
+            .flat_map(|i| [angle(i).cos(), angle(i).sin()])
+            .collect();
+        let m = SemanticMatrix::new(2, data, vec![true; n]);
+        let q = [0.0, 1.0];
+        let mut lex = vec![1.0; n];
+        lex[0] = 9.0;
+        let query = |matrix| SemanticQuery {
+            matrix,
+            query: &q,
+            weight: 0.5,
+        };
+        assert_eq!(fuse(lex, Some(query(&m))).order()[0].0, 0);
+        // Skill 1 made the semantic stage's clear hit (the others' similarities as they were),
+        // over lexical scores that barely differ (skill 19 highest): skill 1 comes first.
+        let mut data = m.data.clone();
+        data[2..4].copy_from_slice(&[0.0, 1.0]);
+        let m = SemanticMatrix::new(2, data, vec![true; n]);
+        let lex: Vec<f32> = (0..n).map(|i| 2.0 + 0.01 * i as f32).collect();
+        assert_eq!(fuse(lex, Some(query(&m))).order()[0].0, 1);
     }
 
     #[test]
