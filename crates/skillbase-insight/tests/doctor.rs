@@ -95,8 +95,9 @@ impl World {
             .unwrap();
     }
 
+    /// The doctor as the CLI and the server run it: no flush first (it stores the events
+    /// recorded so far itself, or it would miss the latest turns).
     async fn doctor(&self, opts: DoctorOptions) -> DoctorReport {
-        self.engine.flush().await;
         skillbase_insight::doctor::run(&self.engine, &opts)
             .await
             .unwrap()

@@ -74,7 +74,7 @@ pub struct Config {
     #[serde(default)]
     pub eval: EvalSettings,
     /// The limits of one import from git (`[git]`: archive_bytes, files_per_skill,
-    /// bytes_per_skill, skill_md_candidates, skills_per_import), read by the CLI.
+    /// bytes_per_skill, skill_md_candidates, skills_per_import), read by `skillbase-sources`.
     #[serde(default)]
     pub git: Option<toml::Table>,
     /// The `[trust]` table as written (read into [`Config::trust`]).

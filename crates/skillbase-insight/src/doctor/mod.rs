@@ -376,6 +376,8 @@ pub async fn run(engine: &Engine, opts: &DoctorOptions) -> Result<DoctorReport> 
     {
         return Err(RuntimeError::UnknownAgent(a.to_string()));
     }
+    // The turns read below are events: store the ones still queued, or the latest are missed.
+    engine.flush().await;
     let index = store.index();
     let mut unchecked = Vec::new();
     let (agents, turns_read) = agent_inputs(engine, opts, &all_agents, &mut unchecked).await?;

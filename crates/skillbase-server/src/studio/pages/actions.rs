@@ -54,8 +54,9 @@ pub(crate) struct ActionForm {
     agent: Option<String>,
 }
 
-/// Revert, retire, restore, disable or enable: asked for confirmation first, then done through
-/// the store exactly as REST does it. Admin only.
+/// Revert, retire, restore, disable, enable, approve or reject a pending revision, or specialize
+/// a shared skill for one agent: asked for confirmation first, then done exactly as REST does it
+/// (specialize through the engine's one write path). Admin only.
 pub(crate) async fn skill_action(
     State(st): State<Arc<AppState>>,
     Extension(p): Extension<Principal>,
