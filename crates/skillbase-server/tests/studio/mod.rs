@@ -549,6 +549,37 @@ async fn agents_are_edited_tried_and_evaluated_through_the_same_operations() {
             && html.contains("<code>load_skill</code>"),
         "{html}"
     );
+    // The turn's session link names its agent, and opens that session.
+    let link = html
+        .split("Session <a href=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_owned();
+    assert!(
+        link.starts_with("/studio/sessions/") && link.ends_with("?agent=alpha"),
+        "{link}"
+    );
+    assert_eq!(page(&s, &cookie, &link).await.0, 200);
+    // So do the session links of a skill's runs (alpha loads shared-one over REST).
+    let (rest_session, _) = turn(&s, &s.alpha, "hello").await;
+    let r = s
+        .post(&format!("/v1/sessions/{rest_session}/calls"), &s.alpha)
+        .json(&json!({"name": "load_skill", "arguments": {"name": "shared-one"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+    let (_, html) = page(&s, &cookie, "/studio/skills/shared-one").await;
+    let runs = html.split("<table id=\"runs\">").nth(1).unwrap_or_default();
+    let link = runs
+        .split("<a href=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_else(|| panic!("{html}"))
+        .to_owned();
+    assert_eq!(link, format!("/studio/sessions/{rest_session}?agent=alpha"));
+    assert_eq!(page(&s, &cookie, &link).await.0, 200);
     let r = form(
         &s,
         &cookie,

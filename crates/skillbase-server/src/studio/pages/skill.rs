@@ -273,10 +273,11 @@ fn runs_table(b: &mut String, runs: &[RunRecord]) {
         for r in runs {
             let _ = write!(
                 b,
-                "<tr><td>{}</td><td>{}</td><td><a href=\"/studio/sessions/{}\">{}</a></td><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td><a href=\"/studio/sessions/{}?agent={}\">{}</a></td><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td></tr>",
                 time(r.started_at),
                 esc(&r.agent),
                 url(&r.session),
+                url(&r.agent),
                 esc(&r.session),
                 r.rev,
                 esc(r.outcome.as_deref().unwrap_or("open")),

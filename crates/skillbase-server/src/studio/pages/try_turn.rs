@@ -58,9 +58,10 @@ pub(crate) async fn agent_turn(
         Err(e) => return fail(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
     };
     let mut b = format!(
-        "<h1>A turn of {}</h1><p>Session <a href=\"/studio/sessions/{}\">{}</a> · message: {}</p>",
+        "<h1>A turn of {}</h1><p>Session <a href=\"/studio/sessions/{}?agent={}\">{}</a> · message: {}</p>",
         esc(a.name.as_str()),
         url(&session),
+        url(a.name.as_str()),
         esc(&session),
         esc(&f.message)
     );
