@@ -301,6 +301,39 @@ async fn what_is_rare_covered_or_outside_the_envelope_is_rejected_with_why() {
     e.close().await;
 }
 
+#[tokio::test]
+async fn a_procedure_whose_tools_are_gone_is_rejected_naming_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, e) = engine(dir.path()).await;
+    for i in 0..5 {
+        refund_session(&e, &format!("gone-{i}"), i).await;
+    }
+    // (Not closed: that would close the store the next engine shares.)
+    e.flush().await;
+    drop(e);
+    // The same store, two of the procedure's four tools no longer configured.
+    let mut b = Engine::builder().store(store).config_toml(CONFIG);
+    for (name, class) in [("lookup_order", "orders"), ("email_customer", "mail")] {
+        let (d, h) = tool(name, class);
+        b = b.tool(d, h);
+    }
+    let e = b.build().await.unwrap();
+    let r = dream::run(&e, &shop(), &DreamOptions::default())
+        .await
+        .unwrap();
+    assert!(r.created.is_empty(), "{r:#?}");
+    let gone = r
+        .rejected
+        .iter()
+        .find(|x| x.reason == "unknown_tool")
+        .unwrap_or_else(|| panic!("{r:#?}"));
+    assert_eq!(
+        gone.detail,
+        "`check_policy`, `issue_refund` are not configured tools any more"
+    );
+    e.close().await;
+}
+
 /// The miner on the labelled scenarios of `eval/dreaming/scenarios.toml`: precision and recall
 /// over every scenario, printed per scenario (BENCHMARKS.md keeps the figures), and held to the
 /// measured level so a change that loses quality fails.

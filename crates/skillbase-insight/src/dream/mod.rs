@@ -657,19 +657,22 @@ impl Pass<'_> {
     fn admit(&self, tools: &[&str]) -> Result<Vec<String>, Refusal> {
         // Each tool's class, from what is configured now.
         let mut classes: Vec<String> = Vec::new();
-        let mut unknown = None;
+        let mut unknown: Vec<&str> = Vec::new();
         for t in tools {
             match self.engine.tool_class(t) {
                 Some(c) if !classes.contains(&c) => classes.push(c),
                 Some(_) => {}
-                None => unknown = Some(*t),
+                None if !unknown.contains(t) => unknown.push(t),
+                None => {}
             }
         }
-        if let Some(t) = unknown {
-            return Err((
-                "unknown_tool",
-                format!("`{t}` is not a configured tool any more"),
-            ));
+        if !unknown.is_empty() {
+            let names: Vec<String> = unknown.iter().map(|t| format!("`{t}`")).collect();
+            let detail = match names.as_slice() {
+                [one] => format!("{one} is not a configured tool any more"),
+                many => format!("{} are not configured tools any more", many.join(", ")),
+            };
+            return Err(("unknown_tool", detail));
         }
         if let Some(c) = classes
             .iter()
