@@ -334,6 +334,38 @@ async fn a_procedure_whose_tools_are_gone_is_rejected_naming_each() {
     e.close().await;
 }
 
+#[tokio::test]
+async fn since_limits_a_dream_to_newer_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, e) = engine(dir.path()).await;
+    for i in 0..3 {
+        refund_session(&e, &format!("old-{i}"), i).await;
+    }
+    e.flush().await;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let cut = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    for i in 3..5 {
+        refund_session(&e, &format!("new-{i}"), i).await;
+    }
+    let dry = |since| DreamOptions {
+        since,
+        dry_run: true,
+        ..DreamOptions::default()
+    };
+    // Since the cut: the two newer sessions only, too few for a skill.
+    let r = dream::run(&e, &shop(), &dry(Some(cut))).await.unwrap();
+    assert_eq!((r.sessions, r.created.len()), (2, 0), "{r:#?}");
+    // A cut after everything reads nothing; no cut reads all five and finds the procedure.
+    let r = dream::run(&e, &shop(), &dry(Some(i64::MAX))).await.unwrap();
+    assert_eq!(r.sessions, 0, "{r:#?}");
+    let r = dream::run(&e, &shop(), &dry(None)).await.unwrap();
+    assert_eq!((r.sessions, r.created.len()), (5, 1), "{r:#?}");
+    e.close().await;
+}
+
 /// The miner on the labelled scenarios of `eval/dreaming/scenarios.toml`: precision and recall
 /// over every scenario, printed per scenario (BENCHMARKS.md keeps the figures), and held to the
 /// measured level so a change that loses quality fails.

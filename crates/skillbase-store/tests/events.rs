@@ -71,6 +71,25 @@ async fn an_agents_newest_events_come_first(db: TestDb) {
         store.recent_events("a", "turn", 100).await.unwrap().len(),
         30
     );
+    // Backwards, page by page: the next page starts below the last id read.
+    let older = store
+        .recent_events_before("a", "turn", Some(recent[4].id), 3)
+        .await
+        .unwrap();
+    let got: Vec<i64> = older
+        .iter()
+        .map(|e| e.data["i"].as_i64().unwrap())
+        .collect();
+    assert_eq!(got, [24, 23, 22]);
+    let first = store.recent_events("a", "turn", 100).await.unwrap();
+    let oldest = first.last().unwrap().id;
+    assert!(
+        store
+            .recent_events_before("a", "turn", Some(oldest), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(
         store
             .recent_events("c", "turn", 5)

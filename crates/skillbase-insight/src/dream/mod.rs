@@ -20,8 +20,7 @@ use skillbase_format::{Bundle, BundleFile, BundlePath, Digest, SkillDraft, Skill
 use skillbase_runtime::event::Event;
 use skillbase_runtime::{Engine, Redactor, RuntimeError, WriteMode};
 use skillbase_store::{
-    Agent, AgentName, Author, EventFilter, EventRecord, NewEvent, PutRequest, Scope, Store,
-    WriteKind,
+    Agent, AgentName, Author, EventRecord, NewEvent, PutRequest, Scope, Store, WriteKind,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -199,7 +198,9 @@ struct Gathered {
 }
 
 impl Gathered {
-    /// Read the agent's events of `kind` (the first [`MAX_EVENTS_READ`]), page by page.
+    /// Read the agent's events of `kind` at or after `since`, newest first, page by page, up
+    /// to the newest [`MAX_EVENTS_READ`] of them (the sessions are put back in event order
+    /// after).
     async fn read_kind(
         &mut self,
         store: &Store,
@@ -208,38 +209,37 @@ impl Gathered {
         since: Option<i64>,
         skip: &[&str],
     ) -> Result<(), RuntimeError> {
-        let mut after = None;
+        let mut before = None;
         let mut read = 0usize;
         loop {
             let page = store
-                .events(&EventFilter {
-                    after_id: after,
-                    agent: Some(agent.to_string()),
-                    kind: Some(kind.into()),
-                    limit: Some(10_000),
-                    ..EventFilter::default()
-                })
+                .recent_events_before(agent.as_str(), kind, before, 10_000)
                 .await?;
             let Some(last) = page.last() else { break };
-            after = Some(last.id);
-            read += page.len();
-            for e in page {
-                self.take(&e, since, skip);
-            }
-            if read >= MAX_EVENTS_READ {
-                tracing::warn!(%agent, kind, "dream: read the first {MAX_EVENTS_READ} events of this kind only");
+            before = Some(last.id);
+            // Ids grow with time, give or take servers' clocks: a page all older than `since`
+            // ends the read.
+            if since.is_some_and(|t| page.iter().all(|e| e.at < t)) {
                 break;
+            }
+            for e in page {
+                if since.is_some_and(|t| e.at < t) {
+                    continue;
+                }
+                if read == MAX_EVENTS_READ {
+                    tracing::warn!(%agent, kind, "dream: read the newest {MAX_EVENTS_READ} events of this kind only");
+                    return Ok(());
+                }
+                read += 1;
+                self.take(&e, skip);
             }
         }
         Ok(())
     }
 
-    /// Take one event, read through its type, unless it is older than `since`, has no
-    /// session, or is not a step or a message the miner uses.
-    fn take(&mut self, e: &EventRecord, since: Option<i64>, skip: &[&str]) {
-        if since.is_some_and(|t| e.at < t) {
-            return;
-        }
+    /// Take one event, read through its type, unless it has no session or is not a step or a
+    /// message the miner uses.
+    fn take(&mut self, e: &EventRecord, skip: &[&str]) {
         let Some(session) = e.session.clone() else {
             return;
         };

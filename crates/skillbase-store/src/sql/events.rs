@@ -109,15 +109,16 @@ macro_rules! statements {
             Ok(rows.into_iter().map(event_from_row).collect())
         }
 
-        /// The newest `limit` events of one agent and kind, newest first (index
-        /// `events_agent_kind`, migration 12).
-        pub async fn recent_events(pool: &Pool<Db>, agent: &str, kind: &str, limit: i64) -> Result<Vec<EventRecord>> {
+        /// The newest `limit` events of one agent and kind with an id below `before_id`,
+        /// newest first (index `events_agent_kind`, migration 12).
+        pub async fn recent_events(pool: &Pool<Db>, agent: &str, kind: &str, before_id: i64, limit: i64) -> Result<Vec<EventRecord>> {
             let rows: Vec<EventRow> = sqlx::query_as(concat!(
                 "SELECT id, at, kind, scope, skill, rev, agent, session, actor, data FROM events ",
-                "WHERE agent = $1 AND kind = $2 ORDER BY id DESC LIMIT $3"
+                "WHERE agent = $1 AND kind = $2 AND id < $3 ORDER BY id DESC LIMIT $4"
             ))
             .bind(agent)
             .bind(kind)
+            .bind(before_id)
             .bind(limit)
             .fetch_all(pool)
             .await?;

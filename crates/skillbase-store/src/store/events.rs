@@ -49,7 +49,20 @@ impl Store {
         kind: &str,
         limit: i64,
     ) -> Result<Vec<EventRecord>> {
-        let mut evs = on_db!(self, events::recent_events(agent, kind, limit))?;
+        self.recent_events_before(agent, kind, None, limit).await
+    }
+
+    /// [`Store::recent_events`] older than the event `before_id` (`None`: from the newest): the
+    /// next page when reading an agent's events backwards (dreaming reads its newest first).
+    pub async fn recent_events_before(
+        &self,
+        agent: &str,
+        kind: &str,
+        before_id: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<EventRecord>> {
+        let before = before_id.unwrap_or(i64::MAX);
+        let mut evs = on_db!(self, events::recent_events(agent, kind, before, limit))?;
         if let Some(g) = self.guard() {
             for e in &mut evs {
                 scrub_json(&*g, &mut e.data);
