@@ -79,6 +79,7 @@ pub use tool::{
 };
 /// The name of the built-in `web_fetch` tool ([`EngineBuilder::web_fetch`] registers it).
 pub use web_fetch::NAME as WEB_FETCH;
+pub use web_fetch::error_chain;
 
 // Secrets, the environment `requires:` is checked against, files on disk, the semantic stage.
 pub use files::{session_dir_name, session_root, skill_dir_name};

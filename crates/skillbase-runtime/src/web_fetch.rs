@@ -463,8 +463,10 @@ fn refuse(ctx: &CallContext, message: String) -> ToolError {
     ToolError::new(message)
 }
 
-/// `error: source: source...`, the chain of an error in one line.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+/// `error: source: source...`, the chain of an error in one line (a cause already quoted by
+/// the text before it is not repeated). HTTP clients' errors say what failed only in their
+/// sources; the runtime, the semantic stage and dreaming's model client report them with this.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(s) = cur {

@@ -96,7 +96,7 @@ impl ProseModel {
         let mut resp = req.send().await.map_err(|e| {
             self.scrub(&format!(
                 "the model could not be reached: {}",
-                error_chain(&e)
+                skillbase_runtime::error_chain(&e)
             ))
         })?;
         let status = resp.status();
@@ -128,21 +128,6 @@ impl ProseModel {
             .ok_or("the model's answer has no choices[0].message.content")?;
         check_answer(draft, text)
     }
-}
-
-/// `error: source: source...`, the chain of an error in one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cur = s.source();
-    }
-    out
 }
 
 /// A model's SKILL.md, checked against the draft: fences and surrounding text dropped, then a
