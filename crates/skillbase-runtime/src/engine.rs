@@ -406,7 +406,7 @@ impl Engine {
         &self.store
     }
 
-    /// The one write path of skills (see [`SkillWriter`]): what a put or an import answers is
+    /// The one write path of skills (see [`crate::SkillWriter`]): what a put or an import answers is
     /// checked against the tools and servers this engine has.
     pub fn writer(&self) -> crate::write::SkillWriter {
         self.dispatcher.runtime.writer()

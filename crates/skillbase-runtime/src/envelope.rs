@@ -88,7 +88,7 @@ pub(crate) fn allowed_vault(agent: &Agent, skill: Option<&SkillMeta>) -> Vec<Str
 
 /// What a skill declares beyond the agent's grants, as `tools:<class>`, `vault:<entry>` and
 /// `hosts:<pattern>` (empty: the declaration fits). A declared host is covered as a call's
-/// destination would be ([`host_covered`]).
+/// destination would be (the envelope's `host_covered`).
 pub fn excess(grants: &Grants, tools: &[&str], vault: &[&str], hosts: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for t in tools {
