@@ -2,6 +2,8 @@
 //! answers which skills a message is about and how much text costs; the runtime decides what
 //! to do with the answer.
 //!
+//! - [`agent`] and [`index`]: the nouns routing reads (an agent's configuration, the skills'
+//!   active entries), plain data the store keeps and re-exports.
 //! - [`trigger`]: text folding and deterministic activation, one Aho-Corasick pass over
 //!   folded text.
 //! - [`lang`] and [`lexicon`]: language guessing from stopwords, stemming (en, es, fr, pt, de),
@@ -16,10 +18,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod fusion;
 pub(crate) mod fxhash;
+pub mod index;
 pub mod lang;
 pub mod lexicon;
+#[cfg(feature = "openapi")]
+mod openapi;
 pub mod rank;
 pub mod tokens;
 pub mod trigger;

@@ -17,7 +17,6 @@ pub mod db;
 pub mod diff;
 pub mod error;
 pub mod events;
-pub mod index;
 pub mod model;
 #[cfg(feature = "openapi")]
 pub mod openapi;
@@ -30,6 +29,9 @@ pub mod session_id;
 mod sql;
 pub mod store;
 pub mod trust;
+
+/// The in-memory index of skills (`skillbase-route`'s: a view reads it; the store builds it).
+pub use skillbase_route::index;
 
 pub use db::{DbUrl, SCHEMA_VERSION, default_home};
 pub use error::{Result, StoreError};

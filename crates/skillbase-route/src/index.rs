@@ -1,12 +1,62 @@
-//! The in-memory index of skills: what readers see, swapped atomically as a whole.
+//! The in-memory index of skills: what readers see, swapped atomically as a whole by the store,
+//! which builds it; a view is made from one snapshot.
 //!
 //! Readers take a snapshot (`Arc<Index>`) without locks and never see a half-applied reload;
-//! writers build a new index and swap it in.
+//! writers build a new index and swap it in. [`Index::from_entries`] makes one without a
+//! database (tests, evaluation, benchmarks).
 
-use crate::model::{AgentName, Scope, Status};
+use crate::agent::{AgentName, Candidate, Scope};
+use serde::{Deserialize, Serialize};
 use skillbase_format::{Digest, SkillMeta};
 use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
 use std::sync::Arc;
+
+/// A skill record's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Offered to the agents that may see it.
+    Active,
+    /// Kept but not offered (drift, or an operator).
+    Disabled,
+    /// Out of use, every revision kept; refuses writes until restored.
+    Retired,
+    /// Created by an agent under the approval policy: waits for `approve`, not offered.
+    Pending,
+}
+
+impl Status {
+    /// As stored and shown (`active`, `disabled`, `retired`, `pending`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Disabled => "disabled",
+            Status::Retired => "retired",
+            Status::Pending => "pending",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Status {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "active" => Ok(Status::Active),
+            "disabled" => Ok(Status::Disabled),
+            "retired" => Ok(Status::Retired),
+            "pending" => Ok(Status::Pending),
+            _ => Err(format!("unknown status '{s}'")),
+        }
+    }
+}
 
 /// One file of a skill's active revision.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -60,7 +110,7 @@ pub struct SkillEntry {
     /// A revision staged as a candidate beside the active one, with its entry (the skill as
     /// served at that revision: its `active_rev` is the candidate's).
     #[serde(skip)]
-    pub candidate: Option<(crate::model::Candidate, Arc<SkillEntry>)>,
+    pub candidate: Option<(Candidate, Arc<SkillEntry>)>,
     /// The fingerprint (`SHA256:...`) of the key that signed the active revision, when it was
     /// written signed (shown in listings and to MCP clients).
     pub signer: Option<String>,
