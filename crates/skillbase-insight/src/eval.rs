@@ -1372,7 +1372,11 @@ pub async fn recall_by_revision(
     for &rev in revs {
         let entry = store.entry_at(scope, name, rev).await?;
         let index = store.index().with(scope, name, Some(entry));
-        let view = AgentView::build(agent.clone(), &index);
+        let view = AgentView::build(
+            agent.clone(),
+            &index,
+            &skillbase_runtime::Environment::builtins(),
+        );
         let m = evaluate(&view, &mine, &opts)
             .by_skill
             .remove(name)

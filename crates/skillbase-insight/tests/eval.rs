@@ -25,7 +25,11 @@ fn view(catalog_budget: u32) -> AgentView {
         },
         version: 1,
     });
-    AgentView::build(agent, &Index::from_entries(entries, 1))
+    AgentView::build(
+        agent,
+        &Index::from_entries(entries, 1),
+        &skillbase_runtime::Environment::builtins(),
+    )
 }
 
 fn case(message: &str, expected: Option<&str>, kind: &str) -> EvalCase {

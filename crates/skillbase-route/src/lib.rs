@@ -1,9 +1,15 @@
-//! Skillbase's routing arithmetic, pure: no I/O, no async runtime, no store. Given texts, it
-//! answers which skills a message is about and how much text costs; the runtime decides what
-//! to do with the answer.
+//! What the model sees, decided purely: no I/O, no async runtime, no store. Given an index
+//! snapshot, an agent and a message, it answers what the model is shown this turn and why; the
+//! runtime keeps the caches, the sessions and the events.
 //!
-//! - [`agent`] and [`index`]: the nouns routing reads (an agent's configuration, the skills'
+//! - [`agent`] and [`index`]: the nouns a view reads (an agent's configuration, the skills'
 //!   active entries), plain data the store keeps and re-exports.
+//! - [`view`]: an agent's view, everything a turn needs precomputed; `AgentView::relevance` is
+//!   the one ranking.
+//! - [`turn`]: the phases of a turn (place the bodies, plan and render the catalog, offer the
+//!   tools) and the report of every decision.
+//! - [`tooldef`]: a tool as offered, and the vocabulary of `load_skill` and `search_skills`.
+//! - [`requires`]: `requires:` decided over what the environment [`requires::Provides`].
 //! - [`trigger`]: text folding and deterministic activation, one Aho-Corasick pass over
 //!   folded text.
 //! - [`lang`] and [`lexicon`]: language guessing from stopwords, stemming (en, es, fr, pt, de),
@@ -13,7 +19,8 @@
 //!   and the fusion of lexical and semantic scores.
 //! - [`tokens`]: token counts with a real tokenizer (o200k_base), with a fast path.
 //!
-//! Ranking can be tested, benchmarked and changed here without building the store or server.
+//! Ranking and turns can be tested, benchmarked and changed here without building the store or
+//! server (`tests/turns.rs`: the data-driven turn fixtures).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -27,5 +34,9 @@ pub mod lexicon;
 #[cfg(feature = "openapi")]
 mod openapi;
 pub mod rank;
+pub mod requires;
 pub mod tokens;
+pub mod tooldef;
 pub mod trigger;
+pub mod turn;
+pub mod view;

@@ -1144,8 +1144,9 @@ fn main() {
         g.sample_size(10).measurement_time(Duration::from_secs(5));
         let agent = runtime.store().agent_cached(&s.big).unwrap();
         let index = runtime.store().index();
+        let env = skillbase_runtime::Environment::builtins();
         g.bench_function(BenchmarkId::new("view_build", "1000"), |b| {
-            b.iter(|| black_box(AgentView::build(agent.clone(), &index)))
+            b.iter(|| black_box(AgentView::build(agent.clone(), &index, &env)))
         });
         g.finish();
     }

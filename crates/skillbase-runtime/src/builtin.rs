@@ -1,29 +1,21 @@
 //! The runtime's own tools as one typed table: each [`Builtin`]'s wire name, class,
-//! description and parameters, and the tool definitions a turn offers (`load_skill`,
-//! `search_skills`). A leaf: the registry (`tool`), the requirements (`requires`), the view and
-//! the turn read it; the handlers are `dispatch::builtins`'.
+//! description and parameters. A leaf: the registry (`tool`) and the environment read it; the
+//! handlers are `dispatch::builtins`'. The two tools a turn offers (`load_skill`,
+//! `search_skills`) take their names, texts and schema from `skillbase_route::tooldef`.
 
-use crate::tooldef::ToolDef;
 use serde_json::{Value, json};
-use std::sync::{Arc, OnceLock};
+pub use skillbase_route::tooldef::ACTIVATION_CLASS;
+use skillbase_route::tooldef::{
+    LOAD_SKILL, LOAD_SKILL_DESCRIPTION, SEARCH_SKILLS, SEARCH_SKILLS_DESCRIPTION,
+    search_skills_parameters,
+};
 
-/// The class of the skills runtime's own tools (`load_skill`, `search_skills`, `skill_finish`):
-/// always offered, never a capability.
-pub const ACTIVATION_CLASS: &str = "activation";
 /// The class of the authoring tools; an agent needs this grant to write skills.
 pub const AUTHORING_CLASS: &str = "skills";
 /// The class of the note tools.
 pub const NOTES_CLASS: &str = "notes";
 /// Largest note block, in bytes.
 pub const MAX_NOTES_BYTES: usize = 16 * 1024;
-/// Longest `search_skills` query the schema admits, in characters. Longer text (a pasted task)
-/// is cut by the ranker, never refused; this bound only keeps a call's arguments finite.
-pub const MAX_QUERY_CHARS: usize = 20_000;
-
-/// What `load_skill` says it does (the one text: turns, MCP, REST and the registry).
-pub const LOAD_SKILL_DESCRIPTION: &str = "Load a skill's full instructions (and its companions) before acting on a task it covers. Pass `arguments` when the skill declares inputs.";
-/// What `search_skills` says it does.
-pub const SEARCH_SKILLS_DESCRIPTION: &str = "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill.";
 
 /// Every built-in tool as (wire name, class), in offer order.
 pub fn builtin_tools() -> impl Iterator<Item = (&'static str, &'static str)> {
@@ -76,8 +68,8 @@ impl Builtin {
     /// The wire name (reserved: a registry refuses a tool of this name).
     pub fn name(self) -> &'static str {
         match self {
-            Builtin::LoadSkill => "load_skill",
-            Builtin::SearchSkills => "search_skills",
+            Builtin::LoadSkill => LOAD_SKILL,
+            Builtin::SearchSkills => SEARCH_SKILLS,
             Builtin::SkillFinish => "skill_finish",
             Builtin::TakeNote => "take_note",
             Builtin::ReviseNotes => "revise_notes",
@@ -140,7 +132,7 @@ impl Builtin {
 
     /// The JSON Schema of the arguments. For `load_skill` this is the shape the dispatcher
     /// validates (any name); the definition a model is offered names the loadable skills as a
-    /// closed enum ([`load_skill_tool`]).
+    /// closed enum (`skillbase_route::view::load_skill_tool`).
     pub fn parameters(self) -> Value {
         let name = skillbase_format::DraftField::Name.schema();
         let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false});
@@ -149,13 +141,7 @@ impl Builtin {
                 json!({"name": name, "arguments": {"type": "object"}}),
                 &["name"],
             ),
-            Builtin::SearchSkills => object(
-                json!({
-                    "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
-                }),
-                &["query"],
-            ),
+            Builtin::SearchSkills => search_skills_parameters(),
             Builtin::SkillFinish => object(
                 json!({"outcome": {"enum": ["success", "failure"]}, "note": {"type": "string", "maxLength": 2000}}),
                 &["outcome"],
@@ -185,17 +171,6 @@ impl Builtin {
             ),
         }
     }
-}
-
-/// The `search_skills` tool, offered when the catalog could not list every skill.
-pub fn search_skills_tool() -> ToolDef {
-    static TOOL: OnceLock<ToolDef> = OnceLock::new();
-    TOOL.get_or_init(|| ToolDef {
-        name: Builtin::SearchSkills.name().into(),
-        description: SEARCH_SKILLS_DESCRIPTION.into(),
-        parameters: Arc::new(Builtin::SearchSkills.parameters()),
-    })
-    .clone()
 }
 
 /// The properties of `skill_create` (`modify == false`) or `skill_modify`: the draft's fields,

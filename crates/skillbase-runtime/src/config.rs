@@ -5,8 +5,8 @@
 //! a table means the same wherever it is read and a mistake is named with the file it is in.
 
 use crate::dreaming::DreamingConfig;
+use crate::environment::Environment;
 use crate::gateway::{GatewaySettings, McpServerConfig};
-use crate::requires::Environment;
 use crate::semantic::SemanticConfig;
 use crate::tool::ToolDecl;
 use skillbase_store::StoreError;

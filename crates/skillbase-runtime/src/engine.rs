@@ -9,8 +9,9 @@ use crate::config::RuntimeConfig;
 use crate::dispatch::{CallMode, CallOutcome, Dispatcher, OfferedSet};
 use crate::runtime::{PinnedSet, Runtime, RuntimeError, SearchHit};
 use crate::tool::{Registry, RegistryError, ToolDecl, ToolHandler};
-use crate::turn::{TurnContext, TurnOptions};
 use crate::vault::{Vault, VaultError, VaultKey};
+use skillbase_route::turn::{TurnContext, TurnOptions};
+use skillbase_route::view::AgentView;
 use skillbase_store::config::Config;
 use skillbase_store::{AgentName, DbUrl, RunRecord, Store, StoreError};
 use std::path::PathBuf;
@@ -531,7 +532,7 @@ impl Engine {
 
     /// The skills `agent` may see, as turns see them (cached until the index, the agent or an
     /// environment answer changes).
-    pub fn view(&self, agent: &AgentName) -> Result<Arc<crate::view::AgentView>, RuntimeError> {
+    pub fn view(&self, agent: &AgentName) -> Result<Arc<AgentView>, RuntimeError> {
         self.dispatcher.runtime.view(agent)
     }
 
@@ -557,7 +558,7 @@ impl Engine {
 
     /// What this process can answer for `requires:` (commands, tools, servers), and its
     /// generation (a change rebuilds the views).
-    pub fn environment(&self) -> (Arc<crate::requires::Environment>, u64) {
+    pub fn environment(&self) -> (Arc<crate::environment::Environment>, u64) {
         self.dispatcher.runtime.environment()
     }
 
@@ -584,7 +585,7 @@ impl Engine {
     /// no stage is configured, `Err(why)` when it cannot answer.
     pub async fn query_vectors(
         &self,
-        view: &crate::view::AgentView,
+        view: &AgentView,
         messages: &[&str],
     ) -> Result<Option<crate::semantic::QueryVectors>, String> {
         self.dispatcher.runtime.query_vectors(view, messages).await

@@ -328,7 +328,7 @@ impl SkillActivated {
     /// The `skill_activated` event of activation `a` (its skill in `scope`) in `agent`'s
     /// `session`, placed by a turn (`context`) or loaded (`load_skill`).
     pub fn event(
-        a: &crate::turn::Activation,
+        a: &skillbase_route::turn::Activation,
         scope: Option<String>,
         agent: &str,
         session: &str,

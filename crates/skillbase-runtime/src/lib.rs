@@ -8,13 +8,16 @@
 //! imported for learning). The doctor, evaluation and dreaming are `skillbase-insight`'s, over
 //! the engine's reads and these events.
 //!
+//! What the model sees (the view, the turn's phases, `requires:` decisions, ranking) is
+//! `skillbase-route`'s, pure; this crate caches views and runs turns over them.
+//!
 //! Inside (private): `runtime` (views, sessions, `load_skill`, `search_skills`, `pinned`),
-//! `turn` (place, catalog, report), `dispatch` (the offered set and the call pipeline: admit,
-//! validate, gate, bounds, handler, record; runs and drift), `envelope` (granted ∩ declared),
-//! `tool` and `builtin` (the registry and the runtime's own tools), `gateway` (upstream MCP
-//! servers and `http` tools), `vault` and `redact` (secrets at rest and scrubbed from every
-//! output), `files` (level 3 on disk), `semantic` (the embedding stage), `events` (the writer
-//! behind a turn), `dreaming` (the `[dreaming]` table the engine keeps).
+//! `environment` (what `requires:` is checked against), `dispatch` (the offered set and the
+//! call pipeline: admit, validate, gate, bounds, handler, record; runs and drift), `envelope`
+//! (granted ∩ declared), `tool` and `builtin` (the registry and the runtime's own tools),
+//! `gateway` (upstream MCP servers and `http` tools), `vault` and `redact` (secrets at rest and
+//! scrubbed from every output), `files` (level 3 on disk), `semantic` (the embedding stage),
+//! `events` (the writer behind a turn), `dreaming` (the `[dreaming]` table the engine keeps).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -25,21 +28,18 @@ mod dispatch;
 mod dreaming;
 mod engine;
 mod envelope;
+mod environment;
 pub mod event;
 mod events;
 mod files;
 mod gateway;
 mod redact;
-mod requires;
 mod rule;
 mod runtime;
 mod semantic;
 mod tool;
-mod tooldef;
 pub mod transcript;
-mod turn;
 mod vault;
-mod view;
 mod web_fetch;
 mod write;
 
@@ -61,11 +61,13 @@ pub use envelope::excess as grants_excess;
 pub use envelope::host_matches;
 pub use rule::Rule;
 pub use runtime::{LoadResult, Pinned, PinnedSet, RuntimeError, SearchHit};
-pub use turn::{
+// What the model sees (`skillbase-route`'s view and turn phases, re-exported for the edges).
+pub use skillbase_route::tooldef::ToolDef;
+pub use skillbase_route::turn::{
     Activation, CatalogReport, NAME_ONLY, NOT_LISTED, Omission, OmissionDetail, OmissionList,
-    ToolDef, TurnContext, TurnOptions, TurnReport, full_catalog_tokens, resolve, resolve_with,
+    TurnContext, TurnOptions, TurnReport, full_catalog_tokens, resolve, resolve_with,
 };
-pub use view::{AgentView, load_skill_tool, visible, visible_in};
+pub use skillbase_route::view::{AgentView, load_skill_tool, visible, visible_in};
 pub use write::{SkillWriter, WriteMode};
 
 // Tools a harness registers, and the upstream servers of the gateway.
@@ -82,9 +84,9 @@ pub use web_fetch::NAME as WEB_FETCH;
 pub use web_fetch::error_chain;
 
 // Secrets, the environment `requires:` is checked against, files on disk, the semantic stage.
+pub use environment::Environment;
 pub use files::{session_dir_name, session_root, skill_dir_name};
 pub use redact::Redactor;
-pub use requires::Environment;
 pub use semantic::{
     Embedder, FillReport, LocalEmbedder, QueryVectors, Semantic, SemanticConfig, default_model_dir,
     default_multilingual_dir, operator_roots, pull_package,

@@ -3,11 +3,11 @@
 
 use crate::files;
 use crate::semantic::Semantic;
-use crate::turn::{self, Activation, TurnContext, TurnOptions};
-use crate::view::AgentView;
 use serde::Serialize;
 use skillbase_route::fusion::SemanticQuery;
 use skillbase_route::tokens;
+use skillbase_route::turn::{self, Activation, TurnContext, TurnOptions};
+use skillbase_route::view::AgentView;
 use skillbase_store::{ActivationRecord, AgentName, NewEvent, Store, StoreError};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -121,11 +121,18 @@ pub struct SearchHit {
 
 type ValidatorCache = HashMap<(i64, i64), Arc<jsonschema::Validator>>;
 
+/// A view in the cache, with when the environment answers it rests on were last checked: the
+/// tool table's generation and the time.
+struct CachedView {
+    view: Arc<AgentView>,
+    checked: (u64, std::time::Instant),
+}
+
 /// The runtime over a store.
 pub(crate) struct Runtime {
     /// The store every view, session and activation is read from and written to.
     pub store: Arc<Store>,
-    views: Mutex<HashMap<AgentName, Arc<AgentView>>>,
+    views: Mutex<HashMap<AgentName, CachedView>>,
     /// Sessions this process has opened, with their activations, kept in step with the store
     /// (activations are written through here), so a turn or a `load_skill` of an active skill
     /// needs no database round trip. Sessions are sticky to a process (see ARCHITECTURE.md).
@@ -147,7 +154,7 @@ pub(crate) struct Runtime {
     /// servers skills' `requires:` are checked against.
     tools: std::sync::OnceLock<Arc<crate::tool::ToolTable>>,
     /// The environment of the tool table at a generation, made once per generation.
-    environment: Mutex<Option<(u64, Arc<crate::requires::Environment>)>>,
+    environment: Mutex<Option<(u64, Arc<crate::environment::Environment>)>>,
 }
 
 /// The semantic stage's inputs for one message on one view: the view's skill vectors, the
@@ -261,13 +268,13 @@ impl Runtime {
     }
 
     /// What skills' `requires:` are checked against now, and the tool table's generation.
-    pub fn environment(&self) -> (Arc<crate::requires::Environment>, u64) {
+    pub fn environment(&self) -> (Arc<crate::environment::Environment>, u64) {
         let Some(tools) = self.tools.get() else {
-            static BUILTINS: std::sync::OnceLock<Arc<crate::requires::Environment>> =
+            static BUILTINS: std::sync::OnceLock<Arc<crate::environment::Environment>> =
                 std::sync::OnceLock::new();
             return (
                 BUILTINS
-                    .get_or_init(|| Arc::new(crate::requires::Environment::builtins()))
+                    .get_or_init(|| Arc::new(crate::environment::Environment::builtins()))
                     .clone(),
                 0,
             );
@@ -279,7 +286,9 @@ impl Runtime {
         {
             return (env.clone(), generation);
         }
-        let env = Arc::new(crate::requires::Environment::of_registry(&tools.current()));
+        let env = Arc::new(crate::environment::Environment::of_registry(
+            &tools.current(),
+        ));
         *cached = Some((generation, env.clone()));
         (env, generation)
     }
@@ -462,36 +471,40 @@ impl Runtime {
             .ok_or_else(|| RuntimeError::UnknownAgent(agent.to_string()))?;
         let index = self.store.index();
         let mut views = self.views.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(v) = views.get(agent)
-            && v.generation == index.generation
-            && v.agent.version == a.version
-            && self.answers_hold(v)
+        if let Some(c) = views.get_mut(agent)
+            && c.view.generation == index.generation
+            && c.view.agent.version == a.version
+            && self.answers_hold(c)
         {
-            return Ok(v.clone());
+            return Ok(c.view.clone());
         }
         let (env, tools_generation) = self.environment();
-        let v = Arc::new(AgentView::build_with(a, &index, &env, tools_generation));
-        views.insert(agent.clone(), v.clone());
-        Ok(v)
+        let view = Arc::new(AgentView::build(a, &index, &env));
+        let checked = (tools_generation, std::time::Instant::now());
+        let cached = CachedView {
+            view: view.clone(),
+            checked,
+        };
+        views.insert(agent.clone(), cached);
+        Ok(view)
     }
 
-    /// Whether the environment answers `v`'s requirements rest on still hold: asked again only
-    /// when the tool table changed or 30 seconds passed (a program installed meanwhile), and
-    /// never for a view whose skills require nothing of the environment.
-    fn answers_hold(&self, v: &AgentView) -> bool {
-        if v.answers.is_empty() {
+    /// Whether the environment answers a cached view's requirements rest on still hold: asked
+    /// again only when the tool table changed or 30 seconds passed (a program installed
+    /// meanwhile), and never for a view whose skills require nothing of the environment.
+    fn answers_hold(&self, c: &mut CachedView) -> bool {
+        if c.view.answers.is_empty() {
             return true;
         }
         let generation = self.tools.get().map_or(0, |t| t.generation());
-        let mut checked = v.answers_checked.lock().unwrap_or_else(|p| p.into_inner());
-        if checked.0 == generation && checked.1.elapsed() < std::time::Duration::from_secs(30) {
+        if c.checked.0 == generation && c.checked.1.elapsed() < std::time::Duration::from_secs(30) {
             return true;
         }
         let (env, generation) = self.environment();
-        if !crate::requires::answers_hold(&v.agent, &env, &v.answers) {
+        if !skillbase_route::requires::answers_hold(&c.view.agent, &env, &c.view.answers) {
             return false;
         }
-        *checked = (generation, std::time::Instant::now());
+        c.checked = (generation, std::time::Instant::now());
         true
     }
 
@@ -1011,8 +1024,13 @@ impl Loaded {
             if is_active(activations, &ce.name, ce) || view.is_eager(c) {
                 continue;
             }
-            let text =
-                crate::view::wrap_body_for(ce, &ce.body, Some(name), remote, &view.skills[c].unmet);
+            let text = skillbase_route::view::wrap_body_for(
+                ce,
+                &ce.body,
+                Some(name),
+                remote,
+                &view.skills[c].unmet,
+            );
             self.content.push('\n');
             self.content.push_str(&text);
             self.activated.push(Activation {
@@ -1074,7 +1092,7 @@ fn render_loaded(
     unmet: &[String],
 ) -> String {
     let body = substitute(&entry.body, args);
-    let mut content = crate::view::wrap_body_for(entry, &body, None, uris, unmet);
+    let mut content = skillbase_route::view::wrap_body_for(entry, &body, None, uris, unmet);
     if args.as_object().is_some_and(|o| !o.is_empty()) {
         content.push_str("\n<skill_arguments>");
         content.push_str(&args.to_string());
@@ -1123,12 +1141,12 @@ pub fn substitute(body: &str, args: &serde_json::Value) -> String {
 /// list the omissions again. It stays under 4 KB at any library size. Made once, from the
 /// finished turn (`Dispatcher::turn` calls it after the offered tools are counted).
 pub(crate) fn turn_events(
-    view: &crate::view::AgentView,
+    view: &skillbase_route::view::AgentView,
     agent: &AgentName,
     session: &str,
     ctx: &TurnContext,
 ) -> Vec<NewEvent> {
-    let summary = crate::turn::OmissionDetail::Summary;
+    let summary = skillbase_route::turn::OmissionDetail::Summary;
     let mut data = if ctx.report.catalog.detail == summary {
         serde_json::to_value(&ctx.report).unwrap_or_default()
     } else {

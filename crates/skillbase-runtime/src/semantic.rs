@@ -14,8 +14,8 @@
 //! Fusion ([`fuse`]) and the matrix arithmetic are `skillbase_route::fusion`'s, re-exported
 //! here; this module embeds, stores and caches.
 
-use crate::view::AgentView;
 pub use skillbase_route::fusion::{DEFAULT_WEIGHT, SemanticMatrix, normalize};
+use skillbase_route::view::AgentView;
 use skillbase_store::{SkillEntry, Store};
 use std::collections::HashMap;
 use std::future::Future;

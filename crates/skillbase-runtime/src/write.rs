@@ -5,9 +5,10 @@
 //! `requires:` that this installation provides to no agent (a tool class no tool provides, a
 //! server not configured, a program not on `PATH`). The edges only parse and print.
 
-use crate::requires::{Environment, environment_unmet};
+use crate::environment::Environment;
 use skillbase_format::Bundle;
 use skillbase_format::signature::Signature;
+use skillbase_route::requires::environment_unmet;
 use skillbase_store::records::Origin;
 use skillbase_store::{
     Author, ImportReport, PutRequest, Scope, Store, StoreError, WriteKind, WriteOutcome,

@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 mod bad_input;
 mod catalog;
-mod fixtures;
 mod growth;
 mod load_skill;
 mod report;

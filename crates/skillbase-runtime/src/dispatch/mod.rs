@@ -129,8 +129,8 @@ impl Dispatcher {
         agent: &AgentName,
         session: &str,
         message: &str,
-        opts: &crate::turn::TurnOptions,
-    ) -> Result<crate::turn::TurnContext, RuntimeError> {
+        opts: &skillbase_route::turn::TurnOptions,
+    ) -> Result<skillbase_route::turn::TurnContext, RuntimeError> {
         let (mut ctx, view) = self
             .runtime
             .turn_unrecorded(agent, session, message, opts)
@@ -158,7 +158,7 @@ impl Dispatcher {
             .withheld
             .iter()
             .cloned()
-            .map(|name| crate::turn::Omission {
+            .map(|name| skillbase_route::turn::Omission {
                 name: name.into(),
                 reason: "tool class not granted to this agent".into(),
                 rank: None,

@@ -9,9 +9,9 @@ use crate::builtin::{ACTIVATION_CLASS, Builtin};
 use crate::envelope::Envelope;
 use crate::runtime::RuntimeError;
 use crate::tool::{RegisteredTool, Registry, ToolSource};
-use crate::view::AgentView;
 use serde::Serialize;
 use skillbase_format::Cost;
+use skillbase_route::view::AgentView;
 use skillbase_store::{Agent, AgentName};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -92,7 +92,7 @@ pub struct OfferedSet {
     /// Each entry as a turn offers it, with its token count: built once with the set, so a
     /// turn copies them instead of serializing and counting every tool again.
     #[serde(skip)]
-    defs: Vec<(crate::turn::ToolDef, u32)>,
+    defs: Vec<(skillbase_route::turn::ToolDef, u32)>,
 }
 
 impl OfferedSet {
@@ -104,7 +104,7 @@ impl OfferedSet {
     /// Every entry with the tool definition a turn offers for it and that definition's tokens.
     pub(super) fn with_defs(
         &self,
-    ) -> impl Iterator<Item = (&OfferedEntry, &(crate::turn::ToolDef, u32))> {
+    ) -> impl Iterator<Item = (&OfferedEntry, &(skillbase_route::turn::ToolDef, u32))> {
         self.entries.iter().zip(&self.defs)
     }
 }
@@ -285,7 +285,7 @@ impl OfferedSet {
             .entries
             .iter()
             .map(|e| {
-                let def = crate::turn::ToolDef {
+                let def = skillbase_route::turn::ToolDef {
                     name: e.wire_name.clone(),
                     description: format!("[{}] {}", e.id, e.description),
                     parameters: Arc::new(e.parameters.clone()),

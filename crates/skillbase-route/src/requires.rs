@@ -1,83 +1,73 @@
 //! `requires:` per agent: which of a skill's declared requirements the agent cannot meet, in
 //! words, from mechanical inputs only — the agent's view (the skills it may load and their
-//! versions), its grants, the tool classes and upstream MCP servers the registry holds, and the
-//! programs on this server's `PATH`.
+//! versions), its grants, and what the environment [`Provides`]: tool classes, upstream MCP
+//! servers with their tools' classes, programs. The runtime answers those from its tool table
+//! and `PATH` (the one I/O, kept there); the decisions here only ask.
 //!
-//! A view computes it once when it is built ([`crate::view::AgentView::build_with`]): a skill
-//! with unmet requirements is offered with the reasons (in the turn report, and in its body so
-//! the model knows before it starts) or, under the agent's `unmet_requires = "withhold"`
-//! policy, withheld from everything the model sees. A skill that requires a withheld skill is
-//! itself unmet, to a fixed point. The environment's answers are kept with the view, and
-//! [`crate::Runtime::view`] builds the view again when they change (a server connected, a
-//! program installed).
+//! A view decides once when it is built ([`crate::view::AgentView::build`]): a skill with unmet
+//! requirements is offered with the reasons (in the turn report, and in its body so the model
+//! knows before it starts) or, under the agent's `unmet_requires = "withhold"` policy, withheld
+//! from everything the model sees. A skill that requires a withheld skill is itself unmet, to a
+//! fixed point. The environment's answers are kept with the view, and the runtime builds the
+//! view again when [`answers_hold`] says they changed (a server connected, a program
+//! installed).
 
-use crate::builtin::{ACTIVATION_CLASS, Builtin};
-use crate::tool::{Registry, ToolSource};
-use skillbase_store::{Agent, Index, NameSet, SkillEntry, Status};
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use crate::agent::{Agent, NameSet, UnmetRequires};
+use crate::index::{Index, SkillEntry, Status};
+use crate::tooldef::ACTIVATION_CLASS;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
-/// What this process provides that skills may require: the tool classes some tool provides
-/// (built-in or registered) and the upstream MCP servers that have listed tools, with their
-/// tools' classes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Environment {
-    /// Tool classes some tool provides.
-    pub classes: HashSet<String>,
-    /// Upstream MCP servers with tools listed, each with the classes of its tools.
-    pub servers: HashMap<String, BTreeSet<String>>,
+/// What the process skills run in provides that they may require, as the decisions ask it.
+pub trait Provides {
+    /// Whether some tool (built-in or registered) provides tool class `class`.
+    fn class(&self, class: &str) -> bool;
+    /// The classes of the tools of upstream MCP server `server`, when it has tools listed.
+    fn server(&self, server: &str) -> Option<&BTreeSet<String>>;
+    /// Whether `program` is installed where skills run (on `PATH`).
+    fn program(&self, program: &str) -> bool;
 }
 
-impl Environment {
-    /// The built-in tools' classes alone (no registry: a runtime without a dispatcher).
-    pub fn builtins() -> Environment {
-        Environment {
-            classes: Builtin::ALL.iter().map(|b| b.class().to_owned()).collect(),
-            servers: HashMap::new(),
-        }
+impl<P: Provides + ?Sized> Provides for Arc<P> {
+    fn class(&self, class: &str) -> bool {
+        (**self).class(class)
     }
-
-    /// The built-ins and every tool of `registry`.
-    pub fn of_registry(registry: &Registry) -> Environment {
-        let mut env = Environment::builtins();
-        for t in registry.all() {
-            env.classes.insert(t.decl.class.clone());
-            if let ToolSource::Mcp { server, .. } = &t.source {
-                env.servers
-                    .entry(server.clone())
-                    .or_default()
-                    .insert(t.decl.class.clone());
-            }
-        }
-        env
+    fn server(&self, server: &str) -> Option<&BTreeSet<String>> {
+        (**self).server(server)
+    }
+    fn program(&self, program: &str) -> bool {
+        (**self).program(program)
     }
 }
 
 /// One environment question a view's requirements asked: its answer is kept with the view.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum Need {
+pub enum Need {
+    /// A tool class some granted tool must provide.
     Class(String),
+    /// An upstream MCP server with tools of a granted class.
     Server(String),
+    /// A program on `PATH`.
     Program(String),
 }
 
 /// The answer to a [`Need`] for one agent: `None` when met, else why not.
-pub(crate) type Answer = Option<String>;
+pub type Answer = Option<String>;
 
 impl Need {
-    pub(crate) fn answer(&self, agent: &Agent, env: &Environment) -> Answer {
+    /// Ask `env` this question for `agent`.
+    pub fn answer(&self, agent: &Agent, env: &dyn Provides) -> Answer {
         let granted =
             |c: &str| c == ACTIVATION_CLASS || agent.config.grants.tools.iter().any(|t| t == c);
         match self {
             Need::Class(c) if !granted(c) => Some(format!(
                 "requires tool class '{c}', which this agent is not granted"
             )),
-            Need::Class(c) if !env.classes.contains(c) => Some(format!(
+            Need::Class(c) if !env.class(c) => Some(format!(
                 "requires tool class '{c}', which no tool of this server provides"
             )),
             Need::Class(_) => None,
-            Need::Server(s) => match env.servers.get(s) {
+            Need::Server(s) => match env.server(s) {
                 None => Some(format!(
                     "requires MCP server '{s}', which has no tools listed here (not configured in [mcp_servers], or not connected)"
                 )),
@@ -91,14 +81,14 @@ impl Need {
                 )),
                 Some(_) => None,
             },
-            Need::Program(p) => (!on_path(p))
+            Need::Program(p) => (!env.program(p))
                 .then(|| format!("requires the program '{p}', which is not on this server's PATH")),
         }
     }
 }
 
 /// The environment questions a skill's requirements ask.
-pub(crate) fn needs(entry: &SkillEntry) -> impl Iterator<Item = Need> + '_ {
+pub fn needs(entry: &SkillEntry) -> impl Iterator<Item = Need> + '_ {
     let r = &entry.meta.requires;
     r.tools
         .iter()
@@ -110,25 +100,25 @@ pub(crate) fn needs(entry: &SkillEntry) -> impl Iterator<Item = Need> + '_ {
 /// What a skill requires that this process provides to no agent: a tool class no tool
 /// provides, an upstream server with no tools listed, a program not on `PATH` — the warnings of
 /// a write or an import (agents' grants and allowlists are the view's and the doctor's).
-pub fn environment_unmet(meta: &skillbase_format::SkillMeta, env: &Environment) -> Vec<String> {
+pub fn environment_unmet(meta: &skillbase_format::SkillMeta, env: &dyn Provides) -> Vec<String> {
     let r = &meta.requires;
     let mut out = Vec::new();
     for c in &r.tools {
-        if c != ACTIVATION_CLASS && !env.classes.contains(c) {
+        if c != ACTIVATION_CLASS && !env.class(c) {
             out.push(format!(
                 "requires tool class '{c}', which no tool of this server provides"
             ));
         }
     }
     for s in &r.mcp {
-        if !env.servers.contains_key(s) {
+        if env.server(s).is_none() {
             out.push(format!(
                 "requires MCP server '{s}', which has no tools listed here (not configured in [mcp_servers], or not connected)"
             ));
         }
     }
     for p in &r.bins {
-        if !on_path(p) {
+        if !env.program(p) {
             out.push(format!(
                 "requires the program '{p}', which is not on this server's PATH"
             ));
@@ -137,83 +127,32 @@ pub fn environment_unmet(meta: &skillbase_format::SkillMeta, env: &Environment) 
     out
 }
 
-/// How long a `PATH` lookup is trusted before it is made again.
-const PROGRAM_TTL: Duration = Duration::from_secs(30);
-
-type ProgramCache = Mutex<HashMap<String, (Instant, bool)>>;
-
-/// Whether `program` is an executable file in a directory of `PATH` (looked up at most every
-/// 30 seconds per program). A name with a path separator is never looked up.
-pub fn on_path(program: &str) -> bool {
-    static CACHE: OnceLock<ProgramCache> = OnceLock::new();
-    if program.is_empty() || program.contains(['/', '\\']) {
-        return false;
-    }
-    let cache = CACHE.get_or_init(Default::default);
-    let now = Instant::now();
-    if let Some(&(at, found)) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(program)
-        && now.duration_since(at) < PROGRAM_TTL
-    {
-        return found;
-    }
-    let found = lookup(program);
-    cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(program.to_owned(), (now, found));
-    found
-}
-
-fn lookup(program: &str) -> bool {
-    let Some(path) = std::env::var_os("PATH") else {
-        return false;
-    };
-    std::env::split_paths(&path).any(|dir| {
-        let candidate = dir.join(program);
-        match std::fs::metadata(&candidate) {
-            Ok(m) if m.is_file() => executable(&m),
-            _ => false,
-        }
-    })
-}
-
-#[cfg(unix)]
-fn executable(m: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    m.permissions().mode() & 0o111 != 0
-}
-
-#[cfg(not(unix))]
-fn executable(_m: &std::fs::Metadata) -> bool {
-    true
-}
-
 /// The requirements of an agent's skills, decided: which are offered with unmet requirements
 /// (and why), which are withheld (and why), and the environment answers it rests on.
 #[derive(Debug, Default)]
-pub(crate) struct Decided {
+pub struct Decided {
     /// Skills offered although requirements are unmet: name → reasons.
-    pub(crate) offered: HashMap<String, Vec<String>>,
+    pub offered: HashMap<String, Vec<String>>,
     /// Skills withheld by the agent's policy, by name, with the reasons (sorted by name).
-    pub(crate) withheld: Vec<(String, Vec<String>)>,
+    pub withheld: Vec<(String, Vec<String>)>,
     /// Every environment question asked, with its answer.
-    pub(crate) answers: Vec<(Need, Answer)>,
+    pub answers: Vec<(Need, Answer)>,
 }
 
 /// Decide the requirements of `allowed` (the agent's visible skills, sorted by name) for
 /// `agent`: environment needs first, then required skills against what stays visible, to a
 /// fixed point when unmet skills are withheld.
-pub(crate) fn decide(
+pub fn decide(
     agent: &Agent,
     index: &Index,
     allowed: &[Arc<SkillEntry>],
-    env: &Environment,
+    env: &dyn Provides,
 ) -> Decided {
     let mut d = Decided::default();
     if allowed.iter().all(|e| e.meta.requires.is_empty()) {
         return d;
     }
-    let withhold = agent.config.policies.unmet_requires == skillbase_store::UnmetRequires::Withhold;
+    let withhold = agent.config.policies.unmet_requires == UnmetRequires::Withhold;
     // Environment questions, each asked once.
     let mut asked: HashMap<Need, Answer> = HashMap::new();
     let env_reasons: Vec<Vec<String>> = allowed
@@ -314,21 +253,8 @@ fn allows(set: &NameSet, name: &str) -> bool {
 }
 
 /// Whether the environment's answers a view rests on still hold.
-pub(crate) fn answers_hold(agent: &Agent, env: &Environment, answers: &[(Need, Answer)]) -> bool {
+pub fn answers_hold(agent: &Agent, env: &dyn Provides, answers: &[(Need, Answer)]) -> bool {
     answers
         .iter()
         .all(|(need, a)| need.answer(agent, env) == *a)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn programs_are_found_on_path_and_paths_never_looked_up() {
-        assert!(on_path("sh"));
-        assert!(!on_path("skillbase-no-such-program-x"));
-        assert!(!on_path("/bin/sh"));
-        assert!(!on_path(""));
-    }
 }

@@ -1,13 +1,17 @@
-//! An agent's view: exactly the skills it may see (allowlist ∩ scope resolution, active only),
-//! with everything a turn needs precomputed. Cached until the index or the agent changes.
+//! An agent's view: exactly the skills it may see (allowlist ∩ scope resolution, active only,
+//! less what [`requires`](crate::requires) withholds), with everything a turn needs
+//! precomputed. The runtime caches it until the index, the agent or an environment answer
+//! changes.
 
-use crate::builtin::{Builtin, LOAD_SKILL_DESCRIPTION};
+use crate::agent::{Agent, NameSet, UnmetRequires};
+use crate::index::{Index, SkillEntry, Status};
+use crate::rank::Bm25;
+use crate::requires::{Answer, Need, Provides};
+use crate::tokens;
+use crate::tooldef::{LOAD_SKILL, LOAD_SKILL_DESCRIPTION, ToolDef};
+use crate::trigger::TriggerMatcher;
 use serde_json::json;
 use skillbase_format::prompt::html_escape;
-use skillbase_route::rank::Bm25;
-use skillbase_route::tokens;
-use skillbase_route::trigger::TriggerMatcher;
-use skillbase_store::{Agent, Index, NameSet, SkillEntry, Status};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
@@ -122,7 +126,7 @@ pub const NEGATIVE_FACTOR: f32 = 0.2;
 #[derive(Debug)]
 pub struct AgentView {
     /// The agent as it was when the view was built; its `version` and [`Self::generation`]
-    /// decide when [`Engine::view`](crate::Engine::view) rebuilds.
+    /// decide when the runtime's cache (`Engine::view`) builds the view again.
     pub agent: Arc<Agent>,
     /// The index generation this view was built from.
     pub generation: u64,
@@ -145,9 +149,8 @@ pub struct AgentView {
     /// Skills offered although their `requires:` are unmet (`ViewSkill::unmet` says why).
     pub unmet: Vec<usize>,
     /// The environment's answers the requirements rest on (a view is built again when they
-    /// change), and when they were last checked: the tool table's generation and the time.
-    pub(crate) answers: Vec<(crate::requires::Need, crate::requires::Answer)>,
-    pub(crate) answers_checked: std::sync::Mutex<(u64, std::time::Instant)>,
+    /// change: [`crate::requires::answers_hold`]).
+    pub answers: Vec<(Need, Answer)>,
     /// Every skill's trigger phrases, compiled once; hits point into [`Self::skills`].
     pub triggers: TriggerMatcher,
     /// Every skill's `when_not_to_use` phrases, compiled once: a phrase in the message keeps
@@ -157,8 +160,8 @@ pub struct AgentView {
     /// document `i` is `skills[i]`.
     pub bm25: Bm25,
     /// The skills' vectors for the semantic stage, once every one of them has a vector (set by
-    /// [`crate::semantic::Semantic::matrix`]).
-    pub semantic: OnceLock<Arc<skillbase_route::fusion::SemanticMatrix>>,
+    /// the runtime's semantic stage).
+    pub semantic: OnceLock<Arc<crate::fusion::SemanticMatrix>>,
     /// Per skill, contiguous (the ranked catalog walks them in relevance order): tokens of the
     /// full catalog entry (`ViewSkill::catalog_tokens`).
     pub full_tokens: Vec<u32>,
@@ -175,7 +178,7 @@ pub struct AgentView {
 #[derive(Debug)]
 pub struct LoadTool {
     /// `None` when nothing is loadable.
-    pub tool: Option<crate::tooldef::ToolDef>,
+    pub tool: Option<ToolDef>,
     /// The loadable skills (indices into [`AgentView::skills`]), shared with every turn's
     /// context.
     pub loadable: std::sync::Arc<[usize]>,
@@ -207,13 +210,9 @@ pub fn visible(agent: &Agent, index: &Index) -> Vec<Arc<SkillEntry>> {
 /// [`visible`], less the skills the agent's `unmet_requires = "withhold"` withholds (decided
 /// against `env` as a view decides it, without the tokenizer): what MCP's listings and the A2A
 /// card show.
-pub fn visible_in(
-    agent: &Agent,
-    index: &Index,
-    env: &crate::requires::Environment,
-) -> Vec<Arc<SkillEntry>> {
+pub fn visible_in(agent: &Agent, index: &Index, env: &dyn Provides) -> Vec<Arc<SkillEntry>> {
     let mut entries = visible(agent, index);
-    if agent.config.policies.unmet_requires == skillbase_store::UnmetRequires::Withhold {
+    if agent.config.policies.unmet_requires == UnmetRequires::Withhold {
         let decided = crate::requires::decide(agent, index, &entries, env);
         if !decided.withheld.is_empty() {
             let out: HashSet<&str> = decided.withheld.iter().map(|(n, _)| n.as_str()).collect();
@@ -321,7 +320,7 @@ fn matchers(skills: &[ViewSkill]) -> (TriggerMatcher, TriggerMatcher, Bm25) {
             .iter()
             .map(move |t| (i, t.as_str()))
     }));
-    let bm25 = Bm25::new(skills.iter().map(|s| skillbase_route::rank::Doc {
+    let bm25 = Bm25::new(skills.iter().map(|s| crate::rank::Doc {
         name: s.entry.name.as_str(),
         description: s.entry.meta.description.as_str(),
         when_to_use: &s.entry.meta.when_to_use[..],
@@ -333,21 +332,10 @@ fn matchers(skills: &[ViewSkill]) -> (TriggerMatcher, TriggerMatcher, Bm25) {
 
 impl AgentView {
     /// Build `agent`'s view from an index snapshot: every catalog entry rendered and counted,
-    /// the trigger automaton and the BM25 index. Costly (the tokenizer runs per skill); use
-    /// [`Engine::view`](crate::Engine::view), which caches it.
-    pub fn build(agent: Arc<Agent>, index: &Index) -> AgentView {
-        AgentView::build_with(agent, index, &crate::requires::Environment::builtins(), 0)
-    }
-
-    /// [`AgentView::build`], with the requirements decided against `env` (the tool table at
-    /// `generation`): skills whose `requires:` are unmet offered with the reasons, or withheld
-    /// under the agent's policy.
-    pub fn build_with(
-        agent: Arc<Agent>,
-        index: &Index,
-        env: &crate::requires::Environment,
-        generation: u64,
-    ) -> AgentView {
+    /// the trigger automaton and the BM25 index, the requirements decided against `env` (skills
+    /// whose `requires:` are unmet offered with the reasons, or withheld under the agent's
+    /// policy). Costly (the tokenizer runs per skill); the runtime's `Engine::view` caches it.
+    pub fn build(agent: Arc<Agent>, index: &Index, env: &dyn Provides) -> AgentView {
         let mut allowed = visible(&agent, index);
         let decided = crate::requires::decide(&agent, index, &allowed, env);
         if !decided.withheld.is_empty() {
@@ -380,7 +368,6 @@ impl AgentView {
             withheld: decided.withheld,
             unmet,
             answers: decided.answers,
-            answers_checked: std::sync::Mutex::new((generation, std::time::Instant::now())),
             generation: index.generation,
             agent,
             skills,
@@ -433,13 +420,13 @@ impl AgentView {
     pub fn relevance(
         &self,
         folded: &str,
-        semantic: Option<skillbase_route::fusion::SemanticQuery<'_>>,
-    ) -> skillbase_route::fusion::Relevance {
-        let semantic = semantic.map(|q| skillbase_route::fusion::SemanticQuery {
-            weight: skillbase_route::fusion::weight_for(folded, q.weight),
+        semantic: Option<crate::fusion::SemanticQuery<'_>>,
+    ) -> crate::fusion::Relevance {
+        let semantic = semantic.map(|q| crate::fusion::SemanticQuery {
+            weight: crate::fusion::weight_for(folded, q.weight),
             ..q
         });
-        let mut r = skillbase_route::fusion::fuse(self.bm25.scores_folded(folded), semantic);
+        let mut r = crate::fusion::fuse(self.bm25.scores_folded(folded), semantic);
         if !self.negatives.is_empty() {
             for hit in self.negatives.find_folded(folded) {
                 if let Some(s) = r.scores.get_mut(hit.skill) {
@@ -494,10 +481,10 @@ fn render_entry(e: &SkillEntry) -> String {
 
 /// The `load_skill` tool a model is offered: `name` is a closed enum of exactly the loadable
 /// skills.
-pub fn load_skill_tool(view: &AgentView, loadable: &[usize]) -> crate::tooldef::ToolDef {
+pub fn load_skill_tool(view: &AgentView, loadable: &[usize]) -> ToolDef {
     let names: Vec<&str> = loadable.iter().map(|&i| view.skills[i].name()).collect();
-    crate::tooldef::ToolDef {
-        name: Builtin::LoadSkill.name().into(),
+    ToolDef {
+        name: LOAD_SKILL.into(),
         description: LOAD_SKILL_DESCRIPTION.into(),
         parameters: Arc::new(json!({
             "type": "object",

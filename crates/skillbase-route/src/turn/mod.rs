@@ -81,7 +81,7 @@ pub fn resolve_with(
     view: &AgentView,
     message: &str,
     opts: &TurnOptions,
-    semantic: Option<skillbase_route::fusion::SemanticQuery<'_>>,
+    semantic: Option<crate::fusion::SemanticQuery<'_>>,
 ) -> TurnContext {
     let mut report = TurnReport {
         agent: view.agent.name.to_string(),
@@ -89,7 +89,7 @@ pub fn resolve_with(
         ..TurnReport::default()
     };
     // Folded once for the triggers and the ranking.
-    let folded = skillbase_route::trigger::fold_fast(message);
+    let folded = crate::trigger::fold_fast(message);
     let context_budget = opts
         .context_budget
         .unwrap_or(view.agent.config.context_budget);
@@ -162,7 +162,7 @@ fn tools(
         tools.push(tool.clone());
         if report.catalog.ranked {
             tool_tokens += catalog::SEARCH_TOOL_TOKENS;
-            tools.push(crate::builtin::search_skills_tool());
+            tools.push(crate::tooldef::search_skills_tool());
         }
     }
     report.tokens.tools = tool_tokens;

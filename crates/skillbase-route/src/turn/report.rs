@@ -473,7 +473,7 @@ pub struct Ranked {
     /// Its relevance rank among the catalog's candidates (1 = most relevant).
     pub rank: usize,
     /// The stage whose score weighed most in its place.
-    pub stage: skillbase_route::fusion::Stage,
+    pub stage: crate::fusion::Stage,
 }
 
 /// Token counts per part of what the model is shown.

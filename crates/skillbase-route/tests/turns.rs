@@ -1,18 +1,38 @@
 //! Data-driven turn tests: each `fixtures/turns/NAME.toml` gives skills, an agent and a message;
 //! `NAME.expected.json` is the whole turn the model is shown (prefix, injected bodies, catalog,
-//! tools) and its report. Turn resolution is pure, so no database is involved: the index is made
-//! from the fixture's SKILL.md texts.
+//! tools) and its report. Turn resolution is pure, so no database, runtime or server is involved:
+//! the index is made from the fixture's SKILL.md texts.
 //!
 //! A fixture whose output changes on purpose is re-recorded with `SKILLBASE_BLESS=1 cargo test
-//! -p skillbase-runtime --test integration turn::fixtures`; read the diff of the `.expected.json` before
-//! committing it. Without that variable a missing or different expectation fails the test.
+//! -p skillbase-route --test turns`; read the diff of the `.expected.json` before committing it.
+//! Without that variable a missing or different expectation fails the test.
 
 use serde::Deserialize;
-use skillbase_runtime::AgentView;
-use skillbase_runtime::{TurnOptions, resolve};
-use skillbase_store::{Agent, AgentConfig, AgentName, Index, Scope, SkillEntry};
+use skillbase_route::agent::{Agent, AgentConfig, AgentName, Scope};
+use skillbase_route::index::{Index, SkillEntry};
+use skillbase_route::requires::Provides;
+use skillbase_route::turn::{OmissionDetail, TurnOptions, resolve};
+use skillbase_route::view::AgentView;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// The environment of a runtime without tools of its own: its built-ins' classes (as
+/// `skillbase_runtime::Environment::builtins()` lists them), no upstream server, no program.
+/// No fixture requires anything of the environment; a skill that did would be unmet here.
+struct Builtins;
+
+impl Provides for Builtins {
+    fn class(&self, class: &str) -> bool {
+        ["activation", "notes", "skills"].contains(&class)
+    }
+    fn server(&self, _server: &str) -> Option<&BTreeSet<String>> {
+        None
+    }
+    fn program(&self, _program: &str) -> bool {
+        false
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,7 +88,7 @@ fn run(path: &Path) -> Result<serde_json::Value, String> {
         config: f.agent.checked()?,
         version: 1,
     });
-    let view = AgentView::build(agent, &index);
+    let view = AgentView::build(agent, &index, &Builtins);
     let opts = TurnOptions {
         max_cost: f.options.max_cost,
         catalog_budget: f.options.catalog_budget,
@@ -76,7 +96,7 @@ fn run(path: &Path) -> Result<serde_json::Value, String> {
     };
     let mut ctx = resolve(&view, &f.message, &opts);
     // The fixtures pin every omission by name.
-    ctx.report.catalog.detail = skillbase_runtime::OmissionDetail::Full;
+    ctx.report.catalog.detail = OmissionDetail::Full;
     let mut out = serde_json::to_value(&ctx).map_err(|e| e.to_string())?;
     // What `load_skill` may load this turn, by name (the context keeps indices).
     out["loadable"] = ctx

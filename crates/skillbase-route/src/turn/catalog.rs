@@ -10,8 +10,8 @@
 
 use super::TurnOptions;
 use super::report::{Omission, TurnReport};
+use crate::tokens;
 use crate::view::AgentView;
-use skillbase_route::tokens;
 
 /// The reason of a skill listed by name only.
 pub const NAME_ONLY: &str = "budget: listed by name only, below the full entries in relevance rank";
@@ -101,7 +101,7 @@ pub(super) fn plan(
     view: &AgentView,
     cands: &Candidates,
     folded: &str,
-    semantic: Option<skillbase_route::fusion::SemanticQuery<'_>>,
+    semantic: Option<crate::fusion::SemanticQuery<'_>>,
     budget: u32,
     report: &mut TurnReport,
 ) -> Plan {
