@@ -20,7 +20,7 @@
 //! - [`tokens`]: token counts with a real tokenizer (o200k_base), with a fast path.
 //!
 //! Ranking and turns can be tested, benchmarked and changed here without building the store or
-//! server (`tests/turns.rs`: the data-driven turn fixtures).
+//! server (`tests/turns.rs`: the data-driven turn fixtures; `benches/turn.rs`).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -7,8 +7,8 @@
 //! is reported with its reason, and the report is computed after the cut.
 
 //!
-//! A turn runs in phases, each in its module: [`place`] the bodies (eager, then triggered, with
-//! companions, under the context budget), plan the [`catalog`] (candidates, then full / by name /
+//! A turn runs in phases, each in its module: `place` the bodies (eager, then triggered, with
+//! companions, under the context budget), plan the `catalog` (candidates, then full / by name /
 //! left out under the catalog budget, ranked by relevance when it overflows) and render it, then
 //! the tools (`load_skill` over the loadable names, `search_skills` when the catalog was ranked).
 //! The [`report`] records every decision.
