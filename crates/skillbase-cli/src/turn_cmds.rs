@@ -120,6 +120,20 @@ pub struct EvalArgs {
     /// Print the whole report, every case included, as JSON.
     #[arg(long)]
     json: bool,
+    /// Instead of the report, explain why this skill was missed: per case that expects it and
+    /// did not rank it first, the skill that won, the words that decided and the words it lacks.
+    #[arg(long, value_name = "SKILL", conflicts_with_all = ["relevance", "min_recall_at_5"])]
+    explain: Option<String>,
+    /// Instead of one report, measure how recall falls as the library grows: the cases again
+    /// with distractor skills from DIR (a folder of skill folders, as `import` reads; a public
+    /// pool such as SkillRouter's) added at each of `--sizes`, in a scratch store (the store
+    /// is only read).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["relevance", "explain", "min_recall_at_5"])]
+    sweep: Option<std::path::PathBuf>,
+    /// Library sizes for `--sweep`, as distractors added, comma-separated (default: 0, 100,
+    /// 1000, 10000 and the whole pool, up to its size).
+    #[arg(long, value_delimiter = ',', requires = "sweep")]
+    sizes: Vec<usize>,
 }
 
 /// What `eval` reads: plain cases, or graded tasks.
@@ -130,30 +144,10 @@ enum EvalInput {
 
 pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
     let agent = AgentName::parse(&a.agent).map_err(|e| anyhow!(e))?;
-    let text = read_input(&a.cases)?;
-    let input = match &a.relevance {
-        None => EvalInput::Cases(
-            skillbase_insight::eval::parse_cases(&text)
-                .map_err(|e| anyhow!("{}: {e}", a.cases.display()))?,
-        ),
-        Some(rel_path) => {
-            let rel = read_input(rel_path)?;
-            let map = a.id_map.as_deref().map(read_input).transpose()?;
-            let files = match &a.id_map {
-                Some(m) => format!(
-                    "{}, {}, {}",
-                    a.cases.display(),
-                    rel_path.display(),
-                    m.display()
-                ),
-                None => format!("{}, {}", a.cases.display(), rel_path.display()),
-            };
-            EvalInput::Graded(
-                skillbase_insight::eval::parse_graded(&text, &rel, map.as_deref())
-                    .map_err(|e| anyhow!("{files}: {e}"))?,
-            )
-        }
-    };
+    let input = eval_input(&a)?;
+    if let (Some(dir), EvalInput::Cases(cases)) = (&a.sweep, &input) {
+        return eval_sweep(s, &a, &agent, cases, dir).await;
+    }
     let store = s
         .open_for_agent(&agent, || {
             anyhow!(
@@ -169,33 +163,26 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
     }
     let engine = crate::engine_setup::configured(s, engine)?.build().await?;
     let view = engine.view(&agent)?;
-    let messages: Vec<&str> = match &input {
-        EvalInput::Cases(cases) => cases.iter().map(|c| c.message.as_str()).collect(),
-        EvalInput::Graded(set) => set.cases.iter().map(|c| c.message.as_str()).collect(),
-    };
-    let started = std::time::Instant::now();
-    let vectors = match engine.query_vectors(&view, &messages).await {
-        Ok(v) => v,
-        Err(why) => {
-            eprintln!("semantic stage unavailable, ranking lexically: {why}");
-            None
-        }
-    };
-    if vectors.is_some() {
-        eprintln!(
-            "stages: {} ({} messages embedded and skill vectors ready in {:.1?})",
-            engine.stages(),
-            messages.len(),
-            started.elapsed()
-        );
-    }
-    drop(messages);
+    let vectors = eval_vectors(&engine, &view, &input).await;
     let opts = TurnOptions {
         max_cost: None,
         catalog_budget: a.catalog_budget,
         context_budget: a.context_budget,
     };
     let recall_at_5 = match input {
+        EvalInput::Cases(cases) if a.explain.is_some() => {
+            let skill = a.explain.as_deref().unwrap_or_default();
+            let why =
+                skillbase_insight::explain::explain(&view, &cases, &opts, vectors.as_ref(), skill);
+            store.close().await;
+            let why = why?;
+            if a.json {
+                outln!("{}", serde_json::to_string_pretty(&why)?)?;
+            } else {
+                print_explanation(&why)?;
+            }
+            return Ok(EXIT_OK);
+        }
         EvalInput::Cases(cases) => {
             let report =
                 skillbase_insight::eval::evaluate_with(&view, &cases, &opts, vectors.as_ref());
@@ -226,6 +213,262 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
         return Ok(1);
     }
     Ok(EXIT_OK)
+}
+
+/// `eval --sweep`: the cases at each library size, a line per size as it is measured.
+async fn eval_sweep(
+    s: &StoreArgs,
+    a: &EvalArgs,
+    agent: &AgentName,
+    cases: &[skillbase_insight::eval::EvalCase],
+    dir: &std::path::Path,
+) -> Result<u8> {
+    let source = skillbase_sources::Source::parse(dir)?;
+    let read = s.reader()?.read(&source).await?;
+    let distractors: Vec<_> = read
+        .skills
+        .into_iter()
+        .map(|sk| sk.into_import().0)
+        .collect();
+    let (store, engine) = agent_engine(s, agent).await?;
+    let tmp = tempfile::tempdir()?;
+    let scratch = crate::engine_setup::configured(
+        s,
+        skillbase_runtime::Engine::builder().sqlite(tmp.path().join("sweep.db")),
+    )?
+    .build()
+    .await?;
+    let sizes = sweep_sizes(&a.sizes, distractors.len());
+    let opts = TurnOptions {
+        max_cost: None,
+        catalog_budget: a.catalog_budget,
+        context_budget: a.context_budget,
+    };
+    eprintln!(
+        "sweep: {} cases, {} distractors from {}; stages: {}",
+        cases.len(),
+        distractors.len(),
+        dir.display(),
+        scratch.stages()
+    );
+    if !a.json {
+        let head = [
+            "distractors",
+            "skills",
+            "r@1",
+            "r@5",
+            "r@10",
+            "visible",
+            "seconds",
+        ];
+        outln!(
+            "{:>11} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8}",
+            head[0],
+            head[1],
+            head[2],
+            head[3],
+            head[4],
+            head[5],
+            head[6]
+        )?;
+    }
+    let mut printed: std::io::Result<()> = Ok(());
+    let points = skillbase_insight::sweep::sweep(
+        skillbase_insight::sweep::SweepInput {
+            source: &engine,
+            scratch: &scratch,
+            agent,
+            cases,
+            opts: &opts,
+            distractors,
+            sizes,
+        },
+        |p| {
+            if !a.json && printed.is_ok() {
+                printed = outln!(
+                    "{:>11} {:>7} {:>7.3} {:>7.3} {:>7.3} {:>8.3} {:>8.1}",
+                    p.distractors,
+                    p.skills,
+                    p.overall.recall_at_1,
+                    p.overall.recall_at_5,
+                    p.overall.recall_at_10,
+                    p.overall.visible,
+                    p.seconds
+                );
+            }
+        },
+    )
+    .await;
+    scratch.close().await;
+    engine.close().await;
+    store.close().await;
+    let points = points?;
+    printed?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&points)?)?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// The store, and an engine over it configured by `--config`, for an agent that must exist.
+async fn agent_engine(
+    s: &StoreArgs,
+    agent: &AgentName,
+) -> Result<(
+    std::sync::Arc<skillbase_store::Store>,
+    skillbase_runtime::Engine,
+)> {
+    let store = s
+        .open_for_agent(agent, || {
+            anyhow!(
+                "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"
+            )
+        })
+        .await?;
+    let engine = crate::engine_setup::configured(
+        s,
+        skillbase_runtime::Engine::builder().store(store.clone()),
+    )?
+    .build()
+    .await?;
+    Ok((store, engine))
+}
+
+/// The sizes `--sweep` measures: those given, else 0, 100, 1,000 and 10,000 below the pool's
+/// size, and the whole pool.
+fn sweep_sizes(given: &[usize], pool: usize) -> Vec<usize> {
+    if !given.is_empty() {
+        return given.to_vec();
+    }
+    let mut v: Vec<usize> = [0, 100, 1_000, 10_000]
+        .into_iter()
+        .filter(|&k| k < pool)
+        .collect();
+    v.push(pool);
+    v
+}
+
+/// The cases (or graded tasks) `eval` reads, parsed.
+fn eval_input(a: &EvalArgs) -> Result<EvalInput> {
+    let text = read_input(&a.cases)?;
+    let Some(rel_path) = &a.relevance else {
+        return Ok(EvalInput::Cases(
+            skillbase_insight::eval::parse_cases(&text)
+                .map_err(|e| anyhow!("{}: {e}", a.cases.display()))?,
+        ));
+    };
+    let rel = read_input(rel_path)?;
+    let map = a.id_map.as_deref().map(read_input).transpose()?;
+    let files = match &a.id_map {
+        Some(m) => format!(
+            "{}, {}, {}",
+            a.cases.display(),
+            rel_path.display(),
+            m.display()
+        ),
+        None => format!("{}, {}", a.cases.display(), rel_path.display()),
+    };
+    Ok(EvalInput::Graded(
+        skillbase_insight::eval::parse_graded(&text, &rel, map.as_deref())
+            .map_err(|e| anyhow!("{files}: {e}"))?,
+    ))
+}
+
+/// The semantic stage's vectors for every message of `input`, when the stage is configured
+/// (said on stderr either way it goes).
+async fn eval_vectors(
+    engine: &skillbase_runtime::Engine,
+    view: &skillbase_runtime::AgentView,
+    input: &EvalInput,
+) -> Option<skillbase_runtime::QueryVectors> {
+    let messages: Vec<&str> = match input {
+        EvalInput::Cases(cases) => cases.iter().map(|c| c.message.as_str()).collect(),
+        EvalInput::Graded(set) => set.cases.iter().map(|c| c.message.as_str()).collect(),
+    };
+    let started = std::time::Instant::now();
+    let vectors = match engine.query_vectors(view, &messages).await {
+        Ok(v) => v,
+        Err(why) => {
+            eprintln!("semantic stage unavailable, ranking lexically: {why}");
+            None
+        }
+    };
+    if vectors.is_some() {
+        eprintln!(
+            "stages: {} ({} messages embedded and skill vectors ready in {:.1?})",
+            engine.stages(),
+            messages.len(),
+            started.elapsed()
+        );
+    }
+    vectors
+}
+
+fn print_explanation(e: &skillbase_insight::explain::Explanation) -> std::io::Result<()> {
+    let words = |v: &[skillbase_insight::explain::TermScore]| {
+        if v.is_empty() {
+            return "none".to_owned();
+        }
+        v.iter()
+            .map(|t| format!("{} {:.2}", t.word, t.score))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    outln!(
+        "{}: first in {} of {} cases that expect it",
+        e.skill,
+        e.first,
+        e.expected
+    )?;
+    if e.expected == 0 {
+        outln!(
+            "  no case expects it: add cases with \"expected\": \"{}\" to measure it",
+            e.skill
+        )?;
+    }
+    for m in &e.misses {
+        outln!("\ncase {}: {}", m.case, m.message)?;
+        let rank = m
+            .rank
+            .map_or("not ranked".to_owned(), |r| format!("rank {r}"));
+        match (&m.winner_trigger, m.winner.is_empty()) {
+            (_, true) => outln!("  {rank}; nothing ranked above it")?,
+            (Some(p), _) => outln!("  {rank}; {} won: its trigger \"{p}\" fired", m.winner)?,
+            (None, _) => outln!(
+                "  {rank}; {} won (lexical {:.2} vs {:.2}{})",
+                m.winner,
+                m.lexical.1,
+                m.lexical.0,
+                m.semantic.map_or(String::new(), |(s, w)| format!(
+                    ", similarity {w:.3} vs {s:.3}"
+                ))
+            )?,
+        }
+        if let Some(p) = &m.suppressed_by {
+            outln!("  its when_not_to_use phrase \"{p}\" is in the message (lowers its rank)")?;
+        }
+        outln!("  words that scored for it: {}", words(&m.skill_words))?;
+        if !m.winner.is_empty() {
+            outln!(
+                "  words that decided for {}: {}",
+                m.winner,
+                words(&m.decided_by)
+            )?;
+        }
+        if !m.lacks.is_empty() {
+            outln!("  words it lacks: {}", m.lacks.join(", "))?;
+        }
+    }
+    if !e.taken.is_empty() {
+        outln!("\nranked first where another was expected:")?;
+        for (case, expected) in &e.taken {
+            outln!(
+                "  case {case} (expected {})",
+                expected.as_deref().unwrap_or("no skill")
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn print_graded(r: &skillbase_insight::eval::GradedReport) -> std::io::Result<()> {

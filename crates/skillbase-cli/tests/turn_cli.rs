@@ -665,3 +665,121 @@ fn gc_applies_the_retention_policy_and_refuses_bad_input() {
     assert!(after.iter().any(|k| k == "revision_written"));
     assert_eq!(after.iter().filter(|k| *k == "events_trimmed").count(), 1);
 }
+
+/// `skillbase eval --sweep DIR`: the cases again with distractors added at each size, in a
+/// scratch store; the store itself is only read.
+#[test]
+fn eval_sweep_grows_the_library_in_a_scratch_store() {
+    let sb = Sb::new();
+    sb.setup();
+    let cases = sb.path("cases.jsonl");
+    std::fs::write(
+        &cases,
+        concat!(
+            "{\"message\": \"refund things please\", \"expected\": \"refund\"}\n",
+            "{\"message\": \"notes things of this kind\", \"expected\": \"notes\"}\n",
+        ),
+    )
+    .unwrap();
+    let pool = sb.path("pool");
+    for i in 0..12 {
+        write_skill(&pool, &format!("notes-kind-{i}"), "", "Notes.", &[]);
+    }
+    // Named like one of the agent's skills: left out, never replacing it.
+    write_skill(&pool, "notes", "", "An impostor.", &[]);
+    let (cases_s, pool_s) = (cases.to_str().unwrap(), pool.to_str().unwrap());
+    let before = sb.json(&["list", "--json"]);
+    let v = sb.json(&[
+        "eval", cases_s, "--agent", "support", "--sweep", pool_s, "--sizes", "0,5,100", "--json",
+    ]);
+    let points = v.as_array().unwrap();
+    assert_eq!(points.len(), 3, "{v}");
+    // 0, 5, and 100 capped at the 12 usable distractors; the agent sees all 5 of its skills.
+    let sizes: Vec<u64> = points
+        .iter()
+        .map(|p| p["distractors"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [0, 5, 12]);
+    assert_eq!(points[0]["skills"], 5);
+    assert_eq!(points[2]["skills"], 17);
+    assert_eq!(points[0]["overall"]["recall_at_1"], 1.0, "{v}");
+    // Twelve skills about notes crowd out the one labelled.
+    let last = points[2]["overall"]["recall_at_1"].as_f64().unwrap();
+    assert!(last < 1.0, "{v}");
+    assert_eq!(sb.json(&["list", "--json"]), before);
+    let text = sb
+        .ok(&["eval", cases_s, "--agent", "support", "--sweep", pool_s])
+        .stdout;
+    assert!(
+        text.contains("distractors") && text.contains("r@5"),
+        "{text}"
+    );
+    // Bad input: flags that make no sense together, a missing folder.
+    let err = sb.fails(&["eval", cases_s, "--agent", "support", "--sizes", "5"]);
+    assert!(err.contains("--sweep"), "{err}");
+    let err = sb.fails(&[
+        "eval",
+        cases_s,
+        "--agent",
+        "support",
+        "--sweep",
+        "/nonexistent/pool",
+    ]);
+    assert!(err.contains("/nonexistent/pool"), "{err}");
+}
+
+/// `skillbase eval --explain SKILL`: why the skill was missed, for people and as JSON.
+#[test]
+fn eval_explain_names_the_winner_and_the_words() {
+    let sb = Sb::new();
+    sb.setup();
+    let cases = sb.path("cases.jsonl");
+    std::fs::write(
+        &cases,
+        concat!(
+            "{\"message\": \"take notes about the report\", \"expected\": \"slow-report\"}\n",
+            "{\"message\": \"slow-report things\", \"expected\": \"slow-report\"}\n",
+        ),
+    )
+    .unwrap();
+    let cases_s = cases.to_str().unwrap();
+    let v = sb.json(&[
+        "eval",
+        cases_s,
+        "--agent",
+        "support",
+        "--explain",
+        "slow-report",
+        "--json",
+    ]);
+    assert_eq!(v["expected"], 2, "{v}");
+    assert_eq!(v["first"], 1, "{v}");
+    assert_eq!(v["misses"][0]["winner"], "notes", "{v}");
+    assert!(
+        v["misses"][0]["decided_by"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["word"] == "notes"),
+        "{v}"
+    );
+    let text = sb
+        .ok(&[
+            "eval",
+            cases_s,
+            "--agent",
+            "support",
+            "--explain",
+            "slow-report",
+        ])
+        .stdout;
+    assert!(
+        text.contains("first in 1 of 2") && text.contains("notes won"),
+        "{text}"
+    );
+    let err = sb.fails(&["eval", cases_s, "--agent", "support", "--explain", "ghost"]);
+    assert!(
+        err.contains("ghost") && err.contains("skillbase list --agent support"),
+        "{err}"
+    );
+}

@@ -108,6 +108,9 @@ pub enum EvalError {
         "no task of the tasks file has labels in the relevance file (do their task ids match?)"
     )]
     NoLabelledTask,
+    /// `--explain` names a skill the agent does not see.
+    #[error("{0}")]
+    Explain(String),
 }
 
 /// Read a JSON Lines file of cases (blank lines are skipped).

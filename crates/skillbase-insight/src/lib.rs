@@ -1,5 +1,6 @@
 //! Skillbase's insight over the engine: what the doctor finds ([`doctor`]), how well routing
-//! does on labelled cases ([`eval`]), and the skills dreaming captures from what sessions did
+//! does on labelled cases ([`eval`]), why a skill was missed ([`explain`]), how routing holds
+//! as the library grows ([`sweep`]), and the skills dreaming captures from what sessions did
 //! ([`dream`]).
 //!
 //! It works only through `skillbase-runtime`'s public API: the
@@ -14,3 +15,5 @@
 pub mod doctor;
 pub mod dream;
 pub mod eval;
+pub mod explain;
+pub mod sweep;

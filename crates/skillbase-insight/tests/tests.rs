@@ -7,4 +7,5 @@ mod common;
 mod doctor;
 mod dream;
 mod eval;
+mod explain;
 mod revisions;

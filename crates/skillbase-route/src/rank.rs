@@ -135,6 +135,17 @@ impl WordMap {
     }
 }
 
+/// What one term of a message adds to a document's score ([`Bm25::explain`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TermScore {
+    /// The message's word that reached the term (as folded).
+    pub word: String,
+    /// The indexed term (a stem).
+    pub term: String,
+    /// What it adds to the document's score.
+    pub score: f32,
+}
+
 /// A BM25 index over a fixed set of documents.
 #[derive(Debug, Clone, Default)]
 pub struct Bm25 {
@@ -276,9 +287,19 @@ struct QueryTerms<'w> {
     weak: Vec<(u32, f32)>,
     /// The words already stemmed.
     tried: std::collections::HashSet<&'w str, std::hash::BuildHasherDefault<Fx>>,
+    /// When explaining ([`Bm25::explain`]): per term reached, the first message word that
+    /// reached it. Empty (and never filled) when ranking.
+    words: Option<FxMap<u32, &'w str>>,
 }
 
-impl QueryTerms<'_> {
+impl<'w> QueryTerms<'w> {
+    /// Remember (when explaining) that message word `w` reached term `t`.
+    fn note(&mut self, t: u32, w: &'w str) {
+        if let Some(words) = &mut self.words {
+            words.entry(t).or_insert(w);
+        }
+    }
+
     /// Mark term `t` reached; the first time, keep it when it has postings.
     fn mark(&mut self, t: u32, postings: &[Vec<(u32, f32)>]) {
         let (word, bit) = (t as usize / 64, 1u64 << (t % 64));
@@ -358,7 +379,7 @@ impl Bm25 {
             return scores;
         }
         let words = split_words(folded, MAX_QUERY_WORDS);
-        let mut q = self.query_terms(&words);
+        let mut q = self.query_terms(&words, false);
         self.keep_specific(&mut q.matched, n);
         for t in &q.matched {
             for &(doc, contribution) in &self.postings[*t as usize] {
@@ -374,7 +395,7 @@ impl Bm25 {
     /// The indexed terms a message's words reach: directly (a spelling, a stem), or weakly (a
     /// translation, a cognate). The message's words are split once, and the stopword masks of
     /// the first ones give its language.
-    fn query_terms<'w>(&self, words: &[&'w str]) -> QueryTerms<'w> {
+    fn query_terms<'w>(&self, words: &[&'w str], explain: bool) -> QueryTerms<'w> {
         let head: Vec<u8> = words
             .iter()
             .take(DETECT_WORDS)
@@ -386,6 +407,7 @@ impl Bm25 {
             matched: Vec::new(),
             weak: Vec::new(),
             tried: Default::default(),
+            words: explain.then(FxMap::default),
         };
         for (k, &word) in words.iter().enumerate() {
             // A stopword of the message's language is no evidence, even where the index holds
@@ -400,6 +422,7 @@ impl Bm25 {
             }
             if let Some(t) = self.surface.get(word) {
                 q.mark(t, &self.postings);
+                q.note(t, word);
                 continue;
             }
             self.match_unseen(word, query_lang, &mut q);
@@ -418,6 +441,7 @@ impl Bm25 {
             for stem in english {
                 if let Some(&t) = self.terms.get(stem.as_str()) {
                     q.weak.push((t, TRANSLATION_WEIGHT));
+                    q.note(t, word);
                 }
             }
         }
@@ -432,6 +456,7 @@ impl Bm25 {
         let mut hit = false;
         if let Some(t) = query_lang.stem_memo(word, |s| self.terms.get(s).copied()) {
             q.mark(t, &self.postings);
+            q.note(t, word);
             hit = true;
         }
         if query_lang != Lang::En
@@ -439,6 +464,7 @@ impl Bm25 {
             && let Some(t) = Lang::En.stem_memo(word, |s| self.terms.get(s).copied())
         {
             q.mark(t, &self.postings);
+            q.note(t, word);
             hit = true;
         }
         // A message in another language: a word that matched no stem may still share its
@@ -450,6 +476,9 @@ impl Bm25 {
             && let Some(ts) = self.cognates.get(&word[..COGNATE_PREFIX])
         {
             q.weak.extend(ts.iter().map(|&t| (t, COGNATE_WEIGHT)));
+            for &t in ts {
+                q.note(t, word);
+            }
         }
     }
 
@@ -480,7 +509,15 @@ impl Bm25 {
     /// The weakly reached terms' share: each term once, at the highest share it was reached
     /// with, and none a message word already matched; a long message keeps its most specific.
     fn add_weak(&self, q: QueryTerms<'_>, scores: &mut [f32]) {
-        let QueryTerms { seen, mut weak, .. } = q;
+        for (t, share) in self.weak_kept(q.seen, q.weak) {
+            for &(doc, contribution) in &self.postings[t as usize] {
+                scores[doc as usize] += share * contribution;
+            }
+        }
+    }
+
+    /// The weak terms [`Bm25::add_weak`] scores, with their shares.
+    fn weak_kept(&self, seen: Vec<u64>, mut weak: Vec<(u32, f32)>) -> Vec<(u32, f32)> {
         weak.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
         weak.dedup_by_key(|w| w.0);
         let message_word = |t: u32| seen[t as usize / 64] & (1u64 << (t % 64)) != 0;
@@ -491,11 +528,51 @@ impl Bm25 {
             });
             weak.truncate(MAX_QUERY_TERMS);
         }
-        for (t, share) in weak {
-            for &(doc, contribution) in &self.postings[t as usize] {
-                scores[doc as usize] += share * contribution;
-            }
+        weak
+    }
+
+    /// Why documents score what they do for a message: per document of `docs`, each term of
+    /// the message that adds to its score, with the message word that reached it and what it
+    /// adds (largest first). The terms and shares are exactly those [`Bm25::scores`] adds, so
+    /// a document's entries sum to its score. For `skillbase eval --explain`; ranking never
+    /// calls it.
+    pub fn explain(&self, query: &str, docs: &[usize]) -> Vec<Vec<TermScore>> {
+        let n = self.doc_len.len();
+        let folded = fold_fast(query);
+        let words = split_words(&folded, MAX_QUERY_WORDS);
+        let mut q = self.query_terms(&words, true);
+        if n > 0 {
+            self.keep_specific(&mut q.matched, n);
         }
+        let said = q.words.take().unwrap_or_default();
+        let mut kept: Vec<(u32, f32)> = q.matched.iter().map(|&t| (t, 1.0)).collect();
+        kept.extend(self.weak_kept(q.seen, q.weak));
+        let wanted: FxMap<u32, ()> = kept.iter().map(|&(t, _)| (t, ())).collect();
+        let stem_of: FxMap<u32, &str> = self
+            .terms
+            .iter()
+            .filter(|(_, t)| wanted.contains_key(t))
+            .map(|(s, &t)| (t, s.as_str()))
+            .collect();
+        docs.iter()
+            .map(|&d| {
+                let mut out: Vec<TermScore> = kept
+                    .iter()
+                    .filter_map(|&(t, share)| {
+                        let list = &self.postings[t as usize];
+                        let d = u32::try_from(d).ok()?;
+                        let at = list.binary_search_by_key(&d, |p| p.0).ok()?;
+                        Some(TermScore {
+                            word: said.get(&t).map_or("", |w| w).to_owned(),
+                            term: stem_of.get(&t).map_or("", |s| s).to_owned(),
+                            score: share * list[at].1,
+                        })
+                    })
+                    .collect();
+                out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.term.cmp(&b.term)));
+                out
+            })
+            .collect()
     }
 
     /// Documents ordered by score (highest first), ties by index.
@@ -549,6 +626,45 @@ mod tests {
         assert_eq!(r[0].0, 1);
         let r = idx.rank("Crème brûlée");
         assert!(r.iter().all(|(_, s)| *s == 0.0));
+    }
+
+    /// `explain` names the words that decided, and its shares are exactly the scores.
+    #[test]
+    fn explain_gives_each_deciding_word_and_sums_to_the_score() {
+        let idx = Bm25::new([
+            doc("pptx-builder", "Build a slide deck from an outline"),
+            doc(
+                "speaker-notes",
+                "Write speaker notes for an existing slide deck",
+            ),
+            doc("sql-review", "Review a SQL migration for locks"),
+            doc(
+                "release-notes",
+                "Draft release notes from merged pull requests",
+            ),
+        ]);
+        let message = "write the speaker notes for my deck";
+        let scores = idx.scores(message);
+        let why = idx.explain(message, &[1, 0, 2]);
+        for (d, terms) in [1usize, 0, 2].iter().zip(&why) {
+            let sum: f32 = terms.iter().map(|t| t.score).sum();
+            assert!(
+                (sum - scores[*d]).abs() < 1e-4,
+                "{d}: {sum} vs {}",
+                scores[*d]
+            );
+        }
+        let words: Vec<&str> = why[0].iter().map(|t| t.word.as_str()).collect();
+        assert!(
+            words.contains(&"speaker") && words.contains(&"notes"),
+            "{words:?}"
+        );
+        assert!(why[1].iter().any(|t| t.word == "deck"));
+        assert!(!why[1].iter().any(|t| t.word == "speaker"));
+        assert!(why[2].is_empty(), "{:?}", why[2]);
+        // A word reached through a lexicon carries its share (a Spanish message).
+        let es = idx.explain("revisar la migración sql", &[2]);
+        assert!(es[0].iter().any(|t| t.term == "sql"), "{es:?}");
     }
 
     /// Issue 36's bug: a skill whose text reads as another language indexes English stopwords

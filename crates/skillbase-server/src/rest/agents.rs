@@ -211,6 +211,11 @@ pub struct EvalRequest {
     /// Include every case's (or task's) outcome in the answer (default: the figures only).
     #[serde(default)]
     pub outcomes: bool,
+    /// With `cases`: answer why this skill was missed instead of the report (per case that
+    /// expects it and did not rank it first: the skill that won, the words that decided, the
+    /// words it lacks).
+    #[serde(default)]
+    pub explain: Option<String>,
 }
 
 /// The two forms of an evaluation, each an object of exactly its keys (what the handler's
@@ -267,6 +272,17 @@ impl utoipa::PartialSchema for EvalRequest {
                         list(Ref::from_schema_name(EvalCase::name()).into()),
                     )
                     .required("cases")
+                    .property(
+                        "explain",
+                        ObjectBuilder::new()
+                            .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                            .max_length(Some(skillbase_format::name::MAX_NAME_CHARS))
+                            .description(Some(
+                                "Answer why this skill was missed instead of the report: per \
+                                 case that expects it and did not rank it first, the skill that \
+                                 won, the words that decided and the words it lacks.",
+                            )),
+                    )
                     .property("tasks", null())
                     .property("relevance", null())
                     .property("id_map", null()),
@@ -346,6 +362,21 @@ pub async fn eval(
             let cases = skillbase_insight::eval::parse_cases(&lines(&cases))
                 .map_err(|e| invalid(format!("cases: {e}")))?;
             let view = st.engine.view(&name)?;
+            if let Some(skill) = b.explain {
+                let why = evaluate_off_workers(
+                    &st,
+                    view,
+                    cases,
+                    |cases| cases.iter().map(|c| c.message.as_str()).collect(),
+                    move |view, cases, opts, vectors| {
+                        skillbase_insight::explain::explain(view, cases, opts, vectors, &skill)
+                    },
+                    opts,
+                )
+                .await?
+                .map_err(|e| invalid(format!("explain: {e}")))?;
+                return Ok(Json(why).into_response());
+            }
             let mut report = evaluate_off_workers(
                 &st,
                 view,
@@ -362,6 +393,9 @@ pub async fn eval(
             }
             Ok(Json(report).into_response())
         }
+        (None, Some(_), Some(_)) if b.explain.is_some() => Err(invalid(
+            "explain reads labelled `cases`, not graded `tasks`".into(),
+        )),
         (None, Some(tasks), Some(relevance)) => {
             count("tasks", tasks.len())?;
             let map = b.id_map.as_ref().map(Value::to_string);

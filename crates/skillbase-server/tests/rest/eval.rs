@@ -224,3 +224,65 @@ async fn eval_reads_graded_tasks_in_the_skillrouter_form() {
     assert_eq!(s.event_count().await, events);
     s.stop().await;
 }
+
+/// `explain` in the labelled form: why a skill was missed, within the agent's own view; a skill
+/// the agent does not see, or `explain` with graded tasks, is refused with what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eval_explain_answers_why_a_skill_was_missed() {
+    let s = TestServer::start().await;
+    let body = json!({"cases": [
+        {"message": "the shared one please", "expected": "shared-one"},
+        {"message": "alpha secret", "expected": "shared-one"}
+    ], "explain": "shared-one"});
+    let r = ok_json(
+        s.post("/v1/agents/alpha/eval", &s.alpha)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(r["skill"], "shared-one", "{r}");
+    assert_eq!(
+        (r["expected"].as_u64(), r["first"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(r["misses"][0]["case"], 2);
+    assert_eq!(r["misses"][0]["winner"], "alpha-secret", "{r}");
+    // beta does not see alpha's skill: explaining it is refused, and says nothing of it.
+    let mut other = body.clone();
+    other["explain"] = json!("alpha-secret");
+    let (st, p) = problem(
+        s.post("/v1/agents/beta/eval", &s.beta)
+            .json(&other)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(st, 422, "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("skillbase list --agent beta"),
+        "{p}"
+    );
+    let (st, p) = problem(
+        s.post("/v1/agents/alpha/eval", &s.admin)
+            .json(
+                &json!({"tasks": [{"task_id": "t", "instruction_text": "x"}],
+                          "relevance": {}, "explain": "shared-one"}),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(st, 422);
+    assert!(
+        p["detail"].as_str().unwrap().contains("labelled `cases`"),
+        "{p}"
+    );
+}
