@@ -7,28 +7,39 @@
 //!
 //! `y[t][n] = s_a[t] · s_w[n] · (Σ_k a[t][k] · w[n][k] − z[t] · Σ_k w[n][k]) + bias[n]`
 //!
-//! On x86-64 with AVX2 the inner sums use `vpmaddubsw` (32 unsigned × signed byte products per
-//! instruction, summed in pairs to 16 bits) and `vpmaddwd` (pairs to 32 bits), in tiles of 3
-//! weight rows × 3 tokens held in registers, through `pulp`'s runtime-detected, safe wrappers.
-//! The 7-bit weights are what keeps a pair of products (at most 255 · 63 · 2 = 32,130) inside
-//! the 16 bits `vpmaddubsw` saturates at. Elsewhere a plain loop computes the same integers, so
-//! every machine gets identical results.
+//! The weights are packed in panels of [`PANEL`] output rows: for each group of [`GROUP`]
+//! inputs, the panel's 16 rows × 4 weights lie side by side (64 bytes). On x86-64 with AVX2 one
+//! token's 4 inputs are broadcast to every lane and meet the 16 rows' 4 weights at once:
+//! `vpmaddubsw` (unsigned × signed bytes, summed in pairs to 16 bits) then `vpmaddwd` (pairs to
+//! 32 bits) leave each lane the running sum of one output, so a tile of tokens × 16 outputs is
+//! accumulated in registers and stored as is, with no sum across lanes at the end (the first
+//! kernel summed each output's eight lanes, a fifth of its time at 384 inputs). The 7-bit
+//! weights keep a pair of products (at most 255 · 63 · 2 = 32,130) inside the 16 bits
+//! `vpmaddubsw` saturates at. With AVX-512BW one register holds the panel's 16 sums (tiles of
+//! up to 8 tokens). Elsewhere a plain loop computes the same integers, so every machine gets
+//! identical results; `pulp`'s runtime-detected, safe wrappers do the dispatch.
 //!
-//! Measured on one core of the development machine (AMD EPYC, AVX2, no AVX-512): about 57 G
-//! multiply-adds a second, against 27-34 G for the f32 product (matrixmultiply, which also
-//! repacks every weight matrix on each call).
+//! Measured in the runtime's first index on the 2-core development machine (Xeon with
+//! AVX-512): a third less CPU per skill than the first kernel (AVX2, blocks of 32 inputs per
+//! output summed across lanes at the end); BENCHMARKS.md, "Semantic indexing speed".
 
 /// Largest weight magnitude after quantization (7 bits, see the module documentation).
 pub(crate) const WMAX: f32 = 63.0;
-/// Inputs are consumed in blocks of this many bytes (one AVX2 register).
-const BLOCK: usize = 32;
+/// Output rows per panel of packed weights (16 lanes of 32 bits: two AVX2 registers).
+pub(crate) const PANEL: usize = 16;
+/// Inputs per group: one token's 4 bytes are broadcast against 4 weights of each row.
+pub(crate) const GROUP: usize = 4;
+/// Bytes of one panel's weights for one group of inputs.
+const PANEL_GROUP: usize = PANEL * GROUP;
 
 /// A `rows × cols` weight matrix (PyTorch's `[out, in]`), quantized per row, with its bias.
 pub(crate) struct QMatrix {
     rows: usize,
     cols: usize,
-    /// `cols` rounded up to [`BLOCK`]; the padding weights are 0.
-    stride: usize,
+    /// `cols` rounded up to [`GROUP`]: the groups each row holds.
+    groups: usize,
+    /// Panels of [`PANEL`] rows (the last one padded with zero rows), each `groups` blocks of
+    /// 16 rows × 4 weights: weight `(n, k)` is at [`QMatrix::at`]. Padding weights are 0.
     w: Vec<i8>,
     scale: Vec<f32>,
     /// Per row, the sum of its quantized weights (for the activations' zero point).
@@ -41,34 +52,39 @@ impl QMatrix {
     pub fn new(weights: &[f32], rows: usize, cols: usize, bias: &[f32]) -> QMatrix {
         debug_assert_eq!(weights.len(), rows * cols);
         debug_assert_eq!(bias.len(), rows);
-        let stride = cols.div_ceil(BLOCK) * BLOCK;
-        let mut w = vec![0i8; rows * stride];
-        let mut scale = vec![0f32; rows];
-        let mut wsum = vec![0i32; rows];
+        let groups = cols.div_ceil(GROUP);
+        let panels = rows.div_ceil(PANEL);
+        let mut m = QMatrix {
+            rows,
+            cols,
+            groups,
+            w: vec![0i8; panels * groups * PANEL_GROUP],
+            scale: vec![0f32; rows],
+            wsum: vec![0i32; rows],
+            bias: bias.to_vec(),
+        };
         for r in 0..rows {
             let row = &weights[r * cols..(r + 1) * cols];
             let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
             let s = if max > 0.0 { max / WMAX } else { 1.0 };
             let inv = 1.0 / s;
-            let out = &mut w[r * stride..r * stride + cols];
             let mut sum = 0i32;
-            for (o, v) in out.iter_mut().zip(row) {
+            for (k, v) in row.iter().enumerate() {
                 let q = (v * inv).round().clamp(-WMAX, WMAX) as i8;
-                *o = q;
+                let at = m.at(r, k);
+                m.w[at] = q;
                 sum += i32::from(q);
             }
-            scale[r] = s;
-            wsum[r] = sum;
+            m.scale[r] = s;
+            m.wsum[r] = sum;
         }
-        QMatrix {
-            rows,
-            cols,
-            stride,
-            w,
-            scale,
-            wsum,
-            bias: bias.to_vec(),
-        }
+        m
+    }
+
+    /// Where weight `(n, k)` is in the packed [`QMatrix::w`].
+    #[inline(always)]
+    fn at(&self, n: usize, k: usize) -> usize {
+        ((n / PANEL * self.groups + k / GROUP) * PANEL + n % PANEL) * GROUP + k % GROUP
     }
 
     /// Output size.
@@ -112,6 +128,7 @@ impl QMatrix {
 pub(crate) struct QActs {
     tokens: usize,
     cols: usize,
+    /// `cols` rounded up to [`GROUP`] (the padding inputs are 0, their weights too).
     stride: usize,
     q: Vec<u8>,
     scale: Vec<f32>,
@@ -123,7 +140,7 @@ impl QActs {
     #[inline(always)]
     pub fn new(x: &[f32], tokens: usize, cols: usize) -> QActs {
         debug_assert_eq!(x.len(), tokens * cols);
-        let stride = cols.div_ceil(BLOCK) * BLOCK;
+        let stride = cols.div_ceil(GROUP) * GROUP;
         let mut q = vec![0u8; tokens * stride];
         let mut scale = vec![0f32; tokens];
         let mut zero = vec![0i32; tokens];
@@ -170,7 +187,12 @@ impl QActs {
 
 /// `acc[t][n] = Σ_k x.q[t][k] · m.w[n][k]`, exactly, on every machine.
 fn dot_all(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
-    debug_assert_eq!(x.stride, m.stride);
+    debug_assert_eq!(x.stride, m.groups * GROUP);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = pulp::x86::V4::try_new() {
+        simd.vectorize(avx512::Tiles { simd, x, m, acc });
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = pulp::x86::V3::try_new() {
         simd.vectorize(avx2::Tiles { simd, x, m, acc });
@@ -184,11 +206,10 @@ fn dot_all_plain(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
     for t in 0..x.tokens {
         let a = &x.q[t * x.stride..(t + 1) * x.stride];
         for n in 0..m.rows {
-            let w = &m.w[n * m.stride..(n + 1) * m.stride];
             acc[t * m.rows + n] = a
                 .iter()
-                .zip(w)
-                .map(|(&a, &w)| i32::from(a) * i32::from(w))
+                .enumerate()
+                .map(|(k, &a)| i32::from(a) * i32::from(m.w[m.at(n, k)]))
                 .sum();
         }
     }
@@ -196,13 +217,15 @@ fn dot_all_plain(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{BLOCK, QActs, QMatrix};
+    use super::{GROUP, PANEL, PANEL_GROUP, QActs, QMatrix};
     use core::arch::x86_64::__m256i;
     use pulp::x86::V3;
 
-    /// The whole product, in tiles of `R` weight rows × `C` tokens: each tile's `R · C` sums
-    /// stay in registers while the tile's rows and tokens are read once per block. Rows are the
-    /// outer loop, so a tile's weight rows stay in the L1 cache across every token.
+    /// Tokens per tile: a tile's `TILE` tokens × 16 outputs are 10 registers of sums.
+    const TILE: usize = 5;
+
+    /// The whole product, panel by panel (its weights stay in the L1 cache across every
+    /// token), in tiles of up to [`TILE`] tokens.
     pub(super) struct Tiles<'a> {
         pub simd: V3,
         pub x: &'a QActs,
@@ -216,66 +239,147 @@ mod avx2 {
         #[inline(always)]
         fn call(self) {
             let Tiles { simd, x, m, acc } = self;
-            let mut n0 = 0;
-            while n0 < m.rows {
-                let rows = (m.rows - n0).min(3);
+            for p in 0..m.rows.div_ceil(PANEL) {
                 let mut t0 = 0;
                 while t0 < x.tokens {
-                    let tokens = (x.tokens - t0).min(3);
-                    match (rows, tokens) {
-                        (3, 3) => tile::<3, 3>(simd, x, m, acc, n0, t0),
-                        (3, 2) => tile::<3, 2>(simd, x, m, acc, n0, t0),
-                        (3, 1) => tile::<3, 1>(simd, x, m, acc, n0, t0),
-                        (2, 3) => tile::<2, 3>(simd, x, m, acc, n0, t0),
-                        (2, 2) => tile::<2, 2>(simd, x, m, acc, n0, t0),
-                        (2, 1) => tile::<2, 1>(simd, x, m, acc, n0, t0),
-                        (1, 3) => tile::<1, 3>(simd, x, m, acc, n0, t0),
-                        (1, 2) => tile::<1, 2>(simd, x, m, acc, n0, t0),
-                        _ => tile::<1, 1>(simd, x, m, acc, n0, t0),
+                    let tokens = (x.tokens - t0).min(TILE);
+                    match tokens {
+                        5 => tile::<5>(simd, x, m, acc, p, t0),
+                        4 => tile::<4>(simd, x, m, acc, p, t0),
+                        3 => tile::<3>(simd, x, m, acc, p, t0),
+                        2 => tile::<2>(simd, x, m, acc, p, t0),
+                        _ => tile::<1>(simd, x, m, acc, p, t0),
                     }
                     t0 += tokens;
                 }
-                n0 += rows;
             }
         }
     }
 
+    /// Panel `p`'s 16 outputs for tokens `t0..t0 + C`.
     #[inline(always)]
-    fn tile<const R: usize, const C: usize>(
+    fn tile<const C: usize>(
         simd: V3,
         x: &QActs,
         m: &QMatrix,
         acc: &mut [i32],
-        n0: usize,
+        p: usize,
         t0: usize,
     ) {
         let avx2 = simd.avx2;
         let zero = simd.avx._mm256_setzero_si256();
         let ones = simd.avx._mm256_set1_epi16(1);
-        let stride = m.stride;
-        // Each row as whole blocks; all of one length, so the loop's index checks fold away.
-        let a: [&[[u8; BLOCK]]; C] =
-            std::array::from_fn(|c| x.q[(t0 + c) * stride..][..stride].as_chunks().0);
-        let w: [&[[i8; BLOCK]]; R] =
-            std::array::from_fn(|r| m.w[(n0 + r) * stride..][..stride].as_chunks().0);
-        let blocks = stride / BLOCK;
-        assert!(a.iter().all(|r| r.len() == blocks) && w.iter().all(|r| r.len() == blocks));
-        let mut sums = [[zero; C]; R];
-        for b in 0..blocks {
-            let av: [__m256i; C] = std::array::from_fn(|c| pulp::cast(a[c][b]));
-            for (r, sums) in sums.iter_mut().enumerate() {
-                let wv: __m256i = pulp::cast(w[r][b]);
-                for (s, av) in sums.iter_mut().zip(&av) {
-                    let pairs = avx2._mm256_maddubs_epi16(*av, wv);
-                    *s = avx2._mm256_add_epi32(*s, avx2._mm256_madd_epi16(pairs, ones));
+        let groups = m.groups;
+        // Whole groups of one length, so the loop's index checks fold away.
+        let w: &[[[i8; PANEL_GROUP / 2]; 2]] = m.w[p * groups * PANEL_GROUP..]
+            [..groups * PANEL_GROUP]
+            .as_chunks::<{ PANEL_GROUP / 2 }>()
+            .0
+            .as_chunks::<2>()
+            .0;
+        let a: [&[[u8; GROUP]]; C] =
+            std::array::from_fn(|c| x.q[(t0 + c) * x.stride..][..x.stride].as_chunks().0);
+        assert!(w.len() == groups && a.iter().all(|r| r.len() == groups));
+        let mut lo = [zero; C];
+        let mut hi = [zero; C];
+        for g in 0..groups {
+            let wl: __m256i = pulp::cast(w[g][0]);
+            let wh: __m256i = pulp::cast(w[g][1]);
+            for c in 0..C {
+                let b = simd.avx._mm256_set1_epi32(i32::from_le_bytes(a[c][g]));
+                let pl = avx2._mm256_maddubs_epi16(b, wl);
+                let ph = avx2._mm256_maddubs_epi16(b, wh);
+                lo[c] = avx2._mm256_add_epi32(lo[c], avx2._mm256_madd_epi16(pl, ones));
+                hi[c] = avx2._mm256_add_epi32(hi[c], avx2._mm256_madd_epi16(ph, ones));
+            }
+        }
+        let n0 = p * PANEL;
+        let take = (m.rows - n0).min(PANEL);
+        for c in 0..C {
+            let sums: [i32; PANEL] = pulp::cast([lo[c], hi[c]]);
+            acc[(t0 + c) * m.rows + n0..][..take].copy_from_slice(&sums[..take]);
+        }
+    }
+}
+
+/// The same product with AVX-512BW: one register holds a panel's 16 sums.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{GROUP, PANEL, PANEL_GROUP, QActs, QMatrix};
+    use core::arch::x86_64::__m512i;
+    use pulp::x86::V4;
+
+    /// Tokens per tile (one register of sums each).
+    const TILE: usize = 8;
+
+    /// The whole product, panel by panel, in tiles of up to [`TILE`] tokens.
+    pub(super) struct Tiles<'a> {
+        pub simd: V4,
+        pub x: &'a QActs,
+        pub m: &'a QMatrix,
+        pub acc: &'a mut [i32],
+    }
+
+    impl pulp::NullaryFnOnce for Tiles<'_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            let Tiles { simd, x, m, acc } = self;
+            for p in 0..m.rows.div_ceil(PANEL) {
+                let mut t0 = 0;
+                while t0 < x.tokens {
+                    let tokens = (x.tokens - t0).min(TILE);
+                    match tokens {
+                        8 => tile::<8>(simd, x, m, acc, p, t0),
+                        7 => tile::<7>(simd, x, m, acc, p, t0),
+                        6 => tile::<6>(simd, x, m, acc, p, t0),
+                        5 => tile::<5>(simd, x, m, acc, p, t0),
+                        4 => tile::<4>(simd, x, m, acc, p, t0),
+                        3 => tile::<3>(simd, x, m, acc, p, t0),
+                        2 => tile::<2>(simd, x, m, acc, p, t0),
+                        _ => tile::<1>(simd, x, m, acc, p, t0),
+                    }
+                    t0 += tokens;
                 }
             }
         }
-        for (r, sums) in sums.iter().enumerate() {
-            for (c, s) in sums.iter().enumerate() {
-                let lanes: [i32; 8] = pulp::cast(*s);
-                acc[(t0 + c) * m.rows + n0 + r] = lanes.iter().sum();
+    }
+
+    /// Panel `p`'s 16 outputs for tokens `t0..t0 + C`.
+    #[inline(always)]
+    fn tile<const C: usize>(
+        simd: V4,
+        x: &QActs,
+        m: &QMatrix,
+        acc: &mut [i32],
+        p: usize,
+        t0: usize,
+    ) {
+        let (f, bw) = (simd.avx512f, simd.avx512bw);
+        let zero = f._mm512_setzero_si512();
+        let ones = f._mm512_set1_epi16(1);
+        let groups = m.groups;
+        let w: &[[i8; PANEL_GROUP]] = m.w[p * groups * PANEL_GROUP..][..groups * PANEL_GROUP]
+            .as_chunks()
+            .0;
+        let a: [&[[u8; GROUP]]; C] =
+            std::array::from_fn(|c| x.q[(t0 + c) * x.stride..][..x.stride].as_chunks().0);
+        assert!(w.len() == groups && a.iter().all(|r| r.len() == groups));
+        let mut sums = [zero; C];
+        for g in 0..groups {
+            let wv: __m512i = pulp::cast(w[g]);
+            for c in 0..C {
+                let b = f._mm512_set1_epi32(i32::from_le_bytes(a[c][g]));
+                let pairs = bw._mm512_maddubs_epi16(b, wv);
+                sums[c] = f._mm512_add_epi32(sums[c], bw._mm512_madd_epi16(pairs, ones));
             }
+        }
+        let n0 = p * PANEL;
+        let take = (m.rows - n0).min(PANEL);
+        for c in 0..C {
+            let s: [i32; PANEL] = pulp::cast(sums[c]);
+            acc[(t0 + c) * m.rows + n0..][..take].copy_from_slice(&s[..take]);
         }
     }
 }
@@ -301,14 +405,18 @@ mod tests {
 
     #[test]
     fn the_fast_product_equals_the_plain_one_for_every_tile_shape() {
-        // Sizes that leave every remainder tile (rows and tokens not multiples of 3) and an
-        // input size that is not a multiple of the block.
+        // Sizes that leave every remainder tile (tokens 1 to 4 past a multiple of 5), a last
+        // panel with fewer than 16 rows, and input sizes that are not a multiple of the group.
         for (tokens, rows, cols) in [
             (1, 1, 1),
             (7, 8, 40),
             (3, 3, 32),
             (5, 10, 384),
             (2, 4, 1536),
+            (11, 33, 385),
+            (9, 16, 6),
+            (6, 48, 1536),
+            (13, 17, 387),
         ] {
             let x = numbers(tokens as u64, tokens * cols, 4.0);
             let w = numbers(rows as u64 + 99, rows * cols, 0.2);
@@ -319,6 +427,19 @@ mod tests {
             dot_all(&a, &m, &mut fast);
             dot_all_plain(&a, &m, &mut plain);
             assert_eq!(fast, plain, "{tokens}x{rows}x{cols}");
+            // The AVX2 kernel too, on a machine that has AVX-512 (`dot_all` took that one).
+            #[cfg(target_arch = "x86_64")]
+            if let Some(simd) = pulp::x86::V3::try_new() {
+                let mut avx2 = vec![0i32; tokens * rows];
+                let acc = &mut avx2;
+                simd.vectorize(avx2::Tiles {
+                    simd,
+                    x: &a,
+                    m: &m,
+                    acc,
+                });
+                assert_eq!(avx2, plain, "AVX2 {tokens}x{rows}x{cols}");
+            }
         }
     }
 

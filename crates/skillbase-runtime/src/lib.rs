@@ -88,8 +88,8 @@ pub use environment::Environment;
 pub use files::{session_dir_name, session_root, skill_dir_name};
 pub use redact::Redactor;
 pub use semantic::{
-    Embedder, FillReport, LocalEmbedder, QueryVectors, Semantic, SemanticConfig, default_model_dir,
-    default_multilingual_dir, operator_roots, pull_package,
+    Embedder, FillReport, LocalEmbedder, Purpose, QueryVectors, Semantic, SemanticConfig,
+    default_model_dir, default_multilingual_dir, operator_roots, pull_package,
 };
 /// Token counts with a real tokenizer (from `skillbase-route`, re-exported for the edges).
 pub use skillbase_route::tokens;

@@ -759,9 +759,10 @@ pub const DEFAULT_MULTILINGUAL_QUERY_TOKENS: usize = 24;
 /// repository's set as 256 did, at half the cost of a first index (BENCHMARKS.md).
 pub const DOCUMENT_TOKENS: usize = 128;
 /// Word pieces of a skill's text the multilingual model reads: a skill's name and description
-/// come first, and 64 pieces ranked the repository's messages in other languages as well as 96
-/// or 128 did (better at the first rank), at half the cost of a first index.
-pub const MULTILINGUAL_DOCUMENT_TOKENS: usize = 64;
+/// come first. 32 pieces rank SkillRouter's 1,000 pool as 64 did and the repository's set
+/// within 3 of 740 cases at rank 1, at half the multilingual model's cost of a first index
+/// (BENCHMARKS.md, "Semantic indexing speed").
+pub const MULTILINGUAL_DOCUMENT_TOKENS: usize = 32;
 
 /// Where `skillbase model pull` puts the English model, and where `embedder = "local"` looks
 /// for it unless `model_dir` is given: `$SKILLBASE_MODEL_DIR`, else
@@ -990,6 +991,49 @@ impl LocalEmbedder {
     }
 }
 
+impl LocalEmbedder {
+    /// One vector per text, in order. Documents (a first index) on every core, each thread
+    /// taking the next text as it finishes one (skill texts differ in length, so fixed shares
+    /// would leave a core idle); a message alone on one. A text's vector does not depend on
+    /// the thread that computed it.
+    fn embed_all(&self, texts: &[String], purpose: Purpose) -> Vec<Vec<f32>> {
+        let threads = if purpose == Purpose::Document {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            1
+        }
+        .min(texts.len());
+        if threads <= 1 {
+            return texts.iter().map(|t| self.embed_one(t, purpose)).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut done = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(t) = texts.get(i) else { break };
+                            done.push((i, self.embed_one(t, purpose)));
+                        }
+                        done
+                    })
+                })
+                .collect();
+            for w in workers {
+                // A worker that panicked leaves its texts without a vector (`check_vectors`
+                // then rejects the answer).
+                for (i, v) in w.join().unwrap_or_default() {
+                    out[i] = v;
+                }
+            }
+        });
+        out
+    }
+}
+
 fn load_encoder(dir: &std::path::Path) -> Result<Arc<skillbase_embed::Encoder>, String> {
     if !skillbase_embed::Encoder::present(dir) {
         return Err(format!(
@@ -1021,39 +1065,9 @@ impl Embedder for LocalEmbedder {
         };
         let texts = texts.to_vec();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                // Documents (a first index) on every core; a message alone.
-                let threads = if purpose == Purpose::Document {
-                    std::thread::available_parallelism().map_or(1, |n| n.get())
-                } else {
-                    1
-                }
-                .min(texts.len())
-                .max(1);
-                if threads == 1 {
-                    return texts.iter().map(|t| me.embed_one(t, purpose)).collect();
-                }
-                let chunk = texts.len().div_ceil(threads);
-                std::thread::scope(|s| {
-                    let parts: Vec<_> = texts
-                        .chunks(chunk)
-                        .map(|part| {
-                            let me = &me;
-                            s.spawn(move || {
-                                part.iter()
-                                    .map(|t| me.embed_one(t, purpose))
-                                    .collect::<Vec<_>>()
-                            })
-                        })
-                        .collect();
-                    parts
-                        .into_iter()
-                        .flat_map(|h| h.join().unwrap_or_default())
-                        .collect()
-                })
-            })
-            .await
-            .map_err(|_| EmbedError::Unavailable("the local encoder stopped".into()))
+            tokio::task::spawn_blocking(move || me.embed_all(&texts, purpose))
+                .await
+                .map_err(|_| EmbedError::Unavailable("the local encoder stopped".into()))
         })
     }
 }
