@@ -27,7 +27,7 @@ pub(crate) struct Hidden {
 impl Hidden {
     pub(crate) fn new() -> Hidden {
         Hidden {
-            url_host: Regex::new(r#"(?i)\b(?:https?|wss?|ftp)://([^\s/:?#'"<>()\[\]{}\\|`@]+)"#)
+            url_host: Regex::new(r"(?i)\b(?:https?|wss?|ftp)://([\p{L}\p{N}._-]+)")
                 .expect("a fixed pattern"),
             instruction: Regex::new(
                 r"(?i)(\b(assistant|ai|model|agent|claude|llm|gpt|chatgpt|copilot|gemini|codex)\b[^.\n]{0,80}\b(must|should|always|never|ignore|disregard|execute|run|send|upload|fetch|post|read|include|append|do\s+not|don't|instead|will\s+now)\b|\byou\s+(must|will\s+now|are\s+now|should\s+(now\s+)?(ignore|run|execute|send|read|upload|fetch))\b|\b(ignore|disregard)\s+(all|any|the|previous|prior|above)\b|\b(do\s+not|don't)\s+(tell|mention|show|reveal)\b|\b(secretly|silently|quietly)\b|\b(curl|wget)\s)",
@@ -296,6 +296,7 @@ mod tests {
             vec![("hidden-punycode-host".into(), Severity::Medium)]
         );
         assert!(run("https://例え.jp/ and https://bücher.de/").is_empty());
+        assert!(run("open https://example.com，等待页面加载").is_empty());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Scanning skills: what a skill *says* and ships, read before a model or an agent does.
 //!
 //! A [`Scanner`] is built once from the rules: pattern rules from a data file
-//! ([`rules::BUILTIN_RULES`], regular expressions matched in linear time and literal sets in one
+//! ([`rules::BUILTIN_RULES`], regular expressions matched in linear time (their ASCII classes
+//! bytewise, see `pattern`) and literal sets in one
 //! Aho-Corasick pass) and code rules for what needs reasoning ([`catalog::CODE_RULES`]: hidden
 //! characters, lookalike hosts, stealers' source-and-sink shape, typosquatted installs, the
 //! envelope's consistency, routing abuse, what could not be read). [`Scanner::scan_bundle`]
@@ -39,6 +40,7 @@ mod finding;
 mod hidden;
 mod markdown;
 mod packages;
+mod pattern;
 mod routing;
 pub mod rules;
 mod scanner;

@@ -36,6 +36,15 @@ const TEACHING: &[&str] = &[
     "scanner",
     "indicator of compromise",
     "defang",
+    "reverse shell",
+    "pentest",
+    "penetration test",
+    "red team",
+    "ssrf",
+    "xss",
+    "cross-site",
+    "flag ",
+    "privilege escalation",
     "anti-pattern",
     "antipattern",
     "example of",
@@ -81,6 +90,14 @@ const CAUTION: &[&str] = &[
     "not allowed",
     "must not",
     "refuse",
+    "block",
+    "guard",
+    "risk",
+    "confirm",
+    "protect",
+    "prevent",
+    "oops",
+    "critical",
     "jamais",
     "nunca",
     "niemals",
@@ -152,6 +169,9 @@ pub(crate) struct Place {
     pub frontmatter: bool,
     /// In a fenced code block.
     pub code: bool,
+    /// A mention: in inline code or a table row outside code blocks, on a line that does not
+    /// say to run it.
+    pub mention: bool,
 }
 
 impl Layout {
@@ -191,11 +211,13 @@ impl Layout {
                 last_heading = i;
             }
             heading[i] = last_heading;
-            if cues.teaching.is_match(line) {
-                *flag |= TEACH;
-            }
-            if cues.caution.is_match(line) {
-                *flag |= WARN;
+        }
+        // One pass of each automaton over the whole text, not one per line.
+        for (ac, bit) in [(&cues.teaching, TEACH), (&cues.caution, WARN)] {
+            for m in ac.find_iter(src.text) {
+                if let Some(f) = flags.get_mut(src.line_of(m.start())) {
+                    *f |= bit;
+                }
             }
         }
         let hidden = hidden_ranges(src, cues, &flags);
@@ -221,6 +243,7 @@ impl Layout {
             return Place {
                 hidden,
                 teaching: f & TEACH != 0,
+                caution: f & WARN != 0,
                 frontmatter: true,
                 ..Place::default()
             };
@@ -244,9 +267,14 @@ impl Layout {
             .text
             .get(range.end..src.line_range(line).end)
             .unwrap_or("");
+        let inline = inline_quoted(before, after);
+        let line_text = src.line_text(line);
+        let mention =
+            !code && (inline || line_text.trim_start().starts_with('|')) && !says_run(line_text);
         Place {
             hidden,
-            quoted: code || f & QUOTE_LINE != 0 || inline_quoted(before, after),
+            mention,
+            quoted: code || f & QUOTE_LINE != 0 || inline,
             teaching: window(TEACH) || heading_teaches,
             caution: window(WARN),
             frontmatter: false,
@@ -255,10 +283,20 @@ impl Layout {
     }
 }
 
+/// Whether a line tells the reader to run something.
+fn says_run(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    [
+        "run", "execute", "exec ", "type ", "paste", "enter ", "then ", "first",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
 /// Whether a match is inside inline code or quotation marks on its line.
 fn inline_quoted(before: &str, after: &str) -> bool {
     let ticks = before.matches('`').count();
-    if ticks % 2 == 1 && after.contains('`') {
+    if ticks % 2 == 1 {
         return true;
     }
     let straight = before.matches('"').count();

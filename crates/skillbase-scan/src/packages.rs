@@ -224,6 +224,20 @@ const NPM: &[&str] = &[
     "styled-components",
 ];
 
+/// Real packages one edit from a popular name.
+const REAL_NEIGHBOURS: &[&str] = &[
+    "unicorn",
+    "faiss-gpu",
+    "requests",
+    "request",
+    "pillow",
+    "jinja",
+    "httpie",
+    "pytest-cov",
+    "markdown2",
+    "pypdf2",
+];
+
 /// Shortest name compared (short names are one edit from many real packages).
 const MIN_LEN: usize = 5;
 
@@ -236,7 +250,7 @@ impl Packages {
     pub(crate) fn new() -> Packages {
         Packages {
             install: Regex::new(
-                r"(?im)\b(pip3?|uv\s+pip|uv|pipx|poetry|npm|pnpm|yarn|bun|npx)\s+(install|add|i)\b([^\n;&|#>]*)",
+                r"(?im)\b(pip3?|uv\s+pip|uv|pipx|poetry|npm|pnpm|yarn|bun)\s+(install|add|i)\b([^\n;&|#>)`,]*)",
             )
             .expect("a fixed pattern"),
         }
@@ -253,7 +267,7 @@ impl Packages {
                 .get(1)
                 .map(|m| m.as_str().to_ascii_lowercase())
                 .unwrap_or_default();
-            let npm = matches!(tool.as_str(), "npm" | "pnpm" | "yarn" | "bun" | "npx");
+            let npm = matches!(tool.as_str(), "npm" | "pnpm" | "yarn" | "bun");
             let Some(args) = c.get(3) else { continue };
             for name in names(args.as_str(), npm) {
                 let popular = if npm { NPM } else { PYPI };
@@ -273,7 +287,13 @@ impl Packages {
 
 /// Package names among the arguments of an install command, normalised.
 fn names(args: &str, npm: bool) -> Vec<String> {
+    // Words that end a list of packages written in a sentence ("pip install x and configure y").
+    const PROSE: &[&str] = &[
+        "and", "or", "then", "to", "for", "with", "in", "if", "first", "before", "after", "from",
+    ];
     const TAKES_VALUE: &[&str] = &[
+        "-f",
+        "--find-links",
         "-r",
         "-c",
         "-e",
@@ -298,15 +318,18 @@ fn names(args: &str, npm: bool) -> Vec<String> {
             skip = TAKES_VALUE.contains(&tok);
             continue;
         }
-        let tok = tok.trim_matches(|c| c == '"' || c == '\'');
+        if PROSE.contains(&tok) {
+            break;
+        }
         if tok.contains("://")
-            || tok.starts_with('.')
-            || tok.starts_with('$')
+            || tok.starts_with(['.', '$', '/', '~'])
             || tok.ends_with(".txt")
-            || tok.starts_with('/')
+            || (!npm && tok.contains('/'))
+            || tok.contains('*')
         {
             continue;
         }
+        let tok = tok.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '@'));
         let base = if npm {
             match tok.strip_prefix('@') {
                 Some(rest) => format!("@{}", rest.split('@').next().unwrap_or(rest)),
@@ -327,7 +350,7 @@ fn names(args: &str, npm: bool) -> Vec<String> {
 
 /// The popular name `name` imitates, if it is one edit from one and not popular itself.
 fn imitated(name: &str, popular: &[&'static str]) -> Option<&'static str> {
-    if name.len() < MIN_LEN || popular.contains(&name) {
+    if name.len() < MIN_LEN || popular.contains(&name) || REAL_NEIGHBOURS.contains(&name) {
         return None;
     }
     popular

@@ -9,14 +9,22 @@ use crate::source::Source;
 use skillbase_format::SkillMeta;
 use std::collections::HashMap;
 
-/// Comma-separated items of at most [`SHORT_ITEM_WORDS`] words: this many is a keyword list.
-const STUFFED_ITEMS: usize = 30;
+/// Comma-separated items of at most [`SHORT_ITEM_WORDS`] words: this many, making up
+/// [`BARE_LIST_SHARE`] of the description's words, is a keyword list.
+const STUFFED_ITEMS: usize = 25;
+/// Share of the description's characters in short items for a bare keyword list.
+const BARE_LIST_SHARE: f64 = 0.75;
+/// Longest item (in characters) that still counts as a keyword.
+const MAX_ITEM_CHARS: usize = 40;
 /// ... and this many is worth a look.
 const LISTY_ITEMS: usize = 18;
 /// Words in an item that still counts as a keyword.
 const SHORT_ITEM_WORDS: usize = 3;
-/// One content word this many times in a description is stuffing.
-const REPEATED_WORD: usize = 7;
+/// One content word (not from the name) this many times, and [`REPEATED_SHARE`] of the content
+/// words, is worth a look (a focused description repeats its topic, so never high alone).
+const REPEATED_WORD: usize = 6;
+/// Share of the content words one repeated word must make up.
+const REPEATED_SHARE: f64 = 0.2;
 /// Shortest name compared for imitation.
 const MIN_NAME: usize = 4;
 
@@ -26,23 +34,41 @@ const STOPWORDS: &[&str] = &[
     "using", "user", "users", "asks", "ask", "need", "needs", "data", "file", "files", "code",
 ];
 
-/// Keyword stuffing in the description.
+/// Keyword stuffing in the description: a bare list of keywords (no sentences around them),
+/// or one word, not from the skill's own name, making up a large share of the text.
 pub(crate) fn stuffing(meta: &SkillMeta, src: &Source<'_>, out: &mut Out) {
     let d = &meta.description;
-    let short_items = d
-        .split([',', ';', '|', '\u{3001}', '\u{FF0C}'])
-        .filter(|item| {
-            let n = item.split_whitespace().count();
-            n > 0 && n <= SHORT_ITEM_WORDS
-        })
-        .count();
+    // Shares are counted in characters, so text without spaces (Chinese, Japanese) counts too.
+    let separators = [',', ';', '|', '\u{3001}', '\u{FF0C}'];
+    let visible = |t: &str| {
+        t.chars()
+            .filter(|c| !c.is_whitespace() && !separators.contains(c))
+            .count()
+    };
+    let total_chars = visible(d).max(1);
+    let (mut short_items, mut listed_chars) = (0usize, 0usize);
+    for item in d.split(separators) {
+        let n = item.split_whitespace().count();
+        let chars = visible(item);
+        if n > 0 && n <= SHORT_ITEM_WORDS && chars <= MAX_ITEM_CHARS {
+            short_items += 1;
+            listed_chars += chars;
+        }
+    }
+    let list_share = listed_chars as f64 / total_chars as f64;
+    let name_words: Vec<&str> = meta.name.split('-').collect();
     let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut content = 0usize;
     for w in d
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 3)
     {
         let w = w.to_lowercase();
-        if !STOPWORDS.contains(&w.as_str()) {
+        if STOPWORDS.contains(&w.as_str()) {
+            continue;
+        }
+        content += 1;
+        if !name_words.contains(&w.as_str()) {
             *counts.entry(w).or_default() += 1;
         }
     }
@@ -50,9 +76,12 @@ pub(crate) fn stuffing(meta: &SkillMeta, src: &Source<'_>, out: &mut Out) {
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
         .unwrap_or_default();
-    let severity = if short_items >= STUFFED_ITEMS || most >= REPEATED_WORD {
+    let repeat_share = most as f64 / content.max(1) as f64;
+    let bare_list = short_items >= STUFFED_ITEMS && list_share >= BARE_LIST_SHARE;
+    let repeated = most >= REPEATED_WORD && repeat_share >= REPEATED_SHARE;
+    let severity = if bare_list {
         Severity::High
-    } else if short_items >= LISTY_ITEMS {
+    } else if repeated || short_items >= LISTY_ITEMS {
         Severity::Medium
     } else {
         return;
@@ -63,7 +92,10 @@ pub(crate) fn stuffing(meta: &SkillMeta, src: &Source<'_>, out: &mut Out) {
         severity,
         src,
         at,
-        &format!("{short_items} keyword items; '{word}' {most} times"),
+        &format!(
+            "{short_items} keyword items ({:.0}% of the words); '{word}' {most} times",
+            list_share * 100.0
+        ),
     );
 }
 

@@ -6,8 +6,9 @@
 //! pattern and the text (no backtracking). Literal sets run as one Aho-Corasick automaton.
 
 use crate::finding::{Family, Severity};
+use crate::pattern::{bytewise, on_chars};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
-use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::collections::HashSet;
 
@@ -93,6 +94,20 @@ pub struct RuleSpec {
     /// Literal strings, matched ASCII-case-insensitively.
     #[serde(default)]
     pub literals: Vec<String>,
+    /// In Markdown, a match in inline code or a table row, on a line that does not say to run
+    /// it, is a mention and is lowered to medium.
+    #[serde(default)]
+    pub mentions: bool,
+    /// Literals (ASCII case-insensitive) of which every match holds one: a text holding none is
+    /// not searched with the rule. Empty: the rule always runs.
+    #[serde(default)]
+    pub needs: Vec<String>,
+    /// A match is dropped when the text before it on its line matches this regex.
+    #[serde(default)]
+    pub unless_before: Option<String>,
+    /// A match is dropped when the text after it on its line matches this regex.
+    #[serde(default)]
+    pub unless_after: Option<String>,
     /// Why it matters.
     pub why: String,
     /// What to do.
@@ -114,17 +129,42 @@ pub(crate) struct Rule {
     pub family: Family,
     pub severity: Severity,
     regex: Option<Regex>,
+    unless_before: Option<Regex>,
+    unless_after: Option<Regex>,
+}
+
+/// How much of a line around a match the `unless_*` patterns read.
+const CONTEXT_BYTES: usize = 160;
+
+impl Rule {
+    /// Whether the rule's exceptions drop a match with this text before and after it (on its
+    /// line).
+    pub(crate) fn excepted(&self, before: &str, after: &str) -> bool {
+        let before = crate::source::tail(before, CONTEXT_BYTES);
+        let after = crate::source::cut(after, CONTEXT_BYTES);
+        self.unless_before
+            .as_ref()
+            .is_some_and(|r| r.is_match(before.as_bytes()))
+            || self
+                .unless_after
+                .as_ref()
+                .is_some_and(|r| r.is_match(after.as_bytes()))
+    }
 }
 
 /// Every pattern rule, compiled.
 #[derive(Debug)]
 pub(crate) struct Rules {
     pub rules: Vec<Rule>,
-    /// Indices (into `rules`) of the regex rules, in `set` order.
+    /// Indices (into `rules`) of the regex rules. Each runs on its own: its literal prefilter
+    /// skips most text, where one set of all rules thrashed the lazy DFA's cache (4x slower).
     regex_rules: Vec<usize>,
-    set: RegexSet,
     literal_rule: Vec<usize>,
     literals: Option<AhoCorasick>,
+    /// For each literal of `needs` (in `gate` order), its rule.
+    need_rule: Vec<usize>,
+    /// One automaton over every rule's `needs`.
+    gate: AhoCorasick,
 }
 
 /// One match of a pattern rule.
@@ -152,15 +192,6 @@ impl Rules {
         let regex_rules: Vec<usize> = (0..rules.len())
             .filter(|&i| rules[i].regex.is_some())
             .collect();
-        let set = RegexSetBuilder::new(
-            regex_rules
-                .iter()
-                .filter_map(|&i| rules[i].spec.regex.as_deref().map(ascii_boundaries)),
-        )
-        .size_limit(REGEX_SIZE_LIMIT * 16)
-        .dfa_size_limit(REGEX_SIZE_LIMIT * 16)
-        .build()
-        .map_err(|e| RulesError::Syntax(format!("the rules together do not compile: {e}")))?;
         let mut literal_rule = Vec::new();
         let mut words = Vec::new();
         for (i, r) in rules.iter().enumerate() {
@@ -182,10 +213,23 @@ impl Rules {
                     })?,
             )
         };
+        let mut need_rule = Vec::new();
+        let mut needs = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            for w in &r.spec.needs {
+                need_rule.push(i);
+                needs.push(w.as_str());
+            }
+        }
+        let gate = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .build(&needs)
+            .map_err(|e| RulesError::Syntax(format!("the rules' needs do not compile: {e}")))?;
         Ok(Rules {
             rules,
+            need_rule,
+            gate,
             regex_rules,
-            set,
             literal_rule,
             literals,
         })
@@ -198,17 +242,28 @@ impl Rules {
             Files::Markdown => markdown,
             Files::Scripts => !markdown,
         };
+        // Which rules may match: those without `needs`, and those with one of theirs present.
+        let mut may = vec![false; self.rules.len()];
+        for (i, r) in self.rules.iter().enumerate() {
+            may[i] = r.spec.needs.is_empty();
+        }
+        for m in self.gate.find_overlapping_iter(text) {
+            may[self.need_rule[m.pattern().as_usize()]] = true;
+        }
         let mut out = Vec::new();
-        for k in self.set.matches(text).iter() {
-            let i = self.regex_rules[k];
+        for &i in self.regex_rules.iter().filter(|&&i| may[i]) {
             let rule = &self.rules[i];
             let Some(re) = rule.regex.as_ref().filter(|_| reads(rule)) else {
                 continue;
             };
-            out.extend(re.find_iter(text).take(MAX_HITS_PER_RULE).map(|m| Hit {
-                rule: i,
-                range: m.range(),
-            }));
+            out.extend(
+                re.find_iter(text.as_bytes())
+                    .take(MAX_HITS_PER_RULE)
+                    .map(|m| Hit {
+                        rule: i,
+                        range: on_chars(text, m.range()),
+                    }),
+            );
         }
         if let Some(ac) = &self.literals {
             let mut count = vec![0usize; self.rules.len()];
@@ -225,12 +280,6 @@ impl Rules {
         }
         out
     }
-}
-
-/// `\b` as an ASCII word boundary: a Unicode one makes the lazy DFA give up on non-ASCII
-/// text and fall back to a slower engine (still linear).
-fn ascii_boundaries(pattern: &str) -> String {
-    pattern.replace(r"\b", r"(?-u:\b)")
 }
 
 fn check(spec: RuleSpec) -> Result<Rule, RulesError> {
@@ -263,26 +312,43 @@ fn check(spec: RuleSpec) -> Result<Rule, RulesError> {
             "give at least one `positive` and one `negative` fixture".into(),
         ));
     }
+    if !spec.needs.is_empty() {
+        let lower_needs: Vec<String> = spec.needs.iter().map(|n| n.to_ascii_lowercase()).collect();
+        if let Some(p) = spec.positive.iter().find(|p| {
+            let p = p.to_ascii_lowercase();
+            !lower_needs.iter().any(|n| p.contains(n.as_str()))
+        }) {
+            return Err(field(format!(
+                "positive fixture {p:?} holds none of `needs`"
+            )));
+        }
+    }
     if spec.why.trim().is_empty() || spec.fix.trim().is_empty() {
         return Err(field("say `why` it matters and the `fix`".into()));
     }
-    let regex = match &spec.regex {
-        Some(p) => Some(
-            RegexBuilder::new(&ascii_boundaries(p))
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
-                .map_err(|e| RulesError::Regex {
-                    id: spec.id.clone(),
-                    message: e.to_string(),
-                })?,
-        ),
-        None => None,
+    let compile = |p: &Option<String>| -> Result<Option<Regex>, RulesError> {
+        p.as_deref()
+            .map(|p| {
+                RegexBuilder::new(&bytewise(p))
+                    .size_limit(REGEX_SIZE_LIMIT)
+                    .build()
+                    .map_err(|e| RulesError::Regex {
+                        id: spec.id.clone(),
+                        message: e.to_string(),
+                    })
+            })
+            .transpose()
     };
+    let regex = compile(&spec.regex)?;
+    let unless_before = compile(&spec.unless_before)?;
+    let unless_after = compile(&spec.unless_after)?;
     Ok(Rule {
         spec,
         family,
         severity,
         regex,
+        unless_before,
+        unless_after,
     })
 }
 

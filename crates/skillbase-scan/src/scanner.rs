@@ -276,13 +276,24 @@ impl Scanner {
         for hit in self.rules.hits(src.text, markdown) {
             let rule = &self.rules.rules[hit.rule];
             let place = layout.as_ref().map(|l| l.place(src, hit.range.clone()));
-            let before = tail(
-                &src.text[src.line_range(src.line_of(hit.range.start)).start..hit.range.start],
-                24,
-            );
-            let Some((severity, note)) =
-                adjust(rule.severity, rule.spec.kind, place, negated(before))
-            else {
+            let line = src.line_range(src.line_of(hit.range.start));
+            let line_before = &src.text[line.start..hit.range.start];
+            let line_after = src
+                .text
+                .get(hit.range.end..line.end.max(hit.range.end))
+                .unwrap_or("");
+            if rule.excepted(line_before, line_after) {
+                continue;
+            }
+            let before = tail(line_before, 24);
+            let mention = rule.spec.mentions && place.is_some_and(|p| p.mention);
+            let Some((severity, note)) = adjust(
+                rule.severity,
+                rule.spec.kind,
+                place,
+                negated(before),
+                mention,
+            ) else {
                 continue;
             };
             let (line, column) = src.position(hit.range.start);
@@ -359,6 +370,7 @@ fn adjust(
     kind: RuleKind,
     place: Option<Place>,
     negated: bool,
+    mention: bool,
 ) -> Option<(Severity, Option<&'static str>)> {
     if negated && kind == RuleKind::Prose {
         return None;
@@ -370,6 +382,12 @@ fn adjust(
         return Some((
             severity.max(Severity::High),
             Some("inside text a reader does not see"),
+        ));
+    }
+    if mention && severity > Severity::Medium {
+        return Some((
+            Severity::Medium,
+            Some("lowered: mentioned, not given as a command"),
         ));
     }
     let (a, b) = match kind {
@@ -486,20 +504,30 @@ mod tests {
             ..Place::default()
         };
         assert_eq!(
-            adjust(Severity::High, RuleKind::Prose, Some(quoted), false).map(|x| x.0),
+            adjust(Severity::High, RuleKind::Prose, Some(quoted), false, false).map(|x| x.0),
             Some(Severity::Medium)
         );
         assert_eq!(
-            adjust(Severity::High, RuleKind::Prose, Some(taught), false).map(|x| x.0),
+            adjust(Severity::High, RuleKind::Prose, Some(taught), false, false).map(|x| x.0),
             Some(Severity::Low)
         );
         assert_eq!(
-            adjust(Severity::Medium, RuleKind::Prose, Some(hidden), false).map(|x| x.0),
+            adjust(
+                Severity::Medium,
+                RuleKind::Prose,
+                Some(hidden),
+                false,
+                false
+            )
+            .map(|x| x.0),
             Some(Severity::High)
         );
-        assert_eq!(adjust(Severity::High, RuleKind::Prose, None, true), None);
         assert_eq!(
-            adjust(Severity::High, RuleKind::Command, None, true).map(|x| x.0),
+            adjust(Severity::High, RuleKind::Prose, None, true, false),
+            None
+        );
+        assert_eq!(
+            adjust(Severity::High, RuleKind::Command, None, true, false).map(|x| x.0),
             Some(Severity::High)
         );
     }

@@ -98,3 +98,29 @@ fn teaching_material_is_not_high_and_an_imperative_is() {
     let r = scanner.scan_bundle(&[("SKILL.md", hidden)], &ScanContext::default());
     assert!(r.reaches(Severity::High));
 }
+
+#[test]
+fn needs_only_skip_rules_that_could_not_match() {
+    let gated = Scanner::new().expect("the built-in rules load");
+    let ungated_rules: String = BUILTIN_RULES
+        .lines()
+        .filter(|l| !l.starts_with("needs = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let ungated = Scanner::with_rules(&ungated_rules).expect("valid without needs");
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../eval/scan");
+    let mut compared = 0;
+    for kind in ["hostile", "negative"] {
+        for e in std::fs::read_dir(root.join(kind))
+            .expect("corpus")
+            .flatten()
+        {
+            let files = crate::examples::bundle(&e.path());
+            let a = gated.scan_bundle(&files, &ScanContext::default());
+            let b = ungated.scan_bundle(&files, &ScanContext::default());
+            assert_eq!(a.findings, b.findings, "{}", e.path().display());
+            compared += 1;
+        }
+    }
+    assert!(compared >= 120);
+}
