@@ -197,11 +197,9 @@ fn print_text(scanned: &[Scanned]) -> std::io::Result<()> {
             outln!("    fix: {}", f.fix)?;
         }
         let verdict = s.report.verdict.map(|v| v.as_str()).unwrap_or("clean");
-        outln!(
-            "{}: {verdict} ({} findings)",
-            s.path,
-            s.report.findings.len()
-        )?;
+        let n = s.report.findings.len();
+        let plural = if n == 1 { "" } else { "s" };
+        outln!("{}: {verdict} ({n} finding{plural})", s.path)?;
     }
     Ok(())
 }
