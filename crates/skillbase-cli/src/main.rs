@@ -15,6 +15,7 @@ mod format_cmds;
 mod gc_cmds;
 mod lock_cmds;
 mod model_cmds;
+mod scan_cmds;
 mod serve_cmds;
 mod sign_cmds;
 mod store_cmds;
@@ -65,6 +66,10 @@ enum Command {
     Digest(format_cmds::DigestArgs),
     /// Sign a skill folder (Ed25519 over name, version and digest), writing its SKILL.sig.
     Sign(sign_cmds::SignArgs),
+    /// Scan skill folders for hostile content (instruction hijack, hidden text, exfiltration,
+    /// droppers, persistence, envelope consistency, credential asks, routing abuse); exit 1 when a
+    /// finding reaches --fail-on (default high).
+    Scan(scan_cmds::ScanArgs),
     /// Verify a skill folder's SKILL.sig against its files, and print the signer.
     Verify(sign_cmds::VerifyArgs),
     /// Write skillbase.lock: the shared skills imported from sources, with reference, version,
@@ -163,6 +168,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::ToPrompt(a) => format_cmds::to_prompt(a),
         Command::New(a) => format_cmds::new(a),
         Command::Digest(a) => format_cmds::digest(a),
+        Command::Scan(a) => scan_cmds::scan(a),
         Command::Sign(a) => block_on(async move { sign_cmds::sign(a) }),
         Command::Verify(a) => block_on(async move { sign_cmds::verify(a) }),
         Command::Lock(a) => block_on(lock_cmds::lock(&cli.store, a)),

@@ -6,6 +6,7 @@ mod cli;
 mod common;
 mod doctor_cli;
 mod pipe_cli;
+mod scan_cli;
 mod serve_cli;
 mod store_cli;
 mod tools_cli;

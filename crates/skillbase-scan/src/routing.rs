@@ -1,0 +1,212 @@
+//! Routing abuse read from the frontmatter: descriptions stuffed with keywords, and names one
+//! edit from another skill of the store (the scan's context).
+
+use crate::catalog::{ROUTING_KEYWORD_STUFFING, ROUTING_NAME_IMITATION};
+use crate::emit::Out;
+use crate::finding::Severity;
+use crate::packages::one_edit;
+use crate::source::Source;
+use skillbase_format::SkillMeta;
+use std::collections::HashMap;
+
+/// Comma-separated items of at most [`SHORT_ITEM_WORDS`] words: this many, making up
+/// [`BARE_LIST_SHARE`] of the description's words, is a keyword list.
+const STUFFED_ITEMS: usize = 25;
+/// Share of the description's characters in short items for a bare keyword list.
+const BARE_LIST_SHARE: f64 = 0.75;
+/// Longest item (in characters) that still counts as a keyword.
+const MAX_ITEM_CHARS: usize = 40;
+/// ... and this many is worth a look.
+const LISTY_ITEMS: usize = 18;
+/// Words in an item that still counts as a keyword.
+const SHORT_ITEM_WORDS: usize = 3;
+/// One content word (not from the name) this many times, and [`REPEATED_SHARE`] of the content
+/// words, is worth a look (a focused description repeats its topic, so never high alone).
+const REPEATED_WORD: usize = 6;
+/// Share of the content words one repeated word must make up.
+const REPEATED_SHARE: f64 = 0.2;
+/// Shortest name compared for imitation.
+const MIN_NAME: usize = 4;
+
+const STOPWORDS: &[&str] = &[
+    "the", "and", "for", "with", "use", "when", "this", "that", "from", "into", "your", "you",
+    "are", "skill", "skills", "like", "any", "all", "can", "its", "not", "such", "via", "also",
+    "using", "user", "users", "asks", "ask", "need", "needs", "data", "file", "files", "code",
+];
+
+/// Keyword stuffing in the description: a bare list of keywords (no sentences around them),
+/// or one word, not from the skill's own name, making up a large share of the text.
+pub(crate) fn stuffing(meta: &SkillMeta, src: &Source<'_>, out: &mut Out) {
+    let d = &meta.description;
+    // Shares are counted in characters, so text without spaces (Chinese, Japanese) counts too.
+    let separators = [',', ';', '|', '\u{3001}', '\u{FF0C}'];
+    let visible = |t: &str| {
+        t.chars()
+            .filter(|c| !c.is_whitespace() && !separators.contains(c))
+            .count()
+    };
+    let total_chars = visible(d).max(1);
+    let (mut short_items, mut listed_chars) = (0usize, 0usize);
+    for item in d.split(separators) {
+        let n = item.split_whitespace().count();
+        let chars = visible(item);
+        if n > 0 && n <= SHORT_ITEM_WORDS && chars <= MAX_ITEM_CHARS {
+            short_items += 1;
+            listed_chars += chars;
+        }
+    }
+    let list_share = listed_chars as f64 / total_chars as f64;
+    let name_words: Vec<&str> = meta.name.split('-').collect();
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut content = 0usize;
+    for w in d
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+    {
+        let w = w.to_lowercase();
+        if STOPWORDS.contains(&w.as_str()) {
+            continue;
+        }
+        content += 1;
+        if !name_words.contains(&w.as_str()) {
+            *counts.entry(w).or_default() += 1;
+        }
+    }
+    let (word, most) = counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .unwrap_or_default();
+    let repeat_share = most as f64 / content.max(1) as f64;
+    let bare_list = short_items >= STUFFED_ITEMS && list_share >= BARE_LIST_SHARE;
+    let repeated = most >= REPEATED_WORD && repeat_share >= REPEATED_SHARE;
+    let severity = if bare_list {
+        Severity::High
+    } else if repeated || short_items >= LISTY_ITEMS {
+        Severity::Medium
+    } else {
+        return;
+    };
+    let at = src.text.find("description").unwrap_or(0);
+    out.at(
+        &ROUTING_KEYWORD_STUFFING,
+        severity,
+        src,
+        at,
+        &format!(
+            "{short_items} keyword items ({:.0}% of the words); '{word}' {most} times",
+            list_share * 100.0
+        ),
+    );
+}
+
+/// Digits and letters people read as one another.
+fn confusable(c: char) -> char {
+    match c {
+        '0' => 'o',
+        '1' | 'i' => 'l',
+        '3' => 'e',
+        '5' => 's',
+        _ => c,
+    }
+}
+
+/// A name one edit from another skill of the store.
+pub(crate) fn imitation(meta: &SkillMeta, others: &[String], src: &Source<'_>, out: &mut Out) {
+    let name = meta.name.as_str();
+    if name.chars().count() < MIN_NAME {
+        return;
+    }
+    let folded: String = name.chars().map(confusable).collect();
+    for other in others {
+        if other == name || other.chars().count() < MIN_NAME {
+            continue;
+        }
+        let other_folded: String = other.chars().map(confusable).collect();
+        let lookalike = folded == other_folded;
+        if !lookalike && !one_edit(name, other) {
+            continue;
+        }
+        // `api-v1` beside `api-v2` is a series, not an imitation.
+        let digits_only = name
+            .chars()
+            .zip(other.chars())
+            .filter(|(a, b)| a != b)
+            .all(|(a, b)| a.is_ascii_digit() && b.is_ascii_digit())
+            && name.len() == other.len();
+        let severity = if digits_only {
+            Severity::Medium
+        } else {
+            Severity::High
+        };
+        let at = src.text.find(name).unwrap_or(0);
+        out.at(
+            &ROUTING_NAME_IMITATION,
+            severity,
+            src,
+            at,
+            &format!("{name} (imitates {other})"),
+        );
+        return;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Kind;
+
+    fn meta(name: &str, description: &str) -> SkillMeta {
+        let text = format!("---\nname: {name}\ndescription: {description}\n---\nbody\n");
+        let md = skillbase_format::SkillMd::parse(&text, &skillbase_format::YamlLimits::default())
+            .expect("parses");
+        SkillMeta::from_md(&md).expect("has name and description")
+    }
+
+    fn run(m: &SkillMeta, others: &[&str]) -> Vec<(String, Severity)> {
+        let src = Source::new("SKILL.md", "---\n", Kind::Markdown);
+        let mut out = Out::default();
+        stuffing(m, &src, &mut out);
+        let others: Vec<String> = others.iter().map(|s| (*s).to_owned()).collect();
+        imitation(m, &others, &src, &mut out);
+        out.findings
+            .into_iter()
+            .map(|f| (f.rule, f.severity))
+            .collect()
+    }
+
+    #[test]
+    fn keyword_lists_are_stuffing_and_sentences_are_not() {
+        let words: Vec<String> = (0..35).map(|i| format!("kw{i}")).collect();
+        let m = meta("x-skill", &words.join(", "));
+        assert_eq!(
+            run(&m, &[]),
+            vec![("routing-keyword-stuffing".into(), Severity::High)]
+        );
+        let m = meta(
+            "x-skill",
+            "Writes release notes from merged pull requests, grouped by type, with links.",
+        );
+        assert!(run(&m, &[]).is_empty());
+    }
+
+    #[test]
+    fn names_one_edit_away_imitate() {
+        let m = meta("refund-procedur", "Refunds.");
+        assert_eq!(
+            run(&m, &["refund-procedure"]),
+            vec![("routing-name-imitation".into(), Severity::High)]
+        );
+        let m = meta("c0mmit-writer", "Commits.");
+        assert_eq!(
+            run(&m, &["commit-writer"]),
+            vec![("routing-name-imitation".into(), Severity::High)]
+        );
+        let m = meta("api-v2", "An API.");
+        assert_eq!(
+            run(&m, &["api-v1"]),
+            vec![("routing-name-imitation".into(), Severity::Medium)]
+        );
+        let m = meta("deploy", "Deploys.");
+        assert!(run(&m, &["deploy", "release"]).is_empty());
+    }
+}

