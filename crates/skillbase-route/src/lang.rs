@@ -101,10 +101,11 @@ const PT: &[&str] = &[
     "quero", "se", "seu", "sua", "um", "uma", "voce",
 ];
 const DE: &[&str] = &[
-    "aber", "auch", "auf", "bitte", "das", "dass", "dem", "den", "der", "des", "die", "dieser",
-    "dieses", "du", "ein", "eine", "einem", "einen", "einer", "es", "fur", "hat", "ich", "im",
-    "in", "ist", "kein", "keine", "mein", "meine", "mit", "nicht", "noch", "oder", "sie", "sind",
-    "und", "von", "was", "wie", "wir", "zu", "zum", "zur",
+    "aber", "am", "auch", "auf", "aus", "bei", "bis", "bitte", "das", "dass", "dem", "den", "der",
+    "des", "die", "dieser", "dieses", "du", "ein", "eine", "einem", "einen", "einer", "es", "fur",
+    "hat", "ich", "im", "in", "ist", "kein", "keine", "mein", "meine", "mich", "mir", "mit",
+    "nach", "nicht", "noch", "oder", "sie", "sind", "um", "und", "von", "was", "wenn", "wie",
+    "wir", "zu", "zum", "zur",
 ];
 
 /// The sorted stopword list of a language.

@@ -628,6 +628,23 @@ mod tests {
         assert!(r.iter().all(|(_, s)| *s == 0.0));
     }
 
+    /// A German message's "am" ("on the", as in "am Freitag") is a stopword, not the "am" of
+    /// an English skill's "9 am" (found with `eval --explain`: the message went to the
+    /// calendar skill).
+    #[test]
+    fn german_am_and_um_are_stopwords_of_a_german_message() {
+        let idx = Bm25::new([
+            doc("find-free-time", "Find a free slot in the calendar, say from 9 am to 5 pm"),
+            doc("create-reminder", "Set a reminder for later"),
+            doc("sql-review", "Review a SQL migration for locks"),
+        ]);
+        let why = idx.explain("erinnere mich am freitag um 14 uhr an den arzttermin", &[0]);
+        assert!(why[0].is_empty(), "{:?}", why[0]);
+        // An English message still finds the English word.
+        let why = idx.explain("is 9 am free on friday", &[0]);
+        assert!(why[0].iter().any(|t| t.word == "am"), "{:?}", why[0]);
+    }
+
     /// `explain` names the words that decided, and its shares are exactly the scores.
     #[test]
     fn explain_gives_each_deciding_word_and_sums_to_the_score() {

@@ -164,7 +164,7 @@ pub struct NewEvent {
 /// A stored event.
 ///
 /// `kind` is the stored string (not an [`EventKind`]: callers collect and compare it as a
-/// `String`); [`EventRecord::event_kind`] reads it as a kind.
+/// `String`); `EventKind::from(record.kind.as_str())` reads it as a kind.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = SessionEvent))]
 pub struct EventRecord {
