@@ -634,7 +634,10 @@ mod tests {
     #[test]
     fn german_am_and_um_are_stopwords_of_a_german_message() {
         let idx = Bm25::new([
-            doc("find-free-time", "Find a free slot in the calendar, say from 9 am to 5 pm"),
+            doc(
+                "find-free-time",
+                "Find a free slot in the calendar, say from 9 am to 5 pm",
+            ),
             doc("create-reminder", "Set a reminder for later"),
             doc("sql-review", "Review a SQL migration for locks"),
         ]);
