@@ -586,7 +586,7 @@ fn turn_attributes(r: &TurnReport) -> Vec<KeyValue> {
     out.push(KeyValue {
         key: "skillbase.catalog.ranked".into(),
         value: Some(proto::AnyValue {
-            value: Some(proto::Value::BoolValue(c.ranked)),
+            value: Some(proto::Value::Bool(c.ranked)),
         }),
     });
     out

@@ -68,19 +68,19 @@ pub struct AnyValue {
     pub value: Option<Value>,
 }
 
-/// `AnyValue.value`.
+/// `AnyValue.value` (members `string_value`, `bool_value`, ... by tag).
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum Value {
     #[prost(string, tag = "1")]
-    StringValue(String),
+    String(String),
     #[prost(bool, tag = "2")]
-    BoolValue(bool),
+    Bool(bool),
     #[prost(int64, tag = "3")]
-    IntValue(i64),
+    Int(i64),
     #[prost(double, tag = "4")]
-    DoubleValue(f64),
+    Double(f64),
     #[prost(message, tag = "5")]
-    ArrayValue(ArrayValue),
+    Array(ArrayValue),
 }
 
 /// `common/v1`: `ArrayValue`.
@@ -261,7 +261,7 @@ pub fn kv(key: &str, value: impl Into<String>) -> KeyValue {
     KeyValue {
         key: key.to_owned(),
         value: Some(AnyValue {
-            value: Some(Value::StringValue(value.into())),
+            value: Some(Value::String(value.into())),
         }),
     }
 }
@@ -271,7 +271,7 @@ pub fn kv_int(key: &str, value: i64) -> KeyValue {
     KeyValue {
         key: key.to_owned(),
         value: Some(AnyValue {
-            value: Some(Value::IntValue(value)),
+            value: Some(Value::Int(value)),
         }),
     }
 }
@@ -281,11 +281,11 @@ pub fn kv_strings(key: &str, values: Vec<String>) -> KeyValue {
     KeyValue {
         key: key.to_owned(),
         value: Some(AnyValue {
-            value: Some(Value::ArrayValue(ArrayValue {
+            value: Some(Value::Array(ArrayValue {
                 values: values
                     .into_iter()
                     .map(|v| AnyValue {
-                        value: Some(Value::StringValue(v)),
+                        value: Some(Value::String(v)),
                     })
                     .collect(),
             })),
