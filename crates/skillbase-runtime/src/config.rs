@@ -8,6 +8,7 @@ use crate::dreaming::DreamingConfig;
 use crate::environment::Environment;
 use crate::gateway::{GatewaySettings, McpServerConfig};
 use crate::semantic::SemanticConfig;
+use crate::telemetry::TelemetryConfig;
 use crate::tool::ToolDecl;
 use skillbase_store::StoreError;
 use skillbase_store::config::Config;
@@ -28,6 +29,8 @@ pub struct RuntimeConfig {
     pub gateway: Option<GatewaySettings>,
     /// `[dreaming]`: support, schedule and the prose model.
     pub dreaming: Option<DreamingConfig>,
+    /// `[telemetry]` with the `OTEL_*` variables: OpenTelemetry export, when turned on.
+    pub telemetry: Option<TelemetryConfig>,
 }
 
 impl RuntimeConfig {
@@ -57,6 +60,10 @@ impl RuntimeConfig {
                 .as_ref()
                 .map(|t| DreamingConfig::from_table(t).map_err(invalid))
                 .transpose()?,
+            telemetry: TelemetryConfig::resolve(config.telemetry.as_ref(), &|k: &str| {
+                std::env::var(k).ok()
+            })
+            .map_err(invalid)?,
         })
     }
 

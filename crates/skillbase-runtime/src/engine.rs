@@ -57,6 +57,7 @@ pub struct EngineBuilder {
     mcp_servers: Vec<crate::gateway::McpServerConfig>,
     gateway_settings: Option<crate::gateway::GatewaySettings>,
     dreaming: Option<crate::dreaming::DreamingConfig>,
+    telemetry: Option<crate::telemetry::TelemetryConfig>,
 }
 
 impl EngineBuilder {
@@ -154,6 +155,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Export spans and metrics over OTLP (a `[telemetry]` table in a configuration replaces
+    /// it; without either, the `OTEL_*` variables decide).
+    pub fn telemetry(mut self, config: crate::telemetry::TelemetryConfig) -> Self {
+        self.telemetry = Some(config);
+        self
+    }
+
     /// What the API may configure of the gateway (a `[gateway]` table in a configuration
     /// replaces it).
     pub fn gateway_settings(mut self, settings: crate::gateway::GatewaySettings) -> Self {
@@ -190,6 +198,7 @@ impl EngineBuilder {
             mcp_servers: self.mcp_servers,
             gateway_settings: self.gateway_settings.unwrap_or_default(),
             dreaming: self.dreaming,
+            telemetry: self.telemetry,
         };
         if let Some(c) = &self.semantic_config {
             parts.semantic = Some(
@@ -251,6 +260,8 @@ struct Parts {
     mcp_servers: Vec<crate::gateway::McpServerConfig>,
     gateway_settings: crate::gateway::GatewaySettings,
     dreaming: Option<crate::dreaming::DreamingConfig>,
+    /// OpenTelemetry export, when a configuration or the environment turns it on.
+    telemetry: Option<crate::telemetry::TelemetryConfig>,
 }
 
 impl Parts {
@@ -323,6 +334,9 @@ impl Parts {
         if let Some(g) = c.gateway {
             self.gateway_settings = g;
         }
+        if c.telemetry.is_some() {
+            self.telemetry = c.telemetry;
+        }
         Ok(())
     }
 
@@ -342,12 +356,31 @@ impl Parts {
             }
             runtime = runtime.with_semantic(s);
         }
+        // A configuration's `[telemetry]` (or the builder's), else the `OTEL_*` variables alone.
+        let telemetry_config = match self.telemetry {
+            Some(c) => Some(c),
+            None => {
+                crate::telemetry::TelemetryConfig::resolve(None, &|k: &str| std::env::var(k).ok())
+                    .map_err(StoreError::Invalid)?
+            }
+        };
+        let telemetry = telemetry_config
+            .as_ref()
+            .map(crate::telemetry::Telemetry::start)
+            .transpose()
+            .map_err(StoreError::Invalid)?;
+        runtime = runtime.with_telemetry(telemetry.clone());
         let runtime = Arc::new(runtime);
         if let Some(c) = &self.dreaming {
             c.check_vault(vault.is_some())
                 .map_err(StoreError::Invalid)?;
         }
-        let dispatcher = Arc::new(Dispatcher::new(runtime, self.registry, vault.clone()));
+        let dispatcher = Arc::new(Dispatcher::new(
+            runtime,
+            self.registry,
+            vault.clone(),
+            telemetry.clone(),
+        ));
         let gateway = crate::gateway::Gateway::start(
             self.mcp_servers,
             self.gateway_settings,
@@ -363,6 +396,7 @@ impl Parts {
             dispatcher,
             gateway,
             dreaming: self.dreaming.map(Arc::new),
+            telemetry,
         })
     }
 }
@@ -394,6 +428,8 @@ pub struct Engine {
     gateway: Arc<crate::gateway::Gateway>,
     /// The `[dreaming]` table, when the configuration has one.
     dreaming: Option<Arc<crate::dreaming::DreamingConfig>>,
+    /// OpenTelemetry export, when turned on.
+    telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl Engine {
@@ -653,7 +689,23 @@ impl Engine {
     pub async fn close(self) {
         self.gateway.shutdown().await;
         self.dispatcher.flush().await;
+        if let Some(t) = &self.telemetry {
+            t.flush(Duration::from_secs(5)).await;
+        }
         self.store.close().await;
+    }
+
+    /// What the OpenTelemetry exporter sent, dropped and failed (`None` when export is off).
+    pub fn telemetry_stats(&self) -> Option<crate::telemetry::TelemetryStats> {
+        self.telemetry.as_ref().map(|t| t.stats())
+    }
+
+    /// Send the spans queued so far and the metrics now, waiting up to `timeout` (export
+    /// otherwise runs on its own schedule).
+    pub async fn flush_telemetry(&self, timeout: Duration) {
+        if let Some(t) = &self.telemetry {
+            t.flush(timeout).await;
+        }
     }
 }
 

@@ -37,6 +37,7 @@ mod redact;
 mod rule;
 mod runtime;
 mod semantic;
+mod telemetry;
 mod tool;
 pub mod transcript;
 mod vault;
@@ -75,6 +76,7 @@ pub use gateway::{
     Gateway, GatewayError, GatewaySettings, McpServerConfig, Origin as ServerOrigin, ServerEntry,
     ServerState, ServerStatus, ToolInfo,
 };
+pub use telemetry::{Protocol as OtlpProtocol, SpanScope, TelemetryConfig, TelemetryStats};
 pub use tool::{
     CallContext, Failure, Permission, Registry, ToolDecl, ToolError, ToolFuture, ToolHandler,
     ToolSource, ToolTable, decls_from_toml,

@@ -155,6 +155,8 @@ pub(crate) struct Runtime {
     tools: std::sync::OnceLock<Arc<crate::tool::ToolTable>>,
     /// The environment of the tool table at a generation, made once per generation.
     environment: Mutex<Option<(u64, Arc<crate::environment::Environment>)>>,
+    /// OpenTelemetry export, when on: the writer records its spans there.
+    telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 /// The semantic stage's inputs for one message on one view: the view's skill vectors, the
@@ -259,6 +261,7 @@ impl Runtime {
             semantic: None,
             tools: std::sync::OnceLock::new(),
             environment: Mutex::new(None),
+            telemetry: None,
         }
     }
 
@@ -291,6 +294,15 @@ impl Runtime {
         ));
         *cached = Some((generation, env.clone()));
         (env, generation)
+    }
+
+    /// This runtime with OpenTelemetry export (the writer's spans).
+    pub(crate) fn with_telemetry(
+        mut self,
+        telemetry: Option<crate::telemetry::Telemetry>,
+    ) -> Runtime {
+        self.telemetry = telemetry;
+        self
     }
 
     /// This runtime with the semantic stage (`Err(why)`: configured but unusable, reported in
@@ -511,6 +523,7 @@ impl Runtime {
     /// The one write path of skills, checking `requires:` against this runtime's environment.
     pub(crate) fn writer(&self) -> crate::write::SkillWriter {
         crate::write::SkillWriter::new(self.store.clone(), self.environment().0)
+            .with_telemetry(self.telemetry.clone())
     }
 
     /// Whether this process has the session `session` of `agent` open (no database read).

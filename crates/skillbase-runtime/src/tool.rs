@@ -180,6 +180,21 @@ pub enum Failure {
     Upstream,
 }
 
+impl Failure {
+    /// The kind as its wire name (`stale`, `conflict`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Failure::Stale => "stale",
+            Failure::Conflict => "conflict",
+            Failure::NotFound => "not_found",
+            Failure::NoRevision => "no_revision",
+            Failure::Invalid => "invalid",
+            Failure::Internal => "internal",
+            Failure::Upstream => "upstream",
+        }
+    }
+}
+
 impl ToolError {
     /// A plain failure (the outcome is `failed`, no kind), unless the tool recorded a refusal
     /// with [`CallContext::refuse`] during the call: then it is `refused` with that rule.
@@ -275,9 +290,17 @@ pub struct CallContext {
     /// Most bytes the tool should read from outside (2 MiB from the dispatcher); `web_fetch`
     /// cuts bodies here. The result's token cap is applied after, separately.
     pub max_response_bytes: usize,
+    /// The call's span, when OpenTelemetry export is on (see [`CallContext::traceparent`]).
+    pub(crate) trace: Option<crate::telemetry::SpanScope>,
 }
 
 impl CallContext {
+    /// The call's W3C `traceparent`, when OpenTelemetry export is on: a handler that calls a
+    /// traced service passes it on, so the service's spans join the call's trace.
+    pub fn traceparent(&self) -> Option<String> {
+        self.trace.as_ref().map(|t| t.traceparent())
+    }
+
     /// Resolve a vault entry for use inside this tool, or refuse (recorded as an event).
     pub fn secret(&self, name: &str) -> Result<Arc<Secret>, ToolError> {
         if !self.vault_allowed.iter().any(|v| v == name) {

@@ -1042,6 +1042,7 @@ mod tests {
             refusals: Arc::new(Mutex::new(Vec::new())),
             deadline: Duration::from_secs(10),
             max_response_bytes: 1024 * 1024,
+            trace: None,
         }
     }
 

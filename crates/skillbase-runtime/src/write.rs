@@ -40,12 +40,39 @@ pub enum WriteMode {
 pub struct SkillWriter {
     store: Arc<Store>,
     environment: Arc<Environment>,
+    telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl SkillWriter {
     /// A writer into `store`, checking `requires:` against `environment`.
     pub fn new(store: Arc<Store>, environment: Arc<Environment>) -> SkillWriter {
-        SkillWriter { store, environment }
+        SkillWriter {
+            store,
+            environment,
+            telemetry: None,
+        }
+    }
+
+    /// This writer, recording a span per write when export is on.
+    pub(crate) fn with_telemetry(mut self, telemetry: Option<crate::telemetry::Telemetry>) -> Self {
+        self.telemetry = telemetry;
+        self
+    }
+
+    /// Record a write's span: what was written, or the error's kind.
+    fn record<T>(
+        &self,
+        operation: &str,
+        started: crate::telemetry::Started,
+        result: &Result<T, StoreError>,
+        written: impl Fn(&T) -> &[WriteOutcome],
+    ) {
+        if let Some(t) = &self.telemetry {
+            match result {
+                Ok(v) => t.write(operation, written(v), None, started),
+                Err(e) => t.write(operation, &[], Some(error_kind(e)), started),
+            }
+        }
     }
 
     /// Write one revision, made active.
@@ -59,13 +86,17 @@ impl SkillWriter {
         req: PutRequest,
         mode: WriteMode,
     ) -> Result<WriteOutcome, StoreError> {
-        let mut o = match mode {
-            WriteMode::Active => self.store.put(req).await?,
-            WriteMode::Pending => self.store.put_pending(req).await?,
-            WriteMode::Candidate { percent, min_runs } => {
-                self.store.put_candidate(req, percent, min_runs).await?
-            }
+        let started = crate::telemetry::Started::now();
+        let (operation, result) = match mode {
+            WriteMode::Active => ("put", self.store.put(req).await),
+            WriteMode::Pending => ("pending", self.store.put_pending(req).await),
+            WriteMode::Candidate { percent, min_runs } => (
+                "candidate",
+                self.store.put_candidate(req, percent, min_runs).await,
+            ),
         };
+        self.record(operation, started, &result, std::slice::from_ref);
+        let mut o = result?;
         self.warn(std::slice::from_mut(&mut o));
         Ok(o)
     }
@@ -80,10 +111,13 @@ impl SkillWriter {
         message: &str,
         progress: &(dyn Fn(usize) + Sync),
     ) -> Result<ImportReport, StoreError> {
-        let mut report = self
+        let started = crate::telemetry::Started::now();
+        let result = self
             .store
             .import_from(scope, items, author, message, progress)
-            .await?;
+            .await;
+        self.record("import", started, &result, |r: &ImportReport| &r.outcomes);
+        let mut report = result?;
         self.warn(&mut report.outcomes);
         Ok(report)
     }
@@ -103,5 +137,21 @@ impl SkillWriter {
                     .extend(environment_unmet(&e.meta, &self.environment));
             }
         }
+    }
+}
+
+/// A write's failure as the span's `error.type`: its kind, never its text (which may quote
+/// the skill).
+fn error_kind(e: &StoreError) -> &'static str {
+    match e {
+        StoreError::NotFound { .. } | StoreError::NoSuchRevision { .. } => "not_found",
+        StoreError::Conflict { .. } => "conflict",
+        StoreError::VersionNotIncreased { .. } => "version_not_increased",
+        StoreError::Retired { .. } => "retired",
+        StoreError::InvalidSkill(_) | StoreError::Bundle(_) | StoreError::Invalid(_) => "invalid",
+        StoreError::Untrusted(_) => "untrusted",
+        StoreError::LimitReached(_) => "limit_reached",
+        e if e.is_storage_fault() => "storage_fault",
+        _ => "store_error",
     }
 }

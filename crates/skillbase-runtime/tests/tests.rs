@@ -7,4 +7,5 @@ mod common;
 mod dispatch;
 mod gateway;
 mod semantic;
+mod telemetry;
 mod turn;

@@ -99,6 +99,11 @@ async fn metrics_route(
         .metrics
         .agents
         .set(state.store.agents().await.map(|a| a.len()).unwrap_or(0) as i64);
+    if let Some(t) = state.engine.telemetry_stats() {
+        let m = &state.metrics;
+        m.telemetry_dropped_spans.set(t.dropped_spans as i64);
+        m.telemetry_failed_exports.set(t.failed_exports as i64);
+    }
     Ok((
         [(
             header::CONTENT_TYPE,

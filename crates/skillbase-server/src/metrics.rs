@@ -75,6 +75,11 @@ pub struct Metrics {
     pub skills: Gauge,
     /// `skillbase_agents`: configured agents, set when `/metrics` is read.
     pub agents: Gauge,
+    /// `skillbase_telemetry_dropped_spans`: spans the OpenTelemetry export queue dropped
+    /// (full), set when `/metrics` is read.
+    pub telemetry_dropped_spans: Gauge,
+    /// `skillbase_telemetry_failed_exports`: OTLP exports that failed, set when read.
+    pub telemetry_failed_exports: Gauge,
 }
 
 impl Default for Metrics {
@@ -100,6 +105,8 @@ impl Metrics {
         let mcp_direct_calls = Counter::default();
         let skills = Gauge::default();
         let agents = Gauge::default();
+        let telemetry_dropped_spans = Gauge::default();
+        let telemetry_failed_exports = Gauge::default();
         registry.register(
             "http_requests",
             "HTTP requests by method, route and status",
@@ -124,6 +131,16 @@ impl Metrics {
         );
         registry.register("skills", "Skill records in the index", skills.clone());
         registry.register("agents", "Configured agents", agents.clone());
+        registry.register(
+            "telemetry_dropped_spans",
+            "Spans the OpenTelemetry export queue dropped because it was full",
+            telemetry_dropped_spans.clone(),
+        );
+        registry.register(
+            "telemetry_failed_exports",
+            "OTLP exports (spans or metrics) that failed",
+            telemetry_failed_exports.clone(),
+        );
         let call_outcomes = ["done", "started", "refused", "failed"].map(|o| {
             calls
                 .get_or_create(&OutcomeLabels {
@@ -142,6 +159,8 @@ impl Metrics {
             mcp_direct_calls,
             skills,
             agents,
+            telemetry_dropped_spans,
+            telemetry_failed_exports,
         }
     }
 

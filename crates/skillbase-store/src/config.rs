@@ -56,6 +56,9 @@ pub struct Config {
     /// Dreaming's settings (`[dreaming]`: support, schedule, model), read by the runtime.
     #[serde(default)]
     pub dreaming: Option<toml::Table>,
+    /// OpenTelemetry export (`[telemetry]`), read by the runtime.
+    #[serde(default)]
+    pub telemetry: Option<toml::Table>,
     /// The folder the file was read from (set by [`Config::load`]): relative paths in the
     /// tables the runtime reads (an upstream's `cwd`) are relative to it.
     #[serde(skip)]

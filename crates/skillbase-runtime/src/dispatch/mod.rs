@@ -62,6 +62,8 @@ pub(crate) struct Dispatcher {
     offered_cache: Mutex<OfferedCache>,
     /// Harness-run calls authorized and not yet answered: call id → who may answer, and where.
     harness: Arc<Mutex<HashMap<String, PendingHarness>>>,
+    /// OpenTelemetry export, when on: a span per turn and per call.
+    telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 /// A harness-run call waiting for its result.
@@ -91,7 +93,12 @@ pub const MAX_RECORDED_MESSAGE: usize = 8 * 1024;
 
 impl Dispatcher {
     /// A dispatcher over a runtime. Create it inside a tokio runtime: it starts the event writer.
-    pub fn new(runtime: Arc<Runtime>, registry: Registry, vault: Option<Arc<Vault>>) -> Dispatcher {
+    pub fn new(
+        runtime: Arc<Runtime>,
+        registry: Registry,
+        vault: Option<Arc<Vault>>,
+        telemetry: Option<crate::telemetry::Telemetry>,
+    ) -> Dispatcher {
         let registry = Arc::new(ToolTable::new(registry));
         runtime.attach_tools(registry.clone());
         Dispatcher {
@@ -104,6 +111,7 @@ impl Dispatcher {
             inflight: Mutex::new(HashMap::new()),
             results: Mutex::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(1),
+            telemetry,
         }
     }
 
@@ -131,6 +139,7 @@ impl Dispatcher {
         message: &str,
         opts: &skillbase_route::turn::TurnOptions,
     ) -> Result<skillbase_route::turn::TurnContext, RuntimeError> {
+        let started = crate::telemetry::Started::now();
         let (mut ctx, view) = self
             .runtime
             .turn_unrecorded(agent, session, message, opts)
@@ -176,7 +185,23 @@ impl Dispatcher {
             self.record_user_message(agent, session, message, "turn")
                 .await;
         }
+        if let Some(t) = &self.telemetry {
+            let session = crate::telemetry::redacted(&self.redactor(), session);
+            t.turn(agent.as_str(), &session, &ctx.report, started);
+        }
         Ok(ctx)
+    }
+
+    /// The upstream MCP server whose tool `wire_name` is, for this agent.
+    fn upstream_of(&self, agent: &AgentName, wire_name: &str) -> Option<String> {
+        let offered = self.offered(agent).ok()?;
+        match &offered.get(wire_name)?.target {
+            Target::Tool(t) => match &t.source {
+                crate::tool::ToolSource::Mcp { server, .. } => Some(server.clone()),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// Wait until every event recorded so far is stored.
@@ -236,8 +261,15 @@ impl Dispatcher {
         mode: CallMode,
     ) -> Result<CallOutcome, RuntimeError> {
         let call_id = self.new_call_id();
+        let started = crate::telemetry::Started::now();
         let state = self.session(agent, session).await?;
         let redactor = self.redactor();
+        let session_attr = || crate::telemetry::redacted(&redactor, session);
+        let trace = self
+            .telemetry
+            .as_ref()
+            .map(|t| t.call_scope(agent.as_str(), &session_attr()));
+        let driver = runs::run_of(&state);
         let outcome = match self
             .call_inner(&pipeline::Call {
                 agent,
@@ -247,6 +279,7 @@ impl Dispatcher {
                 args: &args,
                 mode,
                 call_id: &call_id,
+                trace: trace.as_ref(),
             })
             .await?
         {
@@ -263,6 +296,22 @@ impl Dispatcher {
             other => other,
         };
         // Record, with every secret scrubbed from the arguments and the outcome.
+        if let (Some(t), Some(scope)) = (&self.telemetry, &trace) {
+            let session = session_attr();
+            let server = self.upstream_of(agent, wire_name);
+            let (status, error) = outcome_kind(&outcome);
+            let info = crate::telemetry::CallInfo {
+                agent: agent.as_str(),
+                session: &session,
+                tool: wire_name,
+                call_id: &call_id,
+                outcome: status,
+                error,
+                skill: driver.as_ref().map(|r| (r.skill.as_str(), r.id)),
+                server: server.as_deref(),
+            };
+            t.call(scope, &info, started);
+        }
         let event = call_event(
             &outcome,
             call_id,
@@ -458,5 +507,24 @@ fn call_event(
             rule: Some(rule.map(|r| r.as_str().to_owned())),
             ..ToolCalled::default()
         }),
+    }
+}
+
+/// An outcome's status and, for a refusal or a failure, its kind (the span's `error.type`):
+/// the rule or the failure's kind, never the message.
+fn outcome_kind(o: &CallOutcome) -> (&'static str, Option<&'static str>) {
+    match o {
+        CallOutcome::Done { .. } => ("done", None),
+        CallOutcome::Started { .. } => ("started", None),
+        CallOutcome::Authorized { .. } => ("authorized", None),
+        CallOutcome::Refused { rule, .. } => ("refused", Some(rule.as_str())),
+        CallOutcome::Failed { rule, failure, .. } => (
+            "failed",
+            Some(match (rule, failure) {
+                (Some(r), _) => r.as_str(),
+                (None, Some(f)) => f.as_str(),
+                (None, None) => "tool_error",
+            }),
+        ),
     }
 }

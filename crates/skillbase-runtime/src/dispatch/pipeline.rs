@@ -37,6 +37,8 @@ pub(super) struct Call<'a> {
     pub(super) args: &'a serde_json::Value,
     pub(super) mode: CallMode,
     pub(super) call_id: &'a str,
+    /// The call's span, when telemetry is on (handed to the handler).
+    pub(super) trace: Option<&'a crate::telemetry::SpanScope>,
 }
 
 /// A stage's refusal: the rule and what the caller is told.
@@ -277,6 +279,7 @@ impl Dispatcher {
                 refusals: Arc::new(Mutex::new(Vec::new())),
                 deadline: timeout_for(tool.decl.cost),
                 max_response_bytes: MAX_RESPONSE_BYTES,
+                trace: call.trace.cloned(),
             };
             Ok(Admitted {
                 tool: tool.clone(),

@@ -925,10 +925,30 @@ impl ToolHandler for McpTool {
         ))
     }
 
-    fn call(&self, _ctx: CallContext, args: serde_json::Value) -> ToolFuture {
+    fn call(&self, ctx: CallContext, args: serde_json::Value) -> ToolFuture {
         let upstream = self.upstream.clone();
         let tool = self.tool.clone();
         Box::pin(async move {
+            let started = crate::telemetry::Started::now();
+            let result = Self::request(&upstream, &tool, args).await;
+            if let Some(scope) = &ctx.trace {
+                let error = result.as_ref().err().map(|_| "upstream");
+                let server = &upstream.config.name;
+                scope.upstream(server, "tools/call", &tool, error, started);
+            }
+            result
+        })
+    }
+}
+
+impl McpTool {
+    /// One `tools/call` to the upstream server.
+    async fn request(
+        upstream: &Upstream,
+        tool: &str,
+        args: serde_json::Value,
+    ) -> Result<serde_json::Value, ToolError> {
+        {
             let server = upstream.config.name.clone();
             let Some(live) = upstream.live() else {
                 return Err(ToolError::failed(
@@ -936,13 +956,13 @@ impl ToolHandler for McpTool {
                     format!("upstream MCP server '{server}' went away before the call"),
                 ));
             };
-            let mut params = CallToolRequestParams::new(tool.clone());
+            let mut params = CallToolRequestParams::new(tool.to_owned());
             if let serde_json::Value::Object(map) = args {
                 params = params.with_arguments(map);
             }
             // Dropped at the call's deadline: rmcp then sends `notifications/cancelled`.
             match live.peer.call_tool(params).await {
-                Ok(result) => result_value(&server, &tool, result),
+                Ok(result) => result_value(&server, tool, result),
                 Err(e) => {
                     upstream.broken.notify_one();
                     Err(ToolError::failed(
@@ -951,7 +971,7 @@ impl ToolHandler for McpTool {
                     ))
                 }
             }
-        })
+        }
     }
 }
 
