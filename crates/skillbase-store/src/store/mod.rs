@@ -35,6 +35,7 @@ mod skills;
 mod sync;
 mod tokens;
 mod upstreams;
+mod usage;
 mod vault;
 mod vectors;
 
