@@ -21,8 +21,8 @@ use skillbase_store::usage::today;
 use skillbase_store::{Author, DbUrl, PutRequest, SCHEMA_VERSION, Scope, Store};
 use std::time::{Duration, Instant};
 
+/// The skills the events name (`GENERATE` draws them, and 20 agents, from the event's number).
 const SKILLS: i64 = 1000;
-const AGENTS: i64 = 20;
 
 /// One statement: `n` events, spread evenly over the year before `start + 365 days`.
 const GENERATE: &str = r#"

@@ -185,9 +185,13 @@ async fn insert_raw(db: &Db, evs: &[NewEvent], at: i64) {
             };
         }
         match db {
-            Db::Sqlite(p) => bind!(p),
-            Db::Postgres(p) => bind!(p),
-        };
+            Db::Sqlite(p) => {
+                bind!(p);
+            }
+            Db::Postgres(p) => {
+                bind!(p);
+            }
+        }
     }
 }
 

@@ -85,7 +85,7 @@ macro_rules! statements {
             agent: Option<&str>,
             since: i64,
         ) -> Result<Vec<(String, String, String, i64, i64)>> {
-            let rows = match agent {
+            let rows: Vec<(String, String, String, i64, i64)> = match agent {
                 Some(a) => sqlx::query_as(concat!(
                     "SELECT skill, kind, reason, CAST(SUM(count) AS BIGINT), CAST(SUM(tokens) AS BIGINT) FROM skill_usage ",
                     "WHERE agent = $1 AND kind IN ('activated', 'run', 'unfollowed', 'status') AND day >= $2 AND skill <> '' ",
