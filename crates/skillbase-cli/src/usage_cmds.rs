@@ -68,7 +68,11 @@ fn print_skill(u: &SkillUsage, agent: Option<&str>) -> std::io::Result<()> {
         u.since,
         agent.map_or("every agent".to_owned(), |a| format!("agent {a}"))
     )?;
-    outln!("activations   {} ({})", u.activations.total(), reasons(&u.activations))?;
+    outln!(
+        "activations   {} ({})",
+        u.activations.total(),
+        reasons(&u.activations)
+    )?;
     outln!(
         "listed        in full {}, by name only {}, left out {} (approximate)",
         u.listed.full,
@@ -84,9 +88,14 @@ fn print_skill(u: &SkillUsage, agent: Option<&str>) -> std::io::Result<()> {
         u.unfollowed,
         u.drift_disabled
     )?;
-    outln!("last used     {}", u.last_used.as_deref().unwrap_or("never"))?;
+    outln!(
+        "last used     {}",
+        u.last_used.as_deref().unwrap_or("never")
+    )?;
     if !u.agents.is_empty() {
-        outln!("\nAGENT                TURNS  ACTIVATIONS  FULL  NAME-ONLY  LEFT-OUT  TOKENS  SUCCESS  FAILURE  UNFOLLOWED  LAST USED")?;
+        outln!(
+            "\nAGENT                TURNS  ACTIVATIONS  FULL  NAME-ONLY  LEFT-OUT  TOKENS  SUCCESS  FAILURE  UNFOLLOWED  LAST USED"
+        )?;
         for a in &u.agents {
             outln!(
                 "{:<20} {:>5}  {:>11}  {:>4}  {:>9}  {:>8}  {:>6}  {:>7}  {:>7}  {:>10}  {}",
@@ -122,7 +131,12 @@ fn print_skill(u: &SkillUsage, agent: Option<&str>) -> std::io::Result<()> {
     if !u.days.is_empty() {
         outln!("\nDAY         ACTIVATIONS")?;
         for d in &u.days {
-            outln!("{}  {:>11}  ({})", d.day, d.activations.total(), reasons(&d.activations))?;
+            outln!(
+                "{}  {:>11}  ({})",
+                d.day,
+                d.activations.total(),
+                reasons(&d.activations)
+            )?;
         }
     }
     outln!("\nnote: {}", u.approximate)
@@ -132,12 +146,16 @@ fn print_library(u: &LibraryUsage) -> std::io::Result<()> {
     outln!(
         "usage since {} ({})",
         u.since,
-        u.agent.as_deref().map_or("every agent".to_owned(), |a| format!("agent {a}"))
+        u.agent
+            .as_deref()
+            .map_or("every agent".to_owned(), |a| format!("agent {a}"))
     )?;
     if u.skills.is_empty() {
         outln!("no skill was used in this window")?;
     } else {
-        outln!("SKILL                          ACTIVATIONS  TOKENS  SUCCESS  FAILURE  UNFOLLOWED  DRIFT-DISABLED")?;
+        outln!(
+            "SKILL                          ACTIVATIONS  TOKENS  SUCCESS  FAILURE  UNFOLLOWED  DRIFT-DISABLED"
+        )?;
         for s in &u.skills {
             outln!(
                 "{:<30} {:>11}  {:>6}  {:>7}  {:>7}  {:>10}  {:>14}",

@@ -790,8 +790,16 @@ fn usage_reports_a_replayed_turn_and_refuses_bad_input() {
     let ws = sb.setup();
     let ws_s = ws.to_str().unwrap();
     sb.ok(&[
-        "turn", "--agent", "support", "-m", "I want my MONEY back", "--session", "s1",
-        "--workspace", ws_s, "--json",
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "I want my MONEY back",
+        "--session",
+        "s1",
+        "--workspace",
+        ws_s,
+        "--json",
     ]);
     let u = sb.json(&["usage", "refund", "--json"]);
     assert_eq!(u["skill"], "refund");
@@ -811,7 +819,12 @@ fn usage_reports_a_replayed_turn_and_refuses_bad_input() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["skill"].as_str().unwrap(), s["activations"].as_i64().unwrap()))
+        .map(|s| {
+            (
+                s["skill"].as_str().unwrap(),
+                s["activations"].as_i64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(used, [("hello", 1), ("refund", 1), ("refund-policy", 1)]);
     let never: Vec<&str> = lib["never_used"]
@@ -824,14 +837,28 @@ fn usage_reports_a_replayed_turn_and_refuses_bad_input() {
 
     let text = sb.ok(&["usage", "refund"]).stdout;
     assert!(text.starts_with("refund since "), "{text}");
-    assert!(text.contains("activations   1 (eager 0, trigger 1, path 0, explicit 0, load 0, companion 0, other 0)"), "{text}");
+    assert!(
+        text.contains(
+            "activations   1 (eager 0, trigger 1, path 0, explicit 0, load 0, companion 0, other 0)"
+        ),
+        "{text}"
+    );
     assert!(text.contains("\nsupport "), "{text}");
     let text = sb.ok(&["usage"]).stdout;
-    assert!(text.contains("never used since ") && text.contains("  shared/notes (last used never)"), "{text}");
+    assert!(
+        text.contains("never used since ") && text.contains("  shared/notes (last used never)"),
+        "{text}"
+    );
 
     for (args, want) in [
-        (vec!["usage", "--since", "yesterday"], "--since \"yesterday\" is neither a date (YYYY-MM-DD"),
-        (vec!["usage", "refund", "--since", "2026-02-30"], "--since \"2026-02-30\""),
+        (
+            vec!["usage", "--since", "yesterday"],
+            "--since \"yesterday\" is neither a date (YYYY-MM-DD",
+        ),
+        (
+            vec!["usage", "refund", "--since", "2026-02-30"],
+            "--since \"2026-02-30\"",
+        ),
         (vec!["usage", "--since", "0d"], "between 1d and 36600d"),
         (vec!["usage", "--agent", "Not A Name"], "--agent"),
     ] {

@@ -168,8 +168,15 @@ impl Deltas {
         match (ev.kind.as_str(), skill) {
             ("skill_activated", Some(s)) => {
                 let a: Activated = read(&ev.data);
-                self.add(key(s, "activated", activation_reason(&a.reason)), 1, a.tokens);
-                let last = self.last_used.entry((s.to_owned(), agent.clone())).or_default();
+                self.add(
+                    key(s, "activated", activation_reason(&a.reason)),
+                    1,
+                    a.tokens,
+                );
+                let last = self
+                    .last_used
+                    .entry((s.to_owned(), agent.clone()))
+                    .or_default();
                 *last = (*last).max(day);
             }
             ("turn", _) => self.turn(&read(&ev.data), key("", "turn", "")),
@@ -185,7 +192,11 @@ impl Deltas {
             ("drift_reverted", Some(s)) => self.add(key(s, "status", "drift_reverted"), 1, 0),
             ("disabled", Some(s)) => {
                 let d: StatusData = read(&ev.data);
-                if d.reason.as_ref().and_then(|r| r.get("drift")).is_some_and(|d| d.is_string()) {
+                if d.reason
+                    .as_ref()
+                    .and_then(|r| r.get("drift"))
+                    .is_some_and(|d| d.is_string())
+                {
                     self.add(key(s, "status", "drift_disabled"), 1, 0);
                 }
             }
@@ -224,7 +235,9 @@ impl Deltas {
                                 self.add(listed(n, "name_only"), 1, 0);
                             }
                         }
-                        None if g.count > 0 => self.add(listed("", "name_only_unnamed"), g.count, 0),
+                        None if g.count > 0 => {
+                            self.add(listed("", "name_only_unnamed"), g.count, 0)
+                        }
                         None => {}
                     }
                 }
@@ -278,7 +291,13 @@ impl ByReason {
 
     /// All activations.
     pub fn total(&self) -> i64 {
-        self.eager + self.trigger + self.path + self.explicit + self.load + self.companion + self.other
+        self.eager
+            + self.trigger
+            + self.path
+            + self.explicit
+            + self.load
+            + self.companion
+            + self.other
     }
 }
 
@@ -403,7 +422,12 @@ pub(crate) type UsageRow = (String, i64, i64, String, String, i64, i64);
 
 impl SkillUsage {
     /// Fold a skill's rows and its agents' turn counts (agent, turns) into the answer.
-    pub(crate) fn from_rows(skill: &str, since: i64, rows: &[UsageRow], turns: &[(String, i64)]) -> SkillUsage {
+    pub(crate) fn from_rows(
+        skill: &str,
+        since: i64,
+        rows: &[UsageRow],
+        turns: &[(String, i64)],
+    ) -> SkillUsage {
         let mut u = SkillUsage {
             skill: skill.to_owned(),
             since: day_string(since),
@@ -419,7 +443,10 @@ impl SkillUsage {
                 agent: agent.clone(),
                 ..AgentUsage::default()
             });
-            let r = || RevisionUsage { rev: *rev, ..RevisionUsage::default() };
+            let r = || RevisionUsage {
+                rev: *rev,
+                ..RevisionUsage::default()
+            };
             match (kind.as_str(), reason.as_str()) {
                 ("activated", _) => {
                     a.activations.add(reason, *count);
@@ -440,14 +467,19 @@ impl SkillUsage {
                     a.unfollowed += count;
                     revs.entry(*rev).or_insert_with(r).unfollowed += count;
                 }
-                ("status", "drift_disabled") => revs.entry(*rev).or_insert_with(r).drift_disabled += count,
-                ("status", "drift_reverted") => revs.entry(*rev).or_insert_with(r).drift_reverted += count,
+                ("status", "drift_disabled") => {
+                    revs.entry(*rev).or_insert_with(r).drift_disabled += count
+                }
+                ("status", "drift_reverted") => {
+                    revs.entry(*rev).or_insert_with(r).drift_reverted += count
+                }
                 _ => {}
             }
         }
         for a in agents.values_mut() {
             a.turns = turns.iter().find(|(n, _)| *n == a.agent).map_or(0, |t| t.1);
-            let in_turn = a.activations.total() - a.activations.load + a.listed.full + a.listed.name_only;
+            let in_turn =
+                a.activations.total() - a.activations.load + a.listed.full + a.listed.name_only;
             a.listed.left_out = (a.turns - in_turn).max(0);
             u.add_agent(a);
         }
@@ -457,7 +489,10 @@ impl SkillUsage {
         u.revisions = revs.into_values().rev().filter(|r| r.rev > 0).collect();
         u.days = days
             .into_iter()
-            .map(|(d, activations)| DayUsage { day: day_string(d), activations })
+            .map(|(d, activations)| DayUsage {
+                day: day_string(d),
+                activations,
+            })
             .collect();
         u
     }
@@ -560,7 +595,11 @@ pub(crate) fn totals(rows: &[(String, String, String, i64, i64)]) -> Vec<SkillTo
         }
     }
     let mut v: Vec<SkillTotals> = by.into_values().collect();
-    v.sort_by(|a, b| b.activations.cmp(&a.activations).then(a.skill.cmp(&b.skill)));
+    v.sort_by(|a, b| {
+        b.activations
+            .cmp(&a.activations)
+            .then(a.skill.cmp(&b.skill))
+    });
     v
 }
 
@@ -655,7 +694,16 @@ mod tests {
         for d in [-1, 0, 59, 10_000, 20_454, 2_000_000, 2_932_896 - 1] {
             assert_eq!(parse_day(&day_string(d)), Some(d), "{d}");
         }
-        for bad in ["2023-02-29", "2026-13-01", "2026-1-01", "26-01-01", "2026-01-32", "x", "", "2026-01-01-01"] {
+        for bad in [
+            "2023-02-29",
+            "2026-13-01",
+            "2026-1-01",
+            "26-01-01",
+            "2026-01-32",
+            "x",
+            "",
+            "2026-01-01-01",
+        ] {
             assert_eq!(parse_day(bad), None, "{bad}");
         }
         assert_eq!(parse_since("30d", 100), Ok(71));
@@ -708,14 +756,54 @@ mod tests {
     #[test]
     fn runs_activations_and_drift_count_and_other_data_is_ignored() {
         let mut d = Deltas::default();
-        d.event(&event("skill_activated", Some("s"), json!({"reason": "trigger:x", "tokens": 40})), 0);
-        d.event(&event("skill_activated", Some("s"), json!({"reason": "trigger:y", "tokens": 2})), 1);
-        d.event(&event("run_finished", Some("s"), json!({"outcome": "failure", "calls": 0})), 0);
-        d.event(&event("run_finished", Some("s"), json!({"outcome": "success"})), 0);
-        d.event(&event("disabled", Some("s"), json!({"reason": {"drift": "3 failed"}})), 0);
-        d.event(&event("disabled", Some("s"), json!({"reason": "by hand"})), 0);
-        d.event(&event("skill_activated", Some("s"), json!("not an object")), 0);
-        d.event(&event("skill_activated", None, json!({"reason": "eager"})), 0);
+        d.event(
+            &event(
+                "skill_activated",
+                Some("s"),
+                json!({"reason": "trigger:x", "tokens": 40}),
+            ),
+            0,
+        );
+        d.event(
+            &event(
+                "skill_activated",
+                Some("s"),
+                json!({"reason": "trigger:y", "tokens": 2}),
+            ),
+            1,
+        );
+        d.event(
+            &event(
+                "run_finished",
+                Some("s"),
+                json!({"outcome": "failure", "calls": 0}),
+            ),
+            0,
+        );
+        d.event(
+            &event("run_finished", Some("s"), json!({"outcome": "success"})),
+            0,
+        );
+        d.event(
+            &event(
+                "disabled",
+                Some("s"),
+                json!({"reason": {"drift": "3 failed"}}),
+            ),
+            0,
+        );
+        d.event(
+            &event("disabled", Some("s"), json!({"reason": "by hand"})),
+            0,
+        );
+        d.event(
+            &event("skill_activated", Some("s"), json!("not an object")),
+            0,
+        );
+        d.event(
+            &event("skill_activated", None, json!({"reason": "eager"})),
+            0,
+        );
         let get = |kind: &str, reason: &str| {
             d.rows
                 .iter()

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 use skillbase_store::db::Db;
 use skillbase_store::retention::RetentionPolicy;
 use skillbase_store::usage::{DAY_MS, SkillUsage, day_string, today};
-use skillbase_store::{EventFilter, NewEvent, SCHEMA_VERSION, Scope, StatusChange, Store};
+use skillbase_store::{
+    AgentConfig, EventFilter, NameSet, NewEvent, SCHEMA_VERSION, Scope, StatusChange, Store,
+};
 use std::time::Duration;
 
 fn ev(kind: &str, agent: &str, session: &str, skill: Option<&str>, data: Value) -> NewEvent {
@@ -33,40 +35,97 @@ fn turn(full: &[&str], name_only: &[&str], omitted: i64, total: i64) -> Value {
 /// The turns of the replayed sessions: support's three turns in s1, billing's load in s2.
 fn turn_events() -> Vec<NewEvent> {
     let act = |agent: &str, s: &str, skill: &str, reason: &str| {
-        ev("skill_activated", agent, s, Some(skill), json!({"reason": reason, "tokens": 40, "source": "context"}))
+        ev(
+            "skill_activated",
+            agent,
+            s,
+            Some(skill),
+            json!({"reason": reason, "tokens": 40, "source": "context"}),
+        )
     };
     vec![
-        ev("turn", "support", "s1", None, turn(&["other"], &["unused"], 2, 300)),
+        ev(
+            "turn",
+            "support",
+            "s1",
+            None,
+            turn(&["other"], &["unused"], 2, 300),
+        ),
         act("support", "s1", "refund", "trigger:refund"),
-        ev("turn", "support", "s1", None, turn(&["refund"], &[], 0, 100)),
+        ev(
+            "turn",
+            "support",
+            "s1",
+            None,
+            turn(&["refund"], &[], 0, 100),
+        ),
         act("support", "s1", "other", "eager"),
         ev("turn", "support", "s1", None, turn(&["other"], &[], 0, 100)),
     ]
 }
 
+/// The skills, support (allowed every skill) and billing (refund and other only).
 async fn seed(store: &Store) {
     for n in ["refund", "other", "unused"] {
-        store.put(put(Scope::Shared, skill(n, "Body."), None)).await.unwrap();
+        store
+            .put(put(Scope::Shared, skill(n, "Body."), None))
+            .await
+            .unwrap();
     }
+    let all = AgentConfig {
+        skills: NameSet::All,
+        ..AgentConfig::default()
+    };
+    store.create_agent(&agent("support"), &all).await.unwrap();
+    let two = AgentConfig {
+        skills: NameSet::Names(vec!["refund".parse().unwrap(), "other".parse().unwrap()]),
+        ..AgentConfig::default()
+    };
+    store.create_agent(&agent("billing"), &two).await.unwrap();
 }
 
 /// Replay: the turns, then support loads refund and follows it (two calls, a success);
 /// billing loads it and calls nothing (a failure); drift disables it.
 async fn replay(store: &Store) {
     store.append_events(&turn_events()).await.unwrap();
-    let entry = store.index().get(&Scope::Shared, "refund").cloned().unwrap();
+    let entry = store
+        .index()
+        .get(&Scope::Shared, "refund")
+        .cloned()
+        .unwrap();
     let load = |agent: &str, s: &str| {
-        ev("skill_activated", agent, s, Some("refund"), json!({"reason": "load", "tokens": 40, "source": "load_skill"}))
+        ev(
+            "skill_activated",
+            agent,
+            s,
+            Some("refund"),
+            json!({"reason": "load", "tokens": 40, "source": "load_skill"}),
+        )
     };
     store.append_events(&[load("support", "s1")]).await.unwrap();
-    let run = store.start_run("s1", &agent("support"), &entry).await.unwrap();
-    store.append_events_and_count(&[], &[(run, 2)]).await.unwrap();
+    let run = store
+        .start_run("s1", &agent("support"), &entry)
+        .await
+        .unwrap();
+    store
+        .append_events_and_count(&[], &[(run, 2)])
+        .await
+        .unwrap();
     store.end_run(run, "success", "done").await.unwrap();
     store.append_events(&[load("billing", "s2")]).await.unwrap();
-    let run = store.start_run("s2", &agent("billing"), &entry).await.unwrap();
+    let run = store
+        .start_run("s2", &agent("billing"), &entry)
+        .await
+        .unwrap();
     store.end_run(run, "failure", "gave up").await.unwrap();
     store
-        .set_status(&Scope::Shared, "refund", StatusChange::Disable, &human(), json!({"drift": "revision 1 failed 1 runs in a row"}))
+        .set_status(
+            &Scope::Shared,
+            "refund",
+            StatusChange::Disable,
+            &human(),
+            json!({"drift": "revision 1 failed 1 runs in a row"}),
+        )
         .await
         .unwrap();
 }
@@ -74,7 +133,11 @@ async fn replay(store: &Store) {
 fn check_refund(u: &SkillUsage) {
     assert_eq!(u.since, day_string(today() - 1));
     let a = &u.activations;
-    assert_eq!((a.trigger, a.load, a.eager, a.total()), (1, 2, 0, 3), "{u:#?}");
+    assert_eq!(
+        (a.trigger, a.load, a.eager, a.total()),
+        (1, 2, 0, 3),
+        "{u:#?}"
+    );
     assert_eq!(u.body_tokens, 120);
     assert_eq!((u.runs.success, u.runs.failure, u.runs.other), (1, 1, 0));
     assert_eq!((u.unfollowed, u.drift_disabled), (1, 1));
@@ -83,15 +146,50 @@ fn check_refund(u: &SkillUsage) {
     assert_eq!(names, ["billing", "support"]);
     let (billing, support) = (&u.agents[0], &u.agents[1]);
     // support: three turns, triggered in one, listed in full in another, left out of the third.
-    assert_eq!((support.turns, support.activations.trigger, support.activations.load), (3, 1, 1));
-    assert_eq!((support.listed.full, support.listed.name_only, support.listed.left_out), (1, 0, 1));
+    assert_eq!(
+        (
+            support.turns,
+            support.activations.trigger,
+            support.activations.load
+        ),
+        (3, 1, 1)
+    );
+    assert_eq!(
+        (
+            support.listed.full,
+            support.listed.name_only,
+            support.listed.left_out
+        ),
+        (1, 0, 1)
+    );
     assert_eq!((support.runs.success, support.unfollowed), (1, 0));
-    assert_eq!((billing.turns, billing.activations.load, billing.runs.failure, billing.unfollowed), (0, 1, 1, 1));
+    assert_eq!(
+        (
+            billing.turns,
+            billing.activations.load,
+            billing.runs.failure,
+            billing.unfollowed
+        ),
+        (0, 1, 1, 1)
+    );
     assert_eq!(u.revisions.len(), 1);
     let r = &u.revisions[0];
-    assert_eq!((r.rev, r.activations, r.runs.success, r.runs.failure, r.unfollowed, r.drift_disabled), (1, 3, 1, 1, 1, 1));
+    assert_eq!(
+        (
+            r.rev,
+            r.activations,
+            r.runs.success,
+            r.runs.failure,
+            r.unfollowed,
+            r.drift_disabled
+        ),
+        (1, 3, 1, 1, 1, 1)
+    );
     assert_eq!(u.days.len(), 1);
-    assert_eq!((u.days[0].activations.trigger, u.days[0].activations.load), (1, 2));
+    assert_eq!(
+        (u.days[0].activations.trigger, u.days[0].activations.load),
+        (1, 2)
+    );
     assert!(u.approximate.contains("left_out"));
 }
 
@@ -103,14 +201,33 @@ async fn figures_match_a_replayed_session(db: TestDb) {
     check_refund(&store.skill_usage("refund", None, since).await.unwrap());
 
     // One agent's figures hold nothing of another's.
-    let b = store.skill_usage("refund", Some("billing"), since).await.unwrap();
+    let b = store
+        .skill_usage("refund", Some("billing"), since)
+        .await
+        .unwrap();
     assert_eq!(b.agents.len(), 1);
-    assert_eq!((b.activations.total(), b.activations.load, b.runs.success), (1, 1, 0));
-    let other = store.skill_usage("other", Some("support"), since).await.unwrap();
-    assert_eq!((other.activations.eager, other.listed.full, other.listed.left_out), (1, 2, 0));
+    assert_eq!(
+        (b.activations.total(), b.activations.load, b.runs.success),
+        (1, 1, 0)
+    );
+    let other = store
+        .skill_usage("other", Some("support"), since)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            other.activations.eager,
+            other.listed.full,
+            other.listed.left_out
+        ),
+        (1, 2, 0)
+    );
 
     // The window: nothing after tomorrow.
-    let later = store.skill_usage("refund", None, today() + 1).await.unwrap();
+    let later = store
+        .skill_usage("refund", None, today() + 1)
+        .await
+        .unwrap();
     assert_eq!((later.activations.total(), later.agents.len()), (0, 0));
 
     // Never used: refund is disabled, other was activated; unused only.
@@ -118,19 +235,50 @@ async fn figures_match_a_replayed_session(db: TestDb) {
     let names: Vec<&str> = never.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["unused"]);
     assert_eq!(never[0].last_used, None);
-    // For billing, other was never activated either.
-    let never = store.never_used_skills(since, Some("billing")).await.unwrap();
+    // For billing, other was never activated either; unused is not in its view.
+    let never = store
+        .never_used_skills(since, Some("billing"))
+        .await
+        .unwrap();
     let names: Vec<&str> = never.iter().map(|n| n.name.as_str()).collect();
-    assert_eq!(names, ["other", "unused"]);
+    assert_eq!(names, ["other"]);
+    let never = store
+        .never_used_skills(since, Some("support"))
+        .await
+        .unwrap();
+    let names: Vec<&str> = never.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["unused"]);
+    // An agent the store does not hold sees nothing.
+    assert!(
+        store
+            .never_used_skills(since, Some("nobody"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // A window starting tomorrow: other's last use is before it.
     let never = store.never_used_skills(today() + 1, None).await.unwrap();
     assert_eq!(never[0].name, "other");
-    assert_eq!(never[0].last_used.as_deref(), Some(day_string(today()).as_str()));
+    assert_eq!(
+        never[0].last_used.as_deref(),
+        Some(day_string(today()).as_str())
+    );
 
     let lib = store.library_usage(None, since).await.unwrap();
-    let names: Vec<(&str, i64)> = lib.skills.iter().map(|s| (s.skill.as_str(), s.activations)).collect();
+    let names: Vec<(&str, i64)> = lib
+        .skills
+        .iter()
+        .map(|s| (s.skill.as_str(), s.activations))
+        .collect();
     assert_eq!(names, [("refund", 3), ("other", 1)]);
-    assert_eq!((lib.skills[0].runs.failure, lib.skills[0].unfollowed, lib.skills[0].drift_disabled), (1, 1, 1));
+    assert_eq!(
+        (
+            lib.skills[0].runs.failure,
+            lib.skills[0].unfollowed,
+            lib.skills[0].drift_disabled
+        ),
+        (1, 1, 1)
+    );
     let lib = store.library_usage(Some("billing"), since).await.unwrap();
     assert_eq!(lib.skills.len(), 1);
     assert_eq!(lib.skills[0].activations, 1);
@@ -154,10 +302,15 @@ async fn trimming_events_keeps_the_figures(db: TestDb) {
     assert!(!report.is_empty(), "{report:?}");
     let left = store.events(&EventFilter::default()).await.unwrap();
     assert!(
-        !left.iter().any(|e| e.kind == "turn" || e.kind == "skill_activated"),
+        !left
+            .iter()
+            .any(|e| e.kind == "turn" || e.kind == "skill_activated"),
         "the turns and activations were trimmed"
     );
-    assert_eq!(store.skill_usage("refund", None, since).await.unwrap(), before);
+    assert_eq!(
+        store.skill_usage("refund", None, since).await.unwrap(),
+        before
+    );
     check_refund(&before);
     db.cleanup().await;
 }
@@ -203,18 +356,62 @@ fn history() -> Vec<NewEvent> {
         "catalog": {"ranked": true, "shown": [{"name": "refund", "rank": 1, "stage": "lexical"}],
             "name_only": {"count": 4, "by_reason": [{"reason": "budget", "count": 4, "ranks": "2-5"}]},
             "omitted": {"count": 1, "by_reason": []}}})));
-    evs.push(ev("skill_activated", "billing", "s2", Some("refund"), json!({"reason": "companion:other", "tokens": 7, "source": "context"})));
-    evs.push(ev("run_finished", "billing", "s2", Some("refund"), json!({"run": 1, "outcome": "failure", "calls": 0})));
-    evs.push(ev("run_finished", "support", "s1", Some("refund"), json!({"run": 2, "outcome": "success", "calls": 3})));
-    evs.push(ev("run_finished", "support", "s1", Some("refund"), json!({"run": 3, "outcome": "success"})));
-    evs.push(ev("disabled", "support", "s1", Some("refund"), json!({"reason": {"drift": "x"}})));
-    evs.push(ev("disabled", "support", "s1", Some("refund"), json!({"reason": "by hand"})));
-    evs.push(ev("drift_reverted", "support", "s1", Some("refund"), json!({"from": 2, "to": 1})));
+    evs.push(ev(
+        "skill_activated",
+        "billing",
+        "s2",
+        Some("refund"),
+        json!({"reason": "companion:other", "tokens": 7, "source": "context"}),
+    ));
+    evs.push(ev(
+        "run_finished",
+        "billing",
+        "s2",
+        Some("refund"),
+        json!({"run": 1, "outcome": "failure", "calls": 0}),
+    ));
+    evs.push(ev(
+        "run_finished",
+        "support",
+        "s1",
+        Some("refund"),
+        json!({"run": 2, "outcome": "success", "calls": 3}),
+    ));
+    evs.push(ev(
+        "run_finished",
+        "support",
+        "s1",
+        Some("refund"),
+        json!({"run": 3, "outcome": "success"}),
+    ));
+    evs.push(ev(
+        "disabled",
+        "support",
+        "s1",
+        Some("refund"),
+        json!({"reason": {"drift": "x"}}),
+    ));
+    evs.push(ev(
+        "disabled",
+        "support",
+        "s1",
+        Some("refund"),
+        json!({"reason": "by hand"}),
+    ));
+    evs.push(ev(
+        "drift_reverted",
+        "support",
+        "s1",
+        Some("refund"),
+        json!({"from": 2, "to": 1}),
+    ));
     evs
 }
 
 async fn the_migration_backfills_what_appending_counts(db: TestDb) {
-    let old = Db::open_at_schema(&db.url, (SCHEMA_VERSION - 1) as usize).await.unwrap();
+    let old = Db::open_at_schema(&db.url, (SCHEMA_VERSION - 1) as usize)
+        .await
+        .unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -242,11 +439,20 @@ async fn the_migration_backfills_what_appending_counts(db: TestDb) {
         assert_eq!(a, b, "{name}");
     }
     let refund = backfilled.skill_usage("refund", None, since).await.unwrap();
-    assert_eq!((refund.activations.trigger, refund.activations.companion), (1, 1));
-    assert_eq!((refund.runs.success, refund.runs.failure, refund.unfollowed), (2, 1, 1));
+    assert_eq!(
+        (refund.activations.trigger, refund.activations.companion),
+        (1, 1)
+    );
+    assert_eq!(
+        (refund.runs.success, refund.runs.failure, refund.unfollowed),
+        (2, 1, 1)
+    );
     let support = refund.agents.iter().find(|a| a.agent == "support").unwrap();
     // Four turns: triggered in one, in full in two (one ranked), left out of one.
-    assert_eq!((support.turns, support.listed.full, support.listed.left_out), (4, 2, 1));
+    assert_eq!(
+        (support.turns, support.listed.full, support.listed.left_out),
+        (4, 2, 1)
+    );
     assert_eq!(refund.revisions[0].drift_disabled, 1);
     assert_eq!(refund.revisions[0].drift_reverted, 1);
     assert_eq!(

@@ -40,75 +40,214 @@ async fn with_usage() -> TestServer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_reads_every_agent_and_an_agent_token_only_its_own() {
     let s = with_usage().await;
-    let all = ok_json(s.get("/v1/skills/shared-one/usage", &s.admin).send().await.unwrap(), 200).await;
+    let all = ok_json(
+        s.get("/v1/skills/shared-one/usage", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
     assert_eq!(all["activations"]["trigger"], 2);
     assert_eq!(all["activations"]["load"], 1);
     assert_eq!(all["body_tokens"], 90);
-    let agents: Vec<&str> = all["agents"].as_array().unwrap().iter().map(|a| a["agent"].as_str().unwrap()).collect();
+    let agents: Vec<&str> = all["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["agent"].as_str().unwrap())
+        .collect();
     assert_eq!(agents, ["alpha", "beta"]);
-    let beta = ok_json(s.get("/v1/skills/shared-one/usage?agent=beta", &s.admin).send().await.unwrap(), 200).await;
-    assert_eq!((beta["activations"]["load"].as_i64(), beta["activations"]["trigger"].as_i64()), (Some(1), Some(0)));
+    let beta = ok_json(
+        s.get("/v1/skills/shared-one/usage?agent=beta", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(
+        (
+            beta["activations"]["load"].as_i64(),
+            beta["activations"]["trigger"].as_i64()
+        ),
+        (Some(1), Some(0))
+    );
 
     // alpha: its own figures, nothing of beta's, even asked for all.
-    let own = ok_json(s.get("/v1/skills/shared-one/usage", &s.alpha).send().await.unwrap(), 200).await;
-    assert_eq!((own["activations"]["trigger"].as_i64(), own["activations"]["load"].as_i64()), (Some(2), Some(0)));
+    let own = ok_json(
+        s.get("/v1/skills/shared-one/usage", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(
+        (
+            own["activations"]["trigger"].as_i64(),
+            own["activations"]["load"].as_i64()
+        ),
+        (Some(2), Some(0))
+    );
     assert!(!own.to_string().contains("beta"), "{own}");
-    let lib = ok_json(s.get("/v1/usage?since=7d", &s.alpha).send().await.unwrap(), 200).await;
+    let lib = ok_json(
+        s.get("/v1/usage?since=7d", &s.alpha).send().await.unwrap(),
+        200,
+    )
+    .await;
     assert!(!lib.to_string().contains("beta"), "{lib}");
     assert_eq!(lib["agent"], "alpha");
-    let names: Vec<&str> = lib["never_used"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = lib["never_used"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["alpha-secret", "shared-two"]);
     assert_eq!(lib["skills"][0]["skill"], "shared-one");
     assert_eq!(lib["skills"][0]["activations"], 2);
 
     // Another agent, or a skill alpha may not see: answered as missing ones are.
-    let (st, other) = problem(s.get("/v1/skills/shared-one/usage?agent=beta", &s.alpha).send().await.unwrap()).await;
-    let (st2, missing) = problem(s.get("/v1/skills/shared-one/usage?agent=nobody", &s.alpha).send().await.unwrap()).await;
+    let (st, other) = problem(
+        s.get("/v1/skills/shared-one/usage?agent=beta", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let (st2, missing) = problem(
+        s.get("/v1/skills/shared-one/usage?agent=nobody", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((st, st2), (404, 404));
-    assert_eq!(other["detail"].as_str().unwrap().replace("beta", "X"), missing["detail"].as_str().unwrap().replace("nobody", "X"));
-    let (st, hidden) = problem(s.get("/v1/skills/beta-secret/usage", &s.alpha).send().await.unwrap()).await;
-    let (st2, absent) = problem(s.get("/v1/skills/no-such-skill/usage", &s.alpha).send().await.unwrap()).await;
+    assert_eq!(
+        other["detail"].as_str().unwrap().replace("beta", "X"),
+        missing["detail"].as_str().unwrap().replace("nobody", "X")
+    );
+    let (st, hidden) = problem(
+        s.get("/v1/skills/beta-secret/usage", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let (st2, absent) = problem(
+        s.get("/v1/skills/no-such-skill/usage", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((st, st2), (404, 404));
-    assert_eq!(without(&hidden["detail"], "beta-secret"), without(&absent["detail"], "no-such-skill"));
-    let (st, _) = problem(s.get("/v1/usage?agent=beta", &s.alpha).send().await.unwrap()).await;
+    assert_eq!(
+        without(&hidden["detail"], "beta-secret"),
+        without(&absent["detail"], "no-such-skill")
+    );
+    let (st, _) = problem(
+        s.get("/v1/usage?agent=beta", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(st, 404);
 
     // The admin's library: every skill, beta's secret too; shared-two and alpha-secret unused.
     let lib = ok_json(s.get("/v1/usage", &s.admin).send().await.unwrap(), 200).await;
-    let used: Vec<&str> = lib["skills"].as_array().unwrap().iter().map(|n| n["skill"].as_str().unwrap()).collect();
+    let used: Vec<&str> = lib["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["skill"].as_str().unwrap())
+        .collect();
     assert_eq!(used, ["shared-one", "beta-secret"]);
-    let names: Vec<&str> = lib["never_used"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = lib["never_used"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["alpha-secret", "shared-two"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_token_and_malformed_windows_are_refused() {
     let s = with_usage().await;
-    let r = reqwest::Client::new().get(s.url("/v1/usage")).send().await.unwrap();
+    let r = reqwest::Client::new()
+        .get(s.url("/v1/usage"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
-    let r = reqwest::Client::new().get(s.url("/v1/skills/shared-one/usage")).send().await.unwrap();
+    let r = reqwest::Client::new()
+        .get(s.url("/v1/skills/shared-one/usage"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
-    for q in ["since=yesterday", "since=2026-02-30", "since=0d", "since=-5d", "agent=Not%20A%20Name", "bogus=1"] {
+    for q in [
+        "since=yesterday",
+        "since=2026-02-30",
+        "since=0d",
+        "since=-5d",
+        "agent=Not%20A%20Name",
+        "bogus=1",
+    ] {
         for path in ["/v1/usage", "/v1/skills/shared-one/usage"] {
-            let (st, p) = problem(s.get(&format!("{path}?{q}"), &s.admin).send().await.unwrap()).await;
+            let (st, p) = problem(
+                s.get(&format!("{path}?{q}"), &s.admin)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
             assert_eq!(st, 400, "{path}?{q}: {p}");
         }
     }
-    let (_, p) = problem(s.get("/v1/usage?since=yesterday", &s.admin).send().await.unwrap()).await;
+    let (_, p) = problem(
+        s.get("/v1/usage?since=yesterday", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert!(p["detail"].as_str().unwrap().contains("YYYY-MM-DD"), "{p}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_turn_counts_for_its_agent() {
     let s = TestServer::start().await;
-    let sess = ok_json(s.post("/v1/sessions", &s.alpha).json(&json!({})).send().await.unwrap(), 201).await;
+    let sess = ok_json(
+        s.post("/v1/sessions", &s.alpha)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap(),
+        201,
+    )
+    .await;
     let id = sess["id"].as_str().unwrap();
     ok_json(
-        s.post(&format!("/v1/sessions/{id}/turns"), &s.alpha).json(&json!({"message": "hello"})).send().await.unwrap(),
+        s.post(&format!("/v1/sessions/{id}/turns"), &s.alpha)
+            .json(&json!({"message": "hello"}))
+            .send()
+            .await
+            .unwrap(),
         200,
     )
     .await;
-    let u = ok_json(s.get("/v1/skills/shared-one/usage", &s.alpha).send().await.unwrap(), 200).await;
+    let u = ok_json(
+        s.get("/v1/skills/shared-one/usage", &s.alpha)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
     let alpha = &u["agents"][0];
     assert_eq!(alpha["agent"], "alpha");
     assert_eq!(alpha["turns"], 1);

@@ -387,7 +387,8 @@ async fn in_a_browser_the_health_page_retires_a_never_used_skill() {
     b.wait_title("Sessions · Skillbase studio").await;
 
     // The skill that fired shows its use on its page.
-    b.open(&s.url("/studio/skills/shared-one?scope=shared")).await;
+    b.open(&s.url("/studio/skills/shared-one?scope=shared"))
+        .await;
     assert_eq!(b.text("#health").await, "healthy");
     assert_eq!(b.count("#usage-agents tr[data-agent=alpha]").await, 1);
 

@@ -25,10 +25,28 @@ async fn library() -> TestServer {
     let dup = |name: &str, desc: &str| {
         format!("---\nname: {name}\ndescription: {desc}\n---\nBody of {name}.\n")
     };
-    let a = dup("invoice-resend", "Resends a customer's invoice for an order by email. Use when a customer asks for their invoice again.");
-    let b = dup("invoice-resender", "Resends the invoice of a customer's order by email. Use when a customer asks for the invoice again.");
-    put_skill(&s.store, Scope::Shared, "invoice-resend", &[("SKILL.md", a.as_bytes())]).await;
-    put_skill(&s.store, Scope::Shared, "invoice-resender", &[("SKILL.md", b.as_bytes())]).await;
+    let a = dup(
+        "invoice-resend",
+        "Resends a customer's invoice for an order by email. Use when a customer asks for their invoice again.",
+    );
+    let b = dup(
+        "invoice-resender",
+        "Resends the invoice of a customer's order by email. Use when a customer asks for the invoice again.",
+    );
+    put_skill(
+        &s.store,
+        Scope::Shared,
+        "invoice-resend",
+        &[("SKILL.md", a.as_bytes())],
+    )
+    .await;
+    put_skill(
+        &s.store,
+        Scope::Shared,
+        "invoice-resender",
+        &[("SKILL.md", b.as_bytes())],
+    )
+    .await;
     let r = s
         .put("/v1/agents/alpha", &s.admin)
         .json(&json!({"skills": ["shared-one", "shared-two", "alpha-secret", "invoice-resend", "invoice-resender"],
@@ -39,20 +57,65 @@ async fn library() -> TestServer {
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     s.store
         .append_events(&[
-            event("skill_activated", "alpha", "shared-one", json!({"reason": "trigger:refund", "tokens": 12})),
-            event("skill_activated", "beta", "shared-one", json!({"reason": "load", "tokens": 12})),
-            event("skill_activated", "alpha", "shared-two", json!({"reason": "load", "tokens": 5})),
-            event("run_finished", "alpha", "shared-two", json!({"outcome": "failure", "calls": 1})),
-            event("run_finished", "alpha", "shared-two", json!({"outcome": "failure", "calls": 0})),
-            event("skill_activated", "alpha", "invoice-resend", json!({"reason": "eager", "tokens": 5})),
-            event("skill_activated", "alpha", "invoice-resender", json!({"reason": "eager", "tokens": 5})),
-            event("run_finished", "alpha", "invoice-resend", json!({"outcome": "failure", "calls": 2})),
+            event(
+                "skill_activated",
+                "alpha",
+                "shared-one",
+                json!({"reason": "trigger:refund", "tokens": 12}),
+            ),
+            event(
+                "skill_activated",
+                "beta",
+                "shared-one",
+                json!({"reason": "load", "tokens": 12}),
+            ),
+            event(
+                "skill_activated",
+                "alpha",
+                "shared-two",
+                json!({"reason": "load", "tokens": 5}),
+            ),
+            event(
+                "run_finished",
+                "alpha",
+                "shared-two",
+                json!({"outcome": "failure", "calls": 1}),
+            ),
+            event(
+                "run_finished",
+                "alpha",
+                "shared-two",
+                json!({"outcome": "failure", "calls": 0}),
+            ),
+            event(
+                "skill_activated",
+                "alpha",
+                "invoice-resend",
+                json!({"reason": "eager", "tokens": 5}),
+            ),
+            event(
+                "skill_activated",
+                "alpha",
+                "invoice-resender",
+                json!({"reason": "eager", "tokens": 5}),
+            ),
+            event(
+                "run_finished",
+                "alpha",
+                "invoice-resend",
+                json!({"outcome": "failure", "calls": 2}),
+            ),
         ])
         .await
         .unwrap();
     s.store
-        .set_status(&Scope::Shared, "shared-two", StatusChange::Disable, &Author::Human("test".into()),
-            json!({"drift": "revision 1 failed 2 runs in a row (threshold 2)", "last_note": ""}))
+        .set_status(
+            &Scope::Shared,
+            "shared-two",
+            StatusChange::Disable,
+            &Author::Human("test".into()),
+            json!({"drift": "revision 1 failed 2 runs in a row (threshold 2)", "last_note": ""}),
+        )
         .await
         .unwrap();
     s
@@ -60,7 +123,9 @@ async fn library() -> TestServer {
 
 /// The HTML of the element with `id`, up to its table's or paragraph's end.
 fn section<'a>(html: &'a str, id: &str) -> &'a str {
-    let i = html.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no #{id} in {html}"));
+    let i = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in {html}"));
     let rest = &html[i..];
     let end = rest.find("</table>").or_else(|| rest.find("</p>")).unwrap();
     &rest[..end]
@@ -77,20 +142,32 @@ async fn a_skill_page_shows_its_usage_and_health() {
     assert!(section(&html, "last-used").contains(&today));
     let agents = section(&html, "usage-agents");
     // all: trigger 1, load 1; then alpha and beta.
-    assert!(agents.contains("<th>all</th><td>0</td><td>1</td><td>0</td><td>0</td><td>1</td>"), "{agents}");
+    assert!(
+        agents.contains("<th>all</th><td>0</td><td>1</td><td>0</td><td>0</td><td>1</td>"),
+        "{agents}"
+    );
     assert!(agents.contains("data-agent=\"alpha\"") && agents.contains("data-agent=\"beta\""));
 
     let (_, html) = page(&s, &admin, "/studio/skills/shared-two").await;
-    assert!(section(&html, "health").contains("drift-disabled"), "{html}");
+    assert!(
+        section(&html, "health").contains("drift-disabled"),
+        "{html}"
+    );
     let revs = section(&html, "usage-revisions");
-    assert!(revs.contains("<td>2</td><td>1</td><td>1</td></tr>"), "{revs}");
+    assert!(
+        revs.contains("<td>2</td><td>1</td><td>1</td></tr>"),
+        "{revs}"
+    );
 
     // alpha's token: alpha's figures only.
     let alpha = sign_in(&s, &s.alpha).await;
     let (st, html) = page(&s, &alpha, "/studio/skills/shared-one").await;
     assert_eq!(st, 200);
     let agents = section(&html, "usage-agents");
-    assert!(agents.contains("data-agent=\"alpha\"") && !agents.contains("beta"), "{agents}");
+    assert!(
+        agents.contains("data-agent=\"alpha\"") && !agents.contains("beta"),
+        "{agents}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,28 +176,67 @@ async fn the_health_page_lists_what_to_act_on_with_links_that_act() {
     let admin = sign_in(&s, &s.admin).await;
     let (st, html) = page(&s, &admin, "/studio/health").await;
     assert_eq!(st, 200, "{html}");
-    assert!(html.contains("href=\"/studio/health\""), "the navigation links the page");
+    assert!(
+        html.contains("href=\"/studio/health\""),
+        "the navigation links the page"
+    );
 
     let never = section(&html, "never-used");
-    assert!(never.contains("data-skill=\"alpha-secret\"") && never.contains("data-skill=\"beta-secret\""), "{never}");
-    assert!(!never.contains("data-skill=\"shared-one\"") && !never.contains("shared-two"), "{never}");
-    assert!(never.contains("href=\"/studio/skills/alpha-secret?scope=agent%3Aalpha\""), "{never}");
+    assert!(
+        never.contains("data-skill=\"alpha-secret\"")
+            && never.contains("data-skill=\"beta-secret\""),
+        "{never}"
+    );
+    assert!(
+        !never.contains("data-skill=\"shared-one\"") && !never.contains("shared-two"),
+        "{never}"
+    );
+    assert!(
+        never.contains("href=\"/studio/skills/alpha-secret?scope=agent%3Aalpha\""),
+        "{never}"
+    );
     assert!(never.contains("data-action=\"retire\"") && never.contains("data-action=\"disable\""));
 
     let failing = section(&html, "failing");
-    assert!(failing.contains("data-skill=\"shared-two\"") && !failing.contains("shared-one"), "{failing}");
-    assert!(failing.contains("data-skill=\"invoice-resend\""), "{failing}");
-    assert!(failing.contains("data-action=\"enable\""), "a drift-disabled skill can be enabled: {failing}");
+    assert!(
+        failing.contains("data-skill=\"shared-two\"") && !failing.contains("shared-one"),
+        "{failing}"
+    );
+    assert!(
+        failing.contains("data-skill=\"invoice-resend\""),
+        "{failing}"
+    );
+    assert!(
+        failing.contains("data-action=\"enable\""),
+        "a drift-disabled skill can be enabled: {failing}"
+    );
     assert!(failing.contains("href=\"/studio/skills/shared-two?scope=shared#history\""));
 
     let overlap = section(&html, "overlapping");
-    assert!(overlap.contains("invoice-resend") && overlap.contains("invoice-resender"), "{overlap}");
-    assert!(overlap.contains("href=\"/studio/agents/alpha\""), "{overlap}");
+    assert!(
+        overlap.contains("invoice-resend") && overlap.contains("invoice-resender"),
+        "{overlap}"
+    );
+    assert!(
+        overlap.contains("href=\"/studio/agents/alpha\""),
+        "{overlap}"
+    );
 
     // The retire button acts: it posts the skill's action form (a confirmation page first).
     let token = csrf_of(&html);
-    let r = form(&s, &admin, "/studio/skills/beta-secret/action", &format!("scope=agent%3Abeta&action=retire&csrf={token}"), None).await;
-    assert!(r.status().is_success() || r.status().is_redirection(), "{}", r.status());
+    let r = form(
+        &s,
+        &admin,
+        "/studio/skills/beta-secret/action",
+        &format!("scope=agent%3Abeta&action=retire&csrf={token}"),
+        None,
+    )
+    .await;
+    assert!(
+        r.status().is_success() || r.status().is_redirection(),
+        "{}",
+        r.status()
+    );
 
     // A malformed window is refused, saying what is accepted.
     let (st, html) = page(&s, &admin, "/studio/health?since=last%20week").await;
@@ -138,9 +254,15 @@ async fn an_agent_token_sees_its_own_health_read_only() {
     let (st, html) = page(&s, &alpha, "/studio/health").await;
     assert_eq!(st, 200, "{html}");
     assert!(!html.contains("beta"), "nothing of beta: {html}");
-    assert!(!html.contains("data-action="), "no action for an agent token");
+    assert!(
+        !html.contains("data-action="),
+        "no action for an agent token"
+    );
     assert!(section(&html, "never-used").contains("data-skill=\"alpha-secret\""));
     // A disabled skill is not one alpha may see; the failing one it may is listed.
     let failing = section(&html, "failing");
-    assert!(failing.contains("data-skill=\"invoice-resend\"") && !failing.contains("shared-two"), "{failing}");
+    assert!(
+        failing.contains("data-skill=\"invoice-resend\"") && !failing.contains("shared-two"),
+        "{failing}"
+    );
 }

@@ -1,9 +1,11 @@
 //! Skill usage: what the aggregates kept with the events say about a skill, or the library.
 
 use super::Store;
+use crate::SkillEntry;
 use crate::error::Result;
-use crate::model::Status;
+use crate::model::{AgentName, Status};
 use crate::usage::{LibraryUsage, NeverUsed, SkillUsage, day_string, totals};
+use std::sync::Arc;
 
 impl Store {
     /// `name`'s usage from day `since` (days since 1970-01-01, UTC), by `agent` or every agent:
@@ -20,8 +22,8 @@ impl Store {
         Ok(SkillUsage::from_rows(name, since, &rows, &turns))
     }
 
-    /// The active skills (of `agent`'s scopes, or all) no agent (or `agent`) activated from day
-    /// `since` on, by scope and name, with the last day they were used before it.
+    /// The active skills (of `agent`'s view, or all) no agent (or `agent`) activated from day
+    /// `since` on, by name and scope, with the last day they were used before it.
     pub async fn never_used_skills(
         &self,
         since: i64,
@@ -30,16 +32,18 @@ impl Store {
         let last: std::collections::HashMap<String, i64> =
             on_db!(self, usage::last_used(agent))?.into_iter().collect();
         let index = self.index();
-        let skills: Vec<&std::sync::Arc<crate::SkillEntry>> = match agent {
-            // An agent's skills: its own scope over the shared one.
-            Some(a) => match crate::AgentName::parse(a) {
-                Ok(a) => index.resolved_for(&a),
-                Err(_) => Vec::new(),
+        let skills: Vec<Arc<SkillEntry>> = match agent.map(AgentName::parse) {
+            // An agent's skills: what its view holds (its own scope over the shared one, its
+            // allowlist); an agent this store does not hold has none.
+            Some(Ok(a)) => match self.agent_cached(&a) {
+                Some(agent) => skillbase_route::view::visible(&agent, &index),
+                None => Vec::new(),
             },
-            None => index.all().collect(),
+            Some(Err(_)) => Vec::new(),
+            None => index.all().cloned().collect(),
         };
         let mut out: Vec<NeverUsed> = skills
-            .into_iter()
+            .iter()
             .filter(|e| e.status == Status::Active)
             .filter(|e| last.get(e.name.as_str()).is_none_or(|d| *d < since))
             .map(|e| NeverUsed {

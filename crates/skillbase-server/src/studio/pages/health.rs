@@ -84,14 +84,23 @@ fn record<'a>(seen: &'a [Arc<SkillEntry>], name: &str) -> Option<&'a Arc<SkillEn
 fn never_used(b: &mut String, list: &[NeverUsed], seen: &[Arc<SkillEntry>], token: Option<&str>) {
     let list: Vec<&NeverUsed> = list
         .iter()
-        .filter(|n| seen.iter().any(|e| e.name == n.name && e.scope.to_string() == n.scope))
+        .filter(|n| {
+            seen.iter()
+                .any(|e| e.name == n.name && e.scope.to_string() == n.scope)
+        })
         .collect();
-    let _ = write!(b, "<h2>Never used <span class=\"muted\">({})</span></h2>", list.len());
+    let _ = write!(
+        b,
+        "<h2>Never used <span class=\"muted\">({})</span></h2>",
+        list.len()
+    );
     if list.is_empty() {
         b.push_str("<p id=\"never-used\" class=\"muted\">Every skill was used in this window.</p>");
         return;
     }
-    b.push_str("<table id=\"never-used\"><tr><th>Skill</th><th>Scope</th><th>Last used</th><th></th></tr>");
+    b.push_str(
+        "<table id=\"never-used\"><tr><th>Skill</th><th>Scope</th><th>Last used</th><th></th></tr>",
+    );
     for n in list {
         let _ = write!(
             b,
@@ -113,10 +122,16 @@ fn never_used(b: &mut String, list: &[NeverUsed], seen: &[Arc<SkillEntry>], toke
 fn failing(b: &mut String, skills: &[SkillTotals], seen: &[Arc<SkillEntry>], token: Option<&str>) {
     let rows: Vec<(&SkillTotals, &Arc<SkillEntry>)> = skills
         .iter()
-        .filter(|s| s.drift_disabled > 0 || (s.runs.failure > 0 && s.runs.failure >= s.runs.success))
+        .filter(|s| {
+            s.drift_disabled > 0 || (s.runs.failure > 0 && s.runs.failure >= s.runs.success)
+        })
         .filter_map(|s| record(seen, &s.skill).map(|e| (s, e)))
         .collect();
-    let _ = write!(b, "<h2>Failing <span class=\"muted\">({})</span></h2>", rows.len());
+    let _ = write!(
+        b,
+        "<h2>Failing <span class=\"muted\">({})</span></h2>",
+        rows.len()
+    );
     if rows.is_empty() {
         b.push_str("<p id=\"failing\" class=\"muted\">No skill failed as often as it succeeded, and drift disabled none.</p>");
         return;

@@ -18,7 +18,9 @@ pub(super) async fn usage_section(b: &mut String, st: &AppState, p: &Principal, 
     let _ = write!(
         b,
         "<h2>Usage and health <span class=\"muted\">(last {WINDOW_DAYS} days{})</span></h2>",
-        agent.map(|a| format!(", agent {}", esc(a))).unwrap_or_default()
+        agent
+            .map(|a| format!(", agent {}", esc(a)))
+            .unwrap_or_default()
     );
     match st.store.skill_usage(&e.name, agent, since).await {
         Ok(u) => render(b, &u, e),
@@ -29,10 +31,18 @@ pub(super) async fn usage_section(b: &mut String, st: &AppState, p: &Principal, 
 }
 
 fn reason_cells(r: &ByReason) -> String {
-    [r.eager, r.trigger, r.path, r.explicit, r.load, r.companion, r.other]
-        .iter()
-        .map(|n| format!("<td>{n}</td>"))
-        .collect()
+    [
+        r.eager,
+        r.trigger,
+        r.path,
+        r.explicit,
+        r.load,
+        r.companion,
+        r.other,
+    ]
+    .iter()
+    .map(|n| format!("<td>{n}</td>"))
+    .collect()
 }
 
 fn render(b: &mut String, u: &SkillUsage, e: &SkillEntry) {
@@ -96,7 +106,11 @@ fn render(b: &mut String, u: &SkillUsage, e: &SkillEntry) {
                 "<tr data-rev=\"{}\"><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 r.rev,
                 r.rev,
-                if r.rev == e.active_rev { " (active)" } else { "" },
+                if r.rev == e.active_rev {
+                    " (active)"
+                } else {
+                    ""
+                },
                 r.activations,
                 r.runs.success,
                 r.runs.failure,
