@@ -20,6 +20,7 @@ mod serve_cmds;
 mod sign_cmds;
 mod store_cmds;
 mod turn_cmds;
+mod usage_cmds;
 mod vault_cmds;
 
 use clap::{Parser, Subcommand};
@@ -134,6 +135,9 @@ enum Command {
     Tools(dispatch_cmds::ToolsArgs),
     /// Recent runs of a skill and their outcomes.
     Runs(dispatch_cmds::RunsArgs),
+    /// A skill's usage (activations by reason and agent, listings, runs per revision, body
+    /// tokens, unfollowed loads), or the library's with its never-used skills.
+    Usage(usage_cmds::UsageArgs),
     /// Approve a revision waiting for review.
     Approve(dispatch_cmds::ApproveArgs),
     /// Serve the REST API (/v1), MCP (/mcp) and metrics; `--demo` for a ready-to-try server.
@@ -201,6 +205,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Dream(a) => block_on(dream_cmds::dream(&cli.store, a)),
         Command::Tools(a) => block_on(dispatch_cmds::tools(&cli.store, a)),
         Command::Runs(a) => block_on(dispatch_cmds::runs(&cli.store, a)),
+        Command::Usage(a) => block_on(usage_cmds::usage(&cli.store, a)),
         Command::Approve(a) => block_on(dispatch_cmds::approve(&cli.store, a)),
         Command::Gc(a) => block_on(gc_cmds::gc(&cli.store, a)),
         Command::Serve(a) => block_on(serve_cmds::serve(&cli.store, a)),

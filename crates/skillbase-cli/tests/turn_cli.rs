@@ -783,3 +783,86 @@ fn eval_explain_names_the_winner_and_the_words() {
         "{err}"
     );
 }
+
+#[test]
+fn usage_reports_a_replayed_turn_and_refuses_bad_input() {
+    let sb = Sb::new();
+    let ws = sb.setup();
+    let ws_s = ws.to_str().unwrap();
+    sb.ok(&[
+        "turn",
+        "--agent",
+        "support",
+        "-m",
+        "I want my MONEY back",
+        "--session",
+        "s1",
+        "--workspace",
+        ws_s,
+        "--json",
+    ]);
+    let u = sb.json(&["usage", "refund", "--json"]);
+    assert_eq!(u["skill"], "refund");
+    assert_eq!(u["activations"]["trigger"], 1);
+    assert_eq!(u["activations"]["eager"], 0);
+    assert!(u["body_tokens"].as_i64().unwrap() > 0, "{u}");
+    assert_eq!(u["agents"][0]["agent"], "support");
+    assert_eq!(u["agents"][0]["turns"], 1);
+    assert_eq!(u["agents"][0]["listed"]["left_out"], 0);
+    assert_eq!(u["revisions"][0]["rev"], 1);
+    let notes = sb.json(&["usage", "notes", "--agent", "support", "--json"]);
+    assert_eq!(notes["listed"]["full"], 1);
+    assert_eq!(notes["activations"]["eager"], 0);
+
+    let lib = sb.json(&["usage", "--json", "--since", "7d"]);
+    let used: Vec<(&str, i64)> = lib["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["skill"].as_str().unwrap(),
+                s["activations"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(used, [("hello", 1), ("refund", 1), ("refund-policy", 1)]);
+    let never: Vec<&str> = lib["never_used"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(never, ["notes", "slow-report"]);
+
+    let text = sb.ok(&["usage", "refund"]).stdout;
+    assert!(text.starts_with("refund since "), "{text}");
+    assert!(
+        text.contains(
+            "activations   1 (eager 0, trigger 1, path 0, explicit 0, load 0, companion 0, other 0)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\nsupport "), "{text}");
+    let text = sb.ok(&["usage"]).stdout;
+    assert!(
+        text.contains("never used since ") && text.contains("  shared/notes (last used never)"),
+        "{text}"
+    );
+
+    for (args, want) in [
+        (
+            vec!["usage", "--since", "yesterday"],
+            "--since \"yesterday\" is neither a date (YYYY-MM-DD",
+        ),
+        (
+            vec!["usage", "refund", "--since", "2026-02-30"],
+            "--since \"2026-02-30\"",
+        ),
+        (vec!["usage", "--since", "0d"], "between 1d and 36600d"),
+        (vec!["usage", "--agent", "Not A Name"], "--agent"),
+    ] {
+        let err = sb.fails(&args);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

@@ -27,6 +27,7 @@ mod routes;
 mod sessions;
 mod skills;
 mod tools;
+mod usage;
 
 fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(Cursor::new(Vec::new()));

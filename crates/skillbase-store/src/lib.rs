@@ -29,6 +29,7 @@ pub mod session_id;
 mod sql;
 pub mod store;
 pub mod trust;
+pub mod usage;
 
 /// The in-memory index of skills (`skillbase-route`'s: a view reads it; the store builds it).
 pub use skillbase_route::index;

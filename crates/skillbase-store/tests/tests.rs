@@ -40,5 +40,6 @@ mod signatures;
 mod skills;
 mod sync;
 mod upstreams;
+mod usage;
 mod vectors;
 mod versions;

@@ -16,6 +16,7 @@ mod sessions;
 mod skills;
 mod tokens;
 mod tools;
+mod usage;
 mod vault;
 
 pub(crate) use agents::evaluate_off_workers;
@@ -48,6 +49,7 @@ fn table(limits: BodyLimits) -> Vec<Route> {
     routes.extend(skill_routes(limits));
     routes.extend(agent_routes());
     routes.push((Method::GET, "/doctor", get(doctor::report)));
+    routes.push((Method::GET, "/usage", get(usage::library)));
     routes.extend(tool_routes());
     routes.extend(vault_and_token_routes());
     routes.extend(session_routes());
@@ -84,6 +86,7 @@ fn skill_routes(limits: BodyLimits) -> Vec<Route> {
         (Method::POST, "/skills/{name}/enable", post(skills::enable)),
         (Method::GET, "/skills/{name}/export", get(skills::export)),
         (Method::GET, "/skills/{name}/runs", get(skills::runs)),
+        (Method::GET, "/skills/{name}/usage", get(usage::skill)),
         (
             Method::POST,
             "/skills/{name}/approve",
@@ -289,6 +292,7 @@ async fn method_not_allowed(req: Request) -> ApiError {
         agents::list, agents::create, agents::show, agents::put, agents::eval, agents::dream,
         a2a::card, a2a::well_known,
         doctor::report,
+        usage::skill, usage::library,
         tools::list,
         mcp_servers::list_servers, mcp_servers::show_server, mcp_servers::put_server, mcp_servers::remove_server,
         vault::list, vault::set, vault::remove,
@@ -303,6 +307,7 @@ async fn method_not_allowed(req: Request) -> ApiError {
         (name = "approvals", description = "Revisions waiting for review"),
         (name = "agents", description = "Agents: what each may see and use, and their A2A agent cards"),
         (name = "doctor", description = "Drift between prompts, agents and the catalog"),
+        (name = "usage", description = "Which skills fire, for whom, how they fare, what they cost"),
         (name = "tools", description = "Configured tools and upstream MCP servers"),
         (name = "vault", description = "Secrets, write-only"),
         (name = "tokens", description = "API tokens"),

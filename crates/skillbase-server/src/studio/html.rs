@@ -76,7 +76,7 @@ pub fn page(title: &str, who: &str, body: &str, script: Option<&str>) -> String 
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} · Skillbase studio</title>\
          <meta name=\"viewport\" content=\"width=device-width\"><style>{STYLE}</style></head><body>\
          <header><strong>Skillbase studio</strong><a href=\"/studio/sessions\">Sessions</a>\
-         <a href=\"/studio/skills\">Skills</a><a href=\"/studio/agents\">Agents</a><a href=\"/studio/approvals\">Approvals</a>\
+         <a href=\"/studio/skills\">Skills</a><a href=\"/studio/agents\">Agents</a><a href=\"/studio/approvals\">Approvals</a><a href=\"/studio/health\">Health</a>\
          <span class=\"who\">{}</span><a href=\"/studio/logout\">Sign out</a></header><main>{body}</main>",
         esc(title),
         esc(who)

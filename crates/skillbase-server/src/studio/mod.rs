@@ -13,7 +13,8 @@
 //!   session's SSE stream), skills (the record, files, history, diffs between any two
 //!   revisions, revert, retire/restore, disable/enable, runs) and agents (their configuration
 //!   and doctor findings, "try a turn", and evaluations run as background jobs whose pages show
-//!   their progress: see `jobs`). No logic lives here: every action is a store or runtime
+//!   their progress: see `jobs`), approvals, and library health (never-used, failing and
+//!   overlapping skills, with what to do about each; a skill's page shows its usage). No logic lives here: every action is a store or runtime
 //!   operation.
 
 mod html;
@@ -68,6 +69,7 @@ pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
             get(pages::agent_eval_status),
         )
         .route("/approvals", get(pages::approvals))
+        .route("/health", get(pages::health))
         .fallback(|| async { fail(StatusCode::NOT_FOUND, "no such page") })
         .layer(Extension(Arc::new(jobs::Jobs::default())))
         .layer(middleware::from_fn_with_state(state, gate))

@@ -372,3 +372,48 @@ async fn in_a_browser_the_turn_the_revert_and_the_agent_boundary() {
     assert_eq!(other.count("[data-card=activation]").await, 0);
     s.stop().await;
 }
+
+#[tokio::test]
+#[cfg_attr(
+    not(skillbase_browser),
+    ignore = "browser tests skipped: set SKILLBASE_TEST_CHROMEDRIVER to a chromedriver (apt install chromium chromium-driver) to run them"
+)]
+async fn in_a_browser_the_health_page_retires_a_never_used_skill() {
+    let s = TestServer::start().await;
+    triggered_skill(&s).await;
+    turn(&s, &s.alpha, "I want a refund, please").await;
+    let b = Browser::start().await;
+    b.sign_in(&s, &s.admin).await;
+    b.wait_title("Sessions · Skillbase studio").await;
+
+    // The skill that fired shows its use on its page.
+    b.open(&s.url("/studio/skills/shared-one?scope=shared"))
+        .await;
+    assert_eq!(b.text("#health").await, "healthy");
+    assert_eq!(b.count("#usage-agents tr[data-agent=alpha]").await, 1);
+
+    // shared-two never fired: retire it from the health page, through the confirmation.
+    b.open(&s.url("/studio/health")).await;
+    assert_eq!(b.title().await, "Library health · Skillbase studio");
+    assert_eq!(b.count("#never-used tr[data-skill=shared-one]").await, 0);
+    b.screenshot("studio-health").await;
+    b.click("#never-used tr[data-skill=shared-two] button[data-action=retire]")
+        .await;
+    assert_eq!(
+        b.wait_title("Confirm · Skillbase studio").await,
+        "Confirm · Skillbase studio"
+    );
+    b.click("#confirm").await;
+    b.wait_title("shared-two · Skillbase studio").await;
+    assert_eq!(
+        s.store
+            .index()
+            .get(&Scope::Shared, "shared-two")
+            .unwrap()
+            .status,
+        skillbase_store::Status::Retired
+    );
+    // Retired, it is no longer listed as never used.
+    b.open(&s.url("/studio/health")).await;
+    assert_eq!(b.count("#never-used tr[data-skill=shared-two]").await, 0);
+}

@@ -1,9 +1,11 @@
 //! Events: appending (one at a time inside another noun's transaction, or in batches) and
 //! reading them back. Which kinds change the index is [`EventKind::changes_index`]'s answer,
-//! stored with each event.
+//! stored with each event. Every append adds to the usage aggregates in its transaction
+//! (`sql::usage::record`).
 
 use crate::events::EventKind;
 use crate::records::{EventFilter, EventRecord, NewEvent};
+use crate::usage::Deltas;
 
 type EventRow = (
     i64,
@@ -80,7 +82,9 @@ macro_rules! statements {
             .bind(ev.kind.changes_index())
             .execute(&mut **tx)
             .await?;
-            Ok(())
+            let mut usage = Deltas::default();
+            usage.event(ev, at);
+            crate::sql::usage::$backend::record(tx, &usage).await
         }
 
         pub async fn append_event(pool: &Pool<Db>, ev: &NewEvent) -> Result<()> {
@@ -140,6 +144,11 @@ macro_rules! statements {
                     .await?;
             }
             let now = now_ms();
+            let mut usage = Deltas::default();
+            for ev in evs {
+                usage.event(ev, now);
+            }
+            crate::sql::usage::$backend::record(&mut tx, &usage).await?;
             for chunk in evs.chunks(100) {
                 let mut q = sqlx::QueryBuilder::<Db>::new(
                     "INSERT INTO events (at, kind, scope, skill, rev, agent, session, actor, data, changes_index) ",

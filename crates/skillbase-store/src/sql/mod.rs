@@ -19,6 +19,7 @@ pub(crate) mod skills;
 pub(crate) mod sync;
 pub(crate) mod tokens;
 pub(crate) mod upstreams;
+pub(crate) mod usage;
 pub(crate) mod vault;
 pub(crate) mod vectors;
 

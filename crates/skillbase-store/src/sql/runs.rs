@@ -20,7 +20,8 @@ fn not_open(run: i64) -> StoreError {
     StoreError::Invalid(format!("run {run} is not open"))
 }
 
-/// The event an ended run records.
+/// The event an ended run records: its outcome, note, calls (all, and failed ones: a run that
+/// ended with none was loaded and never followed) and the failure streak.
 fn finished_event(rec: &RunRecord, outcome: &str, note: &str, streak: i64) -> NewEvent {
     NewEvent {
         kind: EventKind::RunFinished,
@@ -29,7 +30,10 @@ fn finished_event(rec: &RunRecord, outcome: &str, note: &str, streak: i64) -> Ne
         rev: Some(rec.rev),
         agent: Some(rec.agent.clone()),
         session: Some(rec.session.clone()),
-        data: serde_json::json!({"run": rec.id, "outcome": outcome, "note": note, "failures_in_a_row": streak}),
+        data: serde_json::json!({
+            "run": rec.id, "outcome": outcome, "note": note, "failures_in_a_row": streak,
+            "calls": rec.calls, "failed_calls": rec.failed_calls,
+        }),
         ..NewEvent::default()
     }
 }

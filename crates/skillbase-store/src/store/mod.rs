@@ -2,8 +2,8 @@
 //!
 //! [`Store`] is one type; its operations are grouped by noun, one `impl Store` block per file:
 //! `skills` (writes, statuses, history, bundles, imports), `agents`, `sessions` (activations and
-//! notes), `runs`, `events`, `tokens`, `vault`, `sync` (other servers' writes, seed divergence)
-//! and `guard` (the vault's [`ContentGuard`]). This file holds the type, opening and the index.
+//! notes), `runs`, `events`, `tokens`, `vault`, `usage` (the usage figures), `sync` (other
+//! servers' writes, seed divergence) and `guard` (the vault's [`ContentGuard`]). This file holds the type, opening and the index.
 
 use crate::db::{Db, DbUrl};
 use crate::error::{Result, StoreError};
@@ -35,6 +35,7 @@ mod skills;
 mod sync;
 mod tokens;
 mod upstreams;
+mod usage;
 mod vault;
 mod vectors;
 

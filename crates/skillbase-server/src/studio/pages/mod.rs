@@ -3,7 +3,8 @@
 //! One module a page: [`login`] (sign-in and sign-out), [`sessions`] (the list) and
 //! [`session`] (a transcript, its turns drawn by [`turn`]), [`skills`] (the list), [`skill`]
 //! (a record) and [`actions`] (what an admin does to one), [`agents`] (the list and an agent's
-//! page), [`try_turn`], [`eval`] (evaluations as background jobs) and [`approvals`]. What they
+//! page), [`try_turn`], [`eval`] (evaluations as background jobs), [`approvals`] and [`health`] (the
+//! library's never-used, failing and overlapping skills; a skill page's figures are [`usage`]'s). What they
 //! share sits in two leaves that name no page: [`common`] (the HTML response, the CSRF check)
 //! and [`access`] (what a caller may see).
 
@@ -13,6 +14,7 @@ mod agents;
 mod approvals;
 mod common;
 mod eval;
+mod health;
 mod login;
 mod session;
 mod sessions;
@@ -20,11 +22,13 @@ mod skill;
 mod skills;
 mod try_turn;
 mod turn;
+mod usage;
 
 pub(super) use actions::skill_action;
 pub(super) use agents::{agent, agent_config, agents};
 pub(super) use approvals::approvals;
 pub(super) use eval::{agent_eval, agent_eval_job, agent_eval_status};
+pub(super) use health::health;
 pub(super) use login::{login, login_form, logout, logout_form};
 pub(super) use session::{session, session_events};
 pub(super) use sessions::sessions;

@@ -1,4 +1,5 @@
-//! A skill's page: its record, status actions, SKILL.md, files, history, diffs and runs.
+//! A skill's page: its record, status actions, SKILL.md, files, history, diffs, usage and
+//! health, and runs.
 
 use super::access::find;
 use super::actions::action_form;
@@ -64,6 +65,7 @@ pub(crate) async fn skill(
     if let (Some(a), Some(bb)) = (q.a, q.b) {
         diff(&mut b, &st, &e, a, bb).await;
     }
+    super::usage::usage_section(&mut b, &st, &p, &e).await;
     runs_table(&mut b, &runs);
     if e.status == Status::Disabled {
         b.push_str("<p class=\"warn\">Disabled: by a person, or by the drift guard after failed runs (see <code>skillbase runs</code>).</p>");
