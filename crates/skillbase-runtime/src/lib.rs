@@ -67,7 +67,9 @@ pub use skillbase_route::turn::{
     Activation, CatalogReport, NAME_ONLY, NOT_LISTED, Omission, OmissionDetail, OmissionList,
     TurnContext, TurnOptions, TurnReport, full_catalog_tokens, resolve, resolve_with,
 };
-pub use skillbase_route::view::{AgentView, load_skill_tool, visible, visible_in};
+pub use skillbase_route::view::{
+    AgentView, load_skill_tool, offered_in, offered_to_model, visible, visible_in,
+};
 pub use write::{SkillWriter, WriteMode};
 
 // Tools a harness registers, and the upstream servers of the gateway.

@@ -306,7 +306,11 @@ impl Dispatcher {
                     "arguments for skill '{name}' do not match its inputs: {problems}"
                 ),
             }),
-            Err(e @ (RuntimeError::UnknownSkill { .. } | RuntimeError::Eager(_))) => {
+            Err(
+                e @ (RuntimeError::UnknownSkill { .. }
+                | RuntimeError::Eager(_)
+                | RuntimeError::ExplicitOnly(_)),
+            ) => {
                 Ok(CallOutcome::Refused {
                     call_id: call_id.to_owned(),
                     rule: Rule::NotOffered,

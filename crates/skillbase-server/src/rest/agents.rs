@@ -355,6 +355,7 @@ pub async fn eval(
         max_cost: None,
         catalog_budget: super::sessions::budget("catalog_budget", b.catalog_budget)?,
         context_budget: super::sessions::budget("context_budget", b.context_budget)?,
+        paths: Vec::new(),
     };
     match (b.cases, b.tasks, b.relevance) {
         (Some(cases), None, None) if b.id_map.is_none() => {
