@@ -1,6 +1,8 @@
 //! The typed view of a skill's frontmatter: the six Agent Skills keys plus Skillbase's optional
 //! `triggers`, `companions`, `inputs`, `capabilities`, `cost`, `when_to_use`, `when_not_to_use`,
-//! `version` and `requires`.
+//! `version` and `requires` (also read from `metadata.skillbase`), and the peer keys Skillbase
+//! honours: `disable-model-invocation`, `user-invocable`, `paths`, `argument-hint`, `arguments`,
+//! and `allowed-tools` read into capabilities where it maps ([`crate::allowed_tools`]).
 //!
 //! [`SkillMeta::from_md`] is lenient (it never fails on an optional key; validation reports those
 //! problems), so a runtime can load whatever the validator let through.

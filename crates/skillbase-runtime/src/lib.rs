@@ -64,7 +64,8 @@ pub use runtime::{LoadResult, Pinned, PinnedSet, RuntimeError, SearchHit};
 // What the model sees (`skillbase-route`'s view and turn phases, re-exported for the edges).
 pub use skillbase_route::tooldef::ToolDef;
 pub use skillbase_route::turn::{
-    Activation, CatalogReport, NAME_ONLY, NOT_LISTED, Omission, OmissionDetail, OmissionList,
+    Activation, CatalogReport, EXPLICIT_ONLY, NAME_ONLY, NOT_LISTED, Omission, OmissionDetail,
+    OmissionList,
     TurnContext, TurnOptions, TurnReport, full_catalog_tokens, resolve, resolve_with,
 };
 pub use skillbase_route::view::{

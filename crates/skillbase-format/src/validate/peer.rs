@@ -166,3 +166,141 @@ fn shown(node: &Node) -> String {
         None => node.kind().to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Profile, Report, Severity, ValidateOptions, validate_text};
+    use crate::frontmatter::SkillMd;
+    use crate::meta::SkillMeta;
+
+    const OK: &str = "---\nname: my-skill\ndescription: Does things. Use when asked.\n";
+
+    fn check(fm: &str, profile: Profile) -> Report {
+        let opts = ValidateOptions {
+            profile,
+            ..ValidateOptions::default()
+        };
+        validate_text(&format!("{OK}{fm}---\nbody\n"), "SKILL.md", Some("my-skill"), &opts)
+    }
+
+    fn meta(fm: &str) -> SkillMeta {
+        let md = SkillMd::parse(&format!("{OK}{fm}---\nbody\n"), &Default::default()).unwrap();
+        SkillMeta::from_md(&md).unwrap()
+    }
+
+    fn said(r: &Report, severity: Severity) -> Vec<String> {
+        r.diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .map(|d| d.message.clone())
+            .collect()
+    }
+
+    #[test]
+    fn peer_keys_are_read_and_accepted_without_warnings() {
+        let fm = "disable-model-invocation: true\nuser-invocable: true\npaths:\n  - \"src/**/*.rs\"\n  - \"*.{ts,tsx}\"\n\
+                  argument-hint: \"[env] [version]\"\narguments: env version\nmodel: sonnet\ncontext: fork\nagent: Explore\n\
+                  hooks:\n  PreToolUse:\n    - command: rm -rf /\nallowed-tools: WebFetch(domain:docs.rs)\n";
+        let r = check(fm, Profile::Skillbase);
+        assert!(r.is_valid(), "{:?}", r.diagnostics);
+        assert!(said(&r, Severity::Warning).is_empty(), "{:?}", r.diagnostics);
+        let m = meta(fm);
+        assert!(m.disable_model_invocation && m.user_invocable);
+        assert_eq!(m.paths, ["src/**/*.rs", "*.{ts,tsx}"]);
+        assert_eq!(m.argument_hint.as_deref(), Some("[env] [version]"));
+        assert_eq!(m.arguments, ["env", "version"]);
+        assert_eq!(m.capabilities.tools, ["web_fetch"]);
+        assert_eq!(m.capabilities.hosts, ["docs.rs"]);
+        // Defaults: the model may invoke, the user may too.
+        let d = meta("");
+        assert!(!d.disable_model_invocation && d.user_invocable && d.paths.is_empty());
+        // The reference's rules still refuse keys outside the specification.
+        assert!(!check(fm, Profile::Spec).is_valid());
+    }
+
+    #[test]
+    fn malformed_peer_keys_are_errors_naming_the_key() {
+        let cases = [
+            ("disable-model-invocation: yes\n", "must be true or false"),
+            ("user-invocable: [a]\n", "must be true or false"),
+            ("paths:\n  a: b\n", "not a mapping"),
+            ("paths:\n  - [nested]\n", "must be a string"),
+            ("paths: [\"src/[oops\"]\n", "is not a glob"),
+            ("paths: [\"{a,{b}}\"]\n", "is not a glob"),
+            ("argument-hint: [a]\n", "must be a string"),
+            ("arguments:\n  a: b\n", "list of names"),
+            ("arguments: [\"9lives\"]\n", "not an argument name"),
+        ];
+        for (fm, want) in cases {
+            let r = check(fm, Profile::Skillbase);
+            let errors = said(&r, Severity::Error);
+            assert!(errors.iter().any(|e| e.contains(want)), "{fm}: {errors:?}");
+        }
+        // Lenient reading: what does not parse is dropped, never guessed.
+        let m = meta("disable-model-invocation: yes\npaths: [\"src/[oops\", \"ok/*\"]\narguments: [\"9lives\", ok]\n");
+        assert!(!m.disable_model_invocation);
+        assert_eq!(m.paths, ["ok/*"]);
+        assert_eq!(m.arguments, ["ok"]);
+    }
+
+    #[test]
+    fn hostile_and_oversized_values_are_refused_with_a_clear_error() {
+        let many: String = (0..1000).map(|k| format!("  - \"d{k}/*\"\n")).collect();
+        let r = check(&format!("paths:\n{many}"), Profile::Skillbase);
+        assert!(said(&r, Severity::Error)[0].contains("1000 globs; at most 32"), "{:?}", r.diagnostics);
+        assert_eq!(meta(&format!("paths:\n{many}")).paths.len(), crate::meta::MAX_PATHS);
+        let long = "a".repeat(5000);
+        let r = check(&format!("paths: [\"{long}\"]\n"), Profile::Skillbase);
+        let e = said(&r, Severity::Error);
+        assert!(e[0].contains("at most 256") && e[0].len() < 300, "{e:?}");
+        let r = check(&format!("argument-hint: \"{long}\"\n"), Profile::Skillbase);
+        assert!(said(&r, Severity::Error)[0].contains("200 character limit"));
+        let names: String = (0..40).map(|k| format!("a{k} ")).collect();
+        let r = check(&format!("arguments: {names}\n"), Profile::Skillbase);
+        assert!(said(&r, Severity::Error)[0].contains("at most 16"));
+        let braces = "{a,b}".repeat(10);
+        assert!(!check(&format!("paths: [\"{braces}\"]\n"), Profile::Skillbase).is_valid());
+    }
+
+    #[test]
+    fn allowed_tools_that_do_not_map_are_warnings() {
+        let r = check("allowed-tools: Read Bash(git:*) WebFetch\n", Profile::Skillbase);
+        assert!(r.is_valid());
+        let w = said(&r, Severity::Warning);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("'Read'") && w[1].contains("'Bash(git:*)'"), "{w:?}");
+        assert_eq!(meta("allowed-tools: Read Bash(git:*) WebFetch\n").capabilities.tools, ["web_fetch"]);
+    }
+
+    #[test]
+    fn both_flags_together_leave_nobody_to_invoke() {
+        let r = check("disable-model-invocation: true\nuser-invocable: false\n", Profile::Skillbase);
+        assert!(said(&r, Severity::Warning)[0].contains("nobody can use this skill"));
+    }
+
+    #[test]
+    fn skillbase_keys_under_metadata_keep_the_reference_validator_happy() {
+        let fm = "metadata:\n  owner: ops\n  skillbase:\n    triggers:\n      - refund\n    cost: seconds\n    disable-model-invocation: true\n";
+        let spec = check(fm, Profile::Spec);
+        assert!(spec.is_valid(), "{:?}", spec.diagnostics);
+        let r = check(fm, Profile::Skillbase);
+        assert!(r.is_valid() && said(&r, Severity::Warning).is_empty(), "{:?}", r.diagnostics);
+        let m = meta(fm);
+        assert_eq!(m.triggers, ["refund"]);
+        assert_eq!(m.cost, crate::Cost::Seconds);
+        assert!(m.disable_model_invocation);
+        // A bad nested value is checked like a top-level one.
+        let r = check("metadata:\n  skillbase:\n    cost: forever\n", Profile::Skillbase);
+        assert!(!r.is_valid());
+        // Top level wins, with a warning; an unknown nested key is a warning.
+        let fm = "cost: immediate\nmetadata:\n  skillbase:\n    cost: seconds\n    trigers: [x]\n";
+        let r = check(fm, Profile::Skillbase);
+        let w = said(&r, Severity::Warning);
+        assert!(w.iter().any(|m| m.contains("top level wins")), "{w:?}");
+        assert!(w.iter().any(|m| m.contains("metadata.skillbase.trigers")), "{w:?}");
+        assert_eq!(meta(fm).cost, crate::Cost::Immediate);
+        // Keys that never nest (the specification's own) are not read from there.
+        let md = SkillMd::parse(&format!("{OK}metadata:\n  skillbase:\n    license: MIT\n---\nb\n"), &Default::default()).unwrap();
+        assert!(md.get("license").is_none());
+    }
+}
