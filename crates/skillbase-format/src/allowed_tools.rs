@@ -6,16 +6,16 @@
 //! and shell tools (`Read`, `Edit`, `Bash(...)`) run in the harness, not through Skillbase, which
 //! runs nothing a skill ships; MCP tools (`mcp__server__tool`) are named by server, not by class.
 
-use crate::meta::Capabilities;
-
 /// Most entries read from one `allowed-tools` value; the rest are reported.
 pub const MAX_ENTRIES: usize = 64;
 
 /// What `allowed-tools` declares, and the entries that do not map.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Mapped {
-    /// Tool classes and hosts the entries map onto.
-    pub capabilities: Capabilities,
+    /// Tool classes the entries map onto.
+    pub tools: Vec<String>,
+    /// Hosts the entries map onto (lowercase).
+    pub hosts: Vec<String>,
     /// One line per entry that does not map, saying why.
     pub unmapped: Vec<String>,
 }
@@ -76,12 +76,12 @@ pub fn map<S: AsRef<str>>(entries: &[S]) -> Mapped {
         };
         match tool {
             "WebFetch" => {
-                push_unique(&mut m.capabilities.tools, "web_fetch");
+                push_unique(&mut m.tools, "web_fetch");
                 match arg.map(str::trim) {
                     None | Some("") => {}
-                    Some(a) => match a.strip_prefix("domain:").map(str::trim) {
-                        Some(host) if crate::grammar::check_host(host).is_none() => {
-                            push_unique(&mut m.capabilities.hosts, &host.to_ascii_lowercase());
+                    Some(a) => match a.strip_prefix("domain:").map(|h| h.trim().to_ascii_lowercase()) {
+                        Some(host) if crate::grammar::check_host(&host).is_none() => {
+                            push_unique(&mut m.hosts, &host);
                         }
                         _ => m.unmapped.push(format!(
                             "allowed-tools: '{}' names no host Skillbase can declare (write `WebFetch(domain:example.com)`)",
@@ -127,11 +127,17 @@ mod tests {
         let e = entries("Read, Bash(git diff *) WebFetch(domain:Docs.rs) WebFetch mcp__gh__issues");
         assert_eq!(
             e,
-            ["Read", "Bash(git diff *)", "WebFetch(domain:Docs.rs)", "WebFetch", "mcp__gh__issues"]
+            [
+                "Read",
+                "Bash(git diff *)",
+                "WebFetch(domain:Docs.rs)",
+                "WebFetch",
+                "mcp__gh__issues"
+            ]
         );
         let m = map(&e);
-        assert_eq!(m.capabilities.tools, ["web_fetch"]);
-        assert_eq!(m.capabilities.hosts, ["docs.rs"]);
+        assert_eq!(m.tools, ["web_fetch"]);
+        assert_eq!(m.hosts, ["docs.rs"]);
         assert_eq!(m.unmapped.len(), 3, "{:?}", m.unmapped);
         assert!(m.unmapped[0].contains("'Read'"));
         assert!(m.unmapped[1].contains("shell permission"));
@@ -141,7 +147,7 @@ mod tests {
     #[test]
     fn hostile_values_are_bounded() {
         let m = map(&entries("WebFetch(domain:/etc/passwd) WebFetch(domain:a b"));
-        assert!(m.capabilities.hosts.is_empty());
+        assert!(m.hosts.is_empty());
         assert_eq!(m.unmapped.len(), 2, "{:?}", m.unmapped);
         let many = "Read ".repeat(1000);
         let m = map(&entries(&many));

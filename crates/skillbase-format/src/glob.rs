@@ -341,6 +341,10 @@ mod tests {
         assert!(!g.matches(&"a".repeat(59)));
         let g = PathGlob::new(&format!("{}y", "**/".repeat(60))).unwrap();
         assert!(!g.matches(&"x/".repeat(400)));
-        assert!(!PathGlob::new("**").unwrap().matches(&"a".repeat(MAX_PATH_BYTES + 1)));
+        assert!(
+            !PathGlob::new("**")
+                .unwrap()
+                .matches(&"a".repeat(MAX_PATH_BYTES + 1))
+        );
     }
 }

@@ -292,10 +292,7 @@ pub fn allowed_tools(node: Option<&Node>) -> crate::allowed_tools::Mapped {
 
 /// Declared capabilities with what `allowed-tools` maps onto, each kept once.
 fn merged(mut caps: Capabilities, from: crate::allowed_tools::Mapped) -> Capabilities {
-    for (mine, theirs) in [
-        (&mut caps.tools, from.capabilities.tools),
-        (&mut caps.hosts, from.capabilities.hosts),
-    ] {
+    for (mine, theirs) in [(&mut caps.tools, from.tools), (&mut caps.hosts, from.hosts)] {
         for t in theirs {
             if !mine.contains(&t) {
                 mine.push(t);

@@ -47,9 +47,7 @@ pub struct Invocation {
 pub fn parse(message: &str) -> Vec<Invocation> {
     let text = message.trim_start();
     if let Some(rest) = text.strip_prefix('/') {
-        let end = rest
-            .find(|c: char| c.is_whitespace())
-            .unwrap_or(rest.len());
+        let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
         if let Ok(name) = SkillName::parse_canonical(&rest[..end]) {
             return vec![Invocation {
                 name: name.to_string(),
@@ -233,7 +231,10 @@ mod tests {
             names("  /deploy prod $other --fast"),
             [("deploy".into(), Form::Slash, "prod $other --fast".into())]
         );
-        assert_eq!(names("/deploy"), [("deploy".into(), Form::Slash, String::new())]);
+        assert_eq!(
+            names("/deploy"),
+            [("deploy".into(), Form::Slash, String::new())]
+        );
         // Not a slash command: a path, an invalid name, a slash later in the message.
         assert!(names("/usr/bin/env ls").is_empty());
         assert!(names("/Deploy now").is_empty());
@@ -267,13 +268,20 @@ mod tests {
     fn arguments_are_substituted_as_claude_code_does() {
         let n = vec!["env".to_owned(), "version".to_owned()];
         assert_eq!(
-            substitute("to $0 at $1 ($ARGUMENTS[1]); all: $ARGUMENTS; $env/$version; $2.", "prod \"1.2 rc\"", &n),
+            substitute(
+                "to $0 at $1 ($ARGUMENTS[1]); all: $ARGUMENTS; $env/$version; $2.",
+                "prod \"1.2 rc\"",
+                &n
+            ),
             "to prod at 1.2 rc (1.2 rc); all: prod \"1.2 rc\"; prod/1.2 rc; ."
         );
         // One pass: a value holding a placeholder stays as given.
         assert_eq!(substitute("[$0] [$1]", "$1 x", &[]), "[$1] [x]");
         // No placeholder: the arguments are appended.
-        assert_eq!(substitute("Deploy.", "prod", &[]), "Deploy.\n\nARGUMENTS: prod");
+        assert_eq!(
+            substitute("Deploy.", "prod", &[]),
+            "Deploy.\n\nARGUMENTS: prod"
+        );
         assert_eq!(substitute("Deploy.", "", &[]), "Deploy.");
         // Not placeholders: a price, an unknown name, an unclosed index.
         assert_eq!(substitute("$ $x $ARGUMENTS[a", "", &[]), "$ $x [a");
@@ -285,7 +293,10 @@ mod tests {
 
     #[test]
     fn quoted_arguments_split_as_a_shell_would() {
-        assert_eq!(split_arguments(r#"a "b c" 'd' "" e"#), ["a", "b c", "d", "", "e"]);
+        assert_eq!(
+            split_arguments(r#"a "b c" 'd' "" e"#),
+            ["a", "b c", "d", "", "e"]
+        );
         assert_eq!(split_arguments("  "), Vec::<String>::new());
         assert_eq!(split_arguments("\"unclosed x"), ["unclosed x"]);
     }

@@ -34,9 +34,9 @@ pub mod index;
 pub mod invoke;
 pub mod lang;
 pub mod lexicon;
-pub mod paths;
 #[cfg(feature = "openapi")]
 mod openapi;
+pub mod paths;
 pub mod rank;
 pub mod requires;
 pub mod tokens;

@@ -133,7 +133,10 @@ mod tests {
             in_message("fix `src/main.rs`, then README.md and @docs/a.md (see ./x/y). v1.2"),
             ["src/main.rs", "README.md", "docs/a.md", "./x/y"]
         );
-        assert_eq!(in_message("/etc/hosts and ~/notes/todo.txt"), ["/etc/hosts", "~/notes/todo.txt"]);
+        assert_eq!(
+            in_message("/etc/hosts and ~/notes/todo.txt"),
+            ["/etc/hosts", "~/notes/todo.txt"]
+        );
         assert!(in_message("see https://example.com/a.md or /deploy $x/y 3.14").is_empty());
         let many: String = (0..500).map(|k| format!("f{k}.rs ")).collect();
         assert_eq!(in_message(&many).len(), MAX_TURN_PATHS);
@@ -141,7 +144,12 @@ mod tests {
 
     #[test]
     fn matcher_reports_each_skill_once_with_its_glob() {
-        let m = PathMatcher::new([(0, "src/**/*.rs"), (0, "*.toml"), (1, "docs/*.md"), (2, "[bad")]);
+        let m = PathMatcher::new([
+            (0, "src/**/*.rs"),
+            (0, "*.toml"),
+            (1, "docs/*.md"),
+            (2, "[bad"),
+        ]);
         assert_eq!(m.find(&["src/a/b.rs", "Cargo.toml"]), [(0, "src/**/*.rs")]);
         assert_eq!(m.find(&["/home/me/p/docs/x.md"]), [(1, "docs/*.md")]);
         assert!(m.find(&["lib/x.rs"]).is_empty());

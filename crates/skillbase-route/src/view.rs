@@ -375,8 +375,7 @@ impl AgentView {
             .map(|e| view_skill(e, &by_name, &decided.offered, &mut companions_not_allowed))
             .collect();
         let explicit_only: Vec<bool> = skills.iter().map(|s| !offered_to_model(&s.entry)).collect();
-        let (mut eager, eager_not_allowed) =
-            eager_of(&agent.config.eager, &by_name, skills.len());
+        let (mut eager, eager_not_allowed) = eager_of(&agent.config.eager, &by_name, skills.len());
         // An explicit-only skill is never eager: a turn reports it as explicit only instead.
         eager.retain(|&i| !explicit_only[i]);
         let (triggers, negatives, bm25) = matchers(&skills);

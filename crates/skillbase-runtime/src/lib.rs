@@ -65,8 +65,7 @@ pub use runtime::{LoadResult, Pinned, PinnedSet, RuntimeError, SearchHit};
 pub use skillbase_route::tooldef::ToolDef;
 pub use skillbase_route::turn::{
     Activation, CatalogReport, EXPLICIT_ONLY, NAME_ONLY, NOT_LISTED, Omission, OmissionDetail,
-    OmissionList,
-    TurnContext, TurnOptions, TurnReport, full_catalog_tokens, resolve, resolve_with,
+    OmissionList, TurnContext, TurnOptions, TurnReport, full_catalog_tokens, resolve, resolve_with,
 };
 pub use skillbase_route::view::{
     AgentView, load_skill_tool, offered_in, offered_to_model, visible, visible_in,

@@ -56,7 +56,10 @@ pub(super) fn validate(md: &SkillMd, out: &mut Diagnostics<'_>) {
                 Error,
                 md,
                 "argument-hint",
-                format!("Field 'argument-hint' must be a string, not {}", node.kind()),
+                format!(
+                    "Field 'argument-hint' must be a string, not {}",
+                    node.kind()
+                ),
                 "quote it: `argument-hint: \"[environment]\"`",
             ),
         }
@@ -105,7 +108,10 @@ fn validate_paths(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
             Error,
             md,
             "paths",
-            format!("Field 'paths' has {} globs; at most {MAX_PATHS}", globs.len()),
+            format!(
+                "Field 'paths' has {} globs; at most {MAX_PATHS}",
+                globs.len()
+            ),
             "merge globs with `**` or `{a,b}`",
         );
         return;
@@ -126,7 +132,11 @@ fn validate_paths(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
 
 fn validate_arguments(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
     use Severity::Error;
-    if node.as_map().is_some() || node.as_seq().is_some_and(|s| s.iter().any(|i| i.as_str().is_none())) {
+    if node.as_map().is_some()
+        || node
+            .as_seq()
+            .is_some_and(|s| s.iter().any(|i| i.as_str().is_none()))
+    {
         out.field(
             Error,
             md,
@@ -142,7 +152,10 @@ fn validate_arguments(md: &SkillMd, node: &Node, out: &mut Diagnostics<'_>) {
             Error,
             md,
             "arguments",
-            format!("Field 'arguments' has {} names; at most {MAX_ARGUMENTS}", names.len()),
+            format!(
+                "Field 'arguments' has {} names; at most {MAX_ARGUMENTS}",
+                names.len()
+            ),
             "name only the arguments the body uses",
         );
         return;
@@ -180,7 +193,12 @@ mod tests {
             profile,
             ..ValidateOptions::default()
         };
-        validate_text(&format!("{OK}{fm}---\nbody\n"), "SKILL.md", Some("my-skill"), &opts)
+        validate_text(
+            &format!("{OK}{fm}---\nbody\n"),
+            "SKILL.md",
+            Some("my-skill"),
+            &opts,
+        )
     }
 
     fn meta(fm: &str) -> SkillMeta {
@@ -203,7 +221,11 @@ mod tests {
                   hooks:\n  PreToolUse:\n    - command: rm -rf /\nallowed-tools: WebFetch(domain:docs.rs)\n";
         let r = check(fm, Profile::Skillbase);
         assert!(r.is_valid(), "{:?}", r.diagnostics);
-        assert!(said(&r, Severity::Warning).is_empty(), "{:?}", r.diagnostics);
+        assert!(
+            said(&r, Severity::Warning).is_empty(),
+            "{:?}",
+            r.diagnostics
+        );
         let m = meta(fm);
         assert!(m.disable_model_invocation && m.user_invocable);
         assert_eq!(m.paths, ["src/**/*.rs", "*.{ts,tsx}"]);
@@ -237,7 +259,9 @@ mod tests {
             assert!(errors.iter().any(|e| e.contains(want)), "{fm}: {errors:?}");
         }
         // Lenient reading: what does not parse is dropped, never guessed.
-        let m = meta("disable-model-invocation: yes\npaths: [\"src/[oops\", \"ok/*\"]\narguments: [\"9lives\", ok]\n");
+        let m = meta(
+            "disable-model-invocation: yes\npaths: [\"src/[oops\", \"ok/*\"]\narguments: [\"9lives\", ok]\n",
+        );
         assert!(!m.disable_model_invocation);
         assert_eq!(m.paths, ["ok/*"]);
         assert_eq!(m.arguments, ["ok"]);
@@ -247,8 +271,15 @@ mod tests {
     fn hostile_and_oversized_values_are_refused_with_a_clear_error() {
         let many: String = (0..1000).map(|k| format!("  - \"d{k}/*\"\n")).collect();
         let r = check(&format!("paths:\n{many}"), Profile::Skillbase);
-        assert!(said(&r, Severity::Error)[0].contains("1000 globs; at most 32"), "{:?}", r.diagnostics);
-        assert_eq!(meta(&format!("paths:\n{many}")).paths.len(), crate::meta::MAX_PATHS);
+        assert!(
+            said(&r, Severity::Error)[0].contains("1000 globs; at most 32"),
+            "{:?}",
+            r.diagnostics
+        );
+        assert_eq!(
+            meta(&format!("paths:\n{many}")).paths.len(),
+            crate::meta::MAX_PATHS
+        );
         let long = "a".repeat(5000);
         let r = check(&format!("paths: [\"{long}\"]\n"), Profile::Skillbase);
         let e = said(&r, Severity::Error);
@@ -264,17 +295,31 @@ mod tests {
 
     #[test]
     fn allowed_tools_that_do_not_map_are_warnings() {
-        let r = check("allowed-tools: Read Bash(git:*) WebFetch\n", Profile::Skillbase);
+        let r = check(
+            "allowed-tools: Read Bash(git:*) WebFetch\n",
+            Profile::Skillbase,
+        );
         assert!(r.is_valid());
         let w = said(&r, Severity::Warning);
         assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].contains("'Read'") && w[1].contains("'Bash(git:*)'"), "{w:?}");
-        assert_eq!(meta("allowed-tools: Read Bash(git:*) WebFetch\n").capabilities.tools, ["web_fetch"]);
+        assert!(
+            w[0].contains("'Read'") && w[1].contains("'Bash(git:*)'"),
+            "{w:?}"
+        );
+        assert_eq!(
+            meta("allowed-tools: Read Bash(git:*) WebFetch\n")
+                .capabilities
+                .tools,
+            ["web_fetch"]
+        );
     }
 
     #[test]
     fn both_flags_together_leave_nobody_to_invoke() {
-        let r = check("disable-model-invocation: true\nuser-invocable: false\n", Profile::Skillbase);
+        let r = check(
+            "disable-model-invocation: true\nuser-invocable: false\n",
+            Profile::Skillbase,
+        );
         assert!(said(&r, Severity::Warning)[0].contains("nobody can use this skill"));
     }
 
@@ -284,23 +329,37 @@ mod tests {
         let spec = check(fm, Profile::Spec);
         assert!(spec.is_valid(), "{:?}", spec.diagnostics);
         let r = check(fm, Profile::Skillbase);
-        assert!(r.is_valid() && said(&r, Severity::Warning).is_empty(), "{:?}", r.diagnostics);
+        assert!(
+            r.is_valid() && said(&r, Severity::Warning).is_empty(),
+            "{:?}",
+            r.diagnostics
+        );
         let m = meta(fm);
         assert_eq!(m.triggers, ["refund"]);
         assert_eq!(m.cost, crate::Cost::Seconds);
         assert!(m.disable_model_invocation);
         // A bad nested value is checked like a top-level one.
-        let r = check("metadata:\n  skillbase:\n    cost: forever\n", Profile::Skillbase);
+        let r = check(
+            "metadata:\n  skillbase:\n    cost: forever\n",
+            Profile::Skillbase,
+        );
         assert!(!r.is_valid());
         // Top level wins, with a warning; an unknown nested key is a warning.
         let fm = "cost: immediate\nmetadata:\n  skillbase:\n    cost: seconds\n    trigers: [x]\n";
         let r = check(fm, Profile::Skillbase);
         let w = said(&r, Severity::Warning);
         assert!(w.iter().any(|m| m.contains("top level wins")), "{w:?}");
-        assert!(w.iter().any(|m| m.contains("metadata.skillbase.trigers")), "{w:?}");
+        assert!(
+            w.iter().any(|m| m.contains("metadata.skillbase.trigers")),
+            "{w:?}"
+        );
         assert_eq!(meta(fm).cost, crate::Cost::Immediate);
         // Keys that never nest (the specification's own) are not read from there.
-        let md = SkillMd::parse(&format!("{OK}metadata:\n  skillbase:\n    license: MIT\n---\nb\n"), &Default::default()).unwrap();
+        let md = SkillMd::parse(
+            &format!("{OK}metadata:\n  skillbase:\n    license: MIT\n---\nb\n"),
+            &Default::default(),
+        )
+        .unwrap();
         assert!(md.get("license").is_none());
     }
 }

@@ -63,11 +63,11 @@ pub struct TurnContext {
     pub loadable: Arc<[usize]>,
 }
 
-/// Tokens of a catalog listing every skill of the view in full (all but the eager ones): the
-/// smallest catalog budget under which no turn ranks, shortens or leaves out an entry.
+/// Tokens of a catalog listing every skill of the view in full (all but the eager and the
+/// explicit-only ones): the smallest catalog budget under which no turn ranks, shortens or leaves out an entry.
 pub fn full_catalog_tokens(view: &AgentView) -> u32 {
     let entries: u32 = (0..view.skills.len())
-        .filter(|&i| !view.is_eager(i))
+        .filter(|&i| !view.is_eager(i) && !view.is_explicit_only(i))
         .map(|i| view.full_tokens[i])
         .sum();
     if entries == 0 {

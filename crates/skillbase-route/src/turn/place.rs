@@ -131,7 +131,10 @@ fn invoked(
         if placed == MAX_INVOCATIONS {
             report.warnings.push(Omission {
                 name: skill.name_ref.clone(),
-                reason: format!("explicit: not invoked, at most {MAX_INVOCATIONS} skills per message").into(),
+                reason: format!(
+                    "explicit: not invoked, at most {MAX_INVOCATIONS} skills per message"
+                )
+                .into(),
                 rank: None,
             });
             continue;

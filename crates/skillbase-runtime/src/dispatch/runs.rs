@@ -310,13 +310,11 @@ impl Dispatcher {
                 e @ (RuntimeError::UnknownSkill { .. }
                 | RuntimeError::Eager(_)
                 | RuntimeError::ExplicitOnly(_)),
-            ) => {
-                Ok(CallOutcome::Refused {
-                    call_id: call_id.to_owned(),
-                    rule: Rule::NotOffered,
-                    message: e.to_string(),
-                })
-            }
+            ) => Ok(CallOutcome::Refused {
+                call_id: call_id.to_owned(),
+                rule: Rule::NotOffered,
+                message: e.to_string(),
+            }),
             Err(e) => Err(e),
         }
     }

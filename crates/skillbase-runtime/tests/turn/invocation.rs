@@ -34,12 +34,24 @@ async fn explicit_only_skill_is_never_offered_to_the_model() {
     assert_eq!(o.reason, skillbase_runtime::EXPLICIT_ONLY);
     // Not in load_skill's names, not callable as skill_deploy.
     assert_eq!(enum_names(&ctx).unwrap(), ["other"]);
-    assert!(!tool_names(&ctx).iter().any(|t| t.starts_with("skill_deploy")));
+    assert!(
+        !tool_names(&ctx)
+            .iter()
+            .any(|t| t.starts_with("skill_deploy"))
+    );
 
     // load_skill refuses it, saying why; search_skills does not find it.
-    let e = load_via(&env.rt, &a, "s1", "deploy", None).await.unwrap_err();
-    assert!(matches!(e, RuntimeError::ExplicitOnly(ref n) if n == "deploy"), "{e}");
-    assert!(e.to_string().contains("only when the user invokes it"), "{e}");
+    let e = load_via(&env.rt, &a, "s1", "deploy", None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, RuntimeError::ExplicitOnly(ref n) if n == "deploy"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("only when the user invokes it"),
+        "{e}"
+    );
     let hits = env.rt.search(&a, "deploy application", 10).await.unwrap();
     assert!(hits.iter().all(|h| h.name != "deploy"), "{hits:?}");
 
@@ -56,7 +68,8 @@ async fn explicit_only_skill_is_never_offered_to_the_model() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explicit_invocation_stays_within_the_allowlist() {
     let env = Env::new().await;
-    env.put(skill("deploy", "disable-model-invocation: true\n")).await;
+    env.put(skill("deploy", "disable-model-invocation: true\n"))
+        .await;
     env.put(skill("other", "")).await;
     let a = env.agent("narrow", "other", "none").await;
 
@@ -64,7 +77,13 @@ async fn explicit_invocation_stays_within_the_allowlist() {
     let unknown = env.turn(&a, "s", "/no-such-skill prod").await;
     assert!(denied.report.activated.is_empty());
     // The same words whether the skill exists outside the allowlist or not at all.
-    let words = |ctx: &TurnContext| ctx.report.warnings.iter().map(|w| w.reason.to_string()).collect::<Vec<_>>();
+    let words = |ctx: &TurnContext| {
+        ctx.report
+            .warnings
+            .iter()
+            .map(|w| w.reason.to_string())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(words(&denied), words(&unknown));
     assert_eq!(
         words(&denied),

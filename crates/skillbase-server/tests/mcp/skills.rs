@@ -430,14 +430,23 @@ async fn an_explicit_only_skill_is_offered_to_no_model() {
     for wire in WIRES {
         let (c, _) = Client::new(&s, Some(&s.alpha), wire).open().await;
         let (skills, _) = c.all_skills().await;
-        assert!(!names(&skills).contains(&"deploy-prod".to_owned()), "{wire:?}");
-        assert!(names(&skills).contains(&"shared-one".to_owned()), "{wire:?}");
+        assert!(
+            !names(&skills).contains(&"deploy-prod".to_owned()),
+            "{wire:?}"
+        );
+        assert!(
+            names(&skills).contains(&"shared-one".to_owned()),
+            "{wire:?}"
+        );
         let r = c.ok("resources/list", json!({})).await;
         assert!(!r.to_string().contains("deploy-prod"), "{r}");
         let r = c.ok("tools/list", json!({})).await;
         assert!(!r.to_string().contains("deploy-prod"), "{r}");
         let e = c
-            .rpc("resources/read", json!({"uri": "skill://deploy-prod/SKILL.md"}))
+            .rpc(
+                "resources/read",
+                json!({"uri": "skill://deploy-prod/SKILL.md"}),
+            )
             .await;
         assert!(!e.to_string().contains("Deploy to"), "{e}");
         let r = c
@@ -451,12 +460,20 @@ async fn an_explicit_only_skill_is_offered_to_no_model() {
     }
     let listing = |token: String| {
         let s = &s;
-        async move { crate::common::ok_json(s.get("/v1/skills", &token).send().await.unwrap(), 200).await }
+        async move {
+            crate::common::ok_json(s.get("/v1/skills", &token).send().await.unwrap(), 200).await
+        }
     };
     let agent_view = listing(s.alpha.clone()).await;
-    assert!(!agent_view.to_string().contains("deploy-prod"), "{agent_view}");
+    assert!(
+        !agent_view.to_string().contains("deploy-prod"),
+        "{agent_view}"
+    );
     let admin_view = listing(s.admin.clone()).await;
-    assert!(admin_view.to_string().contains("deploy-prod"), "{admin_view}");
+    assert!(
+        admin_view.to_string().contains("deploy-prod"),
+        "{admin_view}"
+    );
     let card = crate::common::ok_json(
         s.get("/v1/agents/alpha/agent-card.json", &s.admin)
             .send()
@@ -481,8 +498,16 @@ async fn an_explicit_only_skill_is_offered_to_no_model() {
         }
     };
     let t = turn("please deploy").await;
-    assert!(!t["context"]["report"]["activated"].to_string().contains("deploy-prod"), "{t}");
-    assert!(!t["context"]["catalog"].to_string().contains("deploy-prod"), "{t}");
+    assert!(
+        !t["context"]["report"]["activated"]
+            .to_string()
+            .contains("deploy-prod"),
+        "{t}"
+    );
+    assert!(
+        !t["context"]["catalog"].to_string().contains("deploy-prod"),
+        "{t}"
+    );
     let t = turn("/deploy-prod staging").await;
     let activated = &t["context"]["report"]["activated"];
     assert!(
@@ -493,7 +518,13 @@ async fn an_explicit_only_skill_is_offered_to_no_model() {
             .any(|a| a["name"] == "deploy-prod" && a["reason"] == "explicit"),
         "{t}"
     );
-    assert!(t["context"]["injected"].as_str().unwrap().contains("Deploy to staging."), "{t}");
+    assert!(
+        t["context"]["injected"]
+            .as_str()
+            .unwrap()
+            .contains("Deploy to staging."),
+        "{t}"
+    );
     // Paths given with a turn are checked like any input.
     let r = s
         .post("/v1/sessions/peers-1/turns", &s.alpha)
