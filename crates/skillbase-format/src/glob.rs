@@ -188,9 +188,8 @@ fn class(chars: &mut std::str::Chars<'_>) -> Result<Tok, GlobError> {
     loop {
         match chars.next() {
             None => return Err(GlobError("a `[` is never closed".into())),
-            Some(']') if !body.is_empty() && !(body.len() == 1 && matches!(body[0], '!' | '^')) => {
-                break;
-            }
+            // A `]` first (after a `!` or `^`) is a member, not the end.
+            Some(']') if !matches!(body[..], [] | ['!' | '^']) => break,
             Some(c) => body.push(c),
         }
     }
