@@ -485,6 +485,13 @@ async fn an_explicit_only_skill_is_offered_to_no_model() {
     assert!(!card.to_string().contains("deploy-prod"), "{card}");
 
     // A turn: the trigger does not fire it; the user's slash command does.
+    let r = s
+        .post("/v1/sessions", &s.alpha)
+        .json(&json!({"id": "peers-1"}))
+        .send()
+        .await
+        .unwrap();
+    crate::common::ok_json(r, 201).await;
     let turn = |message: &'static str| {
         let s = &s;
         async move {
