@@ -30,6 +30,10 @@ pub struct TurnArgs {
     /// Override the agent's context budget for injected bodies (tokens).
     #[arg(long)]
     context_budget: Option<u32>,
+    /// A file path the turn works on (repeatable): skills whose `paths:` globs match it are
+    /// placed with reason `path:<glob>`.
+    #[arg(long = "path", value_name = "PATH")]
+    paths: Vec<String>,
     /// Where sessions' files are written (default: $SKILLBASE_HOME/workspaces).
     #[arg(long)]
     workspace: Option<std::path::PathBuf>,
@@ -74,6 +78,7 @@ pub async fn turn(s: &StoreArgs, a: TurnArgs) -> Result<u8> {
         max_cost: a.max_cost,
         catalog_budget: a.catalog_budget,
         context_budget: a.context_budget,
+        paths: a.paths.clone(),
     };
     let mut ctx = d.turn(&agent, &session, &a.message, &opts).await?;
     ctx.report.catalog.detail = a.omissions;
@@ -168,6 +173,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
         max_cost: None,
         catalog_budget: a.catalog_budget,
         context_budget: a.context_budget,
+        paths: Vec::new(),
     };
     let recall_at_5 = match input {
         EvalInput::Cases(cases) if a.explain.is_some() => {
@@ -243,6 +249,7 @@ async fn eval_sweep(
         max_cost: None,
         catalog_budget: a.catalog_budget,
         context_budget: a.context_budget,
+        paths: Vec::new(),
     };
     eprintln!(
         "sweep: {} cases, {} distractors from {}; stages: {}",

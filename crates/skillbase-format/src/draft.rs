@@ -192,6 +192,16 @@ pub struct SkillDraft {
     pub version: Option<String>,
     /// `requires`, carried over.
     pub requires: crate::requires::Requires,
+    /// `disable-model-invocation: true`, carried over.
+    pub disable_model_invocation: bool,
+    /// `user-invocable` (written only when `false`), carried over.
+    pub user_invocable: bool,
+    /// `paths` globs, carried over.
+    pub paths: Vec<String>,
+    /// `argument-hint`, carried over.
+    pub argument_hint: Option<String>,
+    /// `arguments` names, carried over.
+    pub arguments: Vec<String>,
 }
 
 fn refuse(field: DraftField, problem: impl Into<String>) -> DraftError {
@@ -366,6 +376,11 @@ impl SkillDraft {
             when_not_to_use: Vec::new(),
             version: None,
             requires: Default::default(),
+            disable_model_invocation: false,
+            user_invocable: true,
+            paths: Vec::new(),
+            argument_hint: None,
+            arguments: Vec::new(),
         }
     }
 
@@ -383,11 +398,22 @@ impl SkillDraft {
             license: meta.license.clone(),
             compatibility: meta.compatibility.clone(),
             allowed_tools: meta.allowed_tools.clone(),
-            metadata: meta.metadata.clone(),
+            // `metadata.skillbase` was read into the fields above, written at the top level.
+            metadata: meta
+                .metadata
+                .iter()
+                .filter(|(k, _)| k != crate::keys::NESTED)
+                .cloned()
+                .collect(),
             when_to_use: meta.when_to_use.clone(),
             when_not_to_use: meta.when_not_to_use.clone(),
             version: meta.version.clone(),
             requires: meta.requires.clone(),
+            disable_model_invocation: meta.disable_model_invocation,
+            user_invocable: meta.user_invocable,
+            paths: meta.paths.clone(),
+            argument_hint: meta.argument_hint.clone(),
+            arguments: meta.arguments.clone(),
         }
     }
 
@@ -435,6 +461,28 @@ impl SkillDraft {
         Ok(())
     }
 
+    /// The peer keys Skillbase honours (`disable-model-invocation`, `user-invocable`, `paths`,
+    /// `argument-hint`, `arguments`), written only when they differ from the default.
+    fn write_peer_keys(&self, out: &mut String) {
+        if self.disable_model_invocation {
+            out.push_str("disable-model-invocation: true\n");
+        }
+        if !self.user_invocable {
+            out.push_str("user-invocable: false\n");
+        }
+        if let Some(h) = &self.argument_hint {
+            let _ = writeln!(out, "argument-hint: {}", quoted(h));
+        }
+        for (key, list) in [("paths", &self.paths), ("arguments", &self.arguments)] {
+            if !list.is_empty() {
+                let _ = writeln!(out, "{key}:");
+                for item in list {
+                    let _ = writeln!(out, "  - {}", quoted(item));
+                }
+            }
+        }
+    }
+
     /// Whether the draft can be written: a description and a body.
     pub fn check_complete(&self) -> Result<(), DraftError> {
         if self.description.is_empty() {
@@ -462,6 +510,7 @@ impl SkillDraft {
                 let _ = writeln!(out, "{key}: {}", quoted(v));
             }
         }
+        self.write_peer_keys(&mut out);
         if !self.metadata.is_empty() {
             out.push_str("metadata:\n");
             for (k, v) in &self.metadata {
@@ -624,6 +673,10 @@ mod tests {
         .unwrap();
         d.license = Some("MIT".into());
         d.metadata = vec![("owner".into(), "team: ops".into())];
+        d.disable_model_invocation = true;
+        d.paths = vec!["src/**/*.{rs,toml}".into(), "docs/*.md".into()];
+        d.argument_hint = Some("[env]: \"prod\"".into());
+        d.arguments = vec!["env".into(), "version".into()];
         let md = SkillMd::parse(
             "---\nname: x\ndescription: d\nrequires:\n  skills:\n    - plain\n    - name: ranged\n      version: \">=1.2.0, <2.0.0\"\n      travel: true\n  tools: [web_fetch]\n  mcp: [github]\n  bins: [git, clang++]\n---\nb\n",
             &Default::default(),

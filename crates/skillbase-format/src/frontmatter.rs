@@ -128,9 +128,28 @@ impl SkillMd {
         self.raw_body.trim()
     }
 
-    /// A frontmatter value.
+    /// A frontmatter value: the top-level key, or for Skillbase's own keys and the peer keys it
+    /// honours ([`crate::keys::nestable`]), the same key under `metadata.skillbase` when the
+    /// top level lacks it (the top level wins; validation warns of the conflict).
     pub fn get(&self, key: &str) -> Option<&Node> {
-        self.frontmatter.get(key)
+        self.frontmatter.get(key).or_else(|| self.nested(key))
+    }
+
+    /// A key under `metadata.skillbase`, if it is one that may be written there.
+    pub fn nested(&self, key: &str) -> Option<&Node> {
+        if !crate::keys::nestable(key) {
+            return None;
+        }
+        self.nested_map()?.get(key)
+    }
+
+    /// The `metadata.skillbase` mapping, if there is one.
+    pub fn nested_map(&self) -> Option<&Mapping> {
+        self.frontmatter
+            .get("metadata")?
+            .as_map()?
+            .get(crate::keys::NESTED)?
+            .as_map()
     }
 
     /// A string field, trimmed; `None` when absent, empty or not a string.

@@ -20,12 +20,15 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod allowed_tools;
 pub mod bundle;
 pub mod digest;
 pub mod discover;
 pub mod draft;
 pub mod frontmatter;
+pub mod glob;
 mod grammar;
+mod keys;
 pub mod meta;
 pub mod name;
 #[cfg(feature = "openapi")]

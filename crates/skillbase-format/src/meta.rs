@@ -1,6 +1,8 @@
 //! The typed view of a skill's frontmatter: the six Agent Skills keys plus Skillbase's optional
 //! `triggers`, `companions`, `inputs`, `capabilities`, `cost`, `when_to_use`, `when_not_to_use`,
-//! `version` and `requires`.
+//! `version` and `requires` (also read from `metadata.skillbase`), and the peer keys Skillbase
+//! honours: `disable-model-invocation`, `user-invocable`, `paths`, `argument-hint`, `arguments`,
+//! and `allowed-tools` read into capabilities where it maps ([`crate::allowed_tools`]).
 //!
 //! [`SkillMeta::from_md`] is lenient (it never fails on an optional key; validation reports those
 //! problems), so a runtime can load whatever the validator let through.
@@ -12,28 +14,7 @@ use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
 
-/// The six keys the Agent Skills specification allows.
-pub const SPEC_KEYS: [&str; 6] = [
-    "allowed-tools",
-    "compatibility",
-    "description",
-    "license",
-    "metadata",
-    "name",
-];
-
-/// Skillbase's optional keys (ignored by other tools).
-pub const SKILLBASE_KEYS: [&str; 9] = [
-    "triggers",
-    "companions",
-    "inputs",
-    "capabilities",
-    "cost",
-    "when_to_use",
-    "when_not_to_use",
-    "version",
-    "requires",
-];
+pub use crate::keys::{IGNORED_PEER_KEYS, PEER_KEYS, SKILLBASE_KEYS, SPEC_KEYS};
 
 /// Longest description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 1024;
@@ -47,6 +28,13 @@ pub const MAX_TRIGGERS: usize = 64;
 pub const MAX_WHEN_ENTRIES: usize = 5;
 /// Longest `when_to_use` or `when_not_to_use` entry, in characters.
 pub const MAX_WHEN_CHARS: usize = 200;
+
+/// Most `paths` globs one skill may declare.
+pub const MAX_PATHS: usize = 32;
+/// Longest `argument-hint`, in characters.
+pub const MAX_ARGUMENT_HINT_CHARS: usize = 200;
+/// Most named `arguments` one skill may declare.
+pub const MAX_ARGUMENTS: usize = 16;
 
 /// A latency class: how long a call or a skill may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
@@ -161,6 +149,20 @@ pub struct SkillMeta {
     /// `requires`: skills (with version ranges), tool classes, MCP servers and programs the
     /// skill cannot work without.
     pub requires: crate::requires::Requires,
+    /// `disable-model-invocation: true` (Claude Code's): never offered to the model (catalog,
+    /// `load_skill`, triggers, paths, eager); only the user's explicit invocation brings it in.
+    pub disable_model_invocation: bool,
+    /// `user-invocable` (Claude Code's; true unless `false`): whether a user may invoke the
+    /// skill explicitly (`/name`, `$name`).
+    pub user_invocable: bool,
+    /// `paths` (Claude Code's): globs ([`crate::glob`]) of file paths that activate the skill
+    /// when a turn names one; globs that do not compile dropped, at most [`MAX_PATHS`].
+    pub paths: Vec<String>,
+    /// `argument-hint` (Claude Code's): what to type after `/name`, for people.
+    pub argument_hint: Option<String>,
+    /// `arguments` (Claude Code's): names for the positional arguments of an explicit
+    /// invocation, substituted as `$name`.
+    pub arguments: Vec<String>,
 }
 
 impl SkillMeta {
@@ -187,7 +189,7 @@ impl SkillMeta {
                     .collect()
             })
             .unwrap_or_default();
-        Some(SkillMeta {
+        let mut meta = SkillMeta {
             name,
             description,
             license: opt("license"),
@@ -213,8 +215,91 @@ impl SkillMeta {
             when_not_to_use: non_blank(string_list(md.get("when_not_to_use"))),
             version: md.get("version").and_then(Node::as_str).map(str::to_owned),
             requires: crate::requires::Requires::from_node(md.get("requires")),
-        })
+            disable_model_invocation: md.get("disable-model-invocation").and_then(boolean)
+                == Some(true),
+            user_invocable: md.get("user-invocable").and_then(boolean) != Some(false),
+            paths: path_globs(md.get("paths"))
+                .into_iter()
+                .filter(|g| crate::glob::PathGlob::new(g).is_ok())
+                .take(MAX_PATHS)
+                .collect(),
+            argument_hint: md
+                .get("argument-hint")
+                .and_then(Node::as_str)
+                .map(|h| h.trim().chars().take(MAX_ARGUMENT_HINT_CHARS).collect()),
+            arguments: argument_names(md.get("arguments"))
+                .into_iter()
+                .filter(|a| valid_argument_name(a))
+                .take(MAX_ARGUMENTS)
+                .collect(),
+        };
+        meta.capabilities = merged(meta.capabilities, allowed_tools(md.get("allowed-tools")));
+        Some(meta)
     }
+}
+
+/// A YAML boolean as Claude Code reads one: `true`/`false` in any case.
+pub fn boolean(node: &Node) -> Option<bool> {
+    match node.as_str()?.trim().to_ascii_lowercase().as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// `paths` as written: a list of globs, or one string of comma-separated globs.
+pub fn path_globs(node: Option<&Node>) -> Vec<String> {
+    match node {
+        Some(Node::Scalar { text, .. }) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|g| !g.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        other => non_blank(string_list(other)),
+    }
+}
+
+/// `arguments` as written: a list of names, or one string of space-separated names.
+pub fn argument_names(node: Option<&Node>) -> Vec<String> {
+    match node {
+        Some(Node::Scalar { text, .. }) => text.split_whitespace().map(str::to_owned).collect(),
+        other => non_blank(string_list(other)),
+    }
+}
+
+/// An argument name: a letter or `_`, then letters, digits, `_` or `-`, 64 at most.
+pub fn valid_argument_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    s.len() <= 64
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// `allowed-tools` read into capabilities ([`crate::allowed_tools`]): a string, or a list.
+pub fn allowed_tools(node: Option<&Node>) -> crate::allowed_tools::Mapped {
+    let entries = match node {
+        Some(Node::Scalar { text, .. }) => crate::allowed_tools::entries(text),
+        other => string_list(other)
+            .iter()
+            .flat_map(|e| crate::allowed_tools::entries(e))
+            .collect(),
+    };
+    crate::allowed_tools::map(&entries)
+}
+
+/// Declared capabilities with what `allowed-tools` maps onto, each kept once.
+fn merged(mut caps: Capabilities, from: crate::allowed_tools::Mapped) -> Capabilities {
+    for (mine, theirs) in [(&mut caps.tools, from.tools), (&mut caps.hosts, from.hosts)] {
+        for t in theirs {
+            if !mine.contains(&t) {
+                mine.push(t);
+            }
+        }
+    }
+    caps
 }
 
 fn non_blank(items: Vec<String>) -> Vec<String> {

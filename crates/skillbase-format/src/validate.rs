@@ -4,10 +4,12 @@
 //! them, with its messages. [`Profile::Skillbase`] (the default) adds Skillbase's optional keys,
 //! checked for type and sense, and turns unknown keys into warnings.
 
+mod peer;
+
 use crate::frontmatter::{FrontmatterError, SkillMd};
 use crate::meta::{
-    MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_TRIGGER_CHARS, MAX_TRIGGERS,
-    MAX_WHEN_CHARS, MAX_WHEN_ENTRIES, SKILLBASE_KEYS, SPEC_KEYS,
+    IGNORED_PEER_KEYS, MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_TRIGGER_CHARS,
+    MAX_TRIGGERS, MAX_WHEN_CHARS, MAX_WHEN_ENTRIES, PEER_KEYS, SKILLBASE_KEYS, SPEC_KEYS,
 };
 use crate::name::{self, NameError};
 use crate::skill_dir::{self, ReadError};
@@ -298,7 +300,12 @@ fn check_extra_keys(md: &SkillMd, profile: Profile, out: &mut Diagnostics<'_>) {
         .frontmatter
         .keys()
         .filter(|k| !SPEC_KEYS.contains(k))
-        .filter(|k| profile == Profile::Spec || !SKILLBASE_KEYS.contains(k))
+        .filter(|k| {
+            profile == Profile::Spec
+                || !(SKILLBASE_KEYS.contains(k)
+                    || PEER_KEYS.contains(k)
+                    || IGNORED_PEER_KEYS.contains(k))
+        })
         .collect();
     extra.sort_unstable();
     if extra.is_empty() {
@@ -466,9 +473,10 @@ fn warn_untyped_spec_keys(md: &SkillMd, out: &mut Diagnostics<'_>) {
     }
     if let Some(node) = fm.get("metadata") {
         let ok = node.as_map().is_some_and(|m| {
-            m.entries
-                .iter()
-                .all(|(_, v)| matches!(v, Node::Scalar { .. }))
+            m.entries.iter().all(|(k, v)| {
+                matches!(v, Node::Scalar { .. })
+                    || (k == crate::keys::NESTED && matches!(v, Node::Map(_)))
+            })
         });
         if !ok {
             out.field(
@@ -555,6 +563,8 @@ fn validate_when(md: &SkillMd, key: &str, node: &Node, out: &mut Diagnostics<'_>
 
 /// Skillbase's own keys, each checked for type and sense when present.
 fn validate_skillbase_keys(md: &SkillMd, name: Option<&str>, out: &mut Diagnostics<'_>) {
+    validate_nested(md, out);
+    peer::validate(md, out);
     if let Some(node) = md.get("triggers") {
         validate_triggers(md, node, out);
     }
@@ -580,6 +590,32 @@ fn validate_skillbase_keys(md: &SkillMd, name: Option<&str>, out: &mut Diagnosti
     }
     if let Some(node) = md.get("version") {
         validate_version(md, node, out);
+    }
+}
+
+/// `metadata.skillbase`: only keys that may be written there, none also at the top level.
+fn validate_nested(md: &SkillMd, out: &mut Diagnostics<'_>) {
+    let Some(nested) = md.nested_map() else {
+        return;
+    };
+    for key in nested.keys() {
+        if !crate::keys::nestable(key) {
+            out.field(
+                Severity::Warning,
+                md,
+                "metadata",
+                format!("metadata.skillbase.{key} is not a Skillbase key; it is not used"),
+                "check the spelling; only Skillbase's own keys and the peer keys it honours go here",
+            );
+        } else if md.frontmatter.get(key).is_some() {
+            out.field(
+                Severity::Warning,
+                md,
+                key,
+                format!("'{key}' is written both at the top level and under metadata.skillbase; the top level wins"),
+                "keep one of the two",
+            );
+        }
     }
 }
 

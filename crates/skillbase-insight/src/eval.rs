@@ -1370,6 +1370,7 @@ pub async fn recall_by_revision(
         max_cost: None,
         catalog_budget: None,
         context_budget: None,
+        paths: Vec::new(),
     };
     let mut out = Vec::with_capacity(revs.len());
     for &rev in revs {

@@ -10,6 +10,8 @@
 //!   tools) and the report of every decision.
 //! - [`tooldef`]: a tool as offered, and the vocabulary of `load_skill` and `search_skills`.
 //! - [`requires`]: `requires:` decided over what the environment [`requires::Provides`].
+//! - [`invoke`]: explicit invocation (`/name args`, `$name`) and argument substitution.
+//! - [`paths`]: activation by the file paths a turn names (`paths:` globs).
 //! - [`trigger`]: text folding and deterministic activation, one Aho-Corasick pass over
 //!   folded text.
 //! - [`lang`] and [`lexicon`]: language guessing from stopwords, stemming (en, es, fr, pt, de),
@@ -29,10 +31,12 @@ pub mod agent;
 pub mod fusion;
 pub(crate) mod fxhash;
 pub mod index;
+pub mod invoke;
 pub mod lang;
 pub mod lexicon;
 #[cfg(feature = "openapi")]
 mod openapi;
+pub mod paths;
 pub mod rank;
 pub mod requires;
 pub mod tokens;

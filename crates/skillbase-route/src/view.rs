@@ -151,8 +151,14 @@ pub struct AgentView {
     /// The environment's answers the requirements rest on (a view is built again when they
     /// change: [`crate::requires::answers_hold`]).
     pub answers: Vec<(Need, Answer)>,
+    /// Per skill: `disable-model-invocation: true`, so only the user's explicit invocation
+    /// places it (never the catalog, `load_skill`, `search_skills`, triggers, paths or eager).
+    /// Such a skill is still in the view: a turn reports it, the doctor and the studio see it.
+    explicit_only: Vec<bool>,
     /// Every skill's trigger phrases, compiled once; hits point into [`Self::skills`].
     pub triggers: TriggerMatcher,
+    /// Every skill's `paths:` globs, compiled once; hits point into [`Self::skills`].
+    pub paths: crate::paths::PathMatcher,
     /// Every skill's `when_not_to_use` phrases, compiled once: a phrase in the message keeps
     /// that skill's triggers from firing and lowers its rank.
     pub negatives: TriggerMatcher,
@@ -207,6 +213,13 @@ pub fn visible(agent: &Agent, index: &Index) -> Vec<Arc<SkillEntry>> {
         .collect()
 }
 
+/// Whether the model may be offered the skill at all: not `disable-model-invocation: true`.
+/// Listings meant for the model (MCP's, the A2A card) keep only these; people's (the studio, the
+/// doctor) keep every visible skill.
+pub fn offered_to_model(e: &SkillEntry) -> bool {
+    !e.meta.disable_model_invocation
+}
+
 /// [`visible`], less the skills the agent's `unmet_requires = "withhold"` withholds (decided
 /// against `env` as a view decides it, without the tokenizer): what MCP's listings and the A2A
 /// card show.
@@ -219,6 +232,14 @@ pub fn visible_in(agent: &Agent, index: &Index, env: &dyn Provides) -> Vec<Arc<S
             entries.retain(|e| !out.contains(e.name.as_str()));
         }
     }
+    entries
+}
+
+/// [`visible_in`], less the skills only the user may invoke ([`offered_to_model`]): what
+/// listings the model reads show (MCP's skills and resources, the A2A card).
+pub fn offered_in(agent: &Agent, index: &Index, env: &dyn Provides) -> Vec<Arc<SkillEntry>> {
+    let mut entries = visible_in(agent, index, env);
+    entries.retain(|e| offered_to_model(e));
     entries
 }
 
@@ -311,6 +332,7 @@ fn matchers(skills: &[ViewSkill]) -> (TriggerMatcher, TriggerMatcher, Bm25) {
         skills
             .iter()
             .enumerate()
+            .filter(|(_, s)| offered_to_model(&s.entry))
             .flat_map(|(i, s)| s.entry.meta.triggers.iter().map(move |t| (i, t.as_str()))),
     );
     let negatives = TriggerMatcher::new(skills.iter().enumerate().flat_map(|(i, s)| {
@@ -352,8 +374,18 @@ impl AgentView {
             .iter()
             .map(|e| view_skill(e, &by_name, &decided.offered, &mut companions_not_allowed))
             .collect();
-        let (eager, eager_not_allowed) = eager_of(&agent.config.eager, &by_name, skills.len());
+        let explicit_only: Vec<bool> = skills.iter().map(|s| !offered_to_model(&s.entry)).collect();
+        let (mut eager, eager_not_allowed) = eager_of(&agent.config.eager, &by_name, skills.len());
+        // An explicit-only skill is never eager: a turn reports it as explicit only instead.
+        eager.retain(|&i| !explicit_only[i]);
         let (triggers, negatives, bm25) = matchers(&skills);
+        let paths = crate::paths::PathMatcher::new(
+            skills
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !explicit_only[*i])
+                .flat_map(|(i, s)| s.entry.meta.paths.iter().map(move |g| (i, g.as_str()))),
+        );
         let mut eager_mask = vec![false; skills.len()];
         for &i in &eager {
             eager_mask[i] = true;
@@ -376,7 +408,9 @@ impl AgentView {
             eager_mask,
             eager_not_allowed,
             companions_not_allowed,
+            explicit_only,
             triggers,
+            paths,
             negatives,
             bm25,
             semantic: OnceLock::new(),
@@ -387,8 +421,8 @@ impl AgentView {
         }
     }
 
-    /// The `load_skill` tool for a cadence: every skill that is not eager and not slower than
-    /// `max_cost` (built once per view and cadence).
+    /// The `load_skill` tool for a cadence: every skill that is not eager, not explicit only
+    /// and not slower than `max_cost` (built once per view and cadence).
     pub fn load_tool(&self, max_cost: Option<skillbase_format::Cost>) -> &LoadTool {
         let slot = match max_cost {
             None => 0,
@@ -398,7 +432,7 @@ impl AgentView {
         };
         self.load_tools[slot].get_or_init(|| {
             let loadable: Vec<usize> = (0..self.skills.len())
-                .filter(|&i| !self.is_eager(i))
+                .filter(|&i| !self.is_eager(i) && !self.is_explicit_only(i))
                 .filter(|&i| max_cost.is_none_or(|m| self.skills[i].entry.meta.cost <= m))
                 .collect();
             let name_tokens = loadable
@@ -447,6 +481,11 @@ impl AgentView {
     /// The skill of that name, if the agent may see it.
     pub fn get(&self, name: &str) -> Option<&ViewSkill> {
         self.by_name.get(name).map(|&i| &self.skills[i])
+    }
+
+    /// Whether `skills[i]` is used only when the user invokes it (`disable-model-invocation`).
+    pub fn is_explicit_only(&self, i: usize) -> bool {
+        self.explicit_only.get(i).copied().unwrap_or(false)
     }
 
     /// Whether `skills[i]` is one of the agent's eager skills (its body is in every turn's

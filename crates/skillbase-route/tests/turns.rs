@@ -51,6 +51,8 @@ struct Options {
     max_cost: Option<skillbase_format::Cost>,
     catalog_budget: Option<u32>,
     context_budget: Option<u32>,
+    #[serde(default)]
+    paths: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -93,6 +95,7 @@ fn run(path: &Path) -> Result<serde_json::Value, String> {
         max_cost: f.options.max_cost,
         catalog_budget: f.options.catalog_budget,
         context_budget: f.options.context_budget,
+        paths: f.options.paths.clone(),
     };
     let mut ctx = resolve(&view, &f.message, &opts);
     // The fixtures pin every omission by name.

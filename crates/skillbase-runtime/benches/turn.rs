@@ -891,6 +891,7 @@ fn main() {
                             max_cost,
                             catalog_budget: budget,
                             context_budget,
+                            paths: Vec::new(),
                         };
                         for (k, m) in variants.iter().enumerate() {
                             let ctx = resolve(view, m, &o);

@@ -65,10 +65,12 @@ pub use runtime::{LoadResult, Pinned, PinnedSet, RuntimeError, SearchHit};
 // What the model sees (`skillbase-route`'s view and turn phases, re-exported for the edges).
 pub use skillbase_route::tooldef::ToolDef;
 pub use skillbase_route::turn::{
-    Activation, CatalogReport, NAME_ONLY, NOT_LISTED, Omission, OmissionDetail, OmissionList,
-    TurnContext, TurnOptions, TurnReport, full_catalog_tokens, resolve, resolve_with,
+    Activation, CatalogReport, EXPLICIT_ONLY, NAME_ONLY, NOT_LISTED, Omission, OmissionDetail,
+    OmissionList, TurnContext, TurnOptions, TurnReport, full_catalog_tokens, resolve, resolve_with,
 };
-pub use skillbase_route::view::{AgentView, load_skill_tool, visible, visible_in};
+pub use skillbase_route::view::{
+    AgentView, load_skill_tool, offered_in, offered_to_model, visible, visible_in,
+};
 pub use write::{SkillWriter, WriteMode};
 
 // Tools a harness registers, and the upstream servers of the gateway.

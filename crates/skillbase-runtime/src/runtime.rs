@@ -42,6 +42,15 @@ pub enum RuntimeError {
     /// it is refused rather than repeated.
     #[error("'{0}' is already in your context every turn (an eager skill); follow it as it is")]
     Eager(String),
+    /// The skill (named here) says `disable-model-invocation: true`: only the user's explicit
+    /// invocation (`/name` or `$name` in a message) places it, so loading it is refused.
+    #[error(
+        "'{0}' is used only when the user invokes it (/{0} in a message); it cannot be loaded by the model"
+    )]
+    ExplicitOnly(String),
+    /// A turn's input was refused (too many `paths`, one too long); nothing was resolved.
+    #[error("invalid turn: {0}")]
+    InvalidTurn(String),
     /// `load_skill`'s arguments were refused: not a JSON object, not valid against the skill's
     /// `inputs`, or given to a skill that declares none. Nothing was activated.
     #[error("arguments for skill '{name}' do not match its inputs: {problems}")]
@@ -594,6 +603,7 @@ impl Runtime {
         message: &str,
         opts: &TurnOptions,
     ) -> Result<(TurnContext, Arc<AgentView>)> {
+        skillbase_route::paths::check_given(&opts.paths).map_err(RuntimeError::InvalidTurn)?;
         let view = self.view(agent)?;
         self.open(agent, session).await?;
         let mut ctx = self.resolve_ranked(&view, message, opts).await;
@@ -634,6 +644,9 @@ impl Runtime {
         };
         if view.is_eager(i) {
             return Err(RuntimeError::Eager(name.to_owned()));
+        }
+        if view.is_explicit_only(i) {
+            return Err(RuntimeError::ExplicitOnly(name.to_owned()));
         }
         let skill = &view.skills[i];
         // A staged candidate is served to its share of sessions (the same ones on every turn
@@ -867,7 +880,7 @@ impl Runtime {
             .relevance(&folded, inputs.as_ref().map(SemanticInputs::as_query))
             .order()
             .into_iter()
-            .filter(|(_, s)| *s > 0.0)
+            .filter(|(i, s)| *s > 0.0 && !view.is_explicit_only(*i as usize))
             .take(limit)
             .map(|(i, score)| {
                 let e = &view.skills[i as usize].entry;

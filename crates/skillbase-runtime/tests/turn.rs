@@ -16,6 +16,7 @@ use std::sync::Arc;
 mod bad_input;
 mod catalog;
 mod growth;
+mod invocation;
 mod load_skill;
 mod report;
 mod requires;

@@ -196,7 +196,14 @@ impl From<RuntimeError> for ApiError {
                 ApiError::not_found(e.to_string())
             }
             RuntimeError::UnknownSkill { .. } => ApiError::not_found(e.to_string()),
-            RuntimeError::Eager(_) => ApiError::conflict(e.to_string()),
+            RuntimeError::Eager(_) | RuntimeError::ExplicitOnly(_) => {
+                ApiError::conflict(e.to_string())
+            }
+            RuntimeError::InvalidTurn(_) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid-request",
+                e.to_string(),
+            ),
             RuntimeError::InvalidArguments { .. } | RuntimeError::Invalid(_) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid-arguments",

@@ -408,8 +408,8 @@ pub struct ManifestCache {
 }
 
 impl ManifestCache {
-    /// The skills `agent` may see (`None` for an unknown agent), rebuilt when the index or
-    /// the agent changes.
+    /// The skills `agent`'s model may be offered (`None` for an unknown agent): visible, not
+    /// withheld, not explicit only; rebuilt when the index or the agent changes.
     pub fn visible(
         &self,
         store: &Store,
@@ -426,7 +426,8 @@ impl ManifestCache {
         {
             return Some(v.clone());
         }
-        let entries = skillbase_runtime::visible_in(&a, &index, &env);
+        // A skill only the user may invoke (`disable-model-invocation`) is no listing's.
+        let entries = skillbase_runtime::offered_in(&a, &index, &env);
         let by_name = entries
             .iter()
             .enumerate()

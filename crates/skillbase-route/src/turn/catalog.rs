@@ -15,6 +15,8 @@ use crate::view::AgentView;
 
 /// The reason of a skill listed by name only.
 pub const NAME_ONLY: &str = "budget: listed by name only, below the full entries in relevance rank";
+/// The reason of a skill that only an explicit invocation places (`disable-model-invocation`).
+pub const EXPLICIT_ONLY: &str = "explicit only (disable-model-invocation): placed only when the user invokes it, as /name or $name";
 /// The reason of a skill not listed.
 pub const NOT_LISTED: &str =
     "budget: not listed (lowest in relevance rank); found by search_skills and loadable";
@@ -47,8 +49,9 @@ pub(super) struct Candidates {
     pub(super) all_names: u32,
 }
 
-/// Phase 2a: every allowed skill not in the prompt and not eager, within the cadence. A skill
-/// already reported as evicted is not listed again (each skill is reported once).
+/// Phase 2a: every allowed skill not in the prompt, not eager and not explicit only (reported
+/// as such), within the cadence. A skill already reported as evicted is not listed again (each
+/// skill is reported once).
 pub(super) fn candidates(
     view: &AgentView,
     present: &[bool],
@@ -63,6 +66,14 @@ pub(super) fn candidates(
     };
     for (i, s) in view.skills.iter().enumerate() {
         if present[i] || view.is_eager(i) || evicted[i] {
+            continue;
+        }
+        if view.is_explicit_only(i) {
+            report.catalog.omitted.push(Omission {
+                name: s.name_ref.clone(),
+                reason: EXPLICIT_ONLY.into(),
+                rank: None,
+            });
             continue;
         }
         if let Some(max) = opts.max_cost

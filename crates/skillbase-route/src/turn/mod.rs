@@ -2,7 +2,8 @@
 //! turn, and why. Pure and deterministic: no I/O, same input, same output.
 //!
 //! Order of the prompt: the eager prefix (fixed position, cacheable), then bodies injected for
-//! this turn (triggers and their companions), then the level-1 catalog. Bodies are cut by the
+//! this turn (skills the user invoked, then those the turn's paths and triggers fired, with their
+//! companions), then the level-1 catalog. Bodies are cut by the
 //! agent's context budget and the catalog by its catalog budget; every skill that did not make it
 //! is reported with its reason, and the report is computed after the cut.
 
@@ -18,7 +19,7 @@ mod place;
 pub mod report;
 
 /// The reasons a budgeted catalog gives for skills it lists by name only and leaves out.
-pub use catalog::{NAME_ONLY, NOT_LISTED};
+pub use catalog::{EXPLICIT_ONLY, NAME_ONLY, NOT_LISTED};
 pub use report::{
     Activation, CatalogReport, Name, Omission, OmissionDetail, OmissionList, TurnReport,
 };
@@ -38,6 +39,10 @@ pub struct TurnOptions {
     pub catalog_budget: Option<u32>,
     /// Override the agent's context budget (tokens) for injected bodies.
     pub context_budget: Option<u32>,
+    /// File paths the turn works on (the harness's open or edited files): skills whose `paths:`
+    /// globs match one are placed, like triggers, with reason `path:<glob>`. Paths written in
+    /// the message count too; at most [`crate::paths::MAX_TURN_PATHS`] are read in all.
+    pub paths: Vec<String>,
 }
 
 /// Everything the harness gives the model this turn.
@@ -58,11 +63,11 @@ pub struct TurnContext {
     pub loadable: Arc<[usize]>,
 }
 
-/// Tokens of a catalog listing every skill of the view in full (all but the eager ones): the
-/// smallest catalog budget under which no turn ranks, shortens or leaves out an entry.
+/// Tokens of a catalog listing every skill of the view in full (all but the eager and the
+/// explicit-only ones): the smallest catalog budget under which no turn ranks, shortens or leaves out an entry.
 pub fn full_catalog_tokens(view: &AgentView) -> u32 {
     let entries: u32 = (0..view.skills.len())
-        .filter(|&i| !view.is_eager(i))
+        .filter(|&i| !view.is_eager(i) && !view.is_explicit_only(i))
         .map(|i| view.full_tokens[i])
         .sum();
     if entries == 0 {
@@ -93,7 +98,12 @@ pub fn resolve_with(
     let context_budget = opts
         .context_budget
         .unwrap_or(view.agent.config.context_budget);
-    let placed = place::bodies(view, &folded, context_budget, &mut report);
+    let asked = place::Asked {
+        folded: &folded,
+        invocations: crate::invoke::parse(message),
+        paths: turn_paths(message, &opts.paths),
+    };
+    let placed = place::bodies(view, &asked, context_budget, &mut report);
 
     let cands = catalog::candidates(view, &placed.present, &placed.evicted, opts, &mut report);
     let catalog_budget = opts
@@ -121,6 +131,22 @@ pub fn resolve_with(
         report,
         loadable,
     }
+}
+
+/// The paths a turn names: those given, then those written in the message, each once, at most
+/// [`crate::paths::MAX_TURN_PATHS`].
+fn turn_paths<'a>(message: &'a str, given: &'a [String]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    let found = crate::paths::in_message(message);
+    for p in given.iter().map(String::as_str).chain(found) {
+        if out.len() >= crate::paths::MAX_TURN_PATHS {
+            break;
+        }
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// Phase 3b: what the report says of `requires:` — each skill in front of the model (a body

@@ -10,7 +10,8 @@ use std::sync::Arc;
 pub struct Activation {
     /// The skill's name.
     pub name: String,
-    /// `eager`, `trigger:<phrase>`, `load`, or `companion:<of>`.
+    /// `eager`, `explicit` (the user invoked it), `path:<glob>`, `trigger:<phrase>`, `load`, or
+    /// `companion:<of>`.
     pub reason: String,
     /// The revision whose body reached the prompt.
     pub rev: i64,

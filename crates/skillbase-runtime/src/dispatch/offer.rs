@@ -238,14 +238,15 @@ impl OfferedSet {
         }
     }
 
-    /// The skills with `inputs` that are not eager, each callable as `skill_<name>` (hyphens
+    /// The skills with `inputs` that are not eager or explicit only, each callable as
+    /// `skill_<name>` (hyphens
     /// as underscores; a suffix `_2`, `_3`… when that wire name is taken).
     fn push_skills(&mut self, view: &AgentView) {
         for (i, s) in view.skills.iter().enumerate() {
             let Some(inputs) = &s.entry.meta.inputs else {
                 continue;
             };
-            if view.is_eager(i) {
+            if view.is_eager(i) || view.is_explicit_only(i) {
                 continue;
             }
             let base = format!("skill_{}", s.name().replace('-', "_"));

@@ -306,13 +306,15 @@ impl Dispatcher {
                     "arguments for skill '{name}' do not match its inputs: {problems}"
                 ),
             }),
-            Err(e @ (RuntimeError::UnknownSkill { .. } | RuntimeError::Eager(_))) => {
-                Ok(CallOutcome::Refused {
-                    call_id: call_id.to_owned(),
-                    rule: Rule::NotOffered,
-                    message: e.to_string(),
-                })
-            }
+            Err(
+                e @ (RuntimeError::UnknownSkill { .. }
+                | RuntimeError::Eager(_)
+                | RuntimeError::ExplicitOnly(_)),
+            ) => Ok(CallOutcome::Refused {
+                call_id: call_id.to_owned(),
+                rule: Rule::NotOffered,
+                message: e.to_string(),
+            }),
             Err(e) => Err(e),
         }
     }

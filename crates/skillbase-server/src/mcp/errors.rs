@@ -52,6 +52,7 @@ pub(super) fn runtime_error(e: RuntimeError) -> ErrorData {
         RuntimeError::Store(StoreError::Invalid(m)) | RuntimeError::Invalid(m) => {
             ErrorData::invalid_params(m, None)
         }
+        e @ RuntimeError::InvalidTurn(_) => ErrorData::invalid_params(e.to_string(), None),
         RuntimeError::Store(e) => store_error(e),
         other => ErrorData::internal_error(other.to_string(), None),
     }

@@ -191,11 +191,11 @@ fn answer(card: AgentCard) -> Response {
 }
 
 /// The card: the agent's visible skills (scope resolution, active, allowlist; less those its
-/// policy withholds for unmet `requires:`), in name order.
+/// policy withholds for unmet `requires:` and those only the user may invoke), in name order.
 pub fn build(st: &AppState, agent: &Agent, headers: &HeaderMap) -> AgentCard {
     let index = st.store.index();
     let (env, _) = st.engine.environment();
-    let skills = skillbase_runtime::visible_in(agent, &index, &env)
+    let skills = skillbase_runtime::offered_in(agent, &index, &env)
         .iter()
         .map(|e| skill(e))
         .collect();

@@ -352,9 +352,9 @@ pub async fn eval(
             .join("\n")
     };
     let opts = skillbase_runtime::TurnOptions {
-        max_cost: None,
         catalog_budget: super::sessions::budget("catalog_budget", b.catalog_budget)?,
         context_budget: super::sessions::budget("context_budget", b.context_budget)?,
+        ..Default::default()
     };
     match (b.cases, b.tasks, b.relevance) {
         (Some(cases), None, None) if b.id_map.is_none() => {

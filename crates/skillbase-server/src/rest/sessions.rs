@@ -131,6 +131,11 @@ pub struct TurnBody {
     /// query parameter says the same and wins).
     #[schema(value_type = Option<OmissionDetail>)]
     pub omissions: Option<String>,
+    /// File paths the turn works on (open or edited files): skills whose `paths:` globs match
+    /// one are placed with reason `path:<glob>`. At most 64, each at most 1024 bytes.
+    #[serde(default)]
+    #[schema(max_items = 64)]
+    pub paths: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -434,6 +439,7 @@ pub async fn turn(
         max_cost,
         catalog_budget: budget("catalog_budget", b.catalog_budget)?,
         context_budget: budget("context_budget", b.context_budget)?,
+        paths: b.paths,
     };
     let mut ctx = st.engine.turn(&agent, &id, &b.message, &opts).await?;
     ctx.report.catalog.detail = detail;

@@ -585,7 +585,12 @@ pub async fn list(
     let mut entries: Vec<&Arc<SkillEntry>> = match p.agent() {
         Some(a) => {
             view = st.engine.view(a)?;
-            view.skills.iter().map(|s| &s.entry).collect()
+            // An agent's listing is what its harness may show the model: a skill only the
+            // user may invoke (`disable-model-invocation`) is not in it.
+            (0..view.skills.len())
+                .filter(|&i| !view.is_explicit_only(i))
+                .map(|i| &view.skills[i].entry)
+                .collect()
         }
         None => index.all().collect(),
     };

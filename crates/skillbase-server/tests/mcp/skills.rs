@@ -410,3 +410,136 @@ async fn the_signer_reaches_clients_as_meta() {
     }
     s.stop().await;
 }
+
+/// A skill with `disable-model-invocation: true` is offered to no model: not in `skills/list`,
+/// `resources/list`, `resources/read`, `tools/list` (load_skill's names) or a `load_skill` call,
+/// an agent token's REST listing or the A2A card. People still see it (an admin's listing), and
+/// the user's own `/deploy-prod` in a REST turn places it with reason `explicit`.
+#[tokio::test]
+async fn an_explicit_only_skill_is_offered_to_no_model() {
+    let s = TestServer::start().await;
+    let md = "---\nname: deploy-prod\ndescription: Deploy to production.\ndisable-model-invocation: true\ntriggers: [deploy]\n---\nDeploy to $0.\n";
+    put_skill(
+        &s.store,
+        Scope::Shared,
+        "deploy-prod",
+        &[("SKILL.md", md.as_bytes()), ("notes.md", b"notes")],
+    )
+    .await;
+    alpha_sees_all(&s).await;
+    for wire in WIRES {
+        let (c, _) = Client::new(&s, Some(&s.alpha), wire).open().await;
+        let (skills, _) = c.all_skills().await;
+        assert!(
+            !names(&skills).contains(&"deploy-prod".to_owned()),
+            "{wire:?}"
+        );
+        assert!(
+            names(&skills).contains(&"shared-one".to_owned()),
+            "{wire:?}"
+        );
+        let r = c.ok("resources/list", json!({})).await;
+        assert!(!r.to_string().contains("deploy-prod"), "{r}");
+        let r = c.ok("tools/list", json!({})).await;
+        assert!(!r.to_string().contains("deploy-prod"), "{r}");
+        let e = c
+            .rpc(
+                "resources/read",
+                json!({"uri": "skill://deploy-prod/SKILL.md"}),
+            )
+            .await;
+        assert!(!e.to_string().contains("Deploy to"), "{e}");
+        let r = c
+            .ok(
+                "tools/call",
+                json!({"name": "load_skill", "arguments": {"name": "deploy-prod"}}),
+            )
+            .await;
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(!r.to_string().contains("Deploy to"), "{r}");
+    }
+    let listing = |token: String| {
+        let s = &s;
+        async move {
+            crate::common::ok_json(s.get("/v1/skills", &token).send().await.unwrap(), 200).await
+        }
+    };
+    let agent_view = listing(s.alpha.clone()).await;
+    assert!(
+        !agent_view.to_string().contains("deploy-prod"),
+        "{agent_view}"
+    );
+    let admin_view = listing(s.admin.clone()).await;
+    assert!(
+        admin_view.to_string().contains("deploy-prod"),
+        "{admin_view}"
+    );
+    let card = crate::common::ok_json(
+        s.get("/v1/agents/alpha/agent-card.json", &s.admin)
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
+    assert!(!card.to_string().contains("deploy-prod"), "{card}");
+
+    // A turn: the trigger does not fire it; the user's slash command does.
+    let r = s
+        .post("/v1/sessions", &s.alpha)
+        .json(&json!({"id": "peers-1"}))
+        .send()
+        .await
+        .unwrap();
+    crate::common::ok_json(r, 201).await;
+    let turn = |message: &'static str| {
+        let s = &s;
+        async move {
+            let r = s
+                .post("/v1/sessions/peers-1/turns", &s.alpha)
+                .json(&json!({"message": message, "omissions": "full"}))
+                .send()
+                .await
+                .unwrap();
+            crate::common::ok_json(r, 200).await
+        }
+    };
+    let t = turn("please deploy").await;
+    assert!(
+        !t["context"]["report"]["activated"]
+            .to_string()
+            .contains("deploy-prod"),
+        "{t}"
+    );
+    assert!(
+        !t["context"]["catalog"].to_string().contains("deploy-prod"),
+        "{t}"
+    );
+    let t = turn("/deploy-prod staging").await;
+    let activated = &t["context"]["report"]["activated"];
+    assert!(
+        activated
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["name"] == "deploy-prod" && a["reason"] == "explicit"),
+        "{t}"
+    );
+    assert!(
+        t["context"]["injected"]
+            .as_str()
+            .unwrap()
+            .contains("Deploy to staging."),
+        "{t}"
+    );
+    // Paths given with a turn are checked like any input.
+    let r = s
+        .post("/v1/sessions/peers-1/turns", &s.alpha)
+        .json(&json!({"message": "hi", "paths": vec!["x"; 65]}))
+        .send()
+        .await
+        .unwrap();
+    let (status, p) = crate::common::problem(r).await;
+    assert_eq!(status, 422, "{p}");
+    s.stop().await;
+}
