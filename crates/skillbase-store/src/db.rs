@@ -192,6 +192,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/sqlite/0018_sessions_per_agent.sql"),
         include_str!("../migrations/postgres/0018_sessions_per_agent.sql"),
     ),
+    (
+        "scans",
+        include_str!("../migrations/sqlite/0019_scans.sql"),
+        include_str!("../migrations/postgres/0019_scans.sql"),
+    ),
 ];
 
 /// The first `upto` migrations of `backend`.

@@ -97,6 +97,10 @@ pub enum StoreError {
     /// was written.
     #[error("not trusted: {0}")]
     Untrusted(String),
+    /// A write the scan policy refuses (`[scan] <severity> = "refuse"`): the finding that
+    /// decided, with its rule, file, line and fix. Nothing was written.
+    #[error("{0}")]
+    ScanRefused(Box<crate::scan::Refusal>),
     /// An agent configuration the store refuses ([`crate::AgentConfig::checked`]).
     #[error("invalid agent configuration: {0}")]
     InvalidAgent(String),

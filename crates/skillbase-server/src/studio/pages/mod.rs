@@ -4,8 +4,8 @@
 //! [`session`] (a transcript, its turns drawn by [`turn`]), [`skills`] (the list), [`skill`]
 //! (a record) and [`actions`] (what an admin does to one), [`agents`] (the list and an agent's
 //! page), [`try_turn`], [`eval`] (evaluations as background jobs) and [`approvals`]. What they
-//! share sits in two leaves that name no page: [`common`] (the HTML response, the CSRF check)
-//! and [`access`] (what a caller may see).
+//! share sits in leaves that name no page: [`common`] (the HTML response, the CSRF check),
+//! [`access`] (what a caller may see) and [`scan`] (a revision's scan findings).
 
 mod access;
 mod actions;
@@ -14,6 +14,7 @@ mod approvals;
 mod common;
 mod eval;
 mod login;
+mod scan;
 mod session;
 mod sessions;
 mod skill;
