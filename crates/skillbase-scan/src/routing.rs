@@ -146,6 +146,19 @@ impl<'a> SkillNames<'a> {
         out
     }
 
+    /// Whether `other` could be one edit from `name` (a neighbouring length, and the same first
+    /// or last character once lookalikes are folded): a test without allocation, for callers
+    /// that pick the few names worth indexing for one write out of many.
+    pub fn near(name: &str, other: &str) -> bool {
+        let (a, b) = (name.chars().count(), other.chars().count());
+        if a.abs_diff(b) > 1 || a < MIN_NAME || b < MIN_NAME {
+            return false;
+        }
+        let first = |s: &str| s.chars().next().map(confusable);
+        let last = |s: &str| s.chars().next_back().map(confusable);
+        first(name) == first(other) || last(name) == last(other)
+    }
+
     /// How many names are indexed.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -311,6 +324,15 @@ mod tests {
         assert_eq!(run(&m, &["refund-tool"]).len(), 1);
         let m = meta("refund-tools", "Refunds.");
         assert_eq!(run(&m, &["refund-tool"]).len(), 1);
+    }
+
+    #[test]
+    fn near_is_a_superset_of_imitation() {
+        for (a, b) in [("refund-tool", "reufnd-tool"), ("refund-tool", "efund-tool"), ("c0mmit-writer", "commit-writer"), ("abcd", "xbcd")] {
+            assert!(SkillNames::near(a, b), "{a} {b}");
+        }
+        assert!(!SkillNames::near("refund-tool", "refund-tool-extra"));
+        assert!(!SkillNames::near("abc", "abd"));
     }
 
     #[test]

@@ -346,24 +346,39 @@ pub(crate) fn origin_of(author: &str) -> String {
     author.to_owned()
 }
 
-/// The index's skills with their origins, for [`SkillNames`] (built once per write or batch).
+/// Skills of the index with their origins, for [`SkillNames`]: all of them (built once for a
+/// batch), or only those near one name (a single write: a pass over the index without
+/// allocation, then the few near names).
 pub(crate) struct Neighbours {
-    index: std::sync::Arc<Index>,
-    origins: Vec<String>,
+    /// The skills, with their origins.
+    picked: Vec<(std::sync::Arc<crate::index::SkillEntry>, String)>,
 }
 
 impl Neighbours {
-    pub(crate) fn new(index: std::sync::Arc<Index>) -> Neighbours {
-        let origins = index.all().map(|e| origin_of(&e.author)).collect();
-        Neighbours { index, origins }
+    /// Every skill of the index.
+    pub(crate) fn all(index: &Index) -> Neighbours {
+        let picked = index
+            .all()
+            .map(|e| (e.clone(), origin_of(&e.author)))
+            .collect();
+        Neighbours { picked }
+    }
+
+    /// The skills whose names could be one edit from `name`.
+    pub(crate) fn near(index: &Index, name: &str) -> Neighbours {
+        let picked = index
+            .all()
+            .filter(|e| SkillNames::near(name, &e.name))
+            .map(|e| (e.clone(), origin_of(&e.author)))
+            .collect();
+        Neighbours { picked }
     }
 
     /// The names, indexed.
     pub(crate) fn names(&self) -> SkillNames<'_> {
         SkillNames::new(
-            self.index
-                .all()
-                .zip(&self.origins)
+            self.picked
+                .iter()
                 .map(|(e, o)| (e.name.as_str(), o.as_str())),
         )
     }

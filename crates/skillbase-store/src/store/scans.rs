@@ -60,9 +60,9 @@ impl Store {
             .map_err(|e| StoreError::Corrupt(format!("the built-in scan rules: {e}")))
     }
 
-    /// The index's skills with their origins, for the name-imitation rule.
+    /// The index's skills with their origins, for the name-imitation rule (a batch's).
     pub(crate) fn neighbours(&self) -> Neighbours {
-        Neighbours::new(self.index())
+        Neighbours::all(&self.index())
     }
 
     /// Scan a bundle as the gate does (`origin`: who brings it; names of the same origin never
@@ -85,11 +85,30 @@ impl Store {
         Ok(self.scanner()?.scan_bundle(&files, &context))
     }
 
+    /// What the gate finds in `bundle` written by `author` (the name-imitation rule against
+    /// the skills of the index near its name), without writing: the gate's own cost.
+    pub fn scan_as_gate(
+        &self,
+        bundle: &Bundle,
+        author: &crate::model::Author,
+    ) -> Result<skillbase_scan::Report> {
+        let (name, _) = Self::check_bundle(bundle)?;
+        let near = Neighbours::near(&self.index(), &name);
+        self.scan(bundle, &near.names(), &crate::scan::origin_of(&author.to_string()))
+    }
+
     /// The gate: scan the write's bundle and apply the policy for its scope. `review` writes
     /// it pending (a candidate is not staged), `refuse` is an error naming the decisive
     /// finding; the scan is kept with the revision either way.
-    pub(crate) fn gate(&self, w: &mut WriteReq, names: &SkillNames<'_>) -> Result<()> {
-        let report = self.scan(&w.bundle, names, &crate::scan::origin_of(&w.author))?;
+    pub(crate) fn gate(&self, w: &mut WriteReq, names: Option<&SkillNames<'_>>) -> Result<()> {
+        let origin = crate::scan::origin_of(&w.author);
+        let report = match names {
+            Some(names) => self.scan(&w.bundle, names, &origin)?,
+            None => {
+                let near = Neighbours::near(&self.index(), &w.name);
+                self.scan(&w.bundle, &near.names(), &origin)?
+            }
+        };
         let trusted = w
             .signature
             .as_ref()

@@ -98,20 +98,21 @@ impl Store {
         req: PutRequest,
         seed_path: Option<String>,
         pending: bool,
-        names: &skillbase_scan::SkillNames<'_>,
+        names: Option<&skillbase_scan::SkillNames<'_>>,
     ) -> Result<WriteReq> {
         self.write_req_staged(req, seed_path, pending, None, names)
     }
 
     /// Check a write and pass it through the scanning gate (`names`: the store's skills, for
-    /// the name-imitation rule): the one path every revision takes.
+    /// the name-imitation rule, indexed once for a batch; `None`: those near this one's name):
+    /// the one path every revision takes.
     fn write_req_staged(
         &self,
         req: PutRequest,
         seed_path: Option<String>,
         pending: bool,
         candidate: Option<crate::model::Candidate>,
-        names: &skillbase_scan::SkillNames<'_>,
+        names: Option<&skillbase_scan::SkillNames<'_>>,
     ) -> Result<WriteReq> {
         let (name, meta) = Self::check_bundle(&req.bundle)?;
         crate::model::check_message(&req.message).map_err(StoreError::Invalid)?;
@@ -152,8 +153,7 @@ impl Store {
         Ok(w)
     }
 
-    /// [`Store::write_req`] for one write (the store's names indexed for it), with a refusal
-    /// recorded as a `scan_refused` event.
+    /// [`Store::write_req`] for one write, with a refusal recorded as a `scan_refused` event.
     async fn write_req_one(
         &self,
         req: PutRequest,
@@ -161,8 +161,7 @@ impl Store {
         candidate: Option<crate::model::Candidate>,
     ) -> Result<WriteReq> {
         let actor = req.author.to_string();
-        let neighbours = self.neighbours();
-        let w = self.write_req_staged(req, None, pending, candidate, &neighbours.names());
+        let w = self.write_req_staged(req, None, pending, candidate, None);
         self.record_refusal(w, &actor).await
     }
 
@@ -347,8 +346,7 @@ impl Store {
     ) -> Result<WriteOutcome> {
         let sig = req.signature.clone();
         let author = req.author.clone();
-        let neighbours = self.neighbours();
-        let w = self.write_req(req, Some(seed_path.clone()), false, &neighbours.names());
+        let w = self.write_req(req, Some(seed_path.clone()), false, None);
         let w = self.record_refusal(w, &author.to_string()).await?;
         let pin = match Self::trust_source(&author) {
             Some(source) => {
@@ -380,7 +378,7 @@ impl Store {
         for (r, p) in reqs {
             let sig = r.signature.clone();
             let author = r.author.clone();
-            let w = self.write_req(r, Some(p), false, &names);
+            let w = self.write_req(r, Some(p), false, Some(&names));
             let w = self.record_refusal(w, &author.to_string()).await?;
             checked.push((w, sig, author));
         }
@@ -499,7 +497,7 @@ impl Store {
                 },
                 None,
                 false,
-                &names,
+                Some(&names),
             );
             let mut w = self.record_refusal(w, &author.to_string()).await?;
             w.origin = origin;
