@@ -112,8 +112,8 @@ fn confusable(c: char) -> char {
 /// The store's other skills' names, indexed for [`imitation`], each with its origin (who
 /// brought it: a source, a seed folder, an author).
 ///
-/// A name one edit from another keeps its first or its last character (names are at least
-/// [`MIN_NAME`] long), and its length differs by at most one: only names of a neighbouring
+/// A name one edit from another keeps its first or its last character (names are compared
+/// from four characters), and its length differs by at most one: only names of a neighbouring
 /// length sharing the first or the last character (after folding lookalike characters) are
 /// compared, so a batch of thousands of skills is not checked against every name of the store.
 #[derive(Debug, Default)]
@@ -127,7 +127,7 @@ pub struct SkillNames<'a> {
 }
 
 impl<'a> SkillNames<'a> {
-    /// Index `(name, origin)` pairs. Names shorter than [`MIN_NAME`] are never compared.
+    /// Index `(name, origin)` pairs. Names shorter than four characters are never compared.
     pub fn new(names: impl IntoIterator<Item = (&'a str, &'a str)>) -> SkillNames<'a> {
         let mut out = SkillNames::default();
         for (name, origin) in names {

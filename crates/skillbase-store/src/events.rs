@@ -448,7 +448,7 @@ pub const SEED_DIVERGED_MESSAGE: &str =
 
 /// The payload of a `scan_findings` event (with the revision) and of a `scan_refused` event
 /// (with no revision: nothing was written).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScanEvent {
     /// The highest severity found (`info` ... `critical`).
     pub verdict: String,

@@ -197,10 +197,13 @@ impl ScanPolicy {
     pub fn decide<'r>(&self, scope: &Scope, report: &'r Report, trusted: bool) -> Decision<'r> {
         let levels = self.levels_for(scope);
         let action_of = |f: &Finding| levels[f.severity as usize];
+        // The first (in file and line order) of the strictest action and highest severity.
         let decisive = report
             .findings
             .iter()
-            .max_by_key(|f| (action_of(f), f.severity, std::cmp::Reverse((&f.file, f.line))));
+            .enumerate()
+            .max_by_key(|(i, f)| (action_of(f), f.severity, std::cmp::Reverse(*i)))
+            .map(|(_, f)| f);
         let mut action = decisive.map_or(Action::Off, action_of);
         let mut trusted_signer = false;
         if action == Action::Review && trusted && self.trusted_signers_skip_review {
@@ -293,40 +296,6 @@ pub(crate) fn event(report: &Report, d: &Decision<'_>, f: &Finding) -> crate::ev
         rules: report.rules.clone(),
         findings: report.findings.len(),
         decisive: format!("{} ({}) at {}:{}", f.rule, f.severity, f.file, f.line),
-    }
-}
-
-/// A write the policy refused: which skill, and the finding that decided it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// The skill's scope.
-    pub scope: Scope,
-    /// The skill's name.
-    pub name: String,
-    /// The finding that decided.
-    pub finding: Finding,
-    /// How many findings in all.
-    pub findings: usize,
-    /// The event recorded for it.
-    pub(crate) event: crate::events::ScanEvent,
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let x = &self.finding;
-        write!(
-            f,
-            "skill '{}' refused by the scan ([scan] {} = \"refuse\"): rule {} at {}:{}: {} Fix: {}",
-            self.name, x.severity, x.rule, x.file, x.line, x.why, x.fix
-        )?;
-        if self.findings > 1 {
-            write!(
-                f,
-                " ({} findings in all; `skillbase scan` on the folder lists them)",
-                self.findings
-            )?;
-        }
-        Ok(())
     }
 }
 

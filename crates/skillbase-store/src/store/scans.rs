@@ -2,10 +2,10 @@
 //! revisions, and rescans when the rules change.
 
 use super::Store;
-use crate::error::{Result, StoreError};
+use crate::error::{Refusal, Result, StoreError};
 use crate::model::{AgentName, Scope};
 use crate::records::{NewEvent, WriteReq};
-use crate::scan::{Action, Neighbours, Refusal, ScanPolicy, ScanRecord, ScanRow};
+use crate::scan::{Action, Neighbours, ScanPolicy, ScanRecord, ScanRow};
 use skillbase_format::Bundle;
 use skillbase_scan::{ScanContext, Scanner, Severity, SkillNames};
 use std::sync::Arc;
@@ -138,19 +138,18 @@ impl Store {
     /// Record a `scan_refused` event for a write the gate refused (the write itself wrote
     /// nothing), and answer the result unchanged.
     pub(crate) async fn record_refusal<T>(&self, r: Result<T>, actor: &str) -> Result<T> {
-        let Err(StoreError::ScanRefused(refusal)) = &r else {
-            return r;
-        };
-        let ev = NewEvent {
-            kind: crate::EventKind::ScanRefused,
-            scope: Some(refusal.scope.to_string()),
-            skill: Some(refusal.name.clone()),
-            actor: Some(actor.to_owned()),
-            data: serde_json::to_value(&refusal.event).unwrap_or_default(),
-            ..NewEvent::default()
-        };
-        if let Err(e) = self.append_event(&ev).await {
-            tracing::warn!(error = %e, skill = %refusal.name, "the scan_refused event was not recorded");
+        if let Err(StoreError::ScanRefused(refusal)) = &r {
+            let ev = NewEvent {
+                kind: crate::EventKind::ScanRefused,
+                scope: Some(refusal.scope.to_string()),
+                skill: Some(refusal.name.clone()),
+                actor: Some(actor.to_owned()),
+                data: serde_json::to_value(&refusal.event).unwrap_or_default(),
+                ..NewEvent::default()
+            };
+            if let Err(e) = self.append_event(&ev).await {
+                tracing::warn!(error = %e, skill = %refusal.name, "the scan_refused event was not recorded");
+            }
         }
         r
     }
