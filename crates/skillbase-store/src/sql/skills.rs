@@ -1657,6 +1657,7 @@ mod tests {
             origin: None,
             version: None,
             require_version_increase: false,
+            scan: None,
         };
         let many = |r: WriteReq, n: usize| vec![r; n];
         assert!(takes_bulk_path(&many(

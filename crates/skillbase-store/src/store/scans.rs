@@ -205,8 +205,9 @@ impl Store {
     }
 
     /// Scan every skill's active revision again with the current rules (of `agent`'s scope
-    /// and the shared scope, when given), keep each scan, and report the revisions whose
-    /// verdict changed. Nothing else changes: a revision already served stays served.
+    /// and the shared scope, when given), keep each scan that differs from the one stored, and
+    /// report the revisions whose verdict changed. Nothing else changes: a revision already
+    /// served stays served.
     pub async fn rescan(&self, agent: Option<&AgentName>) -> Result<RescanReport> {
         let stored: std::collections::HashMap<(String, String), ScanRecord> = self
             .active_scans()
@@ -233,11 +234,16 @@ impl Store {
             let scan = self.scan(&bundle, &names, &crate::scan::origin_of(&info.author))?;
             report.scanned += 1;
             let before = stored.get(&(e.scope.to_string(), e.name.clone()));
-            let row = ScanRow::rescan(&scan);
-            on_db!(
-                self,
-                scans::append_scan(&e.scope.to_string(), &e.name, e.active_rev, &row)
-            )?;
+            // Kept when it says something new (other rules or other findings), so repeated
+            // rescans do not grow the table.
+            let same = before.is_some_and(|b| b.rules == scan.rules && b.findings == scan.findings);
+            if !same {
+                let row = ScanRow::rescan(&scan);
+                on_db!(
+                    self,
+                    scans::append_scan(&e.scope.to_string(), &e.name, e.active_rev, &row)
+                )?;
+            }
             if before.is_none_or(|b| b.verdict != scan.verdict) {
                 report.changed.push(VerdictChange {
                     scope: e.scope.clone(),

@@ -483,7 +483,7 @@ impl Store {
         // The store's names indexed once for the whole import; the import's own skills are
         // not among them (one source never imitates itself).
         let neighbours = self.neighbours();
-        let names = neighbours.names();
+        let known = neighbours.names();
         for (bundle, signature, origin) in items {
             sigs.push(signature.clone());
             let w = self.write_req(
@@ -497,7 +497,7 @@ impl Store {
                 },
                 None,
                 false,
-                Some(&names),
+                Some(&known),
             );
             let mut w = self.record_refusal(w, &author.to_string()).await?;
             w.origin = origin;
