@@ -26,7 +26,11 @@ const MAX_DEPTH: usize = 8;
 )]
 pub struct ScanArgs {
     /// Skill folders, SKILL.md files, or folders searched for skills.
-    #[arg(required_unless_present = "store", conflicts_with = "store", value_name = "PATH")]
+    #[arg(
+        required_unless_present = "store",
+        conflicts_with = "store",
+        value_name = "PATH"
+    )]
     paths: Vec<PathBuf>,
     /// Scan the store's active revisions again with the current rules, keep the findings, and
     /// report the revisions whose verdict changed.
@@ -85,8 +89,7 @@ pub fn is_store(args: &ScanArgs) -> bool {
 pub async fn rescan(s: &crate::common::StoreArgs, args: ScanArgs) -> Result<u8> {
     let agent = match &args.agent {
         Some(a) => Some(
-            skillbase_store::AgentName::parse(a)
-                .map_err(|e| anyhow::anyhow!("--agent: {e}"))?,
+            skillbase_store::AgentName::parse(a).map_err(|e| anyhow::anyhow!("--agent: {e}"))?,
         ),
         None => None,
     };

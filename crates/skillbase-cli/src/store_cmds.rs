@@ -616,9 +616,20 @@ fn print_scan(scan: Option<&skillbase_store::scan::ScanRecord>) -> std::io::Resu
         return outln!("scan:    never scanned (`skillbase scan --store` scans it)");
     };
     let verdict = s.verdict.map_or("clean", |v| v.as_str());
-    outln!("scan:    {verdict} ({} findings, on arrival: {})", s.findings.len(), s.action)?;
+    outln!(
+        "scan:    {verdict} ({} findings, on arrival: {})",
+        s.findings.len(),
+        s.action
+    )?;
     for f in &s.findings {
-        outln!("  {}:{}: {} {}: {}", f.file, f.line, f.severity, f.rule, f.seen)?;
+        outln!(
+            "  {}:{}: {} {}: {}",
+            f.file,
+            f.line,
+            f.severity,
+            f.rule,
+            f.seen
+        )?;
         outln!("      fix: {}", f.fix)?;
     }
     Ok(())

@@ -139,7 +139,10 @@ impl<'a> SkillNames<'a> {
                 continue;
             }
             let i = out.entries.len();
-            out.by_first.entry((folded.len(), first)).or_default().push(i);
+            out.by_first
+                .entry((folded.len(), first))
+                .or_default()
+                .push(i);
             out.by_last.entry((folded.len(), last)).or_default().push(i);
             out.entries.push((folded, name, origin));
         }
@@ -328,7 +331,12 @@ mod tests {
 
     #[test]
     fn near_is_a_superset_of_imitation() {
-        for (a, b) in [("refund-tool", "reufnd-tool"), ("refund-tool", "efund-tool"), ("c0mmit-writer", "commit-writer"), ("abcd", "xbcd")] {
+        for (a, b) in [
+            ("refund-tool", "reufnd-tool"),
+            ("refund-tool", "efund-tool"),
+            ("c0mmit-writer", "commit-writer"),
+            ("abcd", "xbcd"),
+        ] {
             assert!(SkillNames::near(a, b), "{a} {b}");
         }
         assert!(!SkillNames::near("refund-tool", "refund-tool-extra"));

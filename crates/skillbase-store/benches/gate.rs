@@ -41,7 +41,13 @@ fn main() {
             .map(|i| Bundle::single(skill_md(&format!("billing-case-{i:05}"), i)).expect("a skill"))
             .collect();
         store
-            .import(&Scope::Shared, bundles, &Author::Import("bench".into()), "bench", &|_| {})
+            .import(
+                &Scope::Shared,
+                bundles,
+                &Author::Import("bench".into()),
+                "bench",
+                &|_| {},
+            )
             .await
             .expect("import");
         store

@@ -363,7 +363,10 @@ tools = ["web_fetch"]
         let e = Config::parse("[scan]\nhigh = \"maybe\"\n", "skillbase.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("skillbase.toml: [scan] high: unknown action 'maybe'"), "{e}");
+        assert!(
+            e.contains("skillbase.toml: [scan] high: unknown action 'maybe'"),
+            "{e}"
+        );
     }
 
     #[test]

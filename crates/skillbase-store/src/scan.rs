@@ -24,8 +24,8 @@ use crate::error::{Result, StoreError};
 use crate::index::Index;
 use crate::model::Scope;
 use serde::{Deserialize, Serialize};
-use skillbase_scan::{Report, SkillNames};
 pub use skillbase_scan::{Family, Finding, Severity};
+use skillbase_scan::{Report, SkillNames};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -146,8 +146,8 @@ impl RawLevels {
         ];
         for (i, v) in keys.into_iter().enumerate() {
             if let Some(v) = v {
-                out[i] = Action::parse(v)
-                    .map_err(|e| format!("{table} {}: {e}", Severity::ALL[i]))?;
+                out[i] =
+                    Action::parse(v).map_err(|e| format!("{table} {}: {e}", Severity::ALL[i]))?;
             }
         }
         Ok(out)
@@ -343,6 +343,17 @@ impl Neighbours {
         Neighbours { picked }
     }
 
+    /// The skills created before `entry` (a lower record id) whose names could be one edit
+    /// from its name: what its name was judged against when it arrived.
+    pub(crate) fn near_older(index: &Index, entry: &crate::index::SkillEntry) -> Neighbours {
+        let picked = index
+            .all()
+            .filter(|e| e.id < entry.id && SkillNames::near(&entry.name, &e.name))
+            .map(|e| (e.clone(), origin_of(&e.author)))
+            .collect();
+        Neighbours { picked }
+    }
+
     /// The names, indexed.
     pub(crate) fn names(&self) -> SkillNames<'_> {
         SkillNames::new(
@@ -411,12 +422,19 @@ mod tests {
     #[test]
     fn malformed_tables_say_what_and_where() {
         let e = policy("high = \"block\"\n").unwrap_err().to_string();
-        assert!(e.contains("skillbase.toml") && e.contains("[scan] high") && e.contains("refuse"), "{e}");
+        assert!(
+            e.contains("skillbase.toml") && e.contains("[scan] high") && e.contains("refuse"),
+            "{e}"
+        );
         let e = policy("severe = \"warn\"\n").unwrap_err().to_string();
         assert!(e.contains("[scan]") && e.contains("severe"), "{e}");
-        let e = policy("[agents.support]\nhgih = \"warn\"\n").unwrap_err().to_string();
+        let e = policy("[agents.support]\nhgih = \"warn\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("hgih"), "{e}");
-        let e = policy("[agents.\"Bad Name\"]\nhigh = \"warn\"\n").unwrap_err().to_string();
+        let e = policy("[agents.\"Bad Name\"]\nhigh = \"warn\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("[scan.agents.Bad Name]"), "{e}");
         assert!(policy("high = 3\n").is_err());
     }
@@ -432,9 +450,13 @@ mod tests {
         assert_eq!((d.action, d.trusted_signer), (Action::Warn, true));
         let r = report(&[Severity::Critical]);
         assert_eq!(p.decide(&Scope::Shared, &r, true).action, Action::Refuse);
-        assert_eq!(p.decide(&Scope::Shared, &report(&[]), false).action, Action::Off);
         assert_eq!(
-            p.decide(&Scope::Shared, &report(&[Severity::Info]), false).action,
+            p.decide(&Scope::Shared, &report(&[]), false).action,
+            Action::Off
+        );
+        assert_eq!(
+            p.decide(&Scope::Shared, &report(&[Severity::Info]), false)
+                .action,
             Action::Off
         );
     }
@@ -444,6 +466,9 @@ mod tests {
         assert_eq!(origin_of("seed:/s/seeded-a"), origin_of("seed:/s/seeded-b"));
         assert_ne!(origin_of("seed:/s/a"), origin_of("seed:/t/a"));
         assert_eq!(origin_of("agent:x/inline"), origin_of("agent:x/dreaming"));
-        assert_eq!(origin_of("import:git+https://h/r"), "import:git+https://h/r");
+        assert_eq!(
+            origin_of("import:git+https://h/r"),
+            "import:git+https://h/r"
+        );
     }
 }

@@ -24,9 +24,22 @@ pub(crate) fn record(r: Row) -> Result<ScanRecord, StoreError> {
 }
 
 /// The `scan_findings` event of a revision written with findings the gate acted on.
-fn findings_event(row: &ScanRow, scope: &str, name: &str, rev: i64, actor: &str) -> Option<crate::records::NewEvent> {
+fn findings_event(
+    row: &ScanRow,
+    scope: &str,
+    name: &str,
+    rev: i64,
+    actor: &str,
+) -> Option<crate::records::NewEvent> {
     let data = serde_json::to_value(row.event.as_ref()?).ok()?;
-    Some(skill_event(EventKind::ScanFindings, scope, name, rev, actor, data))
+    Some(skill_event(
+        EventKind::ScanFindings,
+        scope,
+        name,
+        rev,
+        actor,
+        data,
+    ))
 }
 
 macro_rules! statements {

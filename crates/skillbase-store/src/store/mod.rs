@@ -61,8 +61,8 @@ pub struct Store {
     accept_new_signer: std::sync::atomic::AtomicBool,
     /// What the scan's findings get on arrival (`[scan]`).
     scan_policy: ArcSwap<crate::scan::ScanPolicy>,
-    /// The scanner, its rules compiled on first use.
-    scanner: std::sync::OnceLock<std::result::Result<Arc<skillbase_scan::Scanner>, String>>,
+    /// The scanner, its rules compiled on first use (or set: `Store::set_scanner`).
+    scanner: arc_swap::ArcSwapOption<skillbase_scan::Scanner>,
     /// Serialises index swaps so a slower writer never overwrites a newer state.
     index_lock: tokio::sync::Mutex<()>,
     /// Serialises agent-cache refreshes, for the same reason.
@@ -124,7 +124,7 @@ impl Store {
             trust: ArcSwap::from_pointee(crate::trust::TrustPolicy::default()),
             accept_new_signer: std::sync::atomic::AtomicBool::new(false),
             scan_policy: ArcSwap::from_pointee(crate::scan::ScanPolicy::default()),
-            scanner: std::sync::OnceLock::new(),
+            scanner: arc_swap::ArcSwapOption::empty(),
             index_lock: tokio::sync::Mutex::new(()),
             agents_lock: tokio::sync::Mutex::new(()),
             sync: std::sync::Mutex::new(SyncWindow::default()),

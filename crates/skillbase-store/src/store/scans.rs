@@ -52,12 +52,23 @@ impl Store {
         self.scan_policy.load_full()
     }
 
-    /// The scanner (its rules compiled once per store).
+    /// The scanner (the built-in rules, compiled once per store, unless set).
     pub fn scanner(&self) -> Result<Arc<Scanner>> {
-        self.scanner
-            .get_or_init(|| Scanner::new().map(Arc::new).map_err(|e| e.to_string()))
-            .clone()
-            .map_err(|e| StoreError::Corrupt(format!("the built-in scan rules: {e}")))
+        if let Some(s) = self.scanner.load_full() {
+            return Ok(s);
+        }
+        let s = Arc::new(
+            Scanner::new()
+                .map_err(|e| StoreError::Corrupt(format!("the built-in scan rules: {e}")))?,
+        );
+        self.scanner.store(Some(s.clone()));
+        Ok(s)
+    }
+
+    /// Scan with other rules from now on (`Scanner::with_rules`): a new build's rules, as
+    /// `rescan` sees them.
+    pub fn set_scanner(&self, scanner: Scanner) {
+        self.scanner.store(Some(Arc::new(scanner)));
     }
 
     /// The index's skills with their origins, for the name-imitation rule (a batch's).
@@ -94,7 +105,11 @@ impl Store {
     ) -> Result<skillbase_scan::Report> {
         let (name, _) = Self::check_bundle(bundle)?;
         let near = Neighbours::near(&self.index(), &name);
-        self.scan(bundle, &near.names(), &crate::scan::origin_of(&author.to_string()))
+        self.scan(
+            bundle,
+            &near.names(),
+            &crate::scan::origin_of(&author.to_string()),
+        )
     }
 
     /// The gate: scan the write's bundle and apply the policy for its scope. `review` writes
@@ -102,12 +117,15 @@ impl Store {
     /// finding; the scan is kept with the revision either way.
     pub(crate) fn gate(&self, w: &mut WriteReq, names: Option<&SkillNames<'_>>) -> Result<()> {
         let origin = crate::scan::origin_of(&w.author);
-        let report = match names {
-            Some(names) => self.scan(&w.bundle, names, &origin)?,
-            None => {
-                let near = Neighbours::near(&self.index(), &w.name);
-                self.scan(&w.bundle, &near.names(), &origin)?
-            }
+        // A name is judged when it is new: a revision of an existing skill keeps its name.
+        let index = self.index();
+        let report = if index.get(&w.scope, &w.name).is_some() {
+            self.scan(&w.bundle, &SkillNames::default(), &origin)?
+        } else if let Some(names) = names {
+            self.scan(&w.bundle, names, &origin)?
+        } else {
+            let near = Neighbours::near(&index, &w.name);
+            self.scan(&w.bundle, &near.names(), &origin)?
         };
         let trusted = w
             .signature
@@ -215,8 +233,6 @@ impl Store {
             .into_iter()
             .map(|(s, n, r)| ((s.to_string(), n), r))
             .collect();
-        let neighbours = self.neighbours();
-        let names = neighbours.names();
         let index = self.index();
         let mut report = RescanReport {
             rules: self.scanner()?.digest().to_owned(),
@@ -231,7 +247,10 @@ impl Store {
                 continue;
             }
             let (info, bundle) = self.bundle(&e.scope, &e.name, Some(e.active_rev)).await?;
-            let scan = self.scan(&bundle, &names, &crate::scan::origin_of(&info.author))?;
+            // As on arrival: a name is judged against the skills that were there before it.
+            let older = Neighbours::near_older(&index, e);
+            let origin = crate::scan::origin_of(&info.author);
+            let scan = self.scan(&bundle, &older.names(), &origin)?;
             report.scanned += 1;
             let before = stored.get(&(e.scope.to_string(), e.name.clone()));
             // Kept when it says something new (other rules or other findings), so repeated

@@ -41,7 +41,11 @@ pub(crate) fn findings(b: &mut String, scan: Option<&ScanRecord>, brief: bool) {
         b.push_str("</li>");
     }
     if s.findings.len() > shown {
-        let _ = write!(b, "<li class=\"muted\">{} more</li>", s.findings.len() - shown);
+        let _ = write!(
+            b,
+            "<li class=\"muted\">{} more</li>",
+            s.findings.len() - shown
+        );
     }
     b.push_str("</ul>");
 }

@@ -107,7 +107,10 @@ async fn scans(b: &mut String, st: &AppState, e: &SkillEntry) {
         revs.push(e.head_rev);
     }
     for rev in revs {
-        let _ = write!(b, "<div id=\"scan-{rev}\"><span class=\"k\">scan of revision {rev}</span> ");
+        let _ = write!(
+            b,
+            "<div id=\"scan-{rev}\"><span class=\"k\">scan of revision {rev}</span> "
+        );
         match st.store.latest_scan(&e.scope, &e.name, Some(rev)).await {
             Ok(s) => super::scan::findings(b, s.as_ref(), false),
             Err(err) => {
