@@ -257,7 +257,10 @@ async fn names_imitate_only_across_origins(db: TestDb) {
     }
     // A person's new revision of a seeded skill keeps its name: not an imitation of its
     // siblings (a name is judged when it is new).
-    let o = store.put(put(s.clone(), skill("seeded-a", "Edited."), None)).await.unwrap();
+    let o = store
+        .put(put(s.clone(), skill("seeded-a", "Edited."), None))
+        .await
+        .unwrap();
     assert_eq!((o.kind, o.status), (WriteKind::Modified, Status::Active));
     // From another origin, one edit from a seeded skill: high, so it waits for review.
     let o = store
@@ -361,15 +364,27 @@ async fn trusted_signers_pass_review_never_refuse(db: TestDb) {
 async fn rescans_report_changed_verdicts(db: TestDb) {
     let store = db.open().await;
     let s = Scope::Shared;
-    store.put(put(s.clone(), skill("deploy-tools", "Steps."), None)).await.unwrap();
-    store.put(put(s.clone(), skill("linky", MEDIUM_LINK), None)).await.unwrap();
+    store
+        .put(put(s.clone(), skill("deploy-tools", "Steps."), None))
+        .await
+        .unwrap();
+    store
+        .put(put(s.clone(), skill("linky", MEDIUM_LINK), None))
+        .await
+        .unwrap();
     let r = store.rescan(None).await.unwrap();
     assert_eq!(r.scanned, 2);
     assert!(r.changed.is_empty(), "{:?}", r.changed);
     // A name is judged against older skills only, on arrival and on a rescan alike.
     store.set_scan_policy(policy("high = \"warn\"\n"));
     store
-        .import(&s, vec![skill("deploy-tool", "Steps.")], &Author::Import("/x".into()), "m", &|_| {})
+        .import(
+            &s,
+            vec![skill("deploy-tool", "Steps.")],
+            &Author::Import("/x".into()),
+            "m",
+            &|_| {},
+        )
         .await
         .unwrap();
     let r = store.rescan(None).await.unwrap();
@@ -379,7 +394,7 @@ async fn rescans_report_changed_verdicts(db: TestDb) {
     // change and are reported; every scan is kept under the new rules' digest.
     let extra = r#"
 [[rule]]
-id = "test-steps"
+id = "hijack-test-steps"
 family = "hijack"
 severity = "critical"
 kind = "prose"
@@ -396,7 +411,10 @@ negative = ["Walk."]
     names.sort();
     assert_eq!(names, ["deploy-tool", "deploy-tools"]);
     let c = r.changed.iter().find(|c| c.name == "deploy-tools").unwrap();
-    assert_eq!((c.before, c.after, c.scanned_before), (None, Some(Severity::Critical), true));
+    assert_eq!(
+        (c.before, c.after, c.scanned_before),
+        (None, Some(Severity::Critical), true)
+    );
     let scans = store.scans(&s, "deploy-tools").await.unwrap();
     assert_eq!(scans.len(), 2);
     assert_eq!(scans[1].action, Action::Off);
@@ -407,9 +425,15 @@ negative = ["Walk."]
     store.rescan(None).await.unwrap();
     assert_eq!(store.scans(&s, "linky").await.unwrap().len(), 2);
     // An agent's rescan reads its scope and the shared one only.
-    store.put(put(Scope::Agent(agent("ops")), skill("own", "Walk."), None)).await.unwrap();
+    store
+        .put(put(Scope::Agent(agent("ops")), skill("own", "Walk."), None))
+        .await
+        .unwrap();
     assert_eq!(store.rescan(Some(&agent("ops"))).await.unwrap().scanned, 4);
-    assert_eq!(store.rescan(Some(&agent("other"))).await.unwrap().scanned, 3);
+    assert_eq!(
+        store.rescan(Some(&agent("other"))).await.unwrap().scanned,
+        3
+    );
     db.cleanup().await;
 }
 

@@ -636,11 +636,18 @@ async fn uploads_pass_the_scanning_gate() {
         .unwrap();
     let (status, p) = problem(r).await;
     assert_eq!(status, 422, "{p}");
-    assert_eq!(p["type"].as_str().map(|t| t.ends_with("scan-refused")), Some(true), "{p}");
+    assert_eq!(
+        p["type"].as_str().map(|t| t.ends_with("scan-refused")),
+        Some(true),
+        "{p}"
+    );
     let x = &p["extra"];
     assert_eq!(x["rule"], "hijack-ignore-previous", "{p}");
     assert_eq!(x["file"], "SKILL.md");
-    assert!(x["line"].as_u64().unwrap() > 0 && x["fix"].is_string(), "{p}");
+    assert!(
+        x["line"].as_u64().unwrap() > 0 && x["fix"].is_string(),
+        "{p}"
+    );
     let r = s.get("/v1/skills/obeyer", &s.admin).send().await.unwrap();
     assert_eq!(r.status(), 404);
     s.stop().await;
