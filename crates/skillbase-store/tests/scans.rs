@@ -229,7 +229,7 @@ async fn names_imitate_only_across_origins(db: TestDb) {
         std::fs::create_dir_all(dir.path().join(n)).unwrap();
         std::fs::write(
             dir.path().join(n).join("SKILL.md"),
-            skill(n, "Steps.").skill_md().bytes.to_vec(),
+            &skill(n, "Steps.").skill_md().bytes[..],
         )
         .unwrap();
     }
@@ -240,7 +240,7 @@ async fn names_imitate_only_across_origins(db: TestDb) {
     std::fs::create_dir_all(dir.path().join("seeded-c")).unwrap();
     std::fs::write(
         dir.path().join("seeded-c/SKILL.md"),
-        skill("seeded-c", "Steps.").skill_md().bytes.to_vec(),
+        &skill("seeded-c", "Steps.").skill_md().bytes[..],
     )
     .unwrap();
     skillbase_store::seed::sync_dir(&store, dir.path())
