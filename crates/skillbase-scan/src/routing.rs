@@ -149,17 +149,37 @@ impl<'a> SkillNames<'a> {
         out
     }
 
-    /// Whether `other` could be one edit from `name` (a neighbouring length, and the same first
-    /// or last character once lookalikes are folded): a test without allocation, for callers
-    /// that pick the few names worth indexing for one write out of many.
+    /// Whether `other` could be one edit from `name` once lookalikes are folded: exact for
+    /// ASCII names (the byte-wise test [`SkillNames`] applies, without allocation), and a
+    /// neighbouring length for others. For callers that pick the few names worth indexing for
+    /// one write out of many.
     pub fn near(name: &str, other: &str) -> bool {
-        let (a, b) = (name.chars().count(), other.chars().count());
-        if a.abs_diff(b) > 1 || a < MIN_NAME || b < MIN_NAME {
+        let (a, b) = (name.as_bytes(), other.as_bytes());
+        if !name.is_ascii() || !other.is_ascii() {
+            let (x, y) = (name.chars().count(), other.chars().count());
+            return x.abs_diff(y) <= 1 && x >= MIN_NAME && y >= MIN_NAME;
+        }
+        if a.len().abs_diff(b.len()) > 1 || a.len() < MIN_NAME || b.len() < MIN_NAME {
             return false;
         }
-        let first = |s: &str| s.chars().next().map(confusable);
-        let last = |s: &str| s.chars().next_back().map(confusable);
-        first(name) == first(other) || last(name) == last(other)
+        let f = |c: u8| confusable(c as char) as u8;
+        let eq = |x: &[u8], y: &[u8]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| f(*p) == f(*q));
+        if eq(a, b) {
+            return true;
+        }
+        let prefix = a.iter().zip(b).take_while(|(x, y)| f(**x) == f(**y)).count();
+        let (ra, rb) = (&a[prefix..], &b[prefix..]);
+        match ra.len().cmp(&rb.len()) {
+            std::cmp::Ordering::Equal => {
+                eq(&ra[1..], &rb[1..])
+                    || (ra.len() >= 2
+                        && f(ra[0]) == f(rb[1])
+                        && f(ra[1]) == f(rb[0])
+                        && eq(&ra[2..], &rb[2..]))
+            }
+            std::cmp::Ordering::Greater => eq(&ra[1..], rb),
+            std::cmp::Ordering::Less => eq(ra, &rb[1..]),
+        }
     }
 
     /// How many names are indexed.
@@ -341,6 +361,8 @@ mod tests {
         }
         assert!(!SkillNames::near("refund-tool", "refund-tool-extra"));
         assert!(!SkillNames::near("abc", "abd"));
+        assert!(!SkillNames::near("refund-tool", "rebind-tool"));
+        assert!(SkillNames::near("billing-case-00041", "billing-case-00042"));
     }
 
     #[test]
