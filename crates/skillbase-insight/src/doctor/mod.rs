@@ -5,7 +5,7 @@
 //! holders, a companion that cannot travel, an `eager:` key, grants a skill's calls will be
 //! refused for, triggers that collide or fire on everything, a catalog that overflows, a
 //! revision disabled for drift, a secret at rest, near-duplicates, requirements an agent cannot
-//! meet. Every check takes mechanical
+//! meet, a skill served with a high scan finding or never scanned. Every check takes mechanical
 //! inputs only — names, allowlists, agent identities, declared keys, recorded turn events — so a
 //! finding is a fact, never a guess: one false positive is enough for an operator to stop reading.
 //!
