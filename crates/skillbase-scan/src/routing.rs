@@ -163,11 +163,16 @@ impl<'a> SkillNames<'a> {
             return false;
         }
         let f = |c: u8| confusable(c as char) as u8;
-        let eq = |x: &[u8], y: &[u8]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| f(*p) == f(*q));
+        let eq =
+            |x: &[u8], y: &[u8]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| f(*p) == f(*q));
         if eq(a, b) {
             return true;
         }
-        let prefix = a.iter().zip(b).take_while(|(x, y)| f(**x) == f(**y)).count();
+        let prefix = a
+            .iter()
+            .zip(b)
+            .take_while(|(x, y)| f(**x) == f(**y))
+            .count();
         let (ra, rb) = (&a[prefix..], &b[prefix..]);
         match ra.len().cmp(&rb.len()) {
             std::cmp::Ordering::Equal => {
