@@ -172,6 +172,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::ToPrompt(a) => format_cmds::to_prompt(a),
         Command::New(a) => format_cmds::new(a),
         Command::Digest(a) => format_cmds::digest(a),
+        Command::Scan(a) if scan_cmds::is_store(&a) => block_on(scan_cmds::rescan(&cli.store, a)),
         Command::Scan(a) => scan_cmds::scan(a),
         Command::Sign(a) => block_on(async move { sign_cmds::sign(a) }),
         Command::Verify(a) => block_on(async move { sign_cmds::verify(a) }),

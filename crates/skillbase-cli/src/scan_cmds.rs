@@ -2,8 +2,8 @@
 //! for people, as JSON or as SARIF 2.1.0; the exit status says whether any finding reached
 //! `--fail-on`.
 //!
-//! Scanning a store's revisions (`--store [--agent A]`) belongs to the gate on arrival, which
-//! stores findings with each revision; it will add its flags here.
+//! `skillbase scan --store [--agent A]` scans the store's active revisions again with the
+//! current rules (`Store::rescan`, after a rules change) and reports those whose verdict changed.
 
 use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 use anyhow::{Context, Result};
@@ -26,8 +26,19 @@ const MAX_DEPTH: usize = 8;
 )]
 pub struct ScanArgs {
     /// Skill folders, SKILL.md files, or folders searched for skills.
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(
+        required_unless_present = "store",
+        conflicts_with = "store",
+        value_name = "PATH"
+    )]
     paths: Vec<PathBuf>,
+    /// Scan the store's active revisions again with the current rules, keep the findings, and
+    /// report the revisions whose verdict changed.
+    #[arg(long, conflicts_with = "sarif")]
+    store: bool,
+    /// With --store: only this agent's scope and the shared one.
+    #[arg(long, requires = "store")]
+    agent: Option<String>,
     /// Print the reports as JSON (one object per skill).
     #[arg(long, conflicts_with = "sarif")]
     json: bool,
@@ -66,6 +77,56 @@ struct Scanned {
     path: String,
     #[serde(flatten)]
     report: Report,
+}
+
+/// Whether the command scans the store (`--store`), which needs the store's arguments.
+pub fn is_store(args: &ScanArgs) -> bool {
+    args.store
+}
+
+/// `skillbase scan --store [--agent A]`: rescan, print the changed verdicts; exit 1 when a
+/// changed verdict reaches --fail-on.
+pub async fn rescan(s: &crate::common::StoreArgs, args: ScanArgs) -> Result<u8> {
+    let agent = match &args.agent {
+        Some(a) => Some(
+            skillbase_store::AgentName::parse(a).map_err(|e| anyhow::anyhow!("--agent: {e}"))?,
+        ),
+        None => None,
+    };
+    let store = s.open().await?;
+    let report = store.rescan(agent.as_ref()).await?;
+    store.close().await;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        let name = |v: Option<Severity>| v.map_or("clean", |v| v.as_str());
+        for c in &report.changed {
+            let before = if c.scanned_before {
+                name(c.before)
+            } else {
+                "never scanned"
+            };
+            outln!(
+                "{} ({}) revision {}: {before} -> {}",
+                c.name,
+                c.scope,
+                c.rev,
+                name(c.after)
+            )?;
+        }
+        outln!(
+            "{} revisions scanned, {} verdicts changed (rules {})",
+            report.scanned,
+            report.changed.len(),
+            report.rules
+        )?;
+    }
+    let threshold = args.fail_on.severity();
+    let reached = report
+        .changed
+        .iter()
+        .any(|c| c.after.is_some_and(|v| v >= threshold));
+    Ok(if reached { EXIT_INVALID } else { EXIT_OK })
 }
 
 pub fn scan(args: ScanArgs) -> Result<u8> {

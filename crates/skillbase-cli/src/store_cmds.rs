@@ -556,6 +556,7 @@ pub async fn show(s: &StoreArgs, mut a: ShowArgs) -> Result<u8> {
     let (info, bundle) = store.bundle(&t.scope, &t.name, a.rev).await?;
     let entry = store.index().get(&t.scope, &t.name).cloned();
     let md = String::from_utf8_lossy(&bundle.skill_md().bytes).into_owned();
+    let scan = store.latest_scan(&t.scope, &t.name, Some(info.rev)).await?;
     if a.json {
         let files: Vec<_> = bundle
             .files()
@@ -570,6 +571,7 @@ pub async fn show(s: &StoreArgs, mut a: ShowArgs) -> Result<u8> {
             "bundle_digest": bundle.digest(),
             "files": files,
             "skill_md": md,
+            "scan": scan,
         });
         outln!("{}", serde_json::to_string_pretty(&v)?)?;
     } else {
@@ -589,6 +591,7 @@ pub async fn show(s: &StoreArgs, mut a: ShowArgs) -> Result<u8> {
             outln!("version: {v}")?;
         }
         outln!("digest:  {}", bundle.digest())?;
+        print_scan(scan.as_ref())?;
         for f in bundle.files() {
             outln!(
                 "  {:>8}  {}{}",
@@ -605,6 +608,31 @@ pub async fn show(s: &StoreArgs, mut a: ShowArgs) -> Result<u8> {
     }
     store.close().await;
     Ok(EXIT_OK)
+}
+
+/// The scan line of `show`, and the findings when there are any.
+fn print_scan(scan: Option<&skillbase_store::scan::ScanRecord>) -> std::io::Result<()> {
+    let Some(s) = scan else {
+        return outln!("scan:    never scanned (`skillbase scan --store` scans it)");
+    };
+    let verdict = s.verdict.map_or("clean", |v| v.as_str());
+    outln!(
+        "scan:    {verdict} ({} findings, on arrival: {})",
+        s.findings.len(),
+        s.action
+    )?;
+    for f in &s.findings {
+        outln!(
+            "  {}:{}: {} {}: {}",
+            f.file,
+            f.line,
+            f.severity,
+            f.rule,
+            f.seen
+        )?;
+        outln!("      fix: {}", f.fix)?;
+    }
+    Ok(())
 }
 
 pub async fn history(s: &StoreArgs, mut a: HistoryArgs) -> Result<u8> {

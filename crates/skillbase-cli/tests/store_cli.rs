@@ -334,6 +334,7 @@ fn fingerprint(p: &Path) -> Option<(Vec<u8>, SystemTime)> {
 
 mod admin;
 mod edges;
+mod gate;
 mod packs;
 mod requires;
 mod revisions;
@@ -342,6 +343,7 @@ mod versions;
 
 use admin::{agents, config_file, seeds, status_cycle};
 use edges::{bad_input, newer_schema};
+use gate::gate;
 use packs::{import_export, import_into_agent_scope, kill_import};
 use requires::requirements;
 use revisions::{authoring, expect_rev_conflict, recall_by_revision};
@@ -393,4 +395,5 @@ on_both_backends!(
     git_sources,
     lock_and_install,
     requirements,
+    gate,
 );

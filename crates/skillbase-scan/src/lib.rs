@@ -47,5 +47,6 @@ mod scanner;
 mod source;
 
 pub use finding::{Family, Finding, Report, Severity, Unread};
+pub use routing::SkillNames;
 pub use rules::RulesError;
 pub use scanner::{Limits, RuleInfo, ScanContext, Scanner, rules_digest};

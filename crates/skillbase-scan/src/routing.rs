@@ -4,7 +4,6 @@
 use crate::catalog::{ROUTING_KEYWORD_STUFFING, ROUTING_NAME_IMITATION};
 use crate::emit::Out;
 use crate::finding::Severity;
-use crate::packages::one_edit;
 use crate::source::Source;
 use skillbase_format::SkillMeta;
 use std::collections::HashMap;
@@ -110,44 +109,182 @@ fn confusable(c: char) -> char {
     }
 }
 
-/// A name one edit from another skill of the store.
-pub(crate) fn imitation(meta: &SkillMeta, others: &[String], src: &Source<'_>, out: &mut Out) {
+/// The store's other skills' names, indexed for [`imitation`], each with its origin (who
+/// brought it: a source, a seed folder, an author).
+///
+/// A name one edit from another keeps its first or its last character (names are compared
+/// from four characters), and its length differs by at most one: only names of a neighbouring
+/// length sharing the first or the last character (after folding lookalike characters) are
+/// compared, so a batch of thousands of skills is not checked against every name of the store.
+#[derive(Debug, Default)]
+pub struct SkillNames<'a> {
+    /// (folded name, name, origin).
+    entries: Vec<(Vec<u8>, &'a str, &'a str)>,
+    /// Indices into `entries` by (length, first byte) and by (length, last byte) of the folded
+    /// name.
+    by_first: HashMap<(usize, u8), Vec<usize>>,
+    by_last: HashMap<(usize, u8), Vec<usize>>,
+}
+
+impl<'a> SkillNames<'a> {
+    /// Index `(name, origin)` pairs. Names shorter than four characters are never compared.
+    pub fn new(names: impl IntoIterator<Item = (&'a str, &'a str)>) -> SkillNames<'a> {
+        let mut out = SkillNames::default();
+        for (name, origin) in names {
+            let folded = fold(name);
+            let (Some(&first), Some(&last)) = (folded.first(), folded.last()) else {
+                continue;
+            };
+            if folded.len() < MIN_NAME {
+                continue;
+            }
+            let i = out.entries.len();
+            out.by_first
+                .entry((folded.len(), first))
+                .or_default()
+                .push(i);
+            out.by_last.entry((folded.len(), last)).or_default().push(i);
+            out.entries.push((folded, name, origin));
+        }
+        out
+    }
+
+    /// Whether `other` could be one edit from `name` once lookalikes are folded: exact for
+    /// ASCII names (the byte-wise test [`SkillNames`] applies, without allocation), and a
+    /// neighbouring length for others. For callers that pick the few names worth indexing for
+    /// one write out of many.
+    pub fn near(name: &str, other: &str) -> bool {
+        let (a, b) = (name.as_bytes(), other.as_bytes());
+        if !name.is_ascii() || !other.is_ascii() {
+            let (x, y) = (name.chars().count(), other.chars().count());
+            return x.abs_diff(y) <= 1 && x >= MIN_NAME && y >= MIN_NAME;
+        }
+        if a.len().abs_diff(b.len()) > 1 || a.len() < MIN_NAME || b.len() < MIN_NAME {
+            return false;
+        }
+        let f = |c: u8| confusable(c as char) as u8;
+        let eq =
+            |x: &[u8], y: &[u8]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| f(*p) == f(*q));
+        if eq(a, b) {
+            return true;
+        }
+        let prefix = a
+            .iter()
+            .zip(b)
+            .take_while(|(x, y)| f(**x) == f(**y))
+            .count();
+        let (ra, rb) = (&a[prefix..], &b[prefix..]);
+        match ra.len().cmp(&rb.len()) {
+            std::cmp::Ordering::Equal => {
+                eq(&ra[1..], &rb[1..])
+                    || (ra.len() >= 2
+                        && f(ra[0]) == f(rb[1])
+                        && f(ra[1]) == f(rb[0])
+                        && eq(&ra[2..], &rb[2..]))
+            }
+            std::cmp::Ordering::Greater => eq(&ra[1..], rb),
+            std::cmp::Ordering::Less => eq(ra, &rb[1..]),
+        }
+    }
+
+    /// How many names are indexed.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no name is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The first name (in index order) that `name` imitates, skipping names of `origin`:
+    /// folded, they are equal or one edit apart.
+    fn imitated(&self, name: &str, origin: Option<&str>) -> Option<&'a str> {
+        let folded = fold(name);
+        let (&first, &last) = (folded.first()?, folded.last()?);
+        let n = folded.len();
+        let mut candidates: Vec<usize> = (n.saturating_sub(1)..=n + 1)
+            .flat_map(|len| {
+                let a = self.by_first.get(&(len, first)).into_iter().flatten();
+                let b = self.by_last.get(&(len, last)).into_iter().flatten();
+                a.chain(b).copied()
+            })
+            .collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates.into_iter().find_map(|i| {
+            let (other_folded, other, other_origin) = &self.entries[i];
+            let same_origin = origin.is_some_and(|o| o == *other_origin);
+            let near = *other_folded == folded || one_edit_bytes(&folded, other_folded);
+            (*other != name && !same_origin && near).then_some(*other)
+        })
+    }
+}
+
+/// A name with lookalike characters folded, as bytes (skill names are ASCII; anything else is
+/// kept as its UTF-8 bytes).
+fn fold(name: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len());
+    let mut buf = [0u8; 4];
+    for c in name.chars().map(confusable) {
+        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    }
+    out
+}
+
+/// Whether `a` and `b` differ by one insertion, deletion, substitution or swap of neighbours.
+fn one_edit_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a == b || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[prefix..], &b[prefix..]);
+    match ra.len().cmp(&rb.len()) {
+        std::cmp::Ordering::Equal => {
+            ra[1..] == rb[1..]
+                || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
+        }
+        std::cmp::Ordering::Greater => ra[1..] == *rb,
+        std::cmp::Ordering::Less => *ra == rb[1..],
+    }
+}
+
+/// A name one edit from another skill of the store of a different origin (skills brought by
+/// one source, one seed folder or one author never imitate each other).
+pub(crate) fn imitation(
+    meta: &SkillMeta,
+    others: &SkillNames<'_>,
+    origin: Option<&str>,
+    src: &Source<'_>,
+    out: &mut Out,
+) {
     let name = meta.name.as_str();
     if name.chars().count() < MIN_NAME {
         return;
     }
-    let folded: String = name.chars().map(confusable).collect();
-    for other in others {
-        if other == name || other.chars().count() < MIN_NAME {
-            continue;
-        }
-        let other_folded: String = other.chars().map(confusable).collect();
-        let lookalike = folded == other_folded;
-        if !lookalike && !one_edit(name, other) {
-            continue;
-        }
-        // `api-v1` beside `api-v2` is a series, not an imitation.
-        let digits_only = name
-            .chars()
-            .zip(other.chars())
-            .filter(|(a, b)| a != b)
-            .all(|(a, b)| a.is_ascii_digit() && b.is_ascii_digit())
-            && name.len() == other.len();
-        let severity = if digits_only {
-            Severity::Medium
-        } else {
-            Severity::High
-        };
-        let at = src.text.find(name).unwrap_or(0);
-        out.at(
-            &ROUTING_NAME_IMITATION,
-            severity,
-            src,
-            at,
-            &format!("{name} (imitates {other})"),
-        );
+    let Some(other) = others.imitated(name, origin) else {
         return;
-    }
+    };
+    // `api-v1` beside `api-v2` is a series, not an imitation.
+    let digits_only = name
+        .chars()
+        .zip(other.chars())
+        .filter(|(a, b)| a != b)
+        .all(|(a, b)| a.is_ascii_digit() && b.is_ascii_digit())
+        && name.len() == other.len();
+    let severity = if digits_only {
+        Severity::Medium
+    } else {
+        Severity::High
+    };
+    let at = src.text.find(name).unwrap_or(0);
+    out.at(
+        &ROUTING_NAME_IMITATION,
+        severity,
+        src,
+        at,
+        &format!("{name} (imitates {other})"),
+    );
 }
 
 #[cfg(test)]
@@ -166,8 +303,8 @@ mod tests {
         let src = Source::new("SKILL.md", "---\n", Kind::Markdown);
         let mut out = Out::default();
         stuffing(m, &src, &mut out);
-        let others: Vec<String> = others.iter().map(|s| (*s).to_owned()).collect();
-        imitation(m, &others, &src, &mut out);
+        let names = SkillNames::new(others.iter().map(|n| (*n, "elsewhere")));
+        imitation(m, &names, Some("here"), &src, &mut out);
         out.findings
             .into_iter()
             .map(|f| (f.rule, f.severity))
@@ -208,5 +345,43 @@ mod tests {
         );
         let m = meta("deploy", "Deploys.");
         assert!(run(&m, &["deploy", "release"]).is_empty());
+        // A swap, a deletion at the start, an insertion at the end.
+        let m = meta("reufnd-tool", "Refunds.");
+        assert_eq!(run(&m, &["refund-tool"]).len(), 1);
+        let m = meta("efund-tool", "Refunds.");
+        assert_eq!(run(&m, &["refund-tool"]).len(), 1);
+        let m = meta("refund-tools", "Refunds.");
+        assert_eq!(run(&m, &["refund-tool"]).len(), 1);
+    }
+
+    #[test]
+    fn near_is_a_superset_of_imitation() {
+        for (a, b) in [
+            ("refund-tool", "reufnd-tool"),
+            ("refund-tool", "efund-tool"),
+            ("c0mmit-writer", "commit-writer"),
+            ("abcd", "xbcd"),
+        ] {
+            assert!(SkillNames::near(a, b), "{a} {b}");
+        }
+        assert!(!SkillNames::near("refund-tool", "refund-tool-extra"));
+        assert!(!SkillNames::near("abc", "abd"));
+        assert!(!SkillNames::near("refund-tool", "rebind-tool"));
+        assert!(SkillNames::near("billing-case-00041", "billing-case-00042"));
+    }
+
+    #[test]
+    fn names_of_one_origin_never_imitate_each_other() {
+        let src = Source::new("SKILL.md", "---\n", Kind::Markdown);
+        let names = SkillNames::new([("seeded-a", "seed:/s"), ("refund-tool", "import:x")]);
+        let m = meta("seeded-b", "Seeded.");
+        let mut out = Out::default();
+        imitation(&m, &names, Some("seed:/s"), &src, &mut out);
+        assert!(out.findings.is_empty());
+        imitation(&m, &names, Some("import:y"), &src, &mut out);
+        assert_eq!(out.findings.len(), 1);
+        let m = meta("refund-tooi", "Refunds.");
+        imitation(&m, &names, None, &src, &mut out);
+        assert_eq!(out.findings[1].severity, Severity::High);
     }
 }

@@ -10,7 +10,7 @@ use crate::finding::{Finding, Report, Severity};
 use crate::hidden::{self, Hidden};
 use crate::markdown::{Cues, Layout, Place};
 use crate::packages::Packages;
-use crate::routing;
+use crate::routing::{self, SkillNames};
 use crate::rules::{BUILTIN_RULES, RuleKind, Rules, RulesError};
 use crate::source::{Kind, Source, cut, decode, tail};
 use sha2::{Digest, Sha256};
@@ -47,8 +47,11 @@ impl Default for Limits {
 /// What the scan knows beyond the bundle.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ScanContext<'a> {
-    /// Names of the store's other skills (for names imitating one of them).
-    pub other_skills: &'a [String],
+    /// The store's other skills' names with their origins (for names imitating one of them).
+    pub other_skills: Option<&'a SkillNames<'a>>,
+    /// Who brings the bundle (a source, a seed folder, an author): names of the same origin
+    /// never imitate each other. `None` compares with every name.
+    pub origin: Option<&'a str>,
 }
 
 /// A rule as reports list it (pattern and code rules alike).
@@ -337,7 +340,9 @@ impl Scanner {
         let src = Source::new("SKILL.md", text, Kind::Markdown);
         self.envelope.check(&meta, uses, out);
         routing::stuffing(&meta, &src, out);
-        routing::imitation(&meta, context.other_skills, &src, out);
+        if let Some(names) = context.other_skills {
+            routing::imitation(&meta, names, context.origin, &src, out);
+        }
     }
 }
 

@@ -41,8 +41,10 @@ fn cases() -> Vec<Case> {
     let labels = std::fs::read_to_string(root.join("labels.tsv")).expect("eval/scan/labels.tsv");
     let scanner = Scanner::new().expect("the built-in rules load");
     let names = store_names();
+    let names = skillbase_scan::SkillNames::new(names.iter().map(|n| (n.as_str(), "store")));
     let ctx = ScanContext {
-        other_skills: &names,
+        other_skills: Some(&names),
+        origin: None,
     };
     let mut out = Vec::new();
     for line in labels

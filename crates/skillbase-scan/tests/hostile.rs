@@ -154,12 +154,13 @@ fn findings_serialise_as_json() {
 
 #[test]
 fn name_imitation_uses_the_context() {
-    let others = vec!["refund-procedure".to_owned()];
+    let others = skillbase_scan::SkillNames::new([("refund-procedure", "import:elsewhere")]);
     let text = "---\nname: refund-procedures\ndescription: Refunds orders.\n---\nbody\n";
     let r = scanner().scan_bundle(
         &[("SKILL.md", text)],
         &ScanContext {
-            other_skills: &others,
+            other_skills: Some(&others),
+            origin: Some("import:here"),
         },
     );
     assert!(

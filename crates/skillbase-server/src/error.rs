@@ -155,6 +155,15 @@ impl From<StoreError> for ApiError {
             StoreError::Untrusted(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "untrusted-skill", detail)
             }
+            StoreError::ScanRefused(r) => {
+                let f = &r.finding;
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "scan-refused", detail).with_extra(
+                    serde_json::json!({
+                        "rule": f.rule, "severity": f.severity, "file": f.file,
+                        "line": f.line, "fix": f.fix,
+                    }),
+                )
+            }
             // Everything else the store refuses as malformed (a session id, a label, an
             // archive that is not a zip, a run that is not open) is about the request.
             StoreError::Invalid(_) => {

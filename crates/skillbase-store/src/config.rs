@@ -21,6 +21,9 @@
 //! [retention]                 # see `retention`: calls, turns, activations, ended sessions
 //! events_max_age = "30d"
 //!
+//! [scan]                      # see `scan`: what findings get on arrival, per severity
+//! high = "review"             # off | warn | review | refuse
+//!
 //! [store]
 //! versions = "require-increase"   # or "warn" (the default): a write whose `version` is not
 //!                                 # higher than the active revision's
@@ -86,6 +89,13 @@ pub struct Config {
     /// Which sources must be signed, by whom (`[trust]`), applied by [`Config::apply`].
     #[serde(skip)]
     pub trust: crate::trust::TrustPolicy,
+    /// The `[scan]` table as written (read into [`Config::scan`]).
+    #[serde(default, rename = "scan")]
+    scan_table: Option<toml::Table>,
+    /// What the scan's findings get on arrival (`[scan]`, see [`crate::scan`]), applied by
+    /// [`Config::apply`].
+    #[serde(skip)]
+    pub scan: crate::scan::ScanPolicy,
 }
 
 /// The `[eval]` table.
@@ -149,6 +159,9 @@ impl Config {
         if let Some(t) = &config.retention_table {
             config.retention = Some(RetentionPolicy::from_table(t, origin)?);
         }
+        if let Some(t) = &config.scan_table {
+            config.scan = crate::scan::ScanPolicy::from_table(t, origin)?;
+        }
         Ok(config)
     }
 
@@ -193,6 +206,7 @@ impl Config {
     pub async fn apply(&self, store: &Store) -> Result<Vec<String>> {
         store.set_version_policy(self.store.versions);
         store.set_trust(self.trust.clone());
+        store.set_scan_policy(self.scan.clone());
         let existing = store.agents().await?;
         let mut changed = Vec::new();
         for (name, config) in &self.agents {
@@ -333,6 +347,28 @@ tools = ["web_fetch"]
                 .unwrap_err()
                 .to_string()
                 .contains("at most 32")
+        );
+    }
+
+    #[test]
+    fn reads_the_scan_policy_and_refuses_a_bad_one() {
+        let c = Config::parse(
+            "[scan]\nhigh = \"refuse\"\n[scan.agents.support]\nmedium = \"review\"\n",
+            "skillbase.toml",
+        )
+        .unwrap();
+        assert_eq!(c.scan.levels[3], crate::scan::Action::Refuse);
+        assert_eq!(c.scan.agents["support"][2], crate::scan::Action::Review);
+        assert_eq!(
+            Config::parse("", "f").unwrap().scan,
+            crate::scan::ScanPolicy::default()
+        );
+        let e = Config::parse("[scan]\nhigh = \"maybe\"\n", "skillbase.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("skillbase.toml: [scan] high: unknown action 'maybe'"),
+            "{e}"
         );
     }
 

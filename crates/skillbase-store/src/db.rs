@@ -193,6 +193,11 @@ const MIGRATIONS: &[(&str, &str, &str)] = &[
         include_str!("../migrations/postgres/0018_sessions_per_agent.sql"),
     ),
     (
+        "scans",
+        include_str!("../migrations/sqlite/0019_scans.sql"),
+        include_str!("../migrations/postgres/0019_scans.sql"),
+    ),
+    (
         "usage",
         include_str!("../migrations/sqlite/0020_usage.sql"),
         include_str!("../migrations/postgres/0020_usage.sql"),

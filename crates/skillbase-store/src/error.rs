@@ -97,6 +97,10 @@ pub enum StoreError {
     /// was written.
     #[error("not trusted: {0}")]
     Untrusted(String),
+    /// A write the scan policy refuses (`[scan] <severity> = "refuse"`): the finding that
+    /// decided, with its rule, file, line and fix. Nothing was written.
+    #[error("{0}")]
+    ScanRefused(Box<Refusal>),
     /// An agent configuration the store refuses ([`crate::AgentConfig::checked`]).
     #[error("invalid agent configuration: {0}")]
     InvalidAgent(String),
@@ -281,6 +285,40 @@ fn by_winner(winner: &str) -> String {
         String::new()
     } else {
         format!(" by {winner}")
+    }
+}
+
+/// A write the policy refused: which skill, and the finding that decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The skill's scope.
+    pub scope: Scope,
+    /// The skill's name.
+    pub name: String,
+    /// The finding that decided.
+    pub finding: skillbase_scan::Finding,
+    /// How many findings in all.
+    pub findings: usize,
+    /// The event recorded for it.
+    pub(crate) event: crate::events::ScanEvent,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = &self.finding;
+        write!(
+            f,
+            "skill '{}' refused by the scan ([scan] {} = \"refuse\"): rule {} at {}:{}: {} Fix: {}",
+            self.name, x.severity, x.rule, x.file, x.line, x.why, x.fix
+        )?;
+        if self.findings > 1 {
+            write!(
+                f,
+                " ({} findings in all; `skillbase scan` on the folder lists them)",
+                self.findings
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -96,6 +96,11 @@ pub enum EventKind {
     /// A signer was pinned for a trust source: on first use, or an accepted change (the data
     /// names the previous one).
     SignerPinned,
+    /// A revision was written with findings of the scan (`[scan]`): its verdict, what the
+    /// policy did (`warn`, or `review`: it waits for approval) and its findings, in brief.
+    ScanFindings,
+    /// A write was refused by the scan policy (`refuse`): nothing was written.
+    ScanRefused,
 
     /// A kind this build does not name (a newer build's, say), kept as read. The default kind
     /// is the empty one (what `NewEvent::default()` carries until its kind is set).
@@ -110,7 +115,7 @@ impl Default for EventKind {
 
 impl EventKind {
     /// Every kind this build names, in the order above.
-    pub const KNOWN: [EventKind; 36] = [
+    pub const KNOWN: [EventKind; 38] = [
         EventKind::RevisionWritten,
         EventKind::RevisionPending,
         EventKind::Reverted,
@@ -147,6 +152,8 @@ impl EventKind {
         EventKind::CandidatePromoted,
         EventKind::CandidateRejected,
         EventKind::SignerPinned,
+        EventKind::ScanFindings,
+        EventKind::ScanRefused,
     ];
 
     /// The kinds the retention job may remove: calls, turns and activations. Revisions, authoring,
@@ -209,6 +216,8 @@ impl EventKind {
             EventKind::CandidatePromoted => "candidate_promoted",
             EventKind::CandidateRejected => "candidate_rejected",
             EventKind::SignerPinned => "signer_pinned",
+            EventKind::ScanFindings => "scan_findings",
+            EventKind::ScanRefused => "scan_refused",
             EventKind::Other(s) => s,
         }
     }
@@ -239,6 +248,8 @@ impl EventKind {
                 | EventKind::Dream
                 | EventKind::DriftReverted
                 | EventKind::SignerPinned
+                | EventKind::ScanFindings
+                | EventKind::ScanRefused
         )
     }
 
@@ -281,6 +292,8 @@ impl EventKind {
             "candidate_promoted" => EventKind::CandidatePromoted,
             "candidate_rejected" => EventKind::CandidateRejected,
             "signer_pinned" => EventKind::SignerPinned,
+            "scan_findings" => EventKind::ScanFindings,
+            "scan_refused" => EventKind::ScanRefused,
             _ => return None,
         })
     }
@@ -433,6 +446,25 @@ pub struct SeedDiverged {
 pub const SEED_DIVERGED_MESSAGE: &str =
     "the seed folder changed after the skill was edited in the store; the store wins";
 
+/// The payload of a `scan_findings` event (with the revision) and of a `scan_refused` event
+/// (with no revision: nothing was written).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScanEvent {
+    /// The highest severity found (`info` ... `critical`).
+    pub verdict: String,
+    /// What the policy did: `warn`, `review` or `refuse`.
+    pub action: String,
+    /// Whether a trusted signer let the revision past `review`.
+    #[serde(default)]
+    pub trusted_signer: bool,
+    /// The digest of the rules that scanned it.
+    pub rules: String,
+    /// How many findings.
+    pub findings: usize,
+    /// The decisive finding, as `rule (severity) at file:line`.
+    pub decisive: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::EventKind;
@@ -486,6 +518,8 @@ mod tests {
             "transcript_call",
             "dream",
             "drift_reverted",
+            "scan_findings",
+            "scan_refused",
         ] {
             assert!(!EventKind::from(k).changes_index(), "{k}");
         }

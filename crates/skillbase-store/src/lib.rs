@@ -24,6 +24,7 @@ pub mod pack;
 pub mod records;
 pub mod requires;
 pub mod retention;
+pub mod scan;
 pub mod seed;
 pub mod session_id;
 mod sql;

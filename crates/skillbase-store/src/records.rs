@@ -55,6 +55,8 @@ pub(crate) struct WriteReq {
     pub version: Option<String>,
     /// Refuse the write unless `version` is higher than the active revision's (else warn).
     pub require_version_increase: bool,
+    /// The scan to keep with the new revision (the gate's, `crate::scan`).
+    pub scan: Option<crate::scan::ScanRow>,
 }
 
 /// What a write did.

@@ -71,6 +71,14 @@ struct RawRule {
 }
 
 impl TrustPolicy {
+    /// Whether a rule lists `fingerprint` among its signers (a trusted signer, which the scan
+    /// policy may let past `review`; a signer pinned on first use is not listed).
+    pub fn lists_signer(&self, fingerprint: &str) -> bool {
+        self.sources
+            .iter()
+            .any(|r| r.signers.iter().any(|s| s == fingerprint))
+    }
+
     /// Read the `[trust]` table of `origin`; relative folder sources and key files are read from
     /// `folder` (the file's folder; the working folder when `None`).
     pub fn from_table(t: &toml::Table, folder: Option<&Path>, origin: &str) -> Result<TrustPolicy> {

@@ -34,6 +34,7 @@ mod events;
 mod faults;
 mod import;
 mod retention;
+mod scans;
 mod seed;
 mod sessions;
 mod signatures;

@@ -104,6 +104,7 @@ pub(super) fn all(inputs: &Inputs, unchecked: &mut Vec<String>) -> Vec<Finding> 
     }
     out.extend(d011(inputs));
     out.extend(d012(inputs));
+    out.extend(d015(inputs));
     for a in &inputs.agents {
         out.extend(d013(a));
     }
@@ -894,6 +895,74 @@ fn d012(inputs: &Inputs) -> Vec<Finding> {
             .related(m.found.clone())
         })
         .collect()
+}
+
+/// D015: a skill whose active revision has high or critical scan findings (served: it was
+/// let through by policy, a trusted signer or an approval), or that was never scanned (written
+/// before the gate). Retired skills are left out; a run that did not read scans says nothing.
+fn d015(inputs: &Inputs) -> Vec<Finding> {
+    use skillbase_store::scan::Severity as Level;
+    let mut out = Vec::new();
+    let Some(scans) = &inputs.scans else {
+        return out;
+    };
+    for e in inputs.index.all().filter(|e| e.status != Status::Retired) {
+        let key = (e.scope.to_string(), e.name.clone());
+        let Some(scan) = scans.get(&key) else {
+            out.push(
+                finding(
+                    Code::D015,
+                    Severity::Info,
+                    format!(
+                        "skill '{}' revision {} was never scanned (written before the scanning gate)",
+                        e.name, e.active_rev
+                    ),
+                    "scan the store (`skillbase scan --store`)".into(),
+                )
+                .skill(e),
+            );
+            continue;
+        };
+        let Some(worst) = scan.findings.iter().max_by_key(|f| f.severity) else {
+            continue;
+        };
+        if worst.severity < Level::High {
+            continue;
+        }
+        let severity = if worst.severity == Level::Critical {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        out.push(
+            Finding {
+                file: Some(worst.file.clone()),
+                line: u32::try_from(worst.line).ok().filter(|l| *l > 0),
+                ..finding(
+                    Code::D015,
+                    severity,
+                    format!(
+                        "skill '{}' revision {} is served with a {} scan finding: {} ({}); {} findings in all",
+                        e.name,
+                        e.active_rev,
+                        worst.severity,
+                        worst.rule,
+                        worst.why,
+                        scan.findings.len()
+                    ),
+                    format!(
+                        "{} Read the findings (`skillbase show {}{}`); retire the skill if it is hostile",
+                        worst.fix,
+                        e.name,
+                        scope_flag(&e.scope)
+                    ),
+                )
+                .skill(e)
+            }
+            .related(worst.rule.clone()),
+        );
+    }
+    out
 }
 
 /// Description similarity between the view's skills, from the ranker: each skill's name and

@@ -5,7 +5,7 @@
 //! holders, a companion that cannot travel, an `eager:` key, grants a skill's calls will be
 //! refused for, triggers that collide or fire on everything, a catalog that overflows, a
 //! revision disabled for drift, a secret at rest, near-duplicates, requirements an agent cannot
-//! meet. Every check takes mechanical
+//! meet, a skill served with a high scan finding or never scanned. Every check takes mechanical
 //! inputs only — names, allowlists, agent identities, declared keys, recorded turn events — so a
 //! finding is a fact, never a guess: one false positive is enough for an operator to stop reading.
 //!
@@ -65,11 +65,13 @@ pub enum Code {
     D013,
     /// A skill's `requires:` are unmet for an agent (it is offered anyway, or withheld).
     D014,
+    /// A skill's active revision has high or critical scan findings, or was never scanned.
+    D015,
 }
 
 impl Code {
     /// Every code, in order.
-    pub const ALL: [Code; 14] = [
+    pub const ALL: [Code; 15] = [
         Code::D001,
         Code::D002,
         Code::D003,
@@ -84,9 +86,10 @@ impl Code {
         Code::D012,
         Code::D013,
         Code::D014,
+        Code::D015,
     ];
 
-    /// `D001`…`D014`.
+    /// `D001`…`D015`.
     pub fn as_str(self) -> &'static str {
         match self {
             Code::D001 => "D001",
@@ -103,6 +106,7 @@ impl Code {
             Code::D012 => "D012",
             Code::D013 => "D013",
             Code::D014 => "D014",
+            Code::D015 => "D015",
         }
     }
 
@@ -125,6 +129,7 @@ impl Code {
             Code::D012 => "a stored revision holds the value of a current vault entry",
             Code::D013 => "two skills an agent sees are near-duplicates",
             Code::D014 => "a skill's `requires:` are unmet for an agent",
+            Code::D015 => "a skill with high or critical scan findings, or never scanned",
         }
     }
 }
@@ -351,6 +356,10 @@ pub(crate) struct Inputs {
     pub(crate) pending: Vec<Pending>,
     /// Stored revisions holding a current vault value (the entry's name in `found`).
     pub(crate) secrets: Vec<StoredMatch>,
+    /// The latest scan of each skill's active revision, by (scope, name; absent: never
+    /// scanned); `None` when the run did not read them.
+    pub(crate) scans:
+        Option<std::collections::HashMap<(String, String), skillbase_store::scan::ScanRecord>>,
     /// The agent the run is limited to.
     pub(crate) focus: Option<AgentName>,
     /// Only the focus agent's own findings (an agent token).
@@ -397,6 +406,7 @@ pub async fn run(engine: &Engine, opts: &DoctorOptions) -> Result<DoctorReport> 
         drift: Vec::new(),
         pending: Vec::new(),
         secrets: Vec::new(),
+        scans: None,
         focus: opts.agent.clone(),
         own_only: opts.own_only,
     };
@@ -487,6 +497,14 @@ async fn store_wide_inputs(engine: &Engine, index: &Index, inputs: &mut Inputs) 
     inputs.diverged = diverged(store, index).await?;
     inputs.drift = drift(store, index).await?;
     inputs.pending = pending(store, index).await?;
+    inputs.scans = Some(
+        store
+            .active_scans()
+            .await?
+            .into_iter()
+            .map(|(scope, name, r)| ((scope.to_string(), name), r))
+            .collect(),
+    );
     if let Some(v) = engine.vault() {
         let redactor = v.redactor();
         if !redactor.is_empty() {

@@ -12,6 +12,7 @@ mod doctor;
 mod extract;
 mod mcp_servers;
 mod openapi;
+mod scans;
 mod sessions;
 mod skills;
 mod tokens;
@@ -70,6 +71,7 @@ fn skill_routes(limits: BodyLimits) -> Vec<Route> {
             put(skills::put).layer(DefaultBodyLimit::max(limits.skill)),
         ),
         (Method::GET, "/skills/{name}/history", get(skills::history)),
+        (Method::GET, "/skills/{name}/scan", get(scans::scan)),
         (Method::GET, "/skills/{name}/diff", get(skills::diff)),
         (Method::POST, "/skills/{name}/revert", post(skills::revert)),
         (Method::POST, "/skills/{name}/retire", post(skills::retire)),
@@ -286,7 +288,7 @@ async fn method_not_allowed(req: Request) -> ApiError {
     security(("bearer" = [])),
     paths(
         openapi_json,
-        skills::list, skills::show, skills::put, skills::history, skills::diff,
+        skills::list, skills::show, skills::put, skills::history, skills::diff, scans::scan,
         skills::revert, skills::retire, skills::restore, skills::disable, skills::enable,
         skills::export, skills::runs, skills::approve, skills::import, skills::approvals,
         agents::list, agents::create, agents::show, agents::put, agents::eval, agents::dream,

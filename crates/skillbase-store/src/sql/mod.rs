@@ -14,6 +14,7 @@ pub(crate) mod agents;
 pub(crate) mod events;
 pub(crate) mod retention;
 pub(crate) mod runs;
+pub(crate) mod scans;
 pub(crate) mod sessions;
 pub(crate) mod skills;
 pub(crate) mod sync;

@@ -402,6 +402,7 @@ macro_rules! statements {
         use crate::model::{AgentConfig, AgentName, StatusChange};
         use crate::sql::events::$backend::insert_event;
         use crate::sql::now_ms;
+        use crate::sql::scans::$backend::insert_scan;
         use sqlx::{Pool, QueryBuilder, Transaction};
 
         type Db = $db;
@@ -931,6 +932,9 @@ macro_rules! statements {
             };
             let at = RevAt { id, rev, now };
             insert_revision(tx, req, &digest, new_revision_state(&kind, req.pending), at).await?;
+            if let Some(row) = &req.scan {
+                insert_scan(tx, (id, rev, now), row, (&scope, &req.name, &req.author)).await?;
+            }
             let (kind, status) = point_record(tx, req, kind, at).await?;
             let data = write_event_data_of(&digest, req, &kind);
             insert_event(tx, &skill_event(write_event_kind(&kind), &scope, &req.name, rev, &req.author, data), now).await?;
@@ -962,6 +966,7 @@ macro_rules! statements {
                 insert_bulk_revisions(tx, &bulk, chunk).await?;
                 insert_bulk_files(tx, reqs, chunk).await?;
                 insert_bulk_events(tx, &bulk, &plan.out, chunk).await?;
+                insert_bulk_scans(tx, &bulk, chunk).await?;
                 progress(chunk.last().map_or(0, |c| c.0 + 1));
             }
             activate_bulk(tx, &plan.changed, &staged, now).await?;
@@ -1162,6 +1167,39 @@ macro_rules! statements {
                     .push_bind(event.changes_index());
             });
             q.build().execute(&mut **tx).await?;
+            Ok(())
+        }
+
+        /// Keep the scans of one chunk of `(request, skill id, revision)`, with the
+        /// `scan_findings` events of those the gate acted on.
+        async fn insert_bulk_scans(tx: &mut Transaction<'static, Db>, bulk: &Bulk<'_>, chunk: &[(usize, i64, i64)]) -> Result<()> {
+            let rows: Vec<(i64, i64, &crate::scan::ScanRow)> = chunk
+                .iter()
+                .filter_map(|&(i, id, rev)| bulk.reqs[i].scan.as_ref().map(|s| (id, rev, s)))
+                .collect();
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let mut q: QueryBuilder<Db> = QueryBuilder::new(
+                "INSERT INTO scans (skill_id, rev, rules, verdict, action, findings, scanned_at) ",
+            );
+            q.push_values(&rows, |mut b, &(id, rev, s)| {
+                b.push_bind(id)
+                    .push_bind(rev)
+                    .push_bind(s.rules.clone())
+                    .push_bind(s.verdict.clone())
+                    .push_bind(s.action.as_str())
+                    .push_bind(s.findings.clone())
+                    .push_bind(bulk.now);
+            });
+            q.build().execute(&mut **tx).await?;
+            for &(i, _, rev) in chunk {
+                let r = &bulk.reqs[i];
+                let Some(ev) = r.scan.as_ref().and_then(|s| s.event.as_ref()) else { continue };
+                let data = serde_json::to_value(ev).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                let ev = skill_event(EventKind::ScanFindings, &bulk.scope_s, &r.name, rev, &r.author, data);
+                insert_event(tx, &ev, bulk.now).await?;
+            }
             Ok(())
         }
 
@@ -1619,6 +1657,7 @@ mod tests {
             origin: None,
             version: None,
             require_version_increase: false,
+            scan: None,
         };
         let many = |r: WriteReq, n: usize| vec![r; n];
         assert!(takes_bulk_path(&many(

@@ -30,6 +30,7 @@ mod agents;
 mod events;
 mod guard;
 mod runs;
+mod scans;
 mod sessions;
 mod skills;
 mod sync;
@@ -41,6 +42,7 @@ mod vectors;
 
 use guard::scrub_entry;
 pub use guard::{ContentGuard, WriteGuard};
+pub use scans::{RescanReport, VerdictChange};
 pub use skills::{ImportReport, PutRequest, Settlement, StoredMatch};
 use sync::SyncWindow;
 pub use sync::{Change, ChangeListener, SYNC_LOOKBACK};
@@ -58,6 +60,10 @@ pub struct Store {
     /// Whether a changed signer is accepted (and re-pinned) in this process
     /// (`--accept-new-signer`).
     accept_new_signer: std::sync::atomic::AtomicBool,
+    /// What the scan's findings get on arrival (`[scan]`).
+    scan_policy: ArcSwap<crate::scan::ScanPolicy>,
+    /// The scanner, its rules compiled on first use (or set: `Store::set_scanner`).
+    scanner: arc_swap::ArcSwapOption<skillbase_scan::Scanner>,
     /// Serialises index swaps so a slower writer never overwrites a newer state.
     index_lock: tokio::sync::Mutex<()>,
     /// Serialises agent-cache refreshes, for the same reason.
@@ -118,6 +124,8 @@ impl Store {
             require_version_increase: std::sync::atomic::AtomicBool::new(false),
             trust: ArcSwap::from_pointee(crate::trust::TrustPolicy::default()),
             accept_new_signer: std::sync::atomic::AtomicBool::new(false),
+            scan_policy: ArcSwap::from_pointee(crate::scan::ScanPolicy::default()),
+            scanner: arc_swap::ArcSwapOption::empty(),
             index_lock: tokio::sync::Mutex::new(()),
             agents_lock: tokio::sync::Mutex::new(()),
             sync: std::sync::Mutex::new(SyncWindow::default()),

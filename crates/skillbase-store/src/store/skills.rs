@@ -98,16 +98,21 @@ impl Store {
         req: PutRequest,
         seed_path: Option<String>,
         pending: bool,
+        names: Option<&skillbase_scan::SkillNames<'_>>,
     ) -> Result<WriteReq> {
-        self.write_req_staged(req, seed_path, pending, None)
+        self.write_req_staged(req, seed_path, pending, None, names)
     }
 
+    /// Check a write and pass it through the scanning gate (`names`: the store's skills, for
+    /// the name-imitation rule, indexed once for a batch; `None`: those near this one's name):
+    /// the one path every revision takes.
     fn write_req_staged(
         &self,
         req: PutRequest,
         seed_path: Option<String>,
         pending: bool,
         candidate: Option<crate::model::Candidate>,
+        names: Option<&skillbase_scan::SkillNames<'_>>,
     ) -> Result<WriteReq> {
         let (name, meta) = Self::check_bundle(&req.bundle)?;
         crate::model::check_message(&req.message).map_err(StoreError::Invalid)?;
@@ -128,7 +133,7 @@ impl Store {
                 .check(&req.bundle, &req.message)
                 .map_err(|why| StoreError::InvalidSkill(format!("{name}: {why}")))?;
         }
-        Ok(WriteReq {
+        let mut w = WriteReq {
             scope: req.scope,
             name,
             bundle: req.bundle,
@@ -142,7 +147,22 @@ impl Store {
             origin: None,
             version: meta.version,
             require_version_increase: self.version_policy() == VersionPolicy::RequireIncrease,
-        })
+            scan: None,
+        };
+        self.gate(&mut w, names)?;
+        Ok(w)
+    }
+
+    /// [`Store::write_req`] for one write, with a refusal recorded as a `scan_refused` event.
+    async fn write_req_one(
+        &self,
+        req: PutRequest,
+        pending: bool,
+        candidate: Option<crate::model::Candidate>,
+    ) -> Result<WriteReq> {
+        let actor = req.author.to_string();
+        let w = self.write_req_staged(req, None, pending, candidate, None);
+        self.record_refusal(w, &actor).await
     }
 
     /// Set what a write whose `version` is not higher than the active revision's gets in this
@@ -170,13 +190,13 @@ impl Store {
 
     /// Create or modify a skill. A bundle equal to the active one is a no-op.
     pub async fn put(&self, req: PutRequest) -> Result<WriteOutcome> {
-        let w = self.write_req(req, None, false)?;
+        let w = self.write_req_one(req, false, None).await?;
         self.write_one(w).await
     }
 
     /// Write a revision that waits for approval (the approval policy).
     pub async fn put_pending(&self, req: PutRequest) -> Result<WriteOutcome> {
-        let w = self.write_req(req, None, true)?;
+        let w = self.write_req_one(req, true, None).await?;
         self.write_one(w).await
     }
 
@@ -197,7 +217,7 @@ impl Store {
             min_runs: min_runs.clamp(1, crate::model::MAX_CANDIDATE_MIN_RUNS),
             staged_at: 0,
         };
-        let w = self.write_req_staged(req, None, false, Some(terms))?;
+        let w = self.write_req_one(req, false, Some(terms)).await?;
         self.write_one(w).await
     }
 
@@ -326,7 +346,8 @@ impl Store {
     ) -> Result<WriteOutcome> {
         let sig = req.signature.clone();
         let author = req.author.clone();
-        let w = self.write_req(req, Some(seed_path.clone()), false)?;
+        let w = self.write_req(req, Some(seed_path.clone()), false, None);
+        let w = self.record_refusal(w, &author.to_string()).await?;
         let pin = match Self::trust_source(&author) {
             Some(source) => {
                 self.check_trust(source, &[(&w.name, sig.as_deref())])
@@ -352,10 +373,13 @@ impl Store {
         reqs: Vec<(PutRequest, String)>,
     ) -> Result<Vec<WriteOutcome>> {
         let mut checked = Vec::with_capacity(reqs.len());
+        let neighbours = self.neighbours();
+        let names = neighbours.names();
         for (r, p) in reqs {
             let sig = r.signature.clone();
             let author = r.author.clone();
-            let w = self.write_req(r, Some(p), false)?;
+            let w = self.write_req(r, Some(p), false, Some(&names));
+            let w = self.record_refusal(w, &author.to_string()).await?;
             checked.push((w, sig, author));
         }
         // Each seed folder is its own source.
@@ -456,9 +480,13 @@ impl Store {
         let mut names = Vec::with_capacity(items.len());
         let mut seen = std::collections::HashSet::with_capacity(items.len());
         let mut sigs = Vec::with_capacity(items.len());
+        // The store's names indexed once for the whole import; the import's own skills are
+        // not among them (one source never imitates itself).
+        let neighbours = self.neighbours();
+        let known = neighbours.names();
         for (bundle, signature, origin) in items {
             sigs.push(signature.clone());
-            let mut w = self.write_req(
+            let w = self.write_req(
                 PutRequest {
                     scope: scope.clone(),
                     bundle,
@@ -469,7 +497,9 @@ impl Store {
                 },
                 None,
                 false,
-            )?;
+                Some(&known),
+            );
+            let mut w = self.record_refusal(w, &author.to_string()).await?;
             w.origin = origin;
             // A set, not `names.contains`: that was quadratic (50M comparisons for 10k skills).
             if !seen.insert(w.name.clone()) {

@@ -30,7 +30,7 @@ pub(crate) async fn approvals(
     pending.sort_by(|a, b| (&a.name, a.scope.to_string()).cmp(&(&b.name, b.scope.to_string())));
     let token = csrf(&signed);
     let mut b = String::from(
-        "<h1>Approvals</h1><table id=\"approvals\"><tr><th>Skill</th><th>Scope</th><th>Revision</th><th>Author</th><th>When</th><th>Message</th><th></th></tr>",
+        "<h1>Approvals</h1><table id=\"approvals\"><tr><th>Skill</th><th>Scope</th><th>Revision</th><th>Author</th><th>When</th><th>Message</th><th>Scan</th><th></th></tr>",
     );
     let mut n = 0;
     for e in pending {
@@ -55,6 +55,15 @@ pub(crate) async fn approvals(
                 time(r.created_at),
                 esc(&r.message)
             );
+            // A pending revision's findings are why most of them wait (`[scan] high = "review"`).
+            let scan = st
+                .store
+                .latest_scan(&e.scope, &e.name, Some(r.rev))
+                .await
+                .ok()
+                .flatten();
+            super::scan::findings(&mut b, scan.as_ref(), true);
+            b.push_str("</td><td>");
             action_form(
                 &mut b,
                 &e.name,

@@ -5,8 +5,8 @@
 //! (a record) and [`actions`] (what an admin does to one), [`agents`] (the list and an agent's
 //! page), [`try_turn`], [`eval`] (evaluations as background jobs), [`approvals`] and [`health`] (the
 //! library's never-used, failing and overlapping skills; a skill page's figures are [`usage`]'s). What they
-//! share sits in two leaves that name no page: [`common`] (the HTML response, the CSRF check)
-//! and [`access`] (what a caller may see).
+//! share sits in leaves that name no page: [`common`] (the HTML response, the CSRF check),
+//! [`access`] (what a caller may see) and [`scan`] (a revision's scan findings).
 
 mod access;
 mod actions;
@@ -16,6 +16,7 @@ mod common;
 mod eval;
 mod health;
 mod login;
+mod scan;
 mod session;
 mod sessions;
 mod skill;

@@ -51,6 +51,7 @@ pub(crate) async fn skill(
     let token = csrf(&signed);
     let mut b = String::new();
     record(&mut b, &e, &scope);
+    scans(&mut b, &st, &e).await;
     if admin {
         status_forms(&mut b, &e, &scope, &token);
         if let Scope::Shared = e.scope {
@@ -98,6 +99,27 @@ fn record(b: &mut String, e: &SkillEntry, scope: &str) {
             "<p><span class=\"k\">triggers</span> {}</p>",
             esc(&e.meta.triggers.join(", "))
         );
+    }
+}
+
+/// The active revision's scan, and the head's when it waits for approval.
+async fn scans(b: &mut String, st: &AppState, e: &SkillEntry) {
+    let mut revs = vec![e.active_rev];
+    if e.head_rev > e.active_rev {
+        revs.push(e.head_rev);
+    }
+    for rev in revs {
+        let _ = write!(
+            b,
+            "<div id=\"scan-{rev}\"><span class=\"k\">scan of revision {rev}</span> "
+        );
+        match st.store.latest_scan(&e.scope, &e.name, Some(rev)).await {
+            Ok(s) => super::scan::findings(b, s.as_ref(), false),
+            Err(err) => {
+                let _ = write!(b, "<span class=\"warn\">{}</span>", esc(&err.to_string()));
+            }
+        }
+        b.push_str("</div>");
     }
 }
 
