@@ -4,7 +4,11 @@
 //!
 //! Only `WebFetch` maps (to the `web_fetch` class, and `domain:` to `hosts`). Claude Code's file
 //! and shell tools (`Read`, `Edit`, `Bash(...)`) run in the harness, not through Skillbase, which
-//! runs nothing a skill ships; MCP tools (`mcp__server__tool`) are named by server, not by class.
+//! runs nothing a skill ships: they are kept as the harness's business ([`Mapped::harness`]),
+//! not warned about, since a skill written for Claude Code rightly lists them. What is reported
+//! ([`Mapped::unmapped`]) is what a writer may have meant for Skillbase and did not get: an MCP
+//! tool (`mcp__server__tool`, named by server, not by class), a malformed entry, a `WebFetch`
+//! domain that is not a host.
 
 /// Most entries read from one `allowed-tools` value; the rest are reported.
 pub const MAX_ENTRIES: usize = 64;
@@ -16,7 +20,10 @@ pub struct Mapped {
     pub tools: Vec<String>,
     /// Hosts the entries map onto (lowercase).
     pub hosts: Vec<String>,
-    /// One line per entry that does not map, saying why.
+    /// Entries the harness grants on its own (`Read`, `Bash(git:*)`): not Skillbase's to
+    /// declare, not warned about (each clipped to 80 characters).
+    pub harness: Vec<String>,
+    /// One line per entry that does not map and may have been meant for Skillbase, saying why.
     pub unmapped: Vec<String>,
 }
 
@@ -90,18 +97,12 @@ pub fn map<S: AsRef<str>>(entries: &[S]) -> Mapped {
                     },
                 }
             }
-            "Bash" => m.unmapped.push(format!(
-                "allowed-tools: '{}' is a shell permission of the harness; Skillbase runs no command for a skill",
-                clip(e)
-            )),
             t if t.starts_with("mcp__") => m.unmapped.push(format!(
                 "allowed-tools: '{}' names an MCP tool; declare its tool class under `capabilities.tools`",
                 clip(e)
             )),
-            _ => m.unmapped.push(format!(
-                "allowed-tools: '{}' is a tool of the harness, not one Skillbase offers; it is not declared",
-                clip(e)
-            )),
+            // `Bash(...)`, `Read`, `Edit`...: the harness's own tools and shell permissions.
+            _ => m.harness.push(clip(e)),
         }
     }
     m
@@ -138,10 +139,9 @@ mod tests {
         let m = map(&e);
         assert_eq!(m.tools, ["web_fetch"]);
         assert_eq!(m.hosts, ["docs.rs"]);
-        assert_eq!(m.unmapped.len(), 3, "{:?}", m.unmapped);
-        assert!(m.unmapped[0].contains("'Read'"));
-        assert!(m.unmapped[1].contains("shell permission"));
-        assert!(m.unmapped[2].contains("MCP tool"));
+        assert_eq!(m.harness, ["Read", "Bash(git diff *)"]);
+        assert_eq!(m.unmapped.len(), 1, "{:?}", m.unmapped);
+        assert!(m.unmapped[0].contains("MCP tool"));
     }
 
     #[test]
@@ -151,8 +151,11 @@ mod tests {
         assert_eq!(m.unmapped.len(), 2, "{:?}", m.unmapped);
         let many = "Read ".repeat(1000);
         let m = map(&entries(&many));
-        assert_eq!(m.unmapped.len(), MAX_ENTRIES + 1);
+        assert_eq!(m.harness.len(), MAX_ENTRIES);
+        assert_eq!(m.unmapped.len(), 1, "the entries not read are reported");
         let long = format!("Tool{}", "x".repeat(10_000));
+        assert!(map(&[long]).harness[0].chars().count() <= 80);
+        let long = format!("mcp__{}", "x".repeat(10_000));
         assert!(map(&[long]).unmapped[0].chars().count() < 200);
         assert!(entries("((((").len() == 1 && entries(")))) ").len() == 1);
     }

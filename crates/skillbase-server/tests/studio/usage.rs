@@ -221,6 +221,10 @@ async fn the_health_page_lists_what_to_act_on_with_links_that_act() {
         overlap.contains("href=\"/studio/agents/alpha\""),
         "{overlap}"
     );
+    // Every skill here arrived through the scanning gate: none is unscanned or flagged (the
+    // doctor's D015, whose own tests cover what it lists).
+    let unscanned = section(&html, "unscanned");
+    assert!(unscanned.contains("Every skill was scanned"), "{unscanned}");
 
     // The retire button acts: it posts the skill's action form (a confirmation page first).
     let token = csrf_of(&html);

@@ -1,7 +1,8 @@
 //! The library health page: the skills to act on, each with a link or a button that acts —
 //! never used over the window (retire or disable), failing (runs failing, drift-disabled:
-//! enable, revert on the skill's page, the pending revisions), and overlapping (the doctor's
-//! D013 findings, read from the doctor, not recomputed). An agent token sees its own agent's
+//! enable, revert on the skill's page, the pending revisions), overlapping (the doctor's
+//! D013 findings) and unscanned or flagged by the scanner (D015), both read from one run of the
+//! doctor, not recomputed. An agent token sees its own agent's
 //! figures about the skills it may see, read-only.
 
 use super::access::visible;
@@ -60,7 +61,7 @@ pub(crate) async fn health(
     );
     never_used(&mut b, &usage.never_used, &seen, token.as_deref());
     failing(&mut b, &usage.skills, &seen, token.as_deref());
-    overlapping(&mut b, &st, &p, &seen).await;
+    doctor_sections(&mut b, &st, &p, &seen).await;
     ok("Library health", &p, &b, None)
 }
 
@@ -165,27 +166,40 @@ fn failing(b: &mut String, skills: &[SkillTotals], seen: &[Arc<SkillEntry>], tok
     b.push_str("</table>");
 }
 
-/// The doctor's D013 findings: skills an agent sees that read as near-duplicates.
-async fn overlapping(b: &mut String, st: &AppState, p: &Principal, seen: &[Arc<SkillEntry>]) {
+/// The doctor's findings the page lists, one run: D013 (skills an agent sees that read as
+/// near-duplicates) and D015 (skills never scanned, or served with high scan findings).
+async fn doctor_sections(b: &mut String, st: &AppState, p: &Principal, seen: &[Arc<SkillEntry>]) {
     let opts = skillbase_insight::doctor::DoctorOptions {
         agent: p.agent().cloned(),
         own_only: p.agent().is_some(),
         actor: format!("studio:{}", who(p)),
         ..Default::default()
     };
-    b.push_str("<h2>Overlapping <span class=\"muted\">(doctor D013)</span></h2>");
     let report = match skillbase_insight::doctor::run(&st.engine, &opts).await {
         Ok(r) => r,
         Err(e) => {
+            b.push_str("<h2>Overlapping and unscanned</h2>");
             let _ = write!(b, "<p class=\"warn\">{}</p>", esc(&e.to_string()));
             return;
         }
     };
-    let found: Vec<_> = report
-        .findings
-        .iter()
-        .filter(|f| f.code.as_str() == "D013")
-        .collect();
+    let of = |code: &str| -> Vec<&skillbase_insight::doctor::Finding> {
+        report
+            .findings
+            .iter()
+            .filter(|f| f.code.as_str() == code)
+            .collect()
+    };
+    overlapping(b, &of("D013"), seen);
+    unscanned(b, &of("D015"));
+}
+
+fn overlapping(
+    b: &mut String,
+    found: &[&skillbase_insight::doctor::Finding],
+    seen: &[Arc<SkillEntry>],
+) {
+    b.push_str("<h2>Overlapping <span class=\"muted\">(doctor D013)</span></h2>");
     if found.is_empty() {
         b.push_str("<p id=\"overlapping\" class=\"muted\">No two skills an agent sees read as near-duplicates.</p>");
         return;
@@ -205,6 +219,33 @@ async fn overlapping(b: &mut String, st: &AppState, p: &Principal, seen: &[Arc<S
             esc(f.agent.as_deref().unwrap_or("")),
             link(skill, f.scope.as_deref().unwrap_or("shared")),
             other,
+            esc(&f.message),
+            esc(&f.fix)
+        );
+    }
+    b.push_str("</table>");
+}
+
+/// D015: skills never scanned (written before the gate) or served with a high scan finding;
+/// each links to the skill's page, which shows the findings.
+fn unscanned(b: &mut String, found: &[&skillbase_insight::doctor::Finding]) {
+    let _ = write!(
+        b,
+        "<h2>Unscanned or flagged <span class=\"muted\">(doctor D015, {})</span></h2>",
+        found.len()
+    );
+    if found.is_empty() {
+        b.push_str("<p id=\"unscanned\" class=\"muted\">Every skill was scanned, and none is served with a high finding.</p>");
+        return;
+    }
+    b.push_str("<table id=\"unscanned\"><tr><th>Skill</th><th>Finding</th><th>Fix</th></tr>");
+    for f in found {
+        let skill = f.skill.as_deref().unwrap_or("");
+        let _ = write!(
+            b,
+            "<tr data-skill=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(skill),
+            link(skill, f.scope.as_deref().unwrap_or("shared")),
             esc(&f.message),
             esc(&f.fix)
         );
