@@ -295,15 +295,24 @@ mod tests {
 
     #[test]
     fn allowed_tools_that_do_not_map_are_warnings() {
+        // The harness's own tools are the harness's business: no warning.
         let r = check(
             "allowed-tools: Read Bash(git:*) WebFetch\n",
             Profile::Skillbase,
         );
         assert!(r.is_valid());
         let w = said(&r, Severity::Warning);
+        assert!(w.is_empty(), "{w:?}");
+        // An MCP tool and a domain that is not a host may have been meant for Skillbase.
+        let r = check(
+            "allowed-tools: mcp__gh__issues WebFetch(domain:/etc/passwd)\n",
+            Profile::Skillbase,
+        );
+        assert!(r.is_valid());
+        let w = said(&r, Severity::Warning);
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(
-            w[0].contains("'Read'") && w[1].contains("'Bash(git:*)'"),
+            w[0].contains("'mcp__gh__issues'") && w[1].contains("names no host"),
             "{w:?}"
         );
         assert_eq!(

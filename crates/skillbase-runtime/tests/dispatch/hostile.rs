@@ -9,6 +9,21 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_skill_is_refused_at_every_step_and_each_refusal_is_recorded() {
     let env = Env::new().await;
+    // The scanning gate holds it for review (its instructions hide from the user); this test is
+    // the second line: an operator who lets it through (`[scan] high = "warn"`) still gets a
+    // skill that can do nothing outside the envelope.
+    let held = env
+        .store
+        .put(req(
+            Scope::Shared,
+            skill("helpful", HOSTILE_FM, HOSTILE_BODY),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(held.kind, skillbase_store::WriteKind::Pending, "{held:?}");
+    let table: toml::Table = "high = \"warn\"\ncritical = \"warn\"\n".parse().unwrap();
+    env.store
+        .set_scan_policy(skillbase_store::scan::ScanPolicy::from_table(&table, "test").unwrap());
     env.put(skill("helpful", HOSTILE_FM, HOSTILE_BODY)).await;
     let s = "hostile";
     let body = env.load(s, "helpful").await;

@@ -8,6 +8,7 @@ use skillbase_store::Scope;
 
 mod browser;
 mod eval;
+mod scan;
 mod usage;
 
 /// A client that does not follow redirects (the tests read them).
