@@ -117,6 +117,10 @@ pub struct SearchHit {
     /// Its relevance to the query: the BM25 score, or with the semantic stage the fused score
     /// (always above 0; higher is more relevant, and scores compare only within one search).
     pub score: f32,
+    /// How likely it is the skill the query asks for, 0 to 1, calibrated over the agent's
+    /// whole library (`skillbase_route::confidence`); the hits' confidences sum to less than 1,
+    /// and a low first one says that nothing fits well.
+    pub confidence: f32,
 }
 
 type ValidatorCache = HashMap<(i64, i64), Arc<jsonschema::Validator>>;
@@ -850,18 +854,21 @@ impl Runtime {
         // Unavailable semantic stage: the lexical ranking (the catalog says why, per turn).
         let inputs = self.semantic_inputs(&view, query).await.ok().flatten();
         let folded = skillbase_route::trigger::fold_fast(query);
-        Ok(view
-            .relevance(&folded, inputs.as_ref().map(SemanticInputs::as_query))
-            .order()
+        let relevance = view.relevance(&folded, inputs.as_ref().map(SemanticInputs::as_query));
+        let order = relevance.order();
+        let ranked: Vec<usize> = order.iter().map(|&(i, _)| i as usize).collect();
+        let confidence = relevance.confidence(&ranked, limit);
+        Ok(order
             .into_iter()
-            .filter(|(_, s)| *s > 0.0)
-            .take(limit)
-            .map(|(i, score)| {
+            .zip(confidence)
+            .filter(|((_, s), _)| *s > 0.0)
+            .map(|((i, score), confidence)| {
                 let e = &view.skills[i as usize].entry;
                 SearchHit {
                     name: e.name.clone(),
                     description: e.meta.description.clone(),
                     score,
+                    confidence,
                 }
             })
             .collect())
