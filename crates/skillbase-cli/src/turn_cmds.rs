@@ -345,6 +345,321 @@ fn print_fit(cases: &[skillbase_insight::calibration::FitCase]) -> std::io::Resu
     )
 }
 
+/// The store, and an engine over it configured by `--config`, for an agent that must exist.
+async fn agent_engine(
+    s: &StoreArgs,
+    agent: &AgentName,
+) -> Result<(
+    std::sync::Arc<skillbase_store::Store>,
+    skillbase_runtime::Engine,
+)> {
+    let store = s
+        .open_for_agent(agent, || {
+            anyhow!(
+                "no agent '{agent}'; create it with `skillbase agent create {agent} --skills all`"
+            )
+        })
+        .await?;
+    let engine = crate::engine_setup::configured(
+        s,
+        skillbase_runtime::Engine::builder().store(store.clone()),
+    )?
+    .build()
+    .await?;
+    Ok((store, engine))
+}
+
+/// The sizes `--sweep` measures: those given, else 0, 100, 1,000 and 10,000 below the pool's
+/// size, and the whole pool.
+fn sweep_sizes(given: &[usize], pool: usize) -> Vec<usize> {
+    if !given.is_empty() {
+        return given.to_vec();
+    }
+    let mut v: Vec<usize> = [0, 100, 1_000, 10_000]
+        .into_iter()
+        .filter(|&k| k < pool)
+        .collect();
+    v.push(pool);
+    v
+}
+
+/// The cases (or graded tasks) `eval` reads, parsed.
+fn eval_input(a: &EvalArgs) -> Result<EvalInput> {
+    let text = read_input(&a.cases)?;
+    let Some(rel_path) = &a.relevance else {
+        return Ok(EvalInput::Cases(
+            skillbase_insight::eval::parse_cases(&text)
+                .map_err(|e| anyhow!("{}: {e}", a.cases.display()))?,
+        ));
+    };
+    let rel = read_input(rel_path)?;
+    let map = a.id_map.as_deref().map(read_input).transpose()?;
+    let files = match &a.id_map {
+        Some(m) => format!(
+            "{}, {}, {}",
+            a.cases.display(),
+            rel_path.display(),
+            m.display()
+        ),
+        None => format!("{}, {}", a.cases.display(), rel_path.display()),
+    };
+    Ok(EvalInput::Graded(
+        skillbase_insight::eval::parse_graded(&text, &rel, map.as_deref())
+            .map_err(|e| anyhow!("{files}: {e}"))?,
+    ))
+}
+
+/// The semantic stage's vectors for every message of `input`, when the stage is configured
+/// (said on stderr either way it goes).
+async fn eval_vectors(
+    engine: &skillbase_runtime::Engine,
+    view: &skillbase_runtime::AgentView,
+    input: &EvalInput,
+) -> Option<skillbase_runtime::QueryVectors> {
+    let messages: Vec<&str> = match input {
+        EvalInput::Cases(cases) => cases.iter().map(|c| c.message.as_str()).collect(),
+        EvalInput::Graded(set) => set.cases.iter().map(|c| c.message.as_str()).collect(),
+    };
+    let started = std::time::Instant::now();
+    let vectors = match engine.query_vectors(view, &messages).await {
+        Ok(v) => v,
+        Err(why) => {
+            eprintln!("semantic stage unavailable, ranking lexically: {why}");
+            None
+        }
+    };
+    if vectors.is_some() {
+        eprintln!(
+            "stages: {} ({} messages embedded and skill vectors ready in {:.1?})",
+            engine.stages(),
+            messages.len(),
+            started.elapsed()
+        );
+    }
+    vectors
+}
+
+fn print_explanation(e: &skillbase_insight::explain::Explanation) -> std::io::Result<()> {
+    let words = |v: &[skillbase_insight::explain::TermScore]| {
+        if v.is_empty() {
+            return "none".to_owned();
+        }
+        v.iter()
+            .map(|t| format!("{} {:.2}", t.word, t.score))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    outln!(
+        "{}: first in {} of {} cases that expect it",
+        e.skill,
+        e.first,
+        e.expected
+    )?;
+    if e.expected == 0 {
+        outln!(
+            "  no case expects it: add cases with \"expected\": \"{}\" to measure it",
+            e.skill
+        )?;
+    }
+    for m in &e.misses {
+        outln!("\ncase {}: {}", m.case, m.message)?;
+        let rank = m
+            .rank
+            .map_or("not ranked".to_owned(), |r| format!("rank {r}"));
+        match (&m.winner_trigger, m.winner.is_empty()) {
+            (_, true) => outln!("  {rank}; nothing ranked above it")?,
+            (Some(p), _) => outln!("  {rank}; {} won: its trigger \"{p}\" fired", m.winner)?,
+            (None, _) => outln!(
+                "  {rank}; {} won (lexical {:.2} vs {:.2}{})",
+                m.winner,
+                m.lexical.1,
+                m.lexical.0,
+                m.semantic.map_or(String::new(), |(s, w)| format!(
+                    ", similarity {w:.3} vs {s:.3}"
+                ))
+            )?,
+        }
+        if let Some(p) = &m.suppressed_by {
+            outln!("  its when_not_to_use phrase \"{p}\" is in the message (lowers its rank)")?;
+        }
+        outln!("  words that scored for it: {}", words(&m.skill_words))?;
+        if !m.winner.is_empty() {
+            outln!(
+                "  words that decided for {}: {}",
+                m.winner,
+                words(&m.decided_by)
+            )?;
+        }
+        if !m.lacks.is_empty() {
+            outln!("  words it lacks: {}", m.lacks.join(", "))?;
+        }
+    }
+    if !e.taken.is_empty() {
+        outln!("\nranked first where another was expected:")?;
+        for (case, expected) in &e.taken {
+            outln!(
+                "  case {case} (expected {})",
+                expected.as_deref().unwrap_or("no skill")
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn print_graded(r: &skillbase_insight::eval::GradedReport) -> std::io::Result<()> {
+    use skillbase_insight::eval::GradedMetrics;
+    let skipped = r.tasks - r.overall.tasks;
+    outln!(
+        "agent {} · {} skills · {} tasks counted, {} skipped",
+        r.agent,
+        r.skills,
+        r.overall.tasks,
+        skipped
+    )?;
+    let row = |name: &str, m: &GradedMetrics| {
+        outln!(
+            "  {name:<16} {:>5} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>7.3}",
+            m.tasks,
+            m.hit_at_1,
+            m.recall_at_5,
+            m.recall_at_10,
+            m.recall_at_20,
+            m.ndcg_at_10,
+            m.visible
+        )
+    };
+    outln!(
+        "  {:<16} {:>5} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7}",
+        "",
+        "tasks",
+        "hit@1",
+        "r@5",
+        "r@10",
+        "r@20",
+        "nDCG@10",
+        "visible"
+    )?;
+    row("all", &r.overall)?;
+    if r.by_task_type.len() > 1 {
+        section("by task type")?;
+        for (k, m) in &r.by_task_type {
+            row(k, m)?;
+        }
+    }
+    let mut missed: Vec<_> = r
+        .outcomes
+        .iter()
+        .filter(|o| o.metrics.recall_at_10 < 1.0)
+        .collect();
+    missed.sort_by(|a, b| a.metrics.recall_at_10.total_cmp(&b.metrics.recall_at_10));
+    if !missed.is_empty() {
+        section("tasks missing relevant skills at 10 (worst first, at most 15)")?;
+        for o in missed.into_iter().take(15) {
+            let first = o.first_relevant.map_or_else(
+                || "not ranked".to_owned(),
+                |p| format!("first relevant at {p}"),
+            );
+            outln!(
+                "  {}  r@10 {:.3}  {first}  (came first: {})",
+                o.task_id,
+                o.metrics.recall_at_10,
+                o.top.first().map_or("nothing", String::as_str)
+            )?;
+        }
+    }
+    if skipped > 0 {
+        section("skipped")?;
+        for (reason, n) in &r.skipped_by_reason {
+            let ids: Vec<&str> = r
+                .skipped
+                .iter()
+                .filter(|s| s.reason.as_str() == *reason)
+                .map(|s| s.task_id.as_str())
+                .take(8)
+                .collect();
+            outln!(
+                "  {reason} ×{n}: {}{}",
+                ids.join(", "),
+                if *n > ids.len() { ", …" } else { "" }
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn print_eval(r: &skillbase_insight::eval::EvalReport) -> std::io::Result<()> {
+    use skillbase_insight::eval::Metrics;
+    outln!(
+        "agent {} · {} skills · {} cases ({} expecting a skill)",
+        r.agent,
+        r.skills,
+        r.overall.cases,
+        r.overall.labelled
+    )?;
+    let row = |name: &str, m: &Metrics| {
+        outln!(
+            "  {name:<16} {:>5} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>7}",
+            m.cases,
+            m.recall_at_1,
+            m.recall_at_5,
+            m.recall_at_10,
+            m.visible,
+            m.false_triggers
+        )
+    };
+    outln!(
+        "  {:<16} {:>5} {:>8} {:>8} {:>8} {:>8} {:>7}",
+        "",
+        "cases",
+        "recall@1",
+        "recall@5",
+        "@10",
+        "visible",
+        "false-t"
+    )?;
+    row("all", &r.overall)?;
+    print_calibration(&r.calibration)?;
+    section("by kind")?;
+    for (k, m) in &r.by_kind {
+        row(k, m)?;
+    }
+    section("by language")?;
+    for (k, m) in &r.by_lang {
+        row(k, m)?;
+    }
+    let mut worst: Vec<_> = r
+        .by_skill
+        .iter()
+        .filter(|(_, m)| m.recall_at_5 < 1.0)
+        .collect();
+    worst.sort_by(|a, b| a.1.recall_at_5.total_cmp(&b.1.recall_at_5));
+    if !worst.is_empty() {
+        section("skills missed at 5 (worst first, at most 15)")?;
+        for (k, m) in worst.into_iter().take(15) {
+            row(k, m)?;
+        }
+    }
+    if !r.confused.is_empty() {
+        section("most confused (expected → came first)")?;
+        for c in r.confused.iter().take(10) {
+            outln!("  {} → {}  ×{}", c.expected, c.got, c.count)?;
+        }
+    }
+    if !r.stray_triggers.is_empty() {
+        section("triggers that fired on other skills' messages")?;
+        for t in r.stray_triggers.iter().take(10) {
+            outln!("  {} ({:?})  ×{}", t.skill, t.phrase, t.count)?;
+        }
+    }
+    if !r.unknown_expected.is_empty() {
+        outln!(
+            "\nexpected skills this agent does not see (counted as misses): {}",
+            r.unknown_expected.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
 /// The `confidence:` line of `eval`: calibration of the first skill's confidence, and what a
 /// harness declining below the threshold would decline and keep.
 fn print_calibration(c: &skillbase_insight::calibration::CalibrationReport) -> std::io::Result<()> {

@@ -51,9 +51,19 @@ impl Calibration {
         }
     }
 
-    /// The "none of these" logit for `n` candidates.
-    fn none_logit(&self, n: usize) -> f64 {
-        self.none_bias + self.none_per_ln_n * (n.max(1) as f64).ln()
+    /// The "none of these" logit for `n` candidates (0 if the constants make it no number).
+    fn safe_none_logit(&self, n: usize) -> f64 {
+        let none = self.none_bias + self.none_per_ln_n * (n.max(1) as f64).ln();
+        if none.is_finite() { none } else { 0.0 }
+    }
+
+    /// The temperature, 1 when it is not a positive number.
+    fn safe_temperature(&self) -> f64 {
+        if self.temperature.is_finite() && self.temperature > 0.0 {
+            self.temperature
+        } else {
+            1.0
+        }
     }
 }
 
@@ -103,29 +113,30 @@ pub fn logits(scores: &[f32], fused: bool) -> Vec<f32> {
 /// ranked: the softmax with "none" over the first [`TOP`]. The first [`TOP`] sum to less than 1
 /// (the rest is "none"); every value is in 0..=1 whatever the input (NaN is a confidence of 0).
 pub fn confidences(z: &[f32], n: usize, cal: &Calibration) -> Vec<f32> {
-    let t = if cal.temperature.is_finite() && cal.temperature > 0.0 {
-        cal.temperature
-    } else {
-        1.0
-    };
-    let scaled: Vec<f64> = z
-        .iter()
-        .map(|&x| {
-            let x = f64::from(x) / t;
-            // NaN and -inf weigh nothing; +inf is the largest finite logit.
-            if x.is_nan() { f64::NEG_INFINITY } else { x.min(f64::MAX.ln()) }
-        })
-        .collect();
-    let none = cal.none_logit(n);
-    let none = if none.is_finite() { none } else { 0.0 };
-    // Shifted by the largest logit so that no `exp` overflows.
-    let top = &scaled[..scaled.len().min(TOP)];
-    let m = top.iter().copied().fold(none, f64::max);
-    let denom = (none - m).exp() + top.iter().map(|x| (x - m).exp()).sum::<f64>();
-    scaled
-        .iter()
-        .map(|x| ((x - m).exp() / denom).clamp(0.0, 1.0) as f32)
+    let t = cal.safe_temperature();
+    let none = cal.safe_none_logit(n);
+    let top = &z[..z.len().min(TOP)];
+    let (m, denom) = denominator(top, t, none);
+    z.iter()
+        .map(|&x| ((scaled(x, t) - m).exp() / denom).clamp(0.0, 1.0) as f32)
         .collect()
+}
+
+/// A logit divided by the temperature; NaN and -inf weigh nothing, +inf is the largest finite.
+fn scaled(x: f32, t: f64) -> f64 {
+    let x = f64::from(x) / t;
+    if x.is_nan() {
+        f64::NEG_INFINITY
+    } else {
+        x.min(f64::MAX.ln())
+    }
+}
+
+/// The softmax's shift (the largest logit, so that no `exp` overflows) and its denominator.
+fn denominator(top: &[f32], t: f64, none: f64) -> (f64, f64) {
+    let m = top.iter().map(|&x| scaled(x, t)).fold(none, f64::max);
+    let denom = (none - m).exp() + top.iter().map(|&x| (scaled(x, t) - m).exp()).sum::<f64>();
+    (m, denom)
 }
 
 /// One labelled message as the fit reads it: the logits of its first candidates (best first,
@@ -163,15 +174,18 @@ pub fn log_loss(cases: &[FitCase], cal: &Calibration) -> f64 {
     if cases.is_empty() {
         return 0.0;
     }
+    let t = cal.safe_temperature();
     let total: f64 = cases
         .iter()
         .map(|c| {
-            let p = confidences(&c.logits, c.n, cal);
-            let p = match c.label {
-                Some(l) => f64::from(p[l]),
-                None => 1.0 - p.iter().map(|&x| f64::from(x)).sum::<f64>(),
+            let none = cal.safe_none_logit(c.n);
+            let top = &c.logits[..c.logits.len().min(TOP)];
+            let (m, denom) = denominator(top, t, none);
+            let logit = match c.label.and_then(|l| top.get(l)) {
+                Some(&x) => scaled(x, t),
+                None => none,
             };
-            -p.max(1e-9).ln()
+            -((logit - m).exp() / denom).max(1e-9).ln()
         })
         .sum();
     total / cases.len() as f64
@@ -181,7 +195,7 @@ pub fn log_loss(cases: &[FitCase], cal: &Calibration) -> f64 {
 /// -10..6 and `c` in 0..3, then three rounds of a finer grid around the best point.
 pub fn fit(cases: &[FitCase]) -> Calibration {
     let mut best = (f64::INFINITY, Calibration::LEXICAL);
-    let mut search = |ts: Vec<f64>, bs: Vec<f64>, cs: Vec<f64>, best: &mut (f64, Calibration)| {
+    let search = |ts: Vec<f64>, bs: Vec<f64>, cs: Vec<f64>, best: &mut (f64, Calibration)| {
         for &temperature in &ts {
             for &none_bias in &bs {
                 for &none_per_ln_n in &cs {
