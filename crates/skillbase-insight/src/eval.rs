@@ -231,7 +231,7 @@ pub struct CaseOutcome {
     pub false_triggers: Vec<(String, String)>,
     /// The ranking's calibrated confidence in `first` (0 to 1; 0 when nothing was ranked):
     /// how likely it is the skill the message asks for ([`skillbase_route::confidence`]).
-    pub confidence: f32,
+    pub confidence: f64,
     /// What `skillbase eval --fit-confidence` fits the confidence's constants on.
     #[serde(skip)]
     pub fit: skillbase_route::confidence::FitCase,
@@ -398,7 +398,7 @@ pub fn evaluate_observed(
     let scored: Vec<Scored> = outcomes
         .iter()
         .map(|o: &CaseOutcome| Scored {
-            confidence: f64::from(o.confidence),
+            confidence: o.confidence,
             right: o.expected.is_some() && o.rank == Some(1),
             no_skill: o.expected.is_none(),
         })
@@ -466,7 +466,7 @@ fn first_confidence(
     ranked: &[(u32, f32)],
     first: Option<&&str>,
     expected: Option<&str>,
-) -> (f32, FitCase) {
+) -> (f64, FitCase) {
     let ranked: Vec<usize> = ranked
         .iter()
         .map(|&(i, _)| i as usize)

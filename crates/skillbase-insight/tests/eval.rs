@@ -90,7 +90,7 @@ fn each_case_has_a_confidence_and_the_report_its_calibration() {
         case("hello there", None, "no_skill"),
     ];
     let r = evaluate(&view(4000), &cases, &TurnOptions::default());
-    let conf: Vec<f32> = r.outcomes.iter().map(|o| o.confidence).collect();
+    let conf: Vec<f64> = r.outcomes.iter().map(|o| o.confidence).collect();
     assert!(conf[0] > 0.0 && conf[0] <= 1.0, "{conf:?}");
     assert!(conf[1] > 0.0 && conf[1] <= 1.0, "{conf:?}");
     assert_eq!(conf[2], 0.0);

@@ -251,7 +251,7 @@ impl Relevance {
     /// The calibrated confidence ([`crate::confidence`]) of the first `first` skills of
     /// `ranked`: every candidate of a ranking, best first (their number is the formula's `N`),
     /// to three decimals.
-    pub fn confidence(&self, ranked: &[usize], first: usize) -> Vec<f32> {
+    pub fn confidence(&self, ranked: &[usize], first: usize) -> Vec<f64> {
         let scores: Vec<f32> = ranked
             .iter()
             .map(|&i| self.scores.get(i).copied().unwrap_or(0.0))
@@ -259,15 +259,16 @@ impl Relevance {
         let fused = self.fused();
         let z = crate::confidence::logits(&scores, fused);
         let k = first.max(crate::confidence::TOP).min(z.len());
-        let mut p = crate::confidence::confidences(
+        let p = crate::confidence::confidences(
             &z[..k],
             ranked.len(),
             &crate::confidence::Calibration::of(fused),
         );
-        p.truncate(first);
         // Three decimals: what a caller can act on, and stable across platforms' `exp`.
-        p.iter_mut().for_each(|x| *x = (*x * 1000.0).round() / 1000.0);
-        p
+        p.iter()
+            .take(first)
+            .map(|&x| (f64::from(x) * 1000.0).round() / 1000.0)
+            .collect()
     }
 }
 

@@ -120,7 +120,7 @@ pub struct SearchHit {
     /// How likely it is the skill the query asks for, 0 to 1, calibrated over the agent's
     /// whole library (`skillbase_route::confidence`); the hits' confidences sum to less than 1,
     /// and a low first one says that nothing fits well.
-    pub confidence: f32,
+    pub confidence: f64,
 }
 
 type ValidatorCache = HashMap<(i64, i64), Arc<jsonschema::Validator>>;

@@ -478,7 +478,7 @@ pub struct Ranked {
     /// given 0.8, some 80% are right; [`crate::confidence`]). The ranked entries' confidences
     /// sum to less than 1, the rest being "none of these": a low first confidence says that
     /// nothing fits well.
-    pub confidence: f32,
+    pub confidence: f64,
 }
 
 /// Token counts per part of what the model is shown.

@@ -183,7 +183,7 @@ async fn an_overflowing_catalog_is_ranked_truncated_and_never_silent() {
     assert!(hits.len() <= 5);
     // Each hit with its confidence: best first, together less than 1 ("none" is the rest).
     assert!(hits.windows(2).all(|w| w[0].confidence >= w[1].confidence));
-    assert!(hits[0].confidence > 0.0 && hits.iter().map(|h| h.confidence).sum::<f32>() < 1.0);
+    assert!(hits[0].confidence > 0.0 && hits.iter().map(|h| h.confidence).sum::<f64>() < 1.0);
     // The tool's answer carries it, as the model reads it.
     let o = env
         .rt
@@ -200,7 +200,7 @@ async fn an_overflowing_catalog_is_ranked_truncated_and_never_silent() {
         panic!("{o:?}")
     };
     assert_eq!(result[0]["name"], "kubernetes-deploy");
-    assert_eq!(result[0]["confidence"].as_f64(), Some(f64::from(hits[0].confidence)));
+    assert_eq!(result[0]["confidence"].as_f64(), Some(hits[0].confidence));
     // The ranked catalog's entries carry theirs, best first.
     let shown = &t.report.catalog.shown;
     assert!(!shown.is_empty());
