@@ -261,29 +261,7 @@ async fn eval_sweep(
         scratch.stages()
     );
     if !a.json {
-        let head = [
-            "distractors",
-            "skills",
-            "r@1",
-            "r@5",
-            "r@10",
-            "visible",
-            "ECE",
-            "AUROC",
-            "seconds",
-        ];
-        outln!(
-            "{:>11} {:>7} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6} {:>8}",
-            head[0],
-            head[1],
-            head[2],
-            head[3],
-            head[4],
-            head[5],
-            head[6],
-            head[7],
-            head[8]
-        )?;
+        print_sweep_head()?;
     }
     let mut printed: std::io::Result<()> = Ok(());
     let points = skillbase_insight::sweep::sweep(
@@ -327,6 +305,33 @@ async fn eval_sweep(
         print_fit(&cases)?;
     }
     Ok(EXIT_OK)
+}
+
+/// The header of `eval --sweep`'s table.
+fn print_sweep_head() -> std::io::Result<()> {
+    let head = [
+        "distractors",
+        "skills",
+        "r@1",
+        "r@5",
+        "r@10",
+        "visible",
+        "ECE",
+        "AUROC",
+        "seconds",
+    ];
+    outln!(
+        "{:>11} {:>7} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6} {:>8}",
+        head[0],
+        head[1],
+        head[2],
+        head[3],
+        head[4],
+        head[5],
+        head[6],
+        head[7],
+        head[8]
+    )
 }
 
 /// `eval --fit-confidence`: the confidence's constants fitted on `cases` (after the report),

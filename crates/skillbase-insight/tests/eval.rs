@@ -85,7 +85,11 @@ fn each_case_counts_where_it_should() {
 fn each_case_has_a_confidence_and_the_report_its_calibration() {
     let cases = vec![
         case("please cancel the order", Some("cancel-order"), "direct"),
-        case("refund the order payment now", Some("cancel-order"), "lookalike"),
+        case(
+            "refund the order payment now",
+            Some("cancel-order"),
+            "lookalike",
+        ),
         // Nothing scores: no first skill, a confidence of 0, declined.
         case("hello there", None, "no_skill"),
     ];
@@ -102,13 +106,23 @@ fn each_case_has_a_confidence_and_the_report_its_calibration() {
     let c = &r.calibration;
     assert_eq!((c.cases, c.no_skill, c.no_skill_declined), (3, 1, 1));
     assert_eq!(c.right_first, 1);
-    assert!(c.ece >= 0.0 && c.ece <= 1.0 && c.brier >= 0.0 && c.brier <= 1.0, "{c:?}");
+    assert!(
+        c.ece >= 0.0 && c.ece <= 1.0 && c.brier >= 0.0 && c.brier <= 1.0,
+        "{c:?}"
+    );
     assert!((0.0..=1.0).contains(&c.auroc), "{c:?}");
     // As JSON: a confidence per case, the calibration section, the fit's data left out.
     let json = serde_json::to_value(&r).unwrap();
     assert!(json["outcomes"][0]["confidence"].is_number(), "{json}");
     assert!(json["outcomes"][0].get("fit").is_none());
-    for key in ["ece", "auroc", "brier", "threshold", "no_skill_declined", "right_first_kept"] {
+    for key in [
+        "ece",
+        "auroc",
+        "brier",
+        "threshold",
+        "no_skill_declined",
+        "right_first_kept",
+    ] {
         assert!(json["calibration"][key].is_number(), "{key}: {json}");
     }
     // Fitted on these cases, the constants do at least as well as the built-in ones.

@@ -83,7 +83,10 @@ pub fn logits(scores: &[f32], fused: bool) -> Vec<f32> {
             })
             .collect();
     }
-    let finite = scores.iter().filter(|s| s.is_finite()).map(|&s| f64::from(s));
+    let finite = scores
+        .iter()
+        .filter(|s| s.is_finite())
+        .map(|&s| f64::from(s));
     let (mut n, mut sum, mut sq) = (0f64, 0f64, 0f64);
     for x in finite {
         n += 1.0;
@@ -213,7 +216,9 @@ pub fn fit(cases: &[FitCase]) -> Calibration {
         }
     };
     let steps = |lo: f64, hi: f64, k: usize| -> Vec<f64> {
-        (0..=k).map(|i| lo + (hi - lo) * i as f64 / k as f64).collect()
+        (0..=k)
+            .map(|i| lo + (hi - lo) * i as f64 / k as f64)
+            .collect()
     };
     search(
         steps(0.2, 4.0, 19),
@@ -279,7 +284,10 @@ mod tests {
     fn hostile_inputs_stay_in_range() {
         assert!(confidences(&[], 0, &CAL).is_empty());
         let p = confidences(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e30], 0, &CAL);
-        assert!(p.iter().all(|x| x.is_finite() && (0.0..=1.0).contains(x)), "{p:?}");
+        assert!(
+            p.iter().all(|x| x.is_finite() && (0.0..=1.0).contains(x)),
+            "{p:?}"
+        );
         assert_eq!(p[0], 0.0);
         assert_eq!(p[2], 0.0);
         let odd = Calibration {
@@ -288,13 +296,19 @@ mod tests {
             none_per_ln_n: -1.0,
         };
         let p = confidences(&[1.0, 0.0], 3, &odd);
-        assert!(p.iter().all(|x| x.is_finite() && (0.0..=1.0).contains(x)), "{p:?}");
+        assert!(
+            p.iter().all(|x| x.is_finite() && (0.0..=1.0).contains(x)),
+            "{p:?}"
+        );
         // Logits: a flat ranking is all zeros; NaN and infinities are -inf; fused zeros too.
         assert_eq!(logits(&[2.0, 2.0], false), [0.0, 0.0]);
         let l = logits(&[f32::NAN, 1.0, 3.0, f32::INFINITY], false);
         assert_eq!(l[0], f32::NEG_INFINITY);
         assert_eq!(l[3], f32::NEG_INFINITY);
-        assert!((l[1] + 1.0).abs() < 1e-6 && (l[2] - 1.0).abs() < 1e-6, "{l:?}");
+        assert!(
+            (l[1] + 1.0).abs() < 1e-6 && (l[2] - 1.0).abs() < 1e-6,
+            "{l:?}"
+        );
         assert_eq!(
             logits(&[1.0, 0.0, -1.0], true),
             [0.0, f32::NEG_INFINITY, f32::NEG_INFINITY]
@@ -313,13 +327,17 @@ mod tests {
         let mut cases = Vec::new();
         let mut seed = 7u64;
         let mut rand = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 11) as f64 / (1u64 << 53) as f64
         };
         for k in 0..1500 {
             let n = [5, 100, 2000][k % 3];
             let gap = rand() * 6.0;
-            let logits: Vec<f32> = (0..6).map(|i| (gap - i as f64 * 0.3 - rand()) as f32).collect();
+            let logits: Vec<f32> = (0..6)
+                .map(|i| (gap - i as f64 * 0.3 - rand()) as f32)
+                .collect();
             let mut sorted = logits.clone();
             sorted.sort_by(|a, b| b.total_cmp(a));
             let p = confidences(&sorted, n, &truth);
@@ -335,7 +353,10 @@ mod tests {
         }
         let got = fit(&cases);
         assert!((got.temperature - truth.temperature).abs() < 0.3, "{got:?}");
-        assert!((got.none_per_ln_n - truth.none_per_ln_n).abs() < 0.3, "{got:?}");
+        assert!(
+            (got.none_per_ln_n - truth.none_per_ln_n).abs() < 0.3,
+            "{got:?}"
+        );
         assert!(log_loss(&cases, &got) <= log_loss(&cases, &truth) + 1e-9);
         assert!(log_loss(&cases, &got) < log_loss(&cases, &CAL));
         // A label past the kept logits reads as "none".

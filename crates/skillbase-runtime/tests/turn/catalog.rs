@@ -207,7 +207,10 @@ async fn an_overflowing_catalog_is_ranked_truncated_and_never_silent() {
     assert!(shown.iter().all(|r| (0.0..=1.0).contains(&r.confidence)));
     assert!(shown.windows(2).all(|w| w[0].confidence >= w[1].confidence));
     let json = serde_json::to_value(&t.report).unwrap();
-    assert!(json["catalog"]["shown"][0]["confidence"].is_number(), "{json}");
+    assert!(
+        json["catalog"]["shown"][0]["confidence"].is_number(),
+        "{json}"
+    );
     assert!(env.rt.search(&a, "zzzz qqqq", 5).await.unwrap().is_empty());
     assert_eq!(
         env.rt.search(&a, "review", 0).await.unwrap().len(),
