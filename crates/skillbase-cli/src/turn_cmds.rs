@@ -139,6 +139,11 @@ pub struct EvalArgs {
     /// 1000, 10000 and the whole pool, up to its size).
     #[arg(long, value_delimiter = ',', requires = "sweep")]
     sizes: Vec<usize>,
+    /// Also fit the confidence's constants (temperature, "none" bias and its growth with the
+    /// library's size) on the cases, pooled over every `--sweep` size, and print them: what
+    /// `skillbase_route::confidence` bakes in is fitted this way.
+    #[arg(long, conflicts_with_all = ["relevance", "explain"])]
+    fit_confidence: bool,
 }
 
 /// What `eval` reads: plain cases, or graded tasks.
@@ -197,6 +202,10 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
                 print_eval(&report)?;
+            }
+            if a.fit_confidence {
+                let cases: Vec<_> = report.outcomes.iter().map(|o| o.fit.clone()).collect();
+                print_fit(&cases)?;
             }
             report.overall.recall_at_5
         }
@@ -259,25 +268,7 @@ async fn eval_sweep(
         scratch.stages()
     );
     if !a.json {
-        let head = [
-            "distractors",
-            "skills",
-            "r@1",
-            "r@5",
-            "r@10",
-            "visible",
-            "seconds",
-        ];
-        outln!(
-            "{:>11} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8}",
-            head[0],
-            head[1],
-            head[2],
-            head[3],
-            head[4],
-            head[5],
-            head[6]
-        )?;
+        print_sweep_head()?;
     }
     let mut printed: std::io::Result<()> = Ok(());
     let points = skillbase_insight::sweep::sweep(
@@ -293,13 +284,15 @@ async fn eval_sweep(
         |p| {
             if !a.json && printed.is_ok() {
                 printed = outln!(
-                    "{:>11} {:>7} {:>7.3} {:>7.3} {:>7.3} {:>8.3} {:>8.1}",
+                    "{:>11} {:>7} {:>7.3} {:>7.3} {:>7.3} {:>8.3} {:>6.3} {:>6.3} {:>8.1}",
                     p.distractors,
                     p.skills,
                     p.overall.recall_at_1,
                     p.overall.recall_at_5,
                     p.overall.recall_at_10,
                     p.overall.visible,
+                    p.calibration.ece,
+                    p.calibration.auroc,
                     p.seconds
                 );
             }
@@ -314,7 +307,54 @@ async fn eval_sweep(
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&points)?)?;
     }
+    if a.fit_confidence {
+        let cases: Vec<_> = points.iter().flat_map(|p| p.fit.iter().cloned()).collect();
+        print_fit(&cases)?;
+    }
     Ok(EXIT_OK)
+}
+
+/// The header of `eval --sweep`'s table.
+fn print_sweep_head() -> std::io::Result<()> {
+    let head = [
+        "distractors",
+        "skills",
+        "r@1",
+        "r@5",
+        "r@10",
+        "visible",
+        "ECE",
+        "AUROC",
+        "seconds",
+    ];
+    outln!(
+        "{:>11} {:>7} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6} {:>8}",
+        head[0],
+        head[1],
+        head[2],
+        head[3],
+        head[4],
+        head[5],
+        head[6],
+        head[7],
+        head[8]
+    )
+}
+
+/// `eval --fit-confidence`: the confidence's constants fitted on `cases` (after the report),
+/// with the log-loss they reach and the one of the constants built in.
+fn print_fit(cases: &[skillbase_insight::calibration::FitCase]) -> std::io::Result<()> {
+    let f = skillbase_insight::calibration::fit(cases);
+    outln!(
+        "confidence fit ({} ranking, {} cases): temperature {:.3}, none_bias {:.3}, none_per_ln_n {:.3}; log-loss {:.4} (built in: {:.4})",
+        if f.fused { "fused" } else { "lexical" },
+        f.cases,
+        f.constants.temperature,
+        f.constants.none_bias,
+        f.constants.none_per_ln_n,
+        f.log_loss,
+        f.built_in_log_loss
+    )
 }
 
 /// The store, and an engine over it configured by `--config`, for an agent that must exist.
@@ -590,6 +630,7 @@ fn print_eval(r: &skillbase_insight::eval::EvalReport) -> std::io::Result<()> {
         "false-t"
     )?;
     row("all", &r.overall)?;
+    print_calibration(&r.calibration)?;
     section("by kind")?;
     for (k, m) in &r.by_kind {
         row(k, m)?;
@@ -629,6 +670,22 @@ fn print_eval(r: &skillbase_insight::eval::EvalReport) -> std::io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The `confidence:` line of `eval`: calibration of the first skill's confidence, and what a
+/// harness declining below the threshold would decline and keep.
+fn print_calibration(c: &skillbase_insight::calibration::CalibrationReport) -> std::io::Result<()> {
+    outln!(
+        "  confidence: ECE {:.3}, AUROC {:.3}, Brier {:.3}; below {}: {}/{} no-skill messages declined, {}/{} right first skills kept",
+        c.ece,
+        c.auroc,
+        c.brier,
+        c.threshold,
+        c.no_skill_declined,
+        c.no_skill,
+        c.right_first_kept,
+        c.right_first
+    )
 }
 
 fn section(title: &str) -> std::io::Result<()> {

@@ -707,6 +707,10 @@ fn eval_sweep_grows_the_library_in_a_scratch_store() {
     let last = points[2]["overall"]["recall_at_1"].as_f64().unwrap();
     assert!(last < 1.0, "{v}");
     assert_eq!(sb.json(&["list", "--json"]), before);
+    // Each size with the confidence's calibration.
+    let c = &points[2]["calibration"];
+    assert!(c["ece"].is_number() && c["auroc"].is_number(), "{v}");
+    assert_eq!(c["cases"], 2);
     let text = sb
         .ok(&["eval", cases_s, "--agent", "support", "--sweep", pool_s])
         .stdout;
@@ -714,6 +718,44 @@ fn eval_sweep_grows_the_library_in_a_scratch_store() {
         text.contains("distractors") && text.contains("r@5"),
         "{text}"
     );
+    assert!(text.contains("ECE") && text.contains("AUROC"), "{text}");
+    // The constants fitted on every size's cases, pooled (2 cases at 3 sizes).
+    let text = sb
+        .ok(&[
+            "eval",
+            cases_s,
+            "--agent",
+            "support",
+            "--sweep",
+            pool_s,
+            "--sizes",
+            "0,5,100",
+            "--fit-confidence",
+        ])
+        .stdout;
+    assert!(
+        text.contains("confidence fit (lexical ranking, 6 cases): temperature "),
+        "{text}"
+    );
+    // One report: a confidence per case, the calibration, the `confidence:` line.
+    let v = sb.json(&["eval", cases_s, "--agent", "support", "--json"]);
+    let first = v["outcomes"][0]["confidence"].as_f64().unwrap();
+    assert!(first > 0.0 && first <= 1.0, "{v}");
+    assert_eq!(v["calibration"]["cases"], 2, "{v}");
+    assert_eq!(v["calibration"]["threshold"], 0.5, "{v}");
+    let text = sb.ok(&["eval", cases_s, "--agent", "support"]).stdout;
+    assert!(text.contains("  confidence: ECE "), "{text}");
+    assert!(text.contains("0/0 no-skill messages declined"), "{text}");
+    let err = sb.fails(&[
+        "eval",
+        cases_s,
+        "--agent",
+        "support",
+        "--explain",
+        "refund",
+        "--fit-confidence",
+    ]);
+    assert!(err.contains("--fit-confidence"), "{err}");
     // Bad input: flags that make no sense together, a missing folder.
     let err = sb.fails(&["eval", cases_s, "--agent", "support", "--sizes", "5"]);
     assert!(err.contains("--sweep"), "{err}");

@@ -20,8 +20,10 @@
 //! A long evaluation can be watched and stopped from another thread: [`evaluate_observed`]
 //! counts the cases done in a [`Progress`] (the studio's progress bar reads it).
 
+use crate::calibration::{CalibrationReport, Scored};
 use serde::{Deserialize, Serialize};
-use skillbase_route::fusion::SemanticQuery;
+use skillbase_route::confidence::FitCase;
+use skillbase_route::fusion::{Relevance, SemanticQuery};
 use skillbase_runtime::{AgentView, QueryVectors, TurnOptions, TurnReport, resolve_with};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -227,6 +229,12 @@ pub struct CaseOutcome {
     pub visible: bool,
     /// Skills a trigger injected that were not expected, with the phrase that fired.
     pub false_triggers: Vec<(String, String)>,
+    /// The ranking's calibrated confidence in `first` (0 to 1; 0 when nothing was ranked):
+    /// how likely it is the skill the message asks for ([`skillbase_route::confidence`]).
+    pub confidence: f64,
+    /// What `skillbase eval --fit-confidence` fits the confidence's constants on.
+    #[serde(skip)]
+    pub fit: skillbase_route::confidence::FitCase,
 }
 
 /// Two skills one mistaken for the other, and how often.
@@ -272,6 +280,8 @@ pub struct EvalReport {
     pub confused: Vec<Confusion>,
     /// Trigger phrases that fired on other skills' messages, most frequent first.
     pub stray_triggers: Vec<StrayTrigger>,
+    /// How well the first skill's confidence is calibrated over every case.
+    pub calibration: CalibrationReport,
     /// Every case's outcome, in order.
     pub outcomes: Vec<CaseOutcome>,
 }
@@ -385,7 +395,16 @@ pub fn evaluate_observed(
     stray.sort_by_key(|t| std::cmp::Reverse(t.count));
     unknown.sort();
     let done = |m: BTreeMap<String, Tally>| m.into_iter().map(|(k, t)| (k, t.metrics())).collect();
+    let scored: Vec<Scored> = outcomes
+        .iter()
+        .map(|o: &CaseOutcome| Scored {
+            confidence: o.confidence,
+            right: o.expected.is_some() && o.rank == Some(1),
+            no_skill: o.expected.is_none(),
+        })
+        .collect();
     Some(EvalReport {
+        calibration: crate::calibration::measure(&scored),
         agent: view.agent.name.to_string(),
         skills: view.skills.len(),
         overall: overall.metrics(),
@@ -409,7 +428,10 @@ fn run_case(
 ) -> CaseOutcome {
     let ctx = resolve_with(view, &case.message, opts, semantic);
     let report = &ctx.report;
-    let order = routing_order(view, &case.message, report, semantic);
+    let folded = skillbase_route::trigger::fold_fast(&case.message);
+    let relevance = view.relevance(&folded, semantic);
+    let ranked = relevance.order();
+    let order = routing_order(view, report, &ranked);
     let false_triggers = report
         .activated
         .iter()
@@ -422,6 +444,7 @@ fn run_case(
     let expected = case.expected.as_deref();
     let rank = expected.and_then(|e| order.iter().position(|s| *s == e).map(|p| p + 1));
     let visible = expected.is_some_and(|e| reached(report, e));
+    let (confidence, fit) = first_confidence(view, &relevance, &ranked, order.first(), expected);
     CaseOutcome {
         case: n,
         expected: case.expected.clone(),
@@ -429,18 +452,48 @@ fn run_case(
         first: order.first().map(|s| (*s).to_owned()),
         visible,
         false_triggers,
+        confidence,
+        fit,
     }
+}
+
+/// The ranking's confidence in the routing order's `first` skill, and the case as the fit
+/// reads it: the logits of the ranking over every non-eager skill (scoring 0 included: they are
+/// the formula's `N`), the expected skill's place among them.
+fn first_confidence(
+    view: &AgentView,
+    relevance: &Relevance,
+    ranked: &[(u32, f32)],
+    first: Option<&&str>,
+    expected: Option<&str>,
+) -> (f64, FitCase) {
+    let ranked: Vec<usize> = ranked
+        .iter()
+        .map(|&(i, _)| i as usize)
+        .filter(|&i| !view.is_eager(i))
+        .collect();
+    let scores: Vec<f32> = ranked.iter().map(|&i| relevance.scores[i]).collect();
+    let z = skillbase_route::confidence::logits(&scores, relevance.fused());
+    let place = |name: &str| ranked.iter().position(|&i| view.skills[i].name() == name);
+    let fit = FitCase {
+        fused: relevance.fused(),
+        ..FitCase::new(&z, ranked.len(), expected.and_then(place))
+    };
+    let confidence = first
+        .and_then(|f| place(f))
+        .map_or(0.0, |p| relevance.confidence(&ranked, p + 1)[p]);
+    (confidence, fit)
 }
 
 /// The **routing order** of one message: the skills a trigger injected (in the turn's order,
 /// their companions after them), then every other non-eager skill the agent sees by lexical
-/// relevance ([`AgentView::relevance`], the catalog's ranking, fused with the semantic stage
-/// when it is given), skills scoring 0 left out. The one place both evaluations rank skills.
+/// relevance (`ranked`: [`AgentView::relevance`]'s order, the catalog's ranking, fused with the
+/// semantic stage when it was given), skills scoring 0 left out. The one place both evaluations
+/// rank skills.
 fn routing_order<'a>(
     view: &'a AgentView,
-    message: &str,
     report: &'a TurnReport,
-    semantic: Option<SemanticQuery<'_>>,
+    ranked: &[(u32, f32)],
 ) -> Vec<&'a str> {
     let mut order: Vec<&str> = Vec::new();
     let mut seen: HashSet<&str> = HashSet::new();
@@ -451,8 +504,7 @@ fn routing_order<'a>(
             order.push(&a.name);
         }
     }
-    let folded = skillbase_route::trigger::fold_fast(message);
-    for (i, score) in view.relevance(&folded, semantic).order() {
+    for &(i, score) in ranked {
         if score <= 0.0 {
             break;
         }
@@ -1003,7 +1055,9 @@ pub fn evaluate_graded_with(
             .map(|(n, g)| (n.as_str(), *g))
             .collect();
         let ctx = resolve_with(view, &case.message, opts, semantic);
-        let order = routing_order(view, &case.message, &ctx.report, semantic);
+        let folded = skillbase_route::trigger::fold_fast(&case.message);
+        let ranked = view.relevance(&folded, semantic).order();
+        let order = routing_order(view, &ctx.report, &ranked);
         let seen = relevant.iter().filter(|n| reached(&ctx.report, n)).count();
         outcomes.push(GradedOutcome {
             task_id: case.task_id.clone(),

@@ -1,5 +1,6 @@
 //! Skillbase's insight over the engine: what the doctor finds ([`doctor`]), how well routing
-//! does on labelled cases ([`eval`]), why a skill was missed ([`explain`]), how routing holds
+//! does on labelled cases ([`eval`]) and how well its confidence is calibrated
+//! ([`calibration`]), why a skill was missed ([`explain`]), how routing holds
 //! as the library grows ([`sweep`]), and the skills dreaming captures from what sessions did
 //! ([`dream`]).
 //!
@@ -12,6 +13,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod calibration;
 pub mod doctor;
 pub mod dream;
 pub mod eval;

@@ -30,6 +30,11 @@ pub struct SweepPoint {
     pub skills: usize,
     /// The cases' figures at this size.
     pub overall: Metrics,
+    /// How well the first skill's confidence is calibrated at this size.
+    pub calibration: crate::calibration::CalibrationReport,
+    /// The cases as `eval --fit-confidence` reads them (not serialized).
+    #[serde(skip)]
+    pub fit: Vec<skillbase_route::confidence::FitCase>,
     /// Seconds spent at this size: writing the distractors, the semantic stage's new vectors
     /// and the evaluation.
     pub seconds: f64,
@@ -121,6 +126,8 @@ pub async fn sweep(
             distractors: added,
             skills: report.skills,
             overall: report.overall,
+            calibration: report.calibration,
+            fit: report.outcomes.into_iter().map(|o| o.fit).collect(),
             seconds: started.elapsed().as_secs_f64(),
         };
         each(&point);

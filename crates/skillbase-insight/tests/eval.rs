@@ -82,6 +82,57 @@ fn each_case_counts_where_it_should() {
 }
 
 #[test]
+fn each_case_has_a_confidence_and_the_report_its_calibration() {
+    let cases = vec![
+        case("please cancel the order", Some("cancel-order"), "direct"),
+        case(
+            "refund the order payment now",
+            Some("cancel-order"),
+            "lookalike",
+        ),
+        // Nothing scores: no first skill, a confidence of 0, declined.
+        case("hello there", None, "no_skill"),
+    ];
+    let r = evaluate(&view(4000), &cases, &TurnOptions::default());
+    let conf: Vec<f64> = r.outcomes.iter().map(|o| o.confidence).collect();
+    assert!(conf[0] > 0.0 && conf[0] <= 1.0, "{conf:?}");
+    assert!(conf[1] > 0.0 && conf[1] <= 1.0, "{conf:?}");
+    assert_eq!(conf[2], 0.0);
+    // The fit reads every case: the expected skill's place among the logits, or none.
+    assert_eq!(r.outcomes[0].fit.label, Some(0));
+    assert_eq!(r.outcomes[1].fit.label, Some(1));
+    assert_eq!(r.outcomes[2].fit.label, None);
+    assert!(r.outcomes.iter().all(|o| o.fit.n == 3 && !o.fit.fused));
+    let c = &r.calibration;
+    assert_eq!((c.cases, c.no_skill, c.no_skill_declined), (3, 1, 1));
+    assert_eq!(c.right_first, 1);
+    assert!(
+        c.ece >= 0.0 && c.ece <= 1.0 && c.brier >= 0.0 && c.brier <= 1.0,
+        "{c:?}"
+    );
+    assert!((0.0..=1.0).contains(&c.auroc), "{c:?}");
+    // As JSON: a confidence per case, the calibration section, the fit's data left out.
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(json["outcomes"][0]["confidence"].is_number(), "{json}");
+    assert!(json["outcomes"][0].get("fit").is_none());
+    for key in [
+        "ece",
+        "auroc",
+        "brier",
+        "threshold",
+        "no_skill_declined",
+        "right_first_kept",
+    ] {
+        assert!(json["calibration"][key].is_number(), "{key}: {json}");
+    }
+    // Fitted on these cases, the constants do at least as well as the built-in ones.
+    let fits: Vec<_> = r.outcomes.iter().map(|o| o.fit.clone()).collect();
+    let f = skillbase_insight::calibration::fit(&fits);
+    assert_eq!((f.cases, f.fused), (3, false));
+    assert!(f.log_loss <= f.built_in_log_loss, "{f:?}");
+}
+
+#[test]
 fn a_confused_pair_is_reported() {
     let cases = vec![case(
         "refund the order payment now",

@@ -242,6 +242,34 @@ impl Relevance {
         v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         v
     }
+
+    /// Whether the scores are fused (lexical + semantic) rather than lexical alone.
+    pub fn fused(&self) -> bool {
+        !self.semantic_won.is_empty()
+    }
+
+    /// The calibrated confidence ([`crate::confidence`]) of the first `first` skills of
+    /// `ranked`: every candidate of a ranking, best first (their number is the formula's `N`),
+    /// to three decimals.
+    pub fn confidence(&self, ranked: &[usize], first: usize) -> Vec<f64> {
+        let scores: Vec<f32> = ranked
+            .iter()
+            .map(|&i| self.scores.get(i).copied().unwrap_or(0.0))
+            .collect();
+        let fused = self.fused();
+        let z = crate::confidence::logits(&scores, fused);
+        let k = first.max(crate::confidence::TOP).min(z.len());
+        let p = crate::confidence::confidences(
+            &z[..k],
+            ranked.len(),
+            &crate::confidence::Calibration::of(fused),
+        );
+        // Three decimals: what a caller can act on, and stable across platforms' `exp`.
+        p.iter()
+            .take(first)
+            .map(|&x| (f64::from(x) * 1000.0).round() / 1000.0)
+            .collect()
+    }
 }
 
 /// Mean and standard deviation of `v` (the deviation at least `f32::EPSILON`, so that a flat

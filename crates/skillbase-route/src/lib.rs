@@ -19,6 +19,7 @@
 //! - [`rank`]: BM25F over a skill's fields (name, description, triggers, body), language-aware.
 //! - [`fusion`]: the semantic stage's arithmetic — a view's vectors as one matrix, centring,
 //!   and the fusion of lexical and semantic scores.
+//! - [`confidence`]: a calibrated confidence per ranked skill (a softmax with "none of these").
 //! - [`tokens`]: token counts with a real tokenizer (o200k_base), with a fast path.
 //!
 //! Ranking and turns can be tested, benchmarked and changed here without building the store or
@@ -28,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod confidence;
 pub mod fusion;
 pub(crate) mod fxhash;
 pub mod index;

@@ -30,7 +30,7 @@ pub const SEARCH_SKILLS: &str = "search_skills";
 /// What `load_skill` says it does (the one text: turns, MCP, REST and the registry).
 pub const LOAD_SKILL_DESCRIPTION: &str = "Load a skill's full instructions (and its companions) before acting on a task it covers. Pass `arguments` when the skill declares inputs.";
 /// What `search_skills` says it does.
-pub const SEARCH_SKILLS_DESCRIPTION: &str = "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill.";
+pub const SEARCH_SKILLS_DESCRIPTION: &str = "Find skills not listed in <available_skills> by a few words describing the task. Returns names and descriptions to pass to load_skill, each with a confidence (0 to 1) that it is the skill the task needs; if the best is below 0.5, likely no skill fits.";
 
 /// Longest `search_skills` query the schema admits, in characters. Longer text (a pasted task)
 /// is cut by the ranker, never refused; this bound only keeps a call's arguments finite.

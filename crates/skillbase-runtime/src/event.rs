@@ -240,6 +240,8 @@ pub struct ShownRecord {
     pub rank: u64,
     /// The stage that placed it (`lexical`, `semantic`, `trigger`).
     pub stage: String,
+    /// Its calibrated confidence, 0 to 1 (absent from events recorded before it was).
+    pub confidence: Option<f64>,
 }
 
 /// A catalog's omissions: summarized (an event's form), or listed (a report asked in full).
@@ -703,7 +705,7 @@ mod tests {
             "catalog": {"budget": 100, "tokens": 90, "ranked": true, "full": [],
                 "name_only": {"count": 3, "by_reason": [{"reason": "r", "count": 3, "ranks": "4-6", "names": ["x", "y", "z"]}]},
                 "omitted": {"count": 0, "by_reason": []},
-                "shown": [{"name": "s", "rank": 1, "stage": "lexical"}], "stages": "lexical"},
+                "shown": [{"name": "s", "rank": 1, "stage": "lexical", "confidence": 0.8}], "stages": "lexical"},
             "tokens": {"eager": 1, "injected": 2, "catalog": 3, "tools": 4, "total": 10},
             "withheld_tools": [{"name": "t", "reason": "tool class not granted to this agent"}],
             "generation": 7, "agent_version": 3
@@ -716,6 +718,7 @@ mod tests {
             Some("4-6")
         );
         assert_eq!(t.catalog.shown[0].rank, 1);
+        assert_eq!(t.catalog.shown[0].confidence, Some(0.8));
         assert_eq!((t.tokens.total, t.agent_version), (10, Some(3)));
         // A report asked in full lists its omissions: read as groups.
         let full = json!({"catalog": {"omitted": [{"name": "x", "reason": "r", "rank": 9}]}});

@@ -126,6 +126,10 @@ pub struct SearchHit {
     /// Its relevance to the query: the BM25 score, or with the semantic stage the fused score
     /// (always above 0; higher is more relevant, and scores compare only within one search).
     pub score: f32,
+    /// How likely it is the skill the query asks for, 0 to 1, calibrated over the agent's
+    /// whole library (`skillbase_route::confidence`); the hits' confidences sum to less than 1,
+    /// and a low first one says that nothing fits well.
+    pub confidence: f64,
 }
 
 type ValidatorCache = HashMap<(i64, i64), Arc<jsonschema::Validator>>;
@@ -876,18 +880,28 @@ impl Runtime {
         // Unavailable semantic stage: the lexical ranking (the catalog says why, per turn).
         let inputs = self.semantic_inputs(&view, query).await.ok().flatten();
         let folded = skillbase_route::trigger::fold_fast(query);
-        Ok(view
-            .relevance(&folded, inputs.as_ref().map(SemanticInputs::as_query))
+        let relevance = view.relevance(&folded, inputs.as_ref().map(SemanticInputs::as_query));
+        // Explicit-only skills (`disable-model-invocation`) are never offered to a model: out of
+        // the ranking before the confidence is computed over it.
+        let order: Vec<(u32, f32)> = relevance
             .order()
             .into_iter()
-            .filter(|(i, s)| *s > 0.0 && !view.is_explicit_only(*i as usize))
+            .filter(|&(i, _)| !view.is_explicit_only(i as usize))
+            .collect();
+        let ranked: Vec<usize> = order.iter().map(|&(i, _)| i as usize).collect();
+        let confidence = relevance.confidence(&ranked, limit);
+        Ok(order
+            .into_iter()
+            .zip(confidence)
+            .filter(|((_, s), _)| *s > 0.0)
             .take(limit)
-            .map(|(i, score)| {
+            .map(|((i, score), confidence)| {
                 let e = &view.skills[i as usize].entry;
                 SearchHit {
                     name: e.name.clone(),
                     description: e.meta.description.clone(),
                     score,
+                    confidence,
                 }
             })
             .collect())

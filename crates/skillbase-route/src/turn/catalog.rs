@@ -39,7 +39,7 @@ pub(super) fn fixed_tokens() -> (u32, u32) {
 
 /// Approximate tokens of the `load_skill` definition: fixed part plus the enum's names.
 pub(super) const LOAD_TOOL_BASE_TOKENS: u32 = 90;
-pub(super) const SEARCH_TOOL_TOKENS: u32 = 70;
+pub(super) const SEARCH_TOOL_TOKENS: u32 = 100;
 
 /// The catalog's candidates, in index order, with the tokens of all of them in full and by
 /// name. Skills too slow for the turn are reported as omitted here.
@@ -147,13 +147,16 @@ pub(super) fn plan(
     // (1-based relevance rank, skill) of everything not shown in full.
     let mut rest: Vec<(usize, usize)> = Vec::with_capacity(order.len());
     let p = pick_full(view, &order, cands.all_names, &mut left, &mut full);
+    let confidence = relevance.confidence(&order, p);
     report.catalog.shown = order[..p]
         .iter()
+        .zip(confidence)
         .enumerate()
-        .map(|(k, &i)| super::report::Ranked {
+        .map(|(k, (&i, confidence))| super::report::Ranked {
             name: view.skills[i].name_ref.clone(),
             rank: k + 1,
             stage: relevance.stage(i),
+            confidence,
         })
         .collect();
     rest.extend(order[p..].iter().enumerate().map(|(k, &i)| (p + k + 1, i)));

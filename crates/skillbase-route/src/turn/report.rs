@@ -428,8 +428,8 @@ pub struct CatalogReport {
     pub name_only: OmissionList,
     /// Not listed at all, with the reason (still loadable unless the reason says otherwise).
     pub omitted: OmissionList,
-    /// When the catalog was ranked: each skill listed in full, with its relevance rank and the
-    /// stage that placed it there (`lexical` or `semantic`), best first.
+    /// When the catalog was ranked: each skill listed in full, with its relevance rank, the
+    /// stage that placed it there (`lexical` or `semantic`) and its confidence, best first.
     pub shown: Vec<Ranked>,
     /// The ranking's stages this turn: `lexical`, or `lexical+semantic` with the embedder's
     /// model (absent when the catalog was not ranked).
@@ -475,6 +475,11 @@ pub struct Ranked {
     pub rank: usize,
     /// The stage whose score weighed most in its place.
     pub stage: crate::fusion::Stage,
+    /// How likely it is the skill the message asks for, 0 to 1 (calibrated: of the entries
+    /// given 0.8, some 80% are right; [`crate::confidence`]). The ranked entries' confidences
+    /// sum to less than 1, the rest being "none of these": a low first confidence says that
+    /// nothing fits well.
+    pub confidence: f64,
 }
 
 /// Token counts per part of what the model is shown.

@@ -181,6 +181,36 @@ async fn an_overflowing_catalog_is_ranked_truncated_and_never_silent() {
     let hits = env.rt.search(&a, "kubernetes helm", 5).await.unwrap();
     assert_eq!(hits[0].name, "kubernetes-deploy");
     assert!(hits.len() <= 5);
+    // Each hit with its confidence: best first, together less than 1 ("none" is the rest).
+    assert!(hits.windows(2).all(|w| w[0].confidence >= w[1].confidence));
+    assert!(hits[0].confidence > 0.0 && hits.iter().map(|h| h.confidence).sum::<f64>() < 1.0);
+    // The tool's answer carries it, as the model reads it.
+    let o = env
+        .rt
+        .call(
+            &a,
+            "s",
+            "search_skills",
+            json!({"query": "kubernetes helm", "limit": 3}),
+            skillbase_runtime::CallMode::Wait,
+        )
+        .await
+        .unwrap();
+    let skillbase_runtime::CallOutcome::Done { result, .. } = o else {
+        panic!("{o:?}")
+    };
+    assert_eq!(result[0]["name"], "kubernetes-deploy");
+    assert_eq!(result[0]["confidence"].as_f64(), Some(hits[0].confidence));
+    // The ranked catalog's entries carry theirs, best first.
+    let shown = &t.report.catalog.shown;
+    assert!(!shown.is_empty());
+    assert!(shown.iter().all(|r| (0.0..=1.0).contains(&r.confidence)));
+    assert!(shown.windows(2).all(|w| w[0].confidence >= w[1].confidence));
+    let json = serde_json::to_value(&t.report).unwrap();
+    assert!(
+        json["catalog"]["shown"][0]["confidence"].is_number(),
+        "{json}"
+    );
     assert!(env.rt.search(&a, "zzzz qqqq", 5).await.unwrap().is_empty());
     assert_eq!(
         env.rt.search(&a, "review", 0).await.unwrap().len(),

@@ -312,8 +312,9 @@ impl ToSchema for EvalRequest {
 
 /// Measure an agent's routing: each case through the agent's real turn path (its view,
 /// triggers and budgets) and the catalog's ranking; recall@1/5/10, visible under the budget,
-/// false triggers, by kind, language and skill. Nothing is written. An agent token may evaluate
-/// its own agent only.
+/// false triggers, by kind, language and skill; each case's confidence in its first skill and
+/// their `calibration` (ECE, AUROC, Brier). Nothing is written. An agent token may evaluate its
+/// own agent only.
 ///
 /// The graded form (`tasks`, `relevance`, `id_map`?; SkillRouter's benchmark format) scores the
 /// same routing order with SkillRouter's metrics and answers `{agent, skills, tasks, overall:
