@@ -120,41 +120,15 @@ impl TelemetryConfig {
         if !t.enabled.unwrap_or(env_on) {
             return Ok(None);
         }
-        let protocol = match t.protocol.or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL")) {
+        let protocol = match t
+            .protocol
+            .clone()
+            .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        {
             Some(p) => Protocol::parse(&p).map_err(|e| format!("[telemetry] {e}"))?,
             None => Protocol::HttpProtobuf,
         };
-        let base = t
-            .endpoint
-            .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
-            .unwrap_or_else(|| match protocol {
-                Protocol::HttpProtobuf => "http://localhost:4318".into(),
-                Protocol::Grpc => "http://localhost:4317".into(),
-            });
-        check_url(&base, "endpoint")?;
-        // OTLP/HTTP: a base endpoint gets the signal's path; a signal's own is used as given.
-        let signal = |own: Option<String>, var_name: &str, path: &str| -> Result<String, String> {
-            match own.or_else(|| var(var_name)) {
-                Some(u) => {
-                    check_url(&u, var_name)?;
-                    Ok(u)
-                }
-                None => Ok(match protocol {
-                    Protocol::HttpProtobuf => format!("{}/{path}", base.trim_end_matches('/')),
-                    Protocol::Grpc => base.trim_end_matches('/').to_owned(),
-                }),
-            }
-        };
-        let traces_endpoint = signal(
-            t.traces_endpoint,
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-            "v1/traces",
-        )?;
-        let metrics_endpoint = signal(
-            t.metrics_endpoint,
-            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-            "v1/metrics",
-        )?;
+        let (traces_endpoint, metrics_endpoint) = endpoints(&t, protocol, &var)?;
         let headers = match var("OTEL_EXPORTER_OTLP_HEADERS") {
             Some(h) => parse_pairs(&h, "OTEL_EXPORTER_OTLP_HEADERS")?,
             None => Vec::new(),
@@ -163,42 +137,7 @@ impl TelemetryConfig {
             Some(r) => parse_pairs(&r, "OTEL_RESOURCE_ATTRIBUTES")?,
             None => Vec::new(),
         };
-        resource.extend(t.resource);
-        let millis = |own: Option<u64>,
-                      var_name: &str,
-                      default: u64,
-                      min: u64|
-         -> Result<Duration, String> {
-            let v = match own {
-                Some(v) => v,
-                None => match var(var_name) {
-                    Some(s) => s
-                        .parse::<u64>()
-                        .map_err(|_| format!("{var_name}: a whole number of milliseconds"))?,
-                    None => default,
-                },
-            };
-            if !(min..=3_600_000).contains(&v) {
-                return Err(format!(
-                    "[telemetry] {var_name} = {v}: give {min} to 3600000 milliseconds"
-                ));
-            }
-            Ok(Duration::from_millis(v))
-        };
-        let queue = match t.queue {
-            Some(q) => q,
-            None => match var("OTEL_BSP_MAX_QUEUE_SIZE") {
-                Some(s) => s
-                    .parse()
-                    .map_err(|_| "OTEL_BSP_MAX_QUEUE_SIZE: a whole number of spans".to_owned())?,
-                None => 2048,
-            },
-        };
-        if !(1..=MAX_QUEUE).contains(&queue) {
-            return Err(format!(
-                "[telemetry] queue = {queue}: give 1 to {MAX_QUEUE} spans"
-            ));
-        }
+        resource.extend(t.resource.clone());
         Ok(Some(TelemetryConfig {
             traces_endpoint,
             metrics_endpoint,
@@ -206,20 +145,109 @@ impl TelemetryConfig {
             headers,
             service_name: t
                 .service_name
+                .clone()
                 .or_else(|| var("OTEL_SERVICE_NAME"))
                 .unwrap_or_else(|| "skillbase".into()),
             resource,
-            timeout: millis(t.timeout_ms, "OTEL_EXPORTER_OTLP_TIMEOUT", 10_000, 1)?,
-            queue,
-            batch_delay: millis(t.batch_delay_ms, "OTEL_BSP_SCHEDULE_DELAY", 5_000, 1)?,
+            timeout: millis(t.timeout_ms, &var, "OTEL_EXPORTER_OTLP_TIMEOUT", 10_000, 1)?,
+            queue: queue_size(t.queue, &var)?,
+            batch_delay: millis(t.batch_delay_ms, &var, "OTEL_BSP_SCHEDULE_DELAY", 5_000, 1)?,
             metrics_interval: millis(
                 t.metrics_interval_ms,
+                &var,
                 "OTEL_METRIC_EXPORT_INTERVAL",
                 60_000,
                 10,
             )?,
         }))
     }
+}
+
+/// The traces and metrics endpoints: each signal's own when given (as is), else the base
+/// endpoint with the signal's path (OTLP/HTTP) or as is (gRPC).
+fn endpoints(
+    t: &Table,
+    protocol: Protocol,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(String, String), String> {
+    let base = t
+        .endpoint
+        .clone()
+        .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        .unwrap_or_else(|| match protocol {
+            Protocol::HttpProtobuf => "http://localhost:4318".into(),
+            Protocol::Grpc => "http://localhost:4317".into(),
+        });
+    check_url(&base, "endpoint")?;
+    let signal = |own: Option<String>, var_name: &str, path: &str| -> Result<String, String> {
+        match own.or_else(|| var(var_name)) {
+            Some(u) => {
+                check_url(&u, var_name)?;
+                Ok(u)
+            }
+            None => Ok(match protocol {
+                Protocol::HttpProtobuf => format!("{}/{path}", base.trim_end_matches('/')),
+                Protocol::Grpc => base.trim_end_matches('/').to_owned(),
+            }),
+        }
+    };
+    Ok((
+        signal(
+            t.traces_endpoint.clone(),
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "v1/traces",
+        )?,
+        signal(
+            t.metrics_endpoint.clone(),
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            "v1/metrics",
+        )?,
+    ))
+}
+
+/// A duration in milliseconds: the table's, else the variable's, else `default`; within
+/// `min`..=1 hour.
+fn millis(
+    own: Option<u64>,
+    var: &dyn Fn(&str) -> Option<String>,
+    var_name: &str,
+    default: u64,
+    min: u64,
+) -> Result<Duration, String> {
+    let v = match own {
+        Some(v) => v,
+        None => match var(var_name) {
+            Some(s) => s
+                .parse::<u64>()
+                .map_err(|_| format!("{var_name}: a whole number of milliseconds"))?,
+            None => default,
+        },
+    };
+    if !(min..=3_600_000).contains(&v) {
+        return Err(format!(
+            "[telemetry] {var_name} = {v}: give {min} to 3600000 milliseconds"
+        ));
+    }
+    Ok(Duration::from_millis(v))
+}
+
+/// The span queue's length: the table's, else `OTEL_BSP_MAX_QUEUE_SIZE`, else 2,048.
+fn queue_size(own: Option<usize>, var: &dyn Fn(&str) -> Option<String>) -> Result<usize, String> {
+    let queue = match own {
+        Some(q) => q,
+        None => match var("OTEL_BSP_MAX_QUEUE_SIZE") {
+            Some(s) => s
+                .parse()
+                .map_err(|_| "OTEL_BSP_MAX_QUEUE_SIZE: a whole number of spans".to_owned())?,
+            None => 2048,
+        },
+    };
+    if !(1..=MAX_QUEUE).contains(&queue) {
+        return Err(format!(
+            "[telemetry] queue = {queue}: give 1 to {MAX_QUEUE} spans"
+        ));
+    }
+    Ok(queue)
 }
 
 /// An endpoint must be an `http(s)` URL without credentials (headers carry keys).
