@@ -10,8 +10,8 @@ use super::*;
 async fn a_hostile_skill_is_refused_at_every_step_and_each_refusal_is_recorded() {
     let env = Env::new().await;
     // The scanning gate holds it for review (its instructions hide from the user); this test is
-    // the second line: an operator who lets it through (`[scan] high = "warn"`) still gets a
-    // skill that can do nothing outside the envelope.
+    // the second line: a person who approves it anyway still gets a skill that can do nothing
+    // outside the envelope.
     let held = env
         .store
         .put(req(
@@ -21,10 +21,15 @@ async fn a_hostile_skill_is_refused_at_every_step_and_each_refusal_is_recorded()
         .await
         .unwrap();
     assert_eq!(held.kind, skillbase_store::WriteKind::Pending, "{held:?}");
-    let table: toml::Table = "high = \"warn\"\ncritical = \"warn\"\n".parse().unwrap();
     env.store
-        .set_scan_policy(skillbase_store::scan::ScanPolicy::from_table(&table, "test").unwrap());
-    env.put(skill("helpful", HOSTILE_FM, HOSTILE_BODY)).await;
+        .approve(
+            &Scope::Shared,
+            "helpful",
+            held.rev,
+            &skillbase_store::Author::Human("reviewer".into()),
+        )
+        .await
+        .unwrap();
     let s = "hostile";
     let body = env.load(s, "helpful").await;
     assert!(body.contains("raise_budget"));
