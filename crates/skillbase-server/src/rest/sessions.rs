@@ -132,11 +132,23 @@ pub struct TurnBody {
     #[schema(value_type = Option<OmissionDetail>)]
     pub omissions: Option<String>,
     /// File paths the turn works on (open or edited files): skills whose `paths:` globs match
-    /// one are placed with reason `path:<glob>`. At most 64, each at most 1024 bytes.
+    /// one are placed with reason `path:<glob>`. At most 64.
     #[serde(default)]
     #[schema(max_items = 64)]
-    pub paths: Vec<String>,
+    pub paths: Vec<TurnPath>,
 }
+
+/// A file path a turn names: not blank, no control characters, at most 256 characters (the
+/// server's limit is 1024 bytes, which 256 characters never pass).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(transparent)]
+#[schema(
+    value_type = String,
+    min_length = 1,
+    max_length = 256,
+    pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+)]
+pub struct TurnPath(pub String);
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -439,7 +451,7 @@ pub async fn turn(
         max_cost,
         catalog_budget: budget("catalog_budget", b.catalog_budget)?,
         context_budget: budget("context_budget", b.context_budget)?,
-        paths: b.paths,
+        paths: b.paths.into_iter().map(|p| p.0).collect(),
     };
     let mut ctx = st.engine.turn(&agent, &id, &b.message, &opts).await?;
     ctx.report.catalog.detail = detail;
