@@ -430,13 +430,16 @@ async fn the_scanning_gate_holds_what_an_agent_writes() {
             json!({"name": "obeyer", "description": "Formats notes. Use when asked to format notes.", "body": hijack}),
         )
         .await;
-    done(&o);
+    assert_eq!(done(&o)["pending_review"], json!(true), "{}", o.for_model());
     let scope = Scope::Agent(bot());
-    assert!(
-        env.store.index().resolve(&bot(), "obeyer").is_none(),
-        "a revision held for review is not served"
-    );
     let scan = env.store.scans(&scope, "obeyer").await.unwrap();
+    // Held, not served: loading it finds nothing to load.
+    let l = env.call(s, "load_skill", json!({"name": "obeyer"})).await;
+    assert!(
+        !matches!(l, CallOutcome::Done { .. }),
+        "a revision held for review is not served: {}",
+        l.for_model()
+    );
     assert!(
         scan.iter()
             .flat_map(|r| &r.findings)
