@@ -675,6 +675,9 @@ async fn a_model_writes_the_prose_and_its_answer_is_checked_like_any_write() {
         .unwrap();
     assert!(entry.body.contains("Look the order up"), "{}", entry.body);
     assert_eq!(entry.author, "agent:shop/dreaming");
+    // Dreaming's write went through the scanning gate: its revision has its scan.
+    let scans = store.scans(&Scope::Agent(shop()), &name).await.unwrap();
+    assert!(scans.iter().any(|x| x.rev == entry.active_rev), "{scans:?}");
     // The key went in the header of every request, never in a prompt or the report.
     let requests = seen.lock().unwrap().clone();
     assert!(requests.len() >= 5);

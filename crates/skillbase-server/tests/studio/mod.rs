@@ -773,6 +773,16 @@ async fn approvals_and_specializing_go_through_the_store() {
             .unwrap()
             .body
     );
+    // The studio's write went through the scanning gate: the copy's revision has its scan.
+    let scans = s
+        .store
+        .scans(
+            &Scope::Agent(skillbase_store::AgentName::parse("alpha").unwrap()),
+            "shared-one",
+        )
+        .await
+        .unwrap();
+    assert!(scans.iter().any(|x| x.rev == own.active_rev), "{scans:?}");
     for bad in ["agent=", "agent=nobody", "agent=Bad%20Name"] {
         let r = form(
             &s,
