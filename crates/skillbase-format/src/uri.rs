@@ -17,6 +17,28 @@ pub fn encode_segment(s: &str) -> String {
     out
 }
 
+/// Decode a percent-encoded text (the reverse of [`encode_segment`], and of the `%XX` escapes
+/// of the OTel variables); `None` for a bad escape or bytes that are not UTF-8.
+pub fn decode_segment(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_owned());
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// `skill://<name>/<rel>`, each segment percent-encoded.
 pub fn file_uri(name: &str, rel: &str) -> String {
     let mut out = format!("{SCHEME}{}", encode_segment(name));

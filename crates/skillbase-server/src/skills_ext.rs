@@ -291,27 +291,6 @@ pub fn known_mime(path: &str) -> Option<&'static str> {
     })
 }
 
-/// Decode a percent-encoded segment; `None` for a bad escape or bytes that are not UTF-8.
-pub fn decode_segment(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return Some(s.to_owned());
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 /// A `skill://` URI taken apart: the skill name and the path inside it (`""` for the root).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillUri {
@@ -331,7 +310,7 @@ pub fn parse_uri(uri: &str) -> Option<SkillUri> {
     }
     let mut segs = Vec::new();
     for raw in rest.split('/') {
-        let seg = decode_segment(raw)?;
+        let seg = skillbase_format::uri::decode_segment(raw)?;
         if seg.is_empty()
             || seg == "."
             || seg == ".."

@@ -285,7 +285,7 @@ fn parse_pairs(text: &str, what: &str) -> Result<Vec<(String, String)>, String> 
                 i + 1
             ));
         }
-        let v = percent_decode(v.trim())
+        let v = skillbase_format::uri::decode_segment(v.trim())
             .ok_or_else(|| format!("{what}: the value of '{k}' is not valid percent-encoding"))?;
         out.push((k.to_owned(), v));
     }
@@ -293,23 +293,6 @@ fn parse_pairs(text: &str, what: &str) -> Result<Vec<(String, String)>, String> 
         return Err(format!("{what}: at most 64 items"));
     }
     Ok(out)
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
