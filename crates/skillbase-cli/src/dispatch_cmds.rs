@@ -276,7 +276,7 @@ pub async fn approve(s: &StoreArgs, mut a: ApproveArgs) -> Result<u8> {
     let author = a.author.author()?;
     let store = s.open().await?;
     a.target.resolve(&store)?;
-    let o = store
+    let o = crate::store_cmds::writer(s, &store)?
         .approve(&a.target.scope, &a.target.name, a.rev, &author)
         .await?;
     outln!(

@@ -758,7 +758,7 @@ pub async fn revert(s: &StoreArgs, mut a: RevertArgs) -> Result<u8> {
     let author = a.author.author()?;
     let store = s.open().await?;
     a.target.resolve(&store)?;
-    let o = store
+    let o = writer(s, &store)?
         .revert(&a.target.scope, &a.target.name, a.rev, &author)
         .await?;
     print_outcome(&o)?;
@@ -770,13 +770,14 @@ pub async fn set_status(s: &StoreArgs, mut a: StatusArgs, change: StatusChange) 
     let author = a.author.author()?;
     let store = s.open().await?;
     a.target.resolve(&store)?;
-    let o = store
+    let o = writer(s, &store)?
         .set_status(
             &a.target.scope,
             &a.target.name,
             change,
             &author,
             serde_json::Value::Null,
+            None,
         )
         .await?;
     print_outcome(&o)?;
@@ -853,7 +854,7 @@ pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
 
 /// The one write path of skills over `store`, its warnings checked against what `--config`
 /// declares (its tools and upstream servers; none is connected here).
-fn writer(s: &StoreArgs, store: &Arc<Store>) -> Result<skillbase_runtime::SkillWriter> {
+pub(crate) fn writer(s: &StoreArgs, store: &Arc<Store>) -> Result<skillbase_runtime::SkillWriter> {
     let env = crate::engine_setup::configured_environment(s)?;
     Ok(skillbase_runtime::SkillWriter::new(
         store.clone(),

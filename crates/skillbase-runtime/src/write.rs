@@ -11,7 +11,8 @@ use skillbase_format::signature::Signature;
 use skillbase_route::requires::environment_unmet;
 use skillbase_store::records::Origin;
 use skillbase_store::{
-    Author, ImportReport, PutRequest, Scope, Store, StoreError, WriteKind, WriteOutcome,
+    Author, ImportReport, PutRequest, Scope, StatusChange, Store, StoreError, WriteKind,
+    WriteOutcome,
 };
 use std::sync::Arc;
 
@@ -120,6 +121,78 @@ impl SkillWriter {
         let mut report = result?;
         self.warn(&mut report.outcomes);
         Ok(report)
+    }
+
+    /// Make revision `rev` of `name` active again, as a new revision with its content.
+    pub async fn revert(
+        &self,
+        scope: &Scope,
+        name: &str,
+        rev: i64,
+        actor: &Author,
+    ) -> Result<WriteOutcome, StoreError> {
+        let started = crate::telemetry::Started::now();
+        let result = self.store.revert(scope, name, rev, actor).await;
+        self.one("revert", started, result)
+    }
+
+    /// Approve the pending revision `rev` of `name` (it becomes active).
+    pub async fn approve(
+        &self,
+        scope: &Scope,
+        name: &str,
+        rev: i64,
+        actor: &Author,
+    ) -> Result<WriteOutcome, StoreError> {
+        let started = crate::telemetry::Started::now();
+        let result = self.store.approve(scope, name, rev, actor).await;
+        self.one("approve", started, result)
+    }
+
+    /// Reject the pending revision `rev` of `name`.
+    pub async fn reject(
+        &self,
+        scope: &Scope,
+        name: &str,
+        rev: i64,
+        actor: &Author,
+    ) -> Result<WriteOutcome, StoreError> {
+        let started = crate::telemetry::Started::now();
+        let result = self.store.reject(scope, name, rev, actor).await;
+        self.one("reject", started, result)
+    }
+
+    /// Retire, restore, disable or enable `name`, with `reason` kept in its event; with
+    /// `expect_rev`, refused as a conflict (nothing changed) unless that is still the latest
+    /// revision (see [`Store::set_status_if`]).
+    pub async fn set_status(
+        &self,
+        scope: &Scope,
+        name: &str,
+        change: StatusChange,
+        actor: &Author,
+        reason: serde_json::Value,
+        expect_rev: Option<i64>,
+    ) -> Result<WriteOutcome, StoreError> {
+        let started = crate::telemetry::Started::now();
+        let result = self
+            .store
+            .set_status_if(scope, name, change, actor, reason, expect_rev)
+            .await;
+        self.one(change.as_str(), started, result)
+    }
+
+    /// A one-revision change's span, then its warnings when it made a revision active.
+    fn one(
+        &self,
+        operation: &str,
+        started: crate::telemetry::Started,
+        result: Result<WriteOutcome, StoreError>,
+    ) -> Result<WriteOutcome, StoreError> {
+        self.record(operation, started, &result, std::slice::from_ref);
+        let mut o = result?;
+        self.warn(std::slice::from_mut(&mut o));
+        Ok(o)
     }
 
     /// Add to each outcome whose revision is now active what its `requires:` lack here.

@@ -9,8 +9,8 @@
 use crate::common::{open_store, req, text};
 use serde_json::{Value, json};
 use skillbase_format::Bundle;
-use skillbase_runtime::{CallMode, CallOutcome, Engine, Vault, VaultKey};
-use skillbase_store::{AgentName, Author, Scope};
+use skillbase_runtime::{CallMode, CallOutcome, Engine, Vault, VaultKey, WriteMode};
+use skillbase_store::{AgentName, Author, Scope, StatusChange};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -162,6 +162,71 @@ service_name = "skillbase-test"
     engine
 }
 
+/// Status changes through the engine's writer: disable and enable, a second revision and a
+/// revert to the first, a pending revision approved then a second rejected, retire and
+/// restore, and a retire of a skill that does not exist.
+async fn status_changes(e: &Engine) {
+    let w = e.writer();
+    let who = Author::Human("tester".into());
+    let shared = Scope::Shared;
+    let null = Value::Null;
+    for change in [StatusChange::Disable, StatusChange::Enable] {
+        w.set_status(&shared, "widget-deploy", change, &who, null.clone(), None)
+            .await
+            .unwrap();
+    }
+    let second = text(
+        "widget-deploy",
+        "Deploy the widget service. Use when asked to deploy the widget.",
+        "triggers: [deploy the widget]\n",
+        "Run the deploy checklist, then tell the team.",
+    );
+    w.put(req(shared.clone(), Bundle::single(second).unwrap()))
+        .await
+        .unwrap();
+    w.revert(&shared, "widget-deploy", 1, &who).await.unwrap();
+    for (i, step) in ["Roll back.", "Roll back, then page."].iter().enumerate() {
+        let skill = text(
+            "widget-rollback",
+            "Roll the widget service back. Use when a widget deploy failed.",
+            "",
+            step,
+        );
+        let pending = w
+            .put_as(
+                req(shared.clone(), Bundle::single(skill).unwrap()),
+                WriteMode::Pending,
+            )
+            .await
+            .unwrap();
+        if i == 0 {
+            w.approve(&shared, "widget-rollback", pending.rev, &who)
+                .await
+                .unwrap();
+        } else {
+            w.reject(&shared, "widget-rollback", pending.rev, &who)
+                .await
+                .unwrap();
+        }
+    }
+    for change in [StatusChange::Retire, StatusChange::Restore] {
+        w.set_status(&shared, "widget-rollback", change, &who, null.clone(), None)
+            .await
+            .unwrap();
+    }
+    let missing = w
+        .set_status(
+            &shared,
+            "no-such-skill",
+            StatusChange::Retire,
+            &who,
+            null,
+            None,
+        )
+        .await;
+    assert!(missing.is_err());
+}
+
 /// Every span the receiver got, flattened, with its resource's attributes.
 fn spans(lines: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
@@ -277,6 +342,7 @@ async fn a_session_reaches_the_receiver(protocol: &str) {
         .await
         .unwrap();
     assert!(matches!(refused, CallOutcome::Refused { .. }));
+    status_changes(&e).await;
     e.flush_telemetry(Duration::from_secs(10)).await;
 
     let lines = receiver.collect(|got| {
@@ -339,6 +405,33 @@ async fn a_session_reaches_the_receiver(protocol: &str) {
         Some("widget-deploy")
     );
     assert_eq!(attr_str(write, "skillbase.write.kind"), Some("created"));
+    // Status changes, approvals and reverts are writes too, each with its span; a refused one
+    // says why by its kind.
+    for (op, name) in [
+        ("disable", "widget-deploy"),
+        ("enable", "widget-deploy"),
+        ("revert", "widget-deploy"),
+        ("pending", "widget-rollback"),
+        ("approve", "widget-rollback"),
+        ("reject", "widget-rollback"),
+        ("retire", "widget-rollback"),
+        ("restore", "widget-rollback"),
+    ] {
+        let found = named(&all, &format!("skillbase.write {op}"));
+        assert!(
+            found
+                .iter()
+                .any(|s| attr_str(s, "skillbase.skill.name") == Some(name)),
+            "no {op} span for {name}"
+        );
+    }
+    let retire = named(&all, "skillbase.write retire");
+    let refused = retire
+        .iter()
+        .find(|s| attr_str(s, "error.type").is_some())
+        .expect("the refused retire's span");
+    assert_eq!(attr_str(refused, "error.type"), Some("not_found"));
+    assert_eq!(refused["status"]["code"], "STATUS_CODE_ERROR");
 
     // The metrics.
     let names = metric_names(&lines);

@@ -165,8 +165,8 @@ impl BuiltinCall<'_> {
         let rev = args.get("rev").and_then(Value::as_i64).unwrap_or(0);
         let scope = Scope::Agent(self.agent.name.clone());
         let author = Author::AgentInline(self.agent.name.clone());
-        let store = &self.dispatcher.runtime.store;
-        Ok(match store.revert(&scope, name, rev, &author).await {
+        let writer = self.dispatcher.runtime.writer();
+        Ok(match writer.revert(&scope, name, rev, &author).await {
             Ok(o) => Ok(json!({"name": o.name, "rev": o.rev, "status": o.status})),
             Err(e) => Err(store_error(e)),
         })
@@ -177,11 +177,12 @@ impl BuiltinCall<'_> {
         let name = str_arg(args, "name").unwrap_or_default();
         let scope = Scope::Agent(self.agent.name.clone());
         let author = Author::AgentInline(self.agent.name.clone());
-        let store = &self.dispatcher.runtime.store;
+        let writer = self.dispatcher.runtime.writer();
         let change = skillbase_store::StatusChange::Retire;
+        let reason = json!({"by": "skill_remove"});
         Ok(
-            match store
-                .set_status(&scope, name, change, &author, json!({"by": "skill_remove"}))
+            match writer
+                .set_status(&scope, name, change, &author, reason, None)
                 .await
             {
                 Ok(o) => Ok(json!({"name": o.name, "status": o.status})),

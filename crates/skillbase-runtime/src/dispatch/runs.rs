@@ -461,7 +461,8 @@ impl RunEnd<'_> {
                 && on_drift == skillbase_store::OnDrift::Revert
                 && let Some(good) = last_good_revision(store, &scope, &rec.skill, rec.rev).await?
             {
-                store
+                self.runtime
+                    .writer()
                     .revert(
                         &scope,
                         &rec.skill,
@@ -493,7 +494,8 @@ impl RunEnd<'_> {
                 return Ok((rec, true));
             }
             if active {
-                store
+                self.runtime
+                    .writer()
                     .set_status(
                         &scope,
                         &rec.skill,
@@ -504,6 +506,7 @@ impl RunEnd<'_> {
                             last_note: note.to_string(),
                         })
                         .unwrap_or_default(),
+                        None,
                     )
                     .await?;
                 disabled = true;

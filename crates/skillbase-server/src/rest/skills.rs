@@ -1048,7 +1048,11 @@ pub async fn revert(
     let scope = parse_scope(q.scope.as_deref())?.unwrap_or(Scope::Shared);
     let head = existing_head(&st, &scope, &name)?;
     check_precondition(&name, pre, head)?;
-    let o = st.store.revert(&scope, &name, b.rev, &p.author()).await?;
+    let o = st
+        .engine
+        .writer()
+        .revert(&scope, &name, b.rev, &p.author())
+        .await?;
     Ok(written(write_result(&st, &o)))
 }
 
@@ -1124,8 +1128,9 @@ async fn change_status(
         _ => None,
     };
     let o = st
-        .store
-        .set_status_if(
+        .engine
+        .writer()
+        .set_status(
             &scope,
             name,
             change,
@@ -1321,7 +1326,11 @@ pub async fn approve(
 ) -> ApiResult<Response> {
     p.require_admin()?;
     let scope = parse_scope(q.scope.as_deref())?.unwrap_or(Scope::Shared);
-    let o = st.store.approve(&scope, &name, b.rev, &p.author()).await?;
+    let o = st
+        .engine
+        .writer()
+        .approve(&scope, &name, b.rev, &p.author())
+        .await?;
     Ok(written(write_result(&st, &o)))
 }
 

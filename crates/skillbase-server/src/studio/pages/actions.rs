@@ -219,25 +219,19 @@ async fn perform(
     plan: &Plan,
     actor: &Author,
 ) -> Result<skillbase_store::Result<WriteOutcome>, Box<Response>> {
+    let writer = st.engine.writer();
     Ok(match (plan.change, plan.rev) {
         _ if plan.specialize_for.is_some() => {
             let agent = plan.specialize_for.clone().expect("checked");
             specialize(st, e, agent, actor).await
         }
-        (None, Some(r)) if action == "approve" => {
-            st.store.approve(&e.scope, &e.name, r, actor).await
-        }
-        (None, Some(r)) if action == "reject" => st.store.reject(&e.scope, &e.name, r, actor).await,
-        (None, Some(r)) => st.store.revert(&e.scope, &e.name, r, actor).await,
+        (None, Some(r)) if action == "approve" => writer.approve(&e.scope, &e.name, r, actor).await,
+        (None, Some(r)) if action == "reject" => writer.reject(&e.scope, &e.name, r, actor).await,
+        (None, Some(r)) => writer.revert(&e.scope, &e.name, r, actor).await,
         (Some(c), _) => {
-            st.store
-                .set_status(
-                    &e.scope,
-                    &e.name,
-                    c,
-                    actor,
-                    serde_json::json!({"from": "studio"}),
-                )
+            let reason = serde_json::json!({"from": "studio"});
+            writer
+                .set_status(&e.scope, &e.name, c, actor, reason, None)
                 .await
         }
         _ => {
