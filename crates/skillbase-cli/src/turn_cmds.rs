@@ -122,18 +122,22 @@ pub struct EvalArgs {
     /// Exit with status 1 when recall@5 over every labelled case is below this (0 to 1).
     #[arg(long)]
     min_recall_at_5: Option<f64>,
+    /// Exit with status 1 when the first skill's confidence is calibrated worse than this:
+    /// its expected calibration error over the cases (0 to 1; see the `confidence:` line).
+    #[arg(long, value_name = "ECE", conflicts_with = "relevance", value_parser = unit_interval)]
+    max_ece: Option<f64>,
     /// Print the whole report, every case included, as JSON.
     #[arg(long)]
     json: bool,
     /// Instead of the report, explain why this skill was missed: per case that expects it and
     /// did not rank it first, the skill that won, the words that decided and the words it lacks.
-    #[arg(long, value_name = "SKILL", conflicts_with_all = ["relevance", "min_recall_at_5"])]
+    #[arg(long, value_name = "SKILL", conflicts_with_all = ["relevance", "min_recall_at_5", "max_ece"])]
     explain: Option<String>,
     /// Instead of one report, measure how recall falls as the library grows: the cases again
     /// with distractor skills from DIR (a folder of skill folders, as `import` reads; a public
     /// pool such as SkillRouter's) added at each of `--sizes`, in a scratch store (the store
     /// is only read).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["relevance", "explain", "min_recall_at_5"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["relevance", "explain", "min_recall_at_5", "max_ece"])]
     sweep: Option<std::path::PathBuf>,
     /// Library sizes for `--sweep`, as distractors added, comma-separated (default: 0, 100,
     /// 1000, 10000 and the whole pool, up to its size).
@@ -144,6 +148,14 @@ pub struct EvalArgs {
     /// `skillbase_route::confidence` bakes in is fitted this way.
     #[arg(long, conflicts_with_all = ["relevance", "explain"])]
     fit_confidence: bool,
+}
+
+/// A bound between 0 and 1, as `--max-ece` takes.
+fn unit_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number between 0 and 1")),
+    }
 }
 
 /// What `eval` reads: plain cases, or graded tasks.
@@ -180,6 +192,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
         context_budget: a.context_budget,
         paths: Vec::new(),
     };
+    let mut ece = None;
     let recall_at_5 = match input {
         EvalInput::Cases(cases) if a.explain.is_some() => {
             let skill = a.explain.as_deref().unwrap_or_default();
@@ -207,6 +220,7 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
                 let cases: Vec<_> = report.outcomes.iter().map(|o| o.fit.clone()).collect();
                 print_fit(&cases)?;
             }
+            ece = Some(report.calibration.ece);
             report.overall.recall_at_5
         }
         EvalInput::Graded(set) => {
@@ -225,6 +239,12 @@ pub async fn eval(s: &StoreArgs, a: EvalArgs) -> Result<u8> {
         && recall_at_5 < min
     {
         eprintln!("recall@5 {recall_at_5:.3} is below the required {min:.3}");
+        return Ok(1);
+    }
+    if let (Some(max), Some(ece)) = (a.max_ece, ece)
+        && ece > max
+    {
+        eprintln!("the confidence's ECE {ece:.3} is above the allowed {max:.3}");
         return Ok(1);
     }
     Ok(EXIT_OK)

@@ -746,6 +746,20 @@ fn eval_sweep_grows_the_library_in_a_scratch_store() {
     let text = sb.ok(&["eval", cases_s, "--agent", "support"]).stdout;
     assert!(text.contains("  confidence: ECE "), "{text}");
     assert!(text.contains("0/0 no-skill messages declined"), "{text}");
+    // The calibration gate: a bound the report meets passes, one it cannot meet fails (ECE is
+    // never below 0), and a bound on graded tasks or outside 0..1 makes no sense.
+    let ece = v["calibration"]["ece"].as_f64().unwrap();
+    let bound = format!("{:.6}", ece + 1e-3);
+    sb.ok(&["eval", cases_s, "--agent", "support", "--max-ece", &bound]);
+    assert!(ece > 0.0, "{v}");
+    let r = sb.run(&["eval", cases_s, "--agent", "support", "--max-ece", "0"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr.contains("ECE") && r.stderr.contains("above the allowed 0.000"),
+        "{r:?}"
+    );
+    let err = sb.fails(&["eval", cases_s, "--agent", "support", "--max-ece", "1.5"]);
+    assert!(err.contains("between 0 and 1"), "{err}");
     let err = sb.fails(&[
         "eval",
         cases_s,
