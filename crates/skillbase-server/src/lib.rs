@@ -222,6 +222,7 @@ pub async fn serve(
     let sync = tokio::spawn(sync_loop(state.clone()));
     let retention = tokio::spawn(retention::retention_loop(state.clone()));
     let dreaming = tokio::spawn(dreaming::dreaming_loop(state.clone()));
+    let first_scans = tokio::spawn(scan_unscanned(state.clone()));
     warm_up();
     state.ready.store(true, Ordering::SeqCst);
     let token = state.shutdown.clone();
@@ -240,8 +241,27 @@ pub async fn serve(
     sync.abort();
     retention.abort();
     dreaming.abort();
+    first_scans.abort();
     state.engine.flush().await;
     Ok(())
+}
+
+/// Scan, once at start, the active revisions written before the scanning gate existed (an
+/// upgraded store): what the gate would have found is then on record for the doctor and the
+/// studio. Served skills stay served whatever it finds.
+async fn scan_unscanned(state: Arc<AppState>) {
+    match state.store.scan_unscanned().await {
+        Ok(r) if r.scanned > 0 => {
+            let flagged = r.changed.iter().filter(|c| c.after.is_some()).count();
+            tracing::info!(
+                scanned = r.scanned,
+                flagged,
+                "scanned the skills written before the scanning gate"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "the skills never scanned were not scanned"),
+    }
 }
 
 /// Load the tokenizer in the background (about 0.2 s of CPU) so the first turn does not pay for

@@ -57,6 +57,10 @@ pub(crate) struct WriteReq {
     pub require_version_increase: bool,
     /// The scan to keep with the new revision (the gate's, `crate::scan`).
     pub scan: Option<crate::scan::ScanRow>,
+    /// The gate's refusal of a write that repeats the active revision's files: such a write
+    /// records nothing, so it is refused only if the transaction finds it is not unchanged
+    /// (the skill changed meanwhile).
+    pub refused_unless_unchanged: Option<Box<crate::error::Refusal>>,
 }
 
 /// What a write did.

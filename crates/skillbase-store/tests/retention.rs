@@ -42,38 +42,6 @@ fn ev(kind: &str, session: Option<&str>, data: serde_json::Value) -> NewEvent {
     }
 }
 
-/// A DELETE of events outside the job, straight on the database.
-async fn raw_delete(db: &TestDb, sql: &str) -> Result<u64, String> {
-    use sqlx::Connection;
-    match &db.url {
-        skillbase_store::DbUrl::Sqlite(path) => {
-            let mut c = sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display()))
-                .await
-                .unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
-                .execute(&mut c)
-                .await
-                .map(|r| r.rows_affected())
-                .map_err(|e| e.to_string())
-        }
-        skillbase_store::DbUrl::Postgres { url, schema } => {
-            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SET search_path TO {}",
-                schema.as_deref().unwrap_or("public")
-            )))
-            .execute(&mut c)
-            .await
-            .unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
-                .execute(&mut c)
-                .await
-                .map(|r| r.rows_affected())
-                .map_err(|e| e.to_string())
-        }
-    }
-}
-
 async fn the_job_trims_calls_turns_and_activations_and_records_it(db: TestDb) {
     let store = db.open().await;
     store
@@ -104,7 +72,7 @@ async fn the_job_trims_calls_turns_and_activations_and_records_it(db: TestDb) {
         "UPDATE events SET data = '{}' WHERE kind = 'turn'",
         "DELETE FROM revisions",
     ] {
-        let e = raw_delete(&db, sql).await.unwrap_err();
+        let e = raw_sql(&db, sql).await.unwrap_err();
         assert!(
             e.contains("append-only") || e.contains("never deleted"),
             "{sql}: {e}"
@@ -112,7 +80,7 @@ async fn the_job_trims_calls_turns_and_activations_and_records_it(db: TestDb) {
     }
     // Even with the job's mark, a kind outside the list stays (one statement: its own
     // transaction, so the mark is gone after it).
-    let e = raw_delete(
+    let e = raw_sql(
         &db,
         "DELETE FROM events WHERE kind = 'token_created' AND EXISTS (SELECT 1 FROM retention_job)",
     )
@@ -165,7 +133,7 @@ async fn the_job_trims_calls_turns_and_activations_and_records_it(db: TestDb) {
         .await
         .unwrap();
     assert!(r.is_empty());
-    assert_eq!(raw_delete(&db, "DELETE FROM retention_job").await, Ok(0));
+    assert_eq!(raw_sql(&db, "DELETE FROM retention_job").await, Ok(0));
     // The skill and its revision are untouched.
     assert!(store.index().get(&Scope::Shared, "keep-me").is_some());
     store.close().await;

@@ -437,8 +437,122 @@ negative = ["Walk."]
     db.cleanup().await;
 }
 
+/// Under `refuse`, a skill already served (written before the policy tightened) can be
+/// imported again unchanged, as one put and in a bulk import: nothing is written, nothing
+/// refused. A changed revision with the same finding is refused, and the one served stays.
+async fn refuse_lets_an_unchanged_reimport_through(db: TestDb) {
+    let store = db.open().await;
+    let s = Scope::Shared;
+    let source = Author::Import("/srv/vendor".into());
+    let mut bundles: Vec<_> = (0..39)
+        .map(|i| skill(&format!("bulk-{i:02}"), "Steps."))
+        .collect();
+    bundles.push(skill("linky", MEDIUM_LINK));
+    store
+        .import(&s, bundles.clone(), &source, "m", &|_| {})
+        .await
+        .unwrap();
+    store.set_scan_policy(policy("medium = \"refuse\"\n"));
+    let o = store
+        .put(put(s.clone(), skill("linky", MEDIUM_LINK), None))
+        .await
+        .unwrap();
+    assert_eq!((o.kind, o.rev), (WriteKind::Unchanged, 1));
+    let r = store
+        .import(&s, bundles, &source, "again", &|_| {})
+        .await
+        .unwrap();
+    assert_eq!((r.unchanged.len(), r.created.len()), (40, 0));
+    let r = store
+        .import(
+            &s,
+            vec![skill("linky", MEDIUM_LINK)],
+            &source,
+            "one",
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.unchanged, vec!["linky".to_owned()]);
+    assert!(kinds(&store, "scan_refused").await.is_empty());
+    assert_eq!(store.scans(&s, "linky").await.unwrap().len(), 1);
+    // Changed, with the finding still there: refused, recorded, revision 1 still served.
+    let changed = format!("{MEDIUM_LINK}\nAnd more.");
+    let e = store
+        .put(put(s.clone(), skill("linky", &changed), None))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::ScanRefused(_)), "{e}");
+    let e = store
+        .import(&s, vec![skill("linky", &changed)], &source, "m", &|_| {})
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::ScanRefused(_)), "{e}");
+    assert_eq!(kinds(&store, "scan_refused").await.len(), 2);
+    let index = store.index();
+    let e = index.get(&s, "linky").unwrap();
+    assert_eq!((e.active_rev, e.head_rev), (1, 1));
+    db.cleanup().await;
+}
+
+/// A store upgraded from before the gate: active revisions with no scan on record.
+/// `scan_unscanned` scans those and only those, keeps each scan, reports what it flagged, and
+/// changes nothing served; a second run has nothing to do.
+async fn unscanned_revisions_are_scanned_once(db: TestDb) {
+    let store = db.open().await;
+    let s = Scope::Shared;
+    for (name, body) in [
+        ("plain", "Steps."),
+        ("linky", MEDIUM_LINK),
+        ("kept", "Walk."),
+    ] {
+        store
+            .put(put(s.clone(), skill(name, body), None))
+            .await
+            .unwrap();
+    }
+    let deleted = raw_sql(
+        &db,
+        "DELETE FROM scans WHERE skill_id IN (SELECT id FROM skills WHERE name IN ('plain', 'linky'))",
+    )
+    .await
+    .unwrap();
+    assert_eq!(deleted, 2);
+    assert!(
+        store
+            .latest_scan(&s, "linky", None)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let r = store.scan_unscanned().await.unwrap();
+    assert_eq!(r.scanned, 2, "{r:?}");
+    let flagged: Vec<_> = r.changed.iter().filter(|c| c.after.is_some()).collect();
+    assert_eq!(flagged.len(), 1);
+    assert_eq!(flagged[0].name, "linky");
+    assert!(!flagged[0].scanned_before);
+    let scan = store.latest_scan(&s, "linky", None).await.unwrap().unwrap();
+    assert_eq!(scan.verdict, Some(Severity::Medium));
+    assert!(
+        store
+            .latest_scan(&s, "plain", None)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(store.scans(&s, "kept").await.unwrap().len(), 1);
+    assert_eq!(
+        store.index().get(&s, "linky").unwrap().status,
+        Status::Active
+    );
+    assert_eq!(store.scan_unscanned().await.unwrap().scanned, 0);
+    db.cleanup().await;
+}
+
 suite!(
     put_warns_reviews_and_refuses,
+    unscanned_revisions_are_scanned_once,
+    refuse_lets_an_unchanged_reimport_through,
     agent_scopes_have_their_own_policy,
     imports_are_gated_all_or_nothing,
     names_imitate_only_across_origins,

@@ -63,6 +63,19 @@ fn existing_write(
     }))
 }
 
+/// The gate's refusal of a write it let through only because the write repeated the active
+/// revision's files, if the transaction found that write was not unchanged after all.
+fn refuse_changed(reqs: &[WriteReq], out: &[WriteOutcome]) -> Result<(), StoreError> {
+    for (r, o) in reqs.iter().zip(out) {
+        if let Some(refusal) = &r.refused_unless_unchanged
+            && o.kind != WriteKind::Unchanged
+        {
+            return Err(StoreError::ScanRefused(refusal.clone()));
+        }
+    }
+    Ok(())
+}
+
 /// What a write declaring `new` over an active revision declaring `active` gets: nothing when
 /// the active revision declares no version or `new` is higher (semver precedence), else a
 /// warning, or (`require_increase`) the refusal.
@@ -1269,6 +1282,7 @@ macro_rules! statements {
                 }
                 out
             };
+            refuse_changed(reqs, &out)?;
             if let Some((name, config)) = agent {
                 crate::sql::agents::$backend::upsert_agent_in(&mut tx, name, config, now, false).await?;
             }
@@ -1638,6 +1652,65 @@ mod tests {
         assert_eq!(version_in_skill_md(b"\xff"), None);
     }
 
+    /// The gate let a write repeating the active revision through; if the transaction finds
+    /// it changed something after all (the skill changed meanwhile), it is refused as the gate
+    /// would have; unchanged, or with no deferred refusal, it passes.
+    #[test]
+    fn a_deferred_refusal_holds_unless_the_write_is_unchanged() {
+        let refusal = Box::new(crate::error::Refusal {
+            scope: Scope::Shared,
+            name: "x".into(),
+            finding: skillbase_scan::Finding {
+                rule: "exfiltration-markdown-link".into(),
+                family: skillbase_scan::Family::Hijack,
+                severity: skillbase_scan::Severity::Medium,
+                file: "SKILL.md".into(),
+                line: 5,
+                column: 1,
+                seen: String::new(),
+                why: String::new(),
+                fix: String::new(),
+            },
+            findings: 1,
+            event: Default::default(),
+        });
+        let req = |deferred: bool| WriteReq {
+            scope: Scope::Shared,
+            name: "x".into(),
+            bundle: skillbase_format::Bundle::single("---\nname: x\ndescription: X.\n---\nx\n")
+                .unwrap(),
+            author: "human:ana".into(),
+            message: String::new(),
+            expect_rev: None,
+            seed_path: None,
+            pending: false,
+            candidate: None,
+            signature: None,
+            origin: None,
+            version: None,
+            require_version_increase: false,
+            scan: None,
+            refused_unless_unchanged: deferred.then(|| refusal.clone()),
+        };
+        let out = |kind| WriteOutcome {
+            scope: Scope::Shared,
+            name: "x".into(),
+            kind,
+            rev: 2,
+            status: Status::Active,
+            warnings: Vec::new(),
+        };
+        assert!(refuse_changed(&[req(true)], &[out(WriteKind::Unchanged)]).is_ok());
+        assert!(refuse_changed(&[req(false)], &[out(WriteKind::Modified)]).is_ok());
+        for kind in [WriteKind::Modified, WriteKind::Created, WriteKind::Pending] {
+            let e = refuse_changed(
+                &[req(false), req(true)],
+                &[out(WriteKind::Created), out(kind)],
+            );
+            assert!(matches!(e, Err(StoreError::ScanRefused(r)) if r.name == "x"));
+        }
+    }
+
     /// Many plain writes to one scope take the bulk path; a pending write, a seed-following
     /// modification, an expected revision or a second scope do not.
     #[test]
@@ -1658,6 +1731,7 @@ mod tests {
             version: None,
             require_version_increase: false,
             scan: None,
+            refused_unless_unchanged: None,
         };
         let many = |r: WriteReq, n: usize| vec![r; n];
         assert!(takes_bulk_path(&many(

@@ -119,7 +119,9 @@ impl Store {
         let origin = crate::scan::origin_of(&w.author);
         // A name is judged when it is new: a revision of an existing skill keeps its name.
         let index = self.index();
-        let report = if index.get(&w.scope, &w.name).is_some() {
+        let existing = index.get(&w.scope, &w.name);
+        let unchanged = existing.is_some_and(|e| e.digest == w.bundle.digest());
+        let report = if existing.is_some() {
             self.scan(&w.bundle, &SkillNames::default(), &origin)?
         } else if let Some(names) = names {
             self.scan(&w.bundle, names, &origin)?
@@ -135,13 +137,21 @@ impl Store {
         let d = policy.decide(&w.scope, &report, trusted);
         match (d.action, d.decisive) {
             (Action::Refuse, Some(f)) => {
-                return Err(StoreError::ScanRefused(Box::new(Refusal {
+                let refusal = Box::new(Refusal {
                     scope: w.scope.clone(),
                     name: w.name.clone(),
                     finding: f.clone(),
                     findings: report.findings.len(),
                     event: crate::scan::event(&report, &d, f),
-                })));
+                });
+                // The active revision's files again (a re-import of an unchanged skill): the
+                // write records nothing, so it is not refused for what is already served;
+                // the transaction refuses it if the skill changed meanwhile.
+                if unchanged {
+                    w.refused_unless_unchanged = Some(refusal);
+                    return Ok(());
+                }
+                return Err(StoreError::ScanRefused(refusal));
             }
             (Action::Review, _) => {
                 w.pending = true;
@@ -227,6 +237,22 @@ impl Store {
     /// report the revisions whose verdict changed. Nothing else changes: a revision already
     /// served stays served.
     pub async fn rescan(&self, agent: Option<&AgentName>) -> Result<RescanReport> {
+        self.rescan_where(agent, false).await
+    }
+
+    /// Scan the active revisions no scan was ever kept for (skills written before the gate
+    /// existed, after an upgrade), in every scope; the rest are left alone. `skillbase serve`
+    /// runs it at start, so the doctor's "never scanned" (D015) does not wait for a person to
+    /// run `skillbase scan --store`.
+    pub async fn scan_unscanned(&self) -> Result<RescanReport> {
+        self.rescan_where(None, true).await
+    }
+
+    async fn rescan_where(
+        &self,
+        agent: Option<&AgentName>,
+        only_unscanned: bool,
+    ) -> Result<RescanReport> {
         let stored: std::collections::HashMap<(String, String), ScanRecord> = self
             .active_scans()
             .await?
@@ -243,7 +269,8 @@ impl Store {
                 (_, None) | (Scope::Shared, Some(_)) => true,
                 (Scope::Agent(a), Some(b)) => a == b,
             };
-            if !in_view {
+            let scanned = stored.contains_key(&(e.scope.to_string(), e.name.clone()));
+            if !in_view || (only_unscanned && scanned) {
                 continue;
             }
             let (info, bundle) = self.bundle(&e.scope, &e.name, Some(e.active_rev)).await?;

@@ -148,6 +148,7 @@ impl Store {
             version: meta.version,
             require_version_increase: self.version_policy() == VersionPolicy::RequireIncrease,
             scan: None,
+            refused_unless_unchanged: None,
         };
         self.gate(&mut w, names)?;
         Ok(w)
@@ -394,7 +395,17 @@ impl Store {
             }
         }
         let writes: Vec<WriteReq> = checked.into_iter().map(|(w, ..)| w).collect();
-        let mut outcomes = on_db!(self, skills::write_many(&writes, None, &|_| {}))?;
+        let written = on_db!(self, skills::write_many(&writes, None, &|_| {}));
+        // A refusal is recorded as its own seed's.
+        let actor = match &written {
+            Err(StoreError::ScanRefused(r)) => writes
+                .iter()
+                .find(|w| w.name == r.name && w.scope == r.scope)
+                .map(|w| w.author.clone())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let mut outcomes = self.record_refusal(written, &actor).await?;
         self.after_commit(&outcomes).await;
         crate::requires::warn_unmet(&self.index(), &mut outcomes);
         for o in &outcomes {
@@ -419,7 +430,7 @@ impl Store {
             );
             match r {
                 Err(e) if attempt < 3 && e.is_unique_violation() => continue,
-                other => break other?,
+                other => break self.record_refusal(other, &w.author).await?,
             }
         };
         let mut o = out.into_iter().next().expect("one outcome per request");
@@ -535,10 +546,11 @@ impl Store {
             }
             Scope::Shared => None,
         };
-        let mut outcomes = on_db!(
+        let written = on_db!(
             self,
             skills::write_many(&reqs, agent_update.as_ref().map(|(a, c)| (a, c)), progress)
-        )?;
+        );
+        let mut outcomes = self.record_refusal(written, &author.to_string()).await?;
         if agent_update.is_some() {
             self.agents_committed().await;
         }

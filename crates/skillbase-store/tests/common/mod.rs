@@ -182,3 +182,36 @@ impl Drop for Tmpfs {
         drop(dir);
     }
 }
+
+/// One statement straight on the database, outside the store (a DELETE its guards must
+/// refuse, or the state an older version left).
+pub async fn raw_sql(db: &TestDb, sql: &str) -> Result<u64, String> {
+    use sqlx::Connection;
+    match &db.url {
+        skillbase_store::DbUrl::Sqlite(path) => {
+            let mut c = sqlx::SqliteConnection::connect(&format!("sqlite:{}", path.display()))
+                .await
+                .unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&mut c)
+                .await
+                .map(|r| r.rows_affected())
+                .map_err(|e| e.to_string())
+        }
+        skillbase_store::DbUrl::Postgres { url, schema } => {
+            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SET search_path TO {}",
+                schema.as_deref().unwrap_or("public")
+            )))
+            .execute(&mut c)
+            .await
+            .unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&mut c)
+                .await
+                .map(|r| r.rows_affected())
+                .map_err(|e| e.to_string())
+        }
+    }
+}
