@@ -46,7 +46,9 @@ pub async fn sync(s: &StoreArgs, a: SyncArgs) -> Result<u8> {
     let place = if a.user {
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
-            .ok_or_else(|| anyhow!("HOME is not set, so there is no user skills folder; pass --project DIR"))?;
+            .ok_or_else(|| {
+                anyhow!("HOME is not set, so there is no user skills folder; pass --project DIR")
+            })?;
         Place::User(PathBuf::from(home))
     } else {
         Place::Project(a.project.clone().unwrap_or_else(|| PathBuf::from(".")))
@@ -77,7 +79,11 @@ pub async fn sync(s: &StoreArgs, a: SyncArgs) -> Result<u8> {
     let code = if a.check {
         let plan = sync::plan(&store, &opts)?;
         print_plan(&plan, true)?;
-        if plan.drifted() { EXIT_INVALID } else { EXIT_OK }
+        if plan.drifted() {
+            EXIT_INVALID
+        } else {
+            EXIT_OK
+        }
     } else if a.watch {
         let _w = sync::Watcher::start(
             store.clone(),
@@ -111,18 +117,35 @@ fn print_plan(plan: &Plan, check: bool) -> std::io::Result<()> {
                 continue;
             }
             Action::Forget(_) => continue,
-            Action::Create(w) => format!("{} {} (revision {})", verb("created", "missing"), w.name, w.rev),
-            Action::Update { to, from_rev, forced } => format!(
+            Action::Create(w) => format!(
+                "{} {} (revision {})",
+                verb("created", "missing"),
+                w.name,
+                w.rev
+            ),
+            Action::Update {
+                to,
+                from_rev,
+                forced,
+            } => format!(
                 "{} {} (revision {from_rev} -> {}{})",
                 verb("updated", "outdated"),
                 to.name,
                 to.rev,
-                if *forced { ", hand edits overwritten" } else { "" }
+                if *forced {
+                    ", hand edits overwritten"
+                } else {
+                    ""
+                }
             ),
             Action::Remove { name, forced } => format!(
                 "{} {name} (no longer among the agent's skills{})",
                 verb("removed", "to remove"),
-                if *forced { ", hand edits discarded" } else { "" }
+                if *forced {
+                    ", hand edits discarded"
+                } else {
+                    ""
+                }
             ),
             Action::Conflict { name, why, .. } => format!("conflict {name}: {why}"),
         };
@@ -136,7 +159,11 @@ fn print_plan(plan: &Plan, check: bool) -> std::io::Result<()> {
         plan.folder.display(),
         in_sync,
         if in_sync == 1 { "" } else { "s" },
-        if check && plan.drifted() { "; the folder differs from the store" } else { "" }
+        if check && plan.drifted() {
+            "; the folder differs from the store"
+        } else {
+            ""
+        }
     )
 }
 

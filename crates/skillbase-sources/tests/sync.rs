@@ -7,9 +7,7 @@ use skillbase_sources::sync::{
     self, Action, Conflict, MANIFEST, Manifest, Place, SyncError, SyncOptions, Target,
 };
 use skillbase_sources::{Limits, Reader, Source};
-use skillbase_store::{
-    AgentConfig, AgentName, Author, DbUrl, NameSet, PutRequest, Scope, Store,
-};
+use skillbase_store::{AgentConfig, AgentName, Author, DbUrl, NameSet, PutRequest, Scope, Store};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -68,12 +66,19 @@ impl World {
     }
 
     fn digest(&self, scope: &Scope, name: &str) -> String {
-        self.store.index().get(scope, name).unwrap().digest.to_string()
+        self.store
+            .index()
+            .get(scope, name)
+            .unwrap()
+            .digest
+            .to_string()
     }
 }
 
 fn md(name: &str, extra: &str, body: &str) -> String {
-    format!("---\nname: {name}\ndescription: Does {name} things. Use when asked about {name}.\n{extra}---\n{body}\n")
+    format!(
+        "---\nname: {name}\ndescription: Does {name} things. Use when asked about {name}.\n{extra}---\n{body}\n"
+    )
 }
 
 fn skill(name: &str, body: &str) -> Bundle {
@@ -108,7 +113,11 @@ async fn every_target_writes_its_documented_folder_for_a_project_and_the_user() 
         (Target::GeminiCli, ".gemini/skills", ".gemini/skills"),
         (Target::Copilot, ".github/skills", ".copilot/skills"),
         (Target::Cursor, ".cursor/skills", ".cursor/skills"),
-        (Target::OpenCode, ".opencode/skills", ".config/opencode/skills"),
+        (
+            Target::OpenCode,
+            ".opencode/skills",
+            ".config/opencode/skills",
+        ),
     ];
     for (target, project, user) in expected {
         assert_eq!(Target::parse(target.name()).unwrap(), target);
@@ -136,7 +145,10 @@ async fn every_target_writes_its_documented_folder_for_a_project_and_the_user() 
         }
     }
     let e = Target::parse("vim").unwrap_err();
-    assert!(e.contains("claude-code, codex, gemini-cli, copilot, cursor, opencode"), "{e}");
+    assert!(
+        e.contains("claude-code, codex, gemini-cli, copilot, cursor, opencode"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -145,11 +157,16 @@ async fn the_agents_view_is_written_with_its_overrides_files_and_explicit_only_s
     w.put(&shared(), skill("alpha", "Shared alpha.")).await;
     let agent_scope: Scope = "agent:dev".parse().unwrap();
     w.agent("dev", &["alpha", "beta", "deploy"]).await;
-    w.put(&agent_scope, skill("alpha", "Dev's own alpha.")).await;
+    w.put(&agent_scope, skill("alpha", "Dev's own alpha."))
+        .await;
     // A skill with files, one of them executable.
     let beta = Bundle::from_files(
         vec![
-            file("SKILL.md", md("beta", "companions: [gamma]\n", "Beta.").as_bytes(), false),
+            file(
+                "SKILL.md",
+                md("beta", "companions: [gamma]\n", "Beta.").as_bytes(),
+                false,
+            ),
             file("scripts/run.sh", b"#!/bin/sh\necho hi\n", true),
             file("references/notes.md", b"Notes.\n", false),
         ],
@@ -157,13 +174,15 @@ async fn the_agents_view_is_written_with_its_overrides_files_and_explicit_only_s
     )
     .unwrap();
     w.put(&shared(), beta).await;
-    w.put(&shared(), skill("gamma", "Gamma, not allowed.")).await;
+    w.put(&shared(), skill("gamma", "Gamma, not allowed."))
+        .await;
     w.put(
         &shared(),
         Bundle::single(md("deploy", "disable-model-invocation: true\n", "Deploy.")).unwrap(),
     )
     .await;
-    w.put(&shared(), skill("other", "Not in the allowlist.")).await;
+    w.put(&shared(), skill("other", "Not in the allowlist."))
+        .await;
     let report = sync::sync(&w.store, &w.opts(Target::ClaudeCode, Some("dev")))
         .await
         .unwrap();
@@ -176,19 +195,30 @@ async fn the_agents_view_is_written_with_its_overrides_files_and_explicit_only_s
     assert_eq!(listed, [MANIFEST, "alpha", "beta", "deploy"]);
     let alpha = std::fs::read_to_string(folder.join("alpha/SKILL.md")).unwrap();
     assert!(alpha.contains("Dev's own alpha."), "{alpha}");
-    assert_eq!(digest_of(&folder.join("alpha")), w.digest(&agent_scope, "alpha"));
+    assert_eq!(
+        digest_of(&folder.join("alpha")),
+        w.digest(&agent_scope, "alpha")
+    );
     assert_eq!(digest_of(&folder.join("beta")), w.digest(&shared(), "beta"));
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = |p: &str| {
-            std::fs::metadata(folder.join(p)).unwrap().permissions().mode() & 0o111
+            std::fs::metadata(folder.join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o111
         };
         assert_ne!(mode("beta/scripts/run.sh"), 0);
         assert_eq!(mode("beta/references/notes.md"), 0);
     }
     assert!(
-        report.plan.warnings.iter().any(|w| w.contains("companion 'gamma'")),
+        report
+            .plan
+            .warnings
+            .iter()
+            .any(|w| w.contains("companion 'gamma'")),
         "{:?}",
         report.plan.warnings
     );
@@ -229,9 +259,15 @@ async fn a_folder_made_by_hand_is_never_touched_and_is_reported() {
     // A folder of the person's own that the view does not name: not an action at all.
     assert!(plan.actions.iter().all(|a| a.name() != "mine"));
     for force in [false, true] {
-        let report = sync::sync(&w.store, &SyncOptions { force, ..opts.clone() })
-            .await
-            .unwrap();
+        let report = sync::sync(
+            &w.store,
+            &SyncOptions {
+                force,
+                ..opts.clone()
+            },
+        )
+        .await
+        .unwrap();
         assert_eq!(report.conflicts(), 1);
         assert_eq!(
             std::fs::read_to_string(folder.join("alpha/SKILL.md")).unwrap(),
@@ -242,7 +278,11 @@ async fn a_folder_made_by_hand_is_never_touched_and_is_reported() {
         assert!(m.skills.is_empty(), "{m:?}");
     }
     // An identical copy made by hand is the person's too.
-    std::fs::write(folder.join("alpha/SKILL.md"), md("alpha", "", "Store's alpha.")).unwrap();
+    std::fs::write(
+        folder.join("alpha/SKILL.md"),
+        md("alpha", "", "Store's alpha."),
+    )
+    .unwrap();
     let plan = sync::plan(&w.store, &opts).unwrap();
     assert!(plan.drifted());
 }
@@ -257,23 +297,56 @@ async fn a_synced_skill_edited_by_hand_is_reported_not_overwritten_unless_forced
     std::fs::write(folder.join("alpha/extra.md"), "added\n").unwrap();
     let plan = sync::plan(&w.store, &opts).unwrap();
     assert!(plan.drifted());
-    assert!(matches!(&plan.actions[..], [Action::Conflict { why: Conflict::Edited, .. }]));
+    assert!(matches!(
+        &plan.actions[..],
+        [Action::Conflict {
+            why: Conflict::Edited,
+            ..
+        }]
+    ));
     w.put(&shared(), skill("alpha", "Two.")).await;
     let report = sync::sync(&w.store, &opts).await.unwrap();
     assert_eq!(report.conflicts(), 1);
-    assert!(std::fs::read_to_string(folder.join("alpha/SKILL.md")).unwrap().contains("Edited."));
+    assert!(
+        std::fs::read_to_string(folder.join("alpha/SKILL.md"))
+            .unwrap()
+            .contains("Edited.")
+    );
     // Forced: the store's revision replaces the edits, whole.
-    let forced = SyncOptions { force: true, ..opts.clone() };
+    let forced = SyncOptions {
+        force: true,
+        ..opts.clone()
+    };
     let report = sync::sync(&w.store, &forced).await.unwrap();
-    assert!(matches!(&report.plan.actions[..], [Action::Update { forced: true, from_rev: 1, .. }]));
+    assert!(matches!(
+        &report.plan.actions[..],
+        [Action::Update {
+            forced: true,
+            from_rev: 1,
+            ..
+        }]
+    ));
     assert!(!folder.join("alpha/extra.md").exists());
-    assert_eq!(digest_of(&folder.join("alpha")), w.digest(&shared(), "alpha"));
+    assert_eq!(
+        digest_of(&folder.join("alpha")),
+        w.digest(&shared(), "alpha")
+    );
     assert!(!sync::plan(&w.store, &opts).unwrap().drifted());
     // An update sync wrote and nobody edited goes through without force.
     w.put(&shared(), skill("alpha", "Three.")).await;
     let report = sync::sync(&w.store, &opts).await.unwrap();
-    assert!(matches!(&report.plan.actions[..], [Action::Update { forced: false, from_rev: 2, .. }]));
-    assert_eq!(Manifest::read(&folder).unwrap().unwrap().skills["alpha"].rev, 3);
+    assert!(matches!(
+        &report.plan.actions[..],
+        [Action::Update {
+            forced: false,
+            from_rev: 2,
+            ..
+        }]
+    ));
+    assert_eq!(
+        Manifest::read(&folder).unwrap().unwrap().skills["alpha"].rev,
+        3
+    );
 }
 
 #[tokio::test]
@@ -288,12 +361,22 @@ async fn a_skill_the_agent_lost_is_removed_unless_it_was_edited() {
     std::fs::write(folder.join("gamma/note.md"), "mine\n").unwrap();
     w.agent("dev", &["alpha"]).await;
     let report = sync::sync(&w.store, &opts).await.unwrap();
-    assert_eq!(names(&report.plan.actions, |a| matches!(a, Action::Remove { .. })), ["beta"]);
+    assert_eq!(
+        names(&report.plan.actions, |a| matches!(a, Action::Remove { .. })),
+        ["beta"]
+    );
     assert!(!folder.join("beta").exists());
-    assert!(folder.join("gamma/note.md").is_file(), "an edited folder is kept");
+    assert!(
+        folder.join("gamma/note.md").is_file(),
+        "an edited folder is kept"
+    );
     assert!(matches!(
         report.plan.actions.iter().find(|a| a.name() == "gamma"),
-        Some(Action::Conflict { why: Conflict::Edited, wanted: false, .. })
+        Some(Action::Conflict {
+            why: Conflict::Edited,
+            wanted: false,
+            ..
+        })
     ));
     let m = Manifest::read(&folder).unwrap().unwrap();
     assert_eq!(m.skills.keys().collect::<Vec<_>>(), ["alpha", "gamma"]);
@@ -327,23 +410,57 @@ async fn links_in_or_on_the_way_to_the_skills_folder_are_refused_not_followed() 
     symlink(folder.join("beta"), folder.join("gamma")).unwrap();
     for force in [false, true] {
         // Lost by the agent too: a link is never removed through, or followed into.
-        w.agent("dev", if force { &["gamma"][..] } else { &["alpha", "beta", "gamma"][..] }).await;
-        let report = sync::sync(&w.store, &SyncOptions { force, ..opts.clone() })
-            .await
-            .unwrap();
+        w.agent(
+            "dev",
+            if force {
+                &["gamma"][..]
+            } else {
+                &["alpha", "beta", "gamma"][..]
+            },
+        )
+        .await;
+        let report = sync::sync(
+            &w.store,
+            &SyncOptions {
+                force,
+                ..opts.clone()
+            },
+        )
+        .await
+        .unwrap();
         assert_eq!(report.conflicts(), 3, "{:?}", report.plan.actions);
         for a in &report.plan.actions {
             match (a.name(), a) {
-                ("alpha" | "gamma", Action::Conflict { why: Conflict::Link(_), .. }) => {}
-                ("beta", Action::Conflict { why: Conflict::Unreadable(why), .. }) => {
+                (
+                    "alpha" | "gamma",
+                    Action::Conflict {
+                        why: Conflict::Link(_),
+                        ..
+                    },
+                ) => {}
+                (
+                    "beta",
+                    Action::Conflict {
+                        why: Conflict::Unreadable(why),
+                        ..
+                    },
+                ) => {
                     assert!(why.contains("passwd is a link"), "{why}")
                 }
                 other => panic!("{other:?}"),
             }
         }
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
-        assert_eq!(std::fs::read_to_string(outside.join("keep.txt")).unwrap(), "precious\n");
-        assert!(std::fs::symlink_metadata(folder.join("beta/passwd")).unwrap().file_type().is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(outside.join("keep.txt")).unwrap(),
+            "precious\n"
+        );
+        assert!(
+            std::fs::symlink_metadata(folder.join("beta/passwd"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
     // The skills folder itself, or a folder on the way, a link: refused, nothing written there.
     for (link_at, to) in [(".cursor/skills", &outside), (".gemini", &outside)] {
@@ -379,7 +496,11 @@ async fn an_interrupted_sync_is_finished_and_every_skill_is_old_or_new() {
     let tmp = folder.join(".skillbase-sync-tmp-99999-0");
     std::fs::create_dir_all(tmp.join("scripts")).unwrap();
     std::fs::write(tmp.join("SKILL.md"), "---\nname: alp").unwrap();
-    std::fs::rename(folder.join("alpha"), folder.join(".skillbase-sync-old-alpha")).unwrap();
+    std::fs::rename(
+        folder.join("alpha"),
+        folder.join(".skillbase-sync-old-alpha"),
+    )
+    .unwrap();
     std::fs::write(folder.join(".skillbase-sync-manifest-tmp-99999-1"), "{").unwrap();
     // Check sees drift and writes nothing.
     let plan = sync::plan(&w.store, &opts).unwrap();
@@ -387,7 +508,14 @@ async fn an_interrupted_sync_is_finished_and_every_skill_is_old_or_new() {
     assert!(tmp.exists() && folder.join(".skillbase-sync-old-alpha").exists());
     let report = sync::sync(&w.store, &opts).await.unwrap();
     assert!(report.failed.is_empty(), "{:?}", report.failed);
-    assert!(report.recovered.iter().any(|l| l.starts_with("alpha: restored")), "{:?}", report.recovered);
+    assert!(
+        report
+            .recovered
+            .iter()
+            .any(|l| l.starts_with("alpha: restored")),
+        "{:?}",
+        report.recovered
+    );
     let left: Vec<String> = std::fs::read_dir(&folder)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -433,17 +561,27 @@ async fn store_to_folder_to_import_round_trips_every_digest() {
     w.put(&shared(), tool).await;
     w.put(&shared(), skill("café", "Unicode name.")).await;
     w.put(&shared(), skill("plain", "Plain.")).await;
-    let report = sync::sync(&w.store, &w.opts(Target::GeminiCli, None)).await.unwrap();
+    let report = sync::sync(&w.store, &w.opts(Target::GeminiCli, None))
+        .await
+        .unwrap();
     let reader = Reader::new(Limits::default(), w.dir.path().join("git"));
     let read = reader
         .read(&Source::Path(report.plan.folder.clone()))
         .await
         .unwrap();
     assert_eq!(read.skills.len(), 3);
-    let other = Store::open(&DbUrl::Sqlite(w.dir.path().join("other.db"))).await.unwrap();
+    let other = Store::open(&DbUrl::Sqlite(w.dir.path().join("other.db")))
+        .await
+        .unwrap();
     let items = read.skills.into_iter().map(|s| s.into_import()).collect();
     other
-        .import_from(&shared(), items, &Author::Import("test".into()), "round trip", &|_| {})
+        .import_from(
+            &shared(),
+            items,
+            &Author::Import("test".into()),
+            "round trip",
+            &|_| {},
+        )
         .await
         .unwrap();
     for n in ["tool-user", "café", "plain"] {
@@ -461,7 +599,9 @@ async fn hostile_or_broken_manifests_are_refused_and_nothing_changes() {
     let good = std::fs::read_to_string(folder.join(MANIFEST)).unwrap();
     let d = w.digest(&shared(), "alpha");
     let entry = |name: &str| {
-        format!(r#"{{"skillbase_sync":1,"target":"claude-code","agent":null,"store":"s","skills":{{"{name}":{{"digest":"{d}","rev":1,"scope":"shared"}}}}}}"#)
+        format!(
+            r#"{{"skillbase_sync":1,"target":"claude-code","agent":null,"store":"s","skills":{{"{name}":{{"digest":"{d}","rev":1,"scope":"shared"}}}}}}"#
+        )
     };
     let big = format!("{{\"pad\":\"{}\"}}", "x".repeat(2 * 1024 * 1024));
     let cases: Vec<(String, &str)> = vec![
@@ -473,8 +613,14 @@ async fn hostile_or_broken_manifests_are_refused_and_nothing_changes() {
         (entry("a\\\\b"), "which is a path"),
         (entry(".hidden"), "starts with a dot"),
         (entry("alpha").replace(&d, "sha256:zz"), "not sha256:"),
-        (entry("alpha").replace("\"skillbase_sync\":1", "\"skillbase_sync\":9"), "format 9"),
-        (entry("alpha").replace("\"rev\":1", "\"rev\":1,\"extra\":true"), "unknown field"),
+        (
+            entry("alpha").replace("\"skillbase_sync\":1", "\"skillbase_sync\":9"),
+            "format 9",
+        ),
+        (
+            entry("alpha").replace("\"rev\":1", "\"rev\":1,\"extra\":true"),
+            "unknown field",
+        ),
         (big, "over the 1048576-byte limit"),
     ];
     let outside = w.dir.path().join("outside");
@@ -491,7 +637,10 @@ async fn hostile_or_broken_manifests_are_refused_and_nothing_changes() {
             assert!(msg.contains(why), "{why}: {msg}");
             assert!(msg.contains("nothing was changed"), "{msg}");
         }
-        assert_eq!(std::fs::read_to_string(folder.join(MANIFEST)).unwrap(), text);
+        assert_eq!(
+            std::fs::read_to_string(folder.join(MANIFEST)).unwrap(),
+            text
+        );
         assert!(folder.join("alpha/SKILL.md").is_file());
     }
     assert!(outside.join("keep.txt").is_file());
@@ -501,13 +650,23 @@ async fn hostile_or_broken_manifests_are_refused_and_nothing_changes() {
         std::os::unix::fs::symlink(outside.join("keep.txt"), folder.join(MANIFEST)).unwrap();
         let e = sync::sync(&w.store, &opts).await.unwrap_err().to_string();
         assert!(e.contains("not a plain file"), "{e}");
-        assert_eq!(std::fs::read_to_string(outside.join("keep.txt")).unwrap(), "precious\n");
+        assert_eq!(
+            std::fs::read_to_string(outside.join("keep.txt")).unwrap(),
+            "precious\n"
+        );
         std::fs::remove_file(folder.join(MANIFEST)).unwrap();
     }
     // Another agent's folder: refused, named.
-    std::fs::write(folder.join(MANIFEST), good.replace("\"agent\": null", "\"agent\": \"ops\"")).unwrap();
+    std::fs::write(
+        folder.join(MANIFEST),
+        good.replace("\"agent\": null", "\"agent\": \"ops\""),
+    )
+    .unwrap();
     let e = sync::plan(&w.store, &opts).unwrap_err().to_string();
-    assert!(e.contains("synced for target claude-code, agent ops"), "{e}");
+    assert!(
+        e.contains("synced for target claude-code, agent ops"),
+        "{e}"
+    );
     // An unknown agent.
     let e = sync::plan(&w.store, &w.opts(Target::Codex, Some("nobody"))).unwrap_err();
     assert!(matches!(e, SyncError::UnknownAgent(_)), "{e}");
@@ -531,12 +690,18 @@ async fn watch_syncs_each_change_and_idles_when_nothing_changes() {
     let first = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv()).await;
     assert_eq!(first.unwrap().unwrap(), Ok(0));
     assert!(folder.join("alpha/SKILL.md").is_file());
-    let manifest_time = std::fs::metadata(folder.join(MANIFEST)).unwrap().modified().unwrap();
+    let manifest_time = std::fs::metadata(folder.join(MANIFEST))
+        .unwrap()
+        .modified()
+        .unwrap();
     // Idle: many polls, no sync, nothing written.
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     assert_eq!(watcher.syncs(), 1);
     assert_eq!(
-        std::fs::metadata(folder.join(MANIFEST)).unwrap().modified().unwrap(),
+        std::fs::metadata(folder.join(MANIFEST))
+            .unwrap()
+            .modified()
+            .unwrap(),
         manifest_time
     );
     // A change in the store reaches the folder.
@@ -544,9 +709,14 @@ async fn watch_syncs_each_change_and_idles_when_nothing_changes() {
     w.put(&shared(), skill("beta", "New.")).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !(folder.join("beta/SKILL.md").is_file()
-        && std::fs::read_to_string(folder.join("alpha/SKILL.md")).unwrap().contains("Two."))
+        && std::fs::read_to_string(folder.join("alpha/SKILL.md"))
+            .unwrap()
+            .contains("Two."))
     {
-        assert!(std::time::Instant::now() < deadline, "the watch did not sync the change");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watch did not sync the change"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert!(watcher.syncs() >= 2);

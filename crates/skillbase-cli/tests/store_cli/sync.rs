@@ -20,7 +20,15 @@ fn sync_check_exit_codes_conflicts_and_round_trip() {
     sb.ok(&["agent", "create", "dev", "--skills", "alpha,beta"]);
     let proj = sb.path("proj");
     std::fs::create_dir(&proj).unwrap();
-    let base = ["sync", "--target", "claude-code", "--agent", "dev", "--project", s(&proj)];
+    let base = [
+        "sync",
+        "--target",
+        "claude-code",
+        "--agent",
+        "dev",
+        "--project",
+        s(&proj),
+    ];
     let with = |extra: &[&'static str]| -> Vec<&str> {
         base.iter().copied().chain(extra.iter().copied()).collect()
     };
@@ -40,17 +48,28 @@ fn sync_check_exit_codes_conflicts_and_round_trip() {
     std::fs::write(skills.join("alpha/SKILL.md"), skill_text("alpha", "Mine.")).unwrap();
     let r = sb.run(&with(&["--check"]));
     assert_eq!(r.code, 1, "{r:#?}");
-    assert!(r.stdout.contains("conflict alpha: edited since sync wrote it"), "{r:#?}");
+    assert!(
+        r.stdout
+            .contains("conflict alpha: edited since sync wrote it"),
+        "{r:#?}"
+    );
     let r = sb.run(&with(&[]));
     assert_eq!(r.code, 1, "{r:#?}");
-    assert!(std::fs::read_to_string(skills.join("alpha/SKILL.md")).unwrap().contains("Mine."));
+    assert!(
+        std::fs::read_to_string(skills.join("alpha/SKILL.md"))
+            .unwrap()
+            .contains("Mine.")
+    );
     let r = sb.ok(&with(&["--force"]));
     assert!(r.stdout.contains("hand edits overwritten"), "{r:#?}");
     // A new revision in the store: outdated until synced.
     sb.ok(&["put", s(&write_skill(&src, "beta", "Beta two."))]);
     let r = sb.run(&with(&["--check"]));
     assert_eq!(r.code, 1, "{r:#?}");
-    assert!(r.stdout.contains("outdated beta (revision 1 -> 2)"), "{r:#?}");
+    assert!(
+        r.stdout.contains("outdated beta (revision 1 -> 2)"),
+        "{r:#?}"
+    );
     sb.ok(&with(&[]));
     sb.ok(&with(&["--check"]));
     // The folder imports back into another store with the same digests.
@@ -66,11 +85,17 @@ fn sync_check_exit_codes_conflicts_and_round_trip() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    assert!(home.join(".config/opencode/skills/alpha/SKILL.md").is_file());
+    assert!(
+        home.join(".config/opencode/skills/alpha/SKILL.md")
+            .is_file()
+    );
     // Usage errors.
     let e = sb.fails(2, &["sync", "--target", "emacs", "--project", s(&proj)]);
     assert!(e.contains("claude-code, codex"), "{e}");
-    sb.fails(2, &["sync", "--target", "codex", "--user", "--project", s(&proj)]);
+    sb.fails(
+        2,
+        &["sync", "--target", "codex", "--user", "--project", s(&proj)],
+    );
     sb.fails(2, &["sync", "--target", "codex", "--watch", "--check"]);
 }
 
@@ -88,7 +113,10 @@ fn sync_refuses_a_skills_folder_that_is_a_link() {
         let mut args = vec!["sync", "--target", "copilot", "--project", s(&proj)];
         args.extend_from_slice(extra);
         let e = sb.fails(1, &args);
-        assert!(e.contains("is a link") && e.contains("never follows a link"), "{e}");
+        assert!(
+            e.contains("is a link") && e.contains("never follows a link"),
+            "{e}"
+        );
     }
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
 }
@@ -122,7 +150,15 @@ fn gemini_cli_lists_the_synced_skills() {
     std::fs::create_dir_all(home.join(".gemini")).unwrap();
     std::fs::create_dir(&proj).unwrap();
     let proj = proj.canonicalize().unwrap();
-    sb.ok(&["sync", "--target", "gemini-cli", "--agent", "dev", "--project", s(&proj)]);
+    sb.ok(&[
+        "sync",
+        "--target",
+        "gemini-cli",
+        "--agent",
+        "dev",
+        "--project",
+        s(&proj),
+    ]);
     let out = sb
         .cmd(&["sync", "--target", "gemini-cli", "--user"])
         .env("HOME", &home)
@@ -160,7 +196,10 @@ fn gemini_cli_lists_the_synced_skills() {
         ("alpha-notes", proj.join(".gemini/skills")),
         ("deploy-prod", home.join(".gemini/skills")),
     ] {
-        assert!(text.contains(&format!("{name} [Enabled]")), "{name}: {text}");
+        assert!(
+            text.contains(&format!("{name} [Enabled]")),
+            "{name}: {text}"
+        );
         let at = folder.join(name).join("SKILL.md");
         assert!(text.contains(s(&at)), "{}: {text}", at.display());
     }

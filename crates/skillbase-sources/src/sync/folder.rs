@@ -39,7 +39,10 @@ pub fn check_skill_name(name: &str) -> Result<(), &'static str> {
     if name.starts_with('.') {
         return Err("which starts with a dot");
     }
-    if name.chars().any(|c| c == '/' || c == '\\' || c.is_control()) {
+    if name
+        .chars()
+        .any(|c| c == '/' || c == '\\' || c.is_control())
+    {
         return Err("which is a path, not a folder name");
     }
     if skillbase_format::SkillName::parse_canonical(name).is_err() {
@@ -119,7 +122,7 @@ pub fn entries(folder: &Path) -> Result<Vec<(String, Kind)>, SyncError> {
         }
         out.push((name, kind_of(&entry.path())?));
     }
-    out.sort();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
 
@@ -372,7 +375,9 @@ pub fn recover(folder: &Path) -> Result<Vec<String>, SyncError> {
                 continue;
             }
             Kind::Folder => {
-                let skill = name.strip_prefix(OLD).filter(|s| check_skill_name(s).is_ok());
+                let skill = name
+                    .strip_prefix(OLD)
+                    .filter(|s| check_skill_name(s).is_ok());
                 let restore = skill.filter(|s| {
                     matches!(std::fs::symlink_metadata(folder.join(s)),
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound)

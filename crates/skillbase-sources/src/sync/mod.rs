@@ -473,24 +473,18 @@ fn written(w: &Wanted, pending: Option<String>) -> Written {
 }
 
 /// Carry out each action, recording in `manifest` what was done; the failures.
-async fn carry_out(
-    store: &Store,
-    plan: &Plan,
-    manifest: &mut Manifest,
-) -> Vec<(String, String)> {
+async fn carry_out(store: &Store, plan: &Plan, manifest: &mut Manifest) -> Vec<(String, String)> {
     let mut failed = Vec::new();
     for a in &plan.actions {
         let done = match a {
-            Action::Create(w) | Action::Update { to: w, .. } => write_one(store, &plan.folder, w)
-                .await
-                .map(|()| {
+            Action::Create(w) | Action::Update { to: w, .. } => {
+                write_one(store, &plan.folder, w).await.map(|()| {
                     manifest.skills.insert(w.name.clone(), written(w, None));
-                }),
-            Action::Remove { name, .. } => {
-                folder::remove_skill(&plan.folder, name).map(|()| {
-                    manifest.skills.remove(name);
                 })
             }
+            Action::Remove { name, .. } => folder::remove_skill(&plan.folder, name).map(|()| {
+                manifest.skills.remove(name);
+            }),
             Action::Forget(name) => {
                 manifest.skills.remove(name);
                 Ok(())
