@@ -321,7 +321,7 @@ pub fn plan(store: &Store, opts: &SyncOptions) -> Result<Plan, SyncError> {
         true => folder::entries(&folder)?.into_iter().collect(),
         false => BTreeMap::new(),
     };
-    let limits = store.limits.clone();
+    let limits = store.limits;
     let mut actions = Vec::new();
     let mut names: BTreeSet<&str> = want.iter().map(|w| w.name.as_str()).collect();
     names.extend(manifest.skills.keys().map(String::as_str));
