@@ -19,6 +19,7 @@ mod scan_cmds;
 mod serve_cmds;
 mod sign_cmds;
 mod store_cmds;
+mod sync_cmds;
 mod turn_cmds;
 mod usage_cmds;
 mod vault_cmds;
@@ -110,6 +111,10 @@ enum Command {
     Agent(store_cmds::AgentCmd),
     /// Watch the --seed folders and sync every change into the store.
     Watch(store_cmds::WatchArgs),
+    /// Write an agent's skills into another tool's skills folder (Claude Code, Codex,
+    /// gemini-cli, Copilot, Cursor, OpenCode), only ever replacing what sync wrote; `--check`
+    /// exits 1 when the folder drifted.
+    Sync(sync_cmds::SyncArgs),
     /// Show exactly what the model would get this turn: prompt fragments, tools, and the report.
     Turn(turn_cmds::TurnArgs),
     /// Measure routing: labelled messages (JSON Lines) through an agent's real turn path.
@@ -197,6 +202,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Export(a) => block_on(store_cmds::export(&cli.store, a)),
         Command::Agent(a) => block_on(store_cmds::agent(&cli.store, a)),
         Command::Watch(a) => block_on(store_cmds::watch(&cli.store, a)),
+        Command::Sync(a) => block_on(sync_cmds::sync(&cli.store, a)),
         Command::Turn(a) => block_on(turn_cmds::turn(&cli.store, a)),
         Command::Eval(a) => block_on(turn_cmds::eval(&cli.store, a)),
         Command::Vault(a) => block_on(vault_cmds::vault(&cli.store, a)),

@@ -339,6 +339,7 @@ mod packs;
 mod requires;
 mod revisions;
 mod signatures;
+mod sync;
 mod versions;
 
 use admin::{agents, config_file, seeds, status_cycle};

@@ -8,6 +8,8 @@
 //!   (fetched into a bare cache per URL), in pure Rust (gix): no libgit2, no HTTP transport.
 //! - [`lock`]: `skillbase.lock` read, written and checked; what `install --locked` writes and
 //!   what `outdated` reports.
+//! - [`sync`]: the other way: an agent's skills written into another tool's native skills
+//!   folder (`skillbase sync`), with a manifest so that only what sync wrote is ever replaced.
 //!
 //! Folders and zips are read by the store's pack reader (`skillbase_store::pack`), which the
 //! seed folders (`skillbase_store::seed`, synced by the store as they change) and the server's
@@ -23,6 +25,7 @@ pub mod git;
 mod limits;
 pub mod lock;
 mod source;
+pub mod sync;
 
 pub use error::SourceError;
 pub use limits::Limits;

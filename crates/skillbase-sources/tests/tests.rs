@@ -1,0 +1,2 @@
+//! Integration tests of skillbase-sources.
+mod sync;
