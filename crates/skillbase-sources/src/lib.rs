@@ -5,9 +5,12 @@
 //! - [`Reader::read`]: every skill of a source, all or nothing, each a checked bundle with its
 //!   signature and its [`Origin`](skillbase_store::Origin) (what the lockfile records).
 //! - [`git`]: `git+URL[@ref][#subdir]` over `file://` (read in place), `git://` and `ssh://`
-//!   (fetched into a bare cache per URL), in pure Rust (gix): no libgit2, no HTTP transport.
+//!   and `https://` (fetched into a bare cache per URL), in pure Rust (gix): no libgit2.
 //! - [`lock`]: `skillbase.lock` read, written and checked; what `install --locked` writes and
 //!   what `outdated` reports.
+//! - [`marketplace`]: Claude Code plugin marketplaces, read (a folder or a git repository's
+//!   folder holding `.claude-plugin/marketplace.json`) and written ([`marketplace::export`]).
+//! - GitHub shorthand `owner/repo[/path][@ref]` ([`Source::parse`]), under the reader's git base.
 //!
 //! Folders and zips are read by the store's pack reader (`skillbase_store::pack`), which the
 //! seed folders (`skillbase_store::seed`, synced by the store as they change) and the server's
@@ -22,8 +25,13 @@ mod error;
 pub mod git;
 mod limits;
 pub mod lock;
+pub mod marketplace;
 mod source;
+mod sourced;
+#[cfg(test)]
+mod test_http;
 
 pub use error::SourceError;
 pub use limits::Limits;
-pub use source::{Read, Reader, Source, Sourced};
+pub use source::{DEFAULT_GIT_BASE, Reader, Source};
+pub use sourced::{Read, Sourced};
