@@ -68,13 +68,15 @@ impl StoreArgs {
 
 impl StoreArgs {
     /// The reader of import sources: the limits of `--config` (`[git]`), remote git
-    /// repositories cached under `$SKILLBASE_HOME/git`.
+    /// repositories cached under `$SKILLBASE_HOME/git`, GitHub shorthand fetched from
+    /// `$SKILLBASE_GIT_BASE` (default https://github.com/).
     pub fn reader(&self) -> Result<Reader> {
         let limits = Limits::load(self.config.as_deref())?;
-        Ok(Reader::new(
-            limits,
-            skillbase_store::default_home().join("git"),
-        ))
+        let reader = Reader::new(limits, skillbase_store::default_home().join("git"));
+        Ok(match std::env::var("SKILLBASE_GIT_BASE") {
+            Ok(base) if !base.is_empty() => reader.with_git_base(&base)?,
+            _ => reader,
+        })
     }
 
     /// [`StoreArgs::open`] for a command about one agent: when there is no such agent the

@@ -14,6 +14,7 @@ mod engine_setup;
 mod format_cmds;
 mod gc_cmds;
 mod lock_cmds;
+mod market_cmds;
 mod model_cmds;
 mod scan_cmds;
 mod serve_cmds;
@@ -104,7 +105,8 @@ enum Command {
     Enable(store_cmds::StatusArgs),
     /// Import a skill folder, a folder of skills or a zip, all or nothing.
     Import(store_cmds::ImportArgs),
-    /// Write a revision's exact bytes to a folder or a .zip.
+    /// Write a revision's exact bytes to a folder or a .zip; or, with --marketplace DIR, an
+    /// agent's skills as a Claude Code plugin marketplace.
     Export(store_cmds::ExportArgs),
     /// Manage agents.
     #[command(subcommand)]

@@ -167,10 +167,16 @@ pub struct StatusArgs {
 
 #[derive(Args)]
 pub struct ImportArgs {
-    /// A skill folder, a folder of skills, a SKILL.md, a .zip of one or many skills, or a git
-    /// repository: `git+URL[@ref][#subdir]` (file://, git:// or ssh://; the commit read is
-    /// recorded in the revisions' message).
+    /// A skill folder, a folder of skills, a SKILL.md, a .zip of one or many skills, a Claude
+    /// Code plugin marketplace (a folder holding .claude-plugin/marketplace.json), a git
+    /// repository `git+URL[@ref][#subdir]` (https://, file://, git:// or ssh://; the commit read
+    /// is recorded in the revisions' message), or GitHub shorthand `OWNER/REPO[/PATH][@REF]`
+    /// (when no such local path exists; the base is $SKILLBASE_GIT_BASE, default
+    /// https://github.com/).
     src: PathBuf,
+    /// Of a marketplace, only this plugin's skills (repeat for more; default: every plugin).
+    #[arg(long = "plugin", value_name = "NAME")]
+    plugins: Vec<String>,
     /// Scope to import into. Into `agent:<name>`, the agent's allowlist becomes the imported skills.
     #[arg(long, default_value = "shared", value_parser = scope_arg)]
     scope: Scope,
@@ -182,14 +188,31 @@ pub struct ImportArgs {
 
 #[derive(Args)]
 pub struct ExportArgs {
-    #[command(flatten)]
-    target: Target,
-    /// A past revision (default: the active one).
+    /// The skill's name (not with --marketplace).
+    #[arg(required_unless_present = "marketplace")]
+    name: Option<String>,
+    /// Scope of the record: `shared` (default) or `agent:<name>`.
+    #[arg(long = "scope", value_parser = scope_arg, conflicts_with_all = ["agent", "marketplace"])]
+    scope: Option<Scope>,
+    /// With a name, the record this agent resolves it to; with --marketplace, the agent whose
+    /// skills are written (default: the shared skills).
     #[arg(long)]
+    agent: Option<String>,
+    /// A past revision (default: the active one).
+    #[arg(long, conflicts_with = "marketplace")]
     rev: Option<i64>,
     /// A new folder, or a file ending in .zip.
-    #[arg(long)]
-    out: PathBuf,
+    #[arg(
+        long,
+        required_unless_present = "marketplace",
+        conflicts_with = "marketplace"
+    )]
+    out: Option<PathBuf>,
+    /// Write the skills as a Claude Code plugin marketplace into this folder (new or empty).
+    #[arg(long, value_name = "DIR", conflicts_with = "name")]
+    marketplace: Option<PathBuf>,
+    #[command(flatten)]
+    names: crate::market_cmds::MarketNames,
 }
 
 #[derive(Args)]
@@ -786,16 +809,19 @@ pub async fn set_status(s: &StoreArgs, mut a: StatusArgs, change: StatusChange) 
 }
 
 pub async fn import(s: &StoreArgs, a: ImportArgs) -> Result<u8> {
-    let source = Source::parse(&a.src)?;
+    let reader = s.reader()?;
+    let source = Source::parse(&a.src, reader.git_base())?;
     if let Source::Path(p) = &source
         && !p.exists()
     {
         eprintln!("Error: Path '{}' does not exist.", a.src.display());
         return Ok(EXIT_USAGE);
     }
-    let reader = s.reader()?;
     let store = s.open().await?;
-    let read = reader.read(&source).await?;
+    let read = reader.read_plugins(&source, &a.plugins).await?;
+    for note in &read.notes {
+        eprintln!("note: {note}");
+    }
     let message = match &read.commit {
         Some(commit) if a.message == "imported" => {
             format!("imported from {} at {commit}", a.src.display())
@@ -862,18 +888,32 @@ pub(crate) fn writer(s: &StoreArgs, store: &Arc<Store>) -> Result<skillbase_runt
     ))
 }
 
-pub async fn export(s: &StoreArgs, mut a: ExportArgs) -> Result<u8> {
+pub async fn export(s: &StoreArgs, a: ExportArgs) -> Result<u8> {
+    let (Some(name), Some(out)) = (a.name, a.out) else {
+        let Some(dir) = a.marketplace else {
+            return Err(anyhow!(
+                "give a skill's NAME and --out, or --marketplace DIR"
+            ));
+        };
+        return crate::market_cmds::export_marketplace(s, a.agent.as_deref(), &dir, a.names).await;
+    };
+    let mut target = Target {
+        name,
+        given: a.scope,
+        agent: a.agent,
+        scope: Scope::Shared,
+    };
     let store = s.open().await?;
-    a.target.resolve(&store)?;
-    let (info, bundle) = store.bundle(&a.target.scope, &a.target.name, a.rev).await?;
+    target.resolve(&store)?;
+    let (info, bundle) = store.bundle(&target.scope, &target.name, a.rev).await?;
     let sig = store
-        .signature(&a.target.scope, &a.target.name, Some(info.rev))
+        .signature(&target.scope, &target.name, Some(info.rev))
         .await?;
-    let out = pack::export_signed(&bundle, sig.as_ref(), &a.target.name, &a.out)?;
+    let out = pack::export_signed(&bundle, sig.as_ref(), &target.name, &out)?;
     outln!(
         "{} ({}) revision {} written to {} ({} file{}, {}{})",
-        a.target.name,
-        a.target.scope,
+        target.name,
+        target.scope,
         info.rev,
         out.display(),
         bundle.files().len(),

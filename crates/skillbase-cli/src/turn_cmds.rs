@@ -258,8 +258,9 @@ async fn eval_sweep(
     cases: &[skillbase_insight::eval::EvalCase],
     dir: &std::path::Path,
 ) -> Result<u8> {
-    let source = skillbase_sources::Source::parse(dir)?;
-    let read = s.reader()?.read(&source).await?;
+    let reader = s.reader()?;
+    let source = skillbase_sources::Source::parse(dir, reader.git_base())?;
+    let read = reader.read(&source).await?;
     let distractors: Vec<_> = read
         .skills
         .into_iter()

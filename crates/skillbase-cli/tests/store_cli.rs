@@ -335,6 +335,7 @@ fn fingerprint(p: &Path) -> Option<(Vec<u8>, SystemTime)> {
 mod admin;
 mod edges;
 mod gate;
+mod market;
 mod packs;
 mod requires;
 mod revisions;
@@ -345,6 +346,7 @@ mod versions;
 use admin::{agents, config_file, seeds, status_cycle};
 use edges::{bad_input, newer_schema};
 use gate::gate;
+use market::marketplaces;
 use packs::{import_export, import_into_agent_scope, kill_import};
 use requires::requirements;
 use revisions::{authoring, expect_rev_conflict, recall_by_revision};
@@ -397,4 +399,5 @@ on_both_backends!(
     lock_and_install,
     requirements,
     gate,
+    marketplaces,
 );

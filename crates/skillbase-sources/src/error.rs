@@ -47,6 +47,14 @@ pub enum SourceError {
         /// What is wrong, with the keys there are.
         problem: String,
     },
+    /// A plugin marketplace's manifest, or a folder it names, is not usable.
+    #[error("{at}: {problem}")]
+    Marketplace {
+        /// The manifest (or the source, when it is not a marketplace).
+        at: String,
+        /// What is wrong, naming the entry at fault, and what to write instead.
+        problem: String,
+    },
     /// The thread reading a git source stopped before it answered.
     #[error("reading the git source stopped: {0}")]
     Stopped(#[from] tokio::task::JoinError),

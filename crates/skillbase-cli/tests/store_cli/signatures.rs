@@ -154,7 +154,7 @@ pub(super) fn signatures_and_trust(sb: &Sb) {
 }
 
 /// Run `git` in `dir` (a fixture repository), quietly, failing the test if it fails.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args([
             "-c",

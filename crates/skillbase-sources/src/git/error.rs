@@ -16,15 +16,24 @@ pub enum GitError {
     },
     /// The URL's scheme is parsed but cannot be fetched by this build.
     #[error(
-        "cannot fetch {url}: {scheme}:// is not supported in this build (no HTTP transport is \
-         compiled in, so nothing is downloaded from the web); use a git:// or ssh:// URL, or \
-         clone the repository yourself and use git+file:///path/to/clone"
+        "cannot fetch {url}: {scheme}:// is not supported in this build; use an https://, \
+         git:// or ssh:// URL, or clone the repository yourself and use git+file:///path/to/clone"
     )]
     UnsupportedTransport {
         /// The repository's URL.
         url: String,
         /// Its scheme.
         scheme: String,
+    },
+    /// Plain `http://` to a host other than this machine.
+    #[error(
+        "refusing to fetch {url} over plain http://: it would carry the repository (and any \
+         credentials) unencrypted; use https:// (plain http is accepted only for 127.0.0.1, ::1 \
+         and localhost)"
+    )]
+    InsecureHttp {
+        /// The repository's URL.
+        url: String,
     },
     /// The repository could not be reached or read.
     #[error(
@@ -161,6 +170,46 @@ pub enum GitError {
     },
 }
 
+impl GitError {
+    /// What is wrong with a malformed spec ([`GitError::Spec`]'s `problem`).
+    pub fn problem(&self) -> Option<&str> {
+        match self {
+            GitError::Spec { problem, .. } => Some(problem),
+            _ => None,
+        }
+    }
+
+    /// The error with `secret` (a password from the URL, as given and percent-decoded) and any
+    /// `user:password@` replaced by `***` in every text it carries.
+    pub(crate) fn scrubbed(self, secret: &str) -> GitError {
+        let decoded = skillbase_format::uri::decode_segment(secret);
+        let scrub = |text: String| {
+            let mut text = redact_userinfo(&text);
+            for s in [secret, decoded.as_deref().unwrap_or(secret)] {
+                if !s.is_empty() {
+                    text = text.replace(s, "***");
+                }
+            }
+            text
+        };
+        match self {
+            GitError::Unreachable { url, detail } => GitError::Unreachable {
+                url,
+                detail: scrub(detail),
+            },
+            GitError::Read { url, detail } => GitError::Read {
+                url,
+                detail: scrub(detail),
+            },
+            GitError::Cache { path, detail } => GitError::Cache {
+                path,
+                detail: scrub(detail),
+            },
+            other => other,
+        }
+    }
+}
+
 /// A gix error with its causes, on one line.
 pub(super) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
@@ -181,4 +230,29 @@ pub(super) fn read_error(url: &str, what: &str, e: &(dyn std::error::Error + 'st
         url: url.to_string(),
         detail: format!("{what}: {}", chain(e)),
     }
+}
+
+/// `text` with the password of every `scheme://user:password@` in it replaced by `***`.
+pub(crate) fn redact_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let authority_end = tail
+            .find(['/', '?', '#', ' ', '"', '\''])
+            .unwrap_or(tail.len());
+        let authority = &tail[..authority_end];
+        match (authority.rfind('@'), authority.find(':')) {
+            (Some(at), Some(colon)) if colon < at => {
+                out.push_str(&authority[..colon]);
+                out.push_str(":***");
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[authority_end..];
+    }
+    out.push_str(rest);
+    out
 }

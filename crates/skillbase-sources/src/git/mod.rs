@@ -11,7 +11,11 @@
 //! - `file://` is read in place: the repository on this machine is opened with gix and its
 //!   objects are read directly. (gix's own `file://` transport would run `git-upload-pack`; a
 //!   local repository needs no copy, so none is made, and the cache is not used for it.)
-//! - `http://` and `https://` are parsed but not fetched: this build has no HTTP transport.
+//! - `https://` (and `http://` to a loopback address only: plain HTTP elsewhere would carry the
+//!   repository and any credentials in the clear) goes through gix's HTTP client (reqwest,
+//!   rustls) into the same cache. A password in the URL (`https://user:password@host/...`) is
+//!   used for that fetch only, and sent over https only: it is taken out of [`GitSource::url`]
+//!   when parsed, and every error is scrubbed of it. No credential helper runs, nothing prompts.
 //!
 //! Everything is read from git objects (the tree at the commit), never from a checkout.
 
@@ -33,7 +37,7 @@ use error::chain;
 use gix::bstr::ByteSlice;
 use refs::{local_refs, resolve};
 use remote::Timeouts;
-use spec::shown;
+pub(crate) use spec::shown;
 use std::path::Path;
 use tree::read_skills;
 
@@ -67,6 +71,71 @@ fn fetch_with(
     cache_dir: &Path,
     timeouts: &Timeouts,
 ) -> Result<Fetched, GitError> {
+    open_with(src, limits, cache_dir, timeouts)?.read(src.subdir.as_deref(), limits)
+}
+
+/// A repository fetched (or opened in place) with its reference resolved to a commit: what
+/// [`open`] gives, to read one folder or file of that commit after another without fetching
+/// again. Holds the cache's lock until dropped.
+pub(crate) struct Opened {
+    repo: gix::Repository,
+    commit: gix::ObjectId,
+    src: GitSource,
+    _lock: Option<std::fs::File>,
+}
+
+/// [`fetch`] without reading: the repository and the commit `src` names.
+pub(crate) fn open(
+    src: &GitSource,
+    limits: &GitLimits,
+    cache_dir: &Path,
+) -> Result<Opened, GitError> {
+    open_with(src, limits, cache_dir, &Timeouts::default())
+}
+
+impl Opened {
+    /// The commit, 40 lowercase hex digits.
+    pub(crate) fn commit(&self) -> String {
+        self.commit.to_string()
+    }
+
+    /// The skills of the commit's tree at `subdir` (the root when `None`), as [`fetch`].
+    pub(crate) fn read(
+        &self,
+        subdir: Option<&str>,
+        limits: &GitLimits,
+    ) -> Result<Fetched, GitError> {
+        let src = self
+            .src
+            .at(self.src.reference.clone(), subdir.map(str::to_string));
+        read_skills(&self.repo, self.commit, &src, limits).map_err(|e| self.scrub(e))
+    }
+
+    /// The file at `path` (from the repository's root) of the commit, when it is a plain file of
+    /// at most `max_bytes` (over it: a [`GitError::Limit`]); `None` when there is none.
+    pub(crate) fn read_file(
+        &self,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        tree::read_file(&self.repo, self.commit, &self.src.url, path, max_bytes)
+            .map_err(|e| self.scrub(e))
+    }
+
+    fn scrub(&self, e: GitError) -> GitError {
+        match &self.src.password {
+            Some(p) => e.scrubbed(&p.0),
+            None => e,
+        }
+    }
+}
+
+fn open_with(
+    src: &GitSource,
+    limits: &GitLimits,
+    cache_dir: &Path,
+    timeouts: &Timeouts,
+) -> Result<Opened, GitError> {
     let url = &src.url;
     let parsed = gix::url::parse(url.as_bytes().as_bstr()).map_err(|e| GitError::Spec {
         spec: shown(&src.to_spec()),
@@ -86,18 +155,52 @@ fn fetch_with(
             })?;
             let refs = local_refs(&repo, url)?;
             let commit = resolve(&repo, &refs, src)?;
-            read_skills(&repo, commit, src, limits)
+            Ok(Opened {
+                repo,
+                commit,
+                src: src.clone(),
+                _lock: None,
+            })
         }
-        "git" | "ssh" => {
-            let (repo, refs, _lock) =
-                remote::fetch_into_cache(&parsed, src, limits.archive_bytes, cache_dir, timeouts)?;
-            let commit = resolve(&repo, &refs, src)?;
-            read_skills(&repo, commit, src, limits)
+        "git" | "ssh" | "https" | "http" => {
+            if src.scheme() == "http" && !is_loopback(&parsed) {
+                return Err(GitError::InsecureHttp { url: url.clone() });
+            }
+            let mut parsed = parsed;
+            if let Some(p) = &src.password {
+                parsed.set_password(Some(p.0.clone()));
+            }
+            let opened =
+                remote::fetch_into_cache(&parsed, src, limits.archive_bytes, cache_dir, timeouts)
+                    .and_then(|(repo, refs, lock)| {
+                        let commit = resolve(&repo, &refs, src)?;
+                        Ok(Opened {
+                            repo,
+                            commit,
+                            src: src.clone(),
+                            _lock: Some(lock),
+                        })
+                    });
+            match &src.password {
+                Some(p) => opened.map_err(|e| e.scrubbed(&p.0)),
+                None => opened,
+            }
         }
         other => Err(GitError::UnsupportedTransport {
             url: url.clone(),
             scheme: other.to_string(),
         }),
+    }
+}
+
+/// Whether the URL's host is this machine (`localhost`, 127.0.0.0/8, `::1`).
+fn is_loopback(url: &gix::Url) -> bool {
+    match url.host_unbracketed() {
+        Some("localhost") => true,
+        Some(h) => h
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
     }
 }
 

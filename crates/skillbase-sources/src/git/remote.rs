@@ -216,9 +216,11 @@ fn network_fetch(
                 run_fetch(remote.to_connection_with_transport(t), &interrupt)
                     .map_err(|e| unreachable(chain(&e)))
             }),
+        // No credential helper runs and nothing prompts: a server that asks gets the URL's
+        // credentials (sent over https only) or nothing.
         _ => remote
             .connect(Direction::Fetch)
-            .and_then(|con| run_fetch(con, &interrupt))
+            .and_then(|con| run_fetch(con.with_credentials(|_| Ok(None)), &interrupt))
             .map_err(|e| unreachable(chain(&e))),
     };
     if let Some(n) = watchdog.stop() {

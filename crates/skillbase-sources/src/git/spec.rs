@@ -21,7 +21,29 @@ pub struct GitSource {
     pub reference: Option<String>,
     /// A folder inside the repository ('/'-separated, relative, no trailing '/'); `None`: the root.
     pub subdir: Option<String>,
+    /// The password of an `http(s)://user:password@host/` URL: taken out of `url`, used for the
+    /// fetch only, and never shown, recorded or compared.
+    pub(crate) password: Option<Password>,
 }
+
+/// A password given in a URL: its `Debug` shows nothing of it, and any two are equal (so a
+/// source compares by what it names, not by its credentials).
+#[derive(Clone)]
+pub(crate) struct Password(pub(crate) String);
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Password(***)")
+    }
+}
+
+impl PartialEq for Password {
+    fn eq(&self, _: &Password) -> bool {
+        true
+    }
+}
+
+impl Eq for Password {}
 
 impl GitSource {
     /// Parse `git+URL[@ref][#subdir]`.
@@ -95,27 +117,7 @@ impl GitSource {
             }
             None => (url_ref, None),
         };
-        let host = &url[after_scheme..path_start];
-        if scheme == "file" && !host.is_empty() {
-            return Err(bad(format!(
-                "a file URL names no host (`{host}` found); write file:///absolute/path/to/repo"
-            )));
-        }
-        if scheme != "file" && host.rsplit('@').next().unwrap_or("").is_empty() {
-            return Err(bad(format!(
-                "the URL has no host; write {scheme}://HOST/PATH/TO/REPO"
-            )));
-        }
-        if url[path_start..].trim_matches('/').is_empty() {
-            return Err(bad(format!(
-                "the URL has no repository path after the host; write {scheme}://{host}/PATH/TO/REPO"
-            )));
-        }
-        if let Err(e) = gix::url::parse(url.as_bytes().as_bstr()) {
-            return Err(bad(format!(
-                "the URL `{url}` is not valid ({e}); write {scheme}://HOST/PATH/TO/REPO"
-            )));
-        }
+        let (url, password) = check_url(url, scheme, after_scheme, path_start).map_err(bad)?;
         let reference = match reference {
             Some(r) => Some(check_reference(r).map_err(bad)?),
             None => None,
@@ -124,7 +126,18 @@ impl GitSource {
             url: url.to_string(),
             reference,
             subdir,
+            password,
         })
+    }
+
+    /// A source of `url` (already checked, without a password) at `reference`, under `subdir`.
+    pub(crate) fn at(&self, reference: Option<String>, subdir: Option<String>) -> GitSource {
+        GitSource {
+            url: self.url.clone(),
+            reference,
+            subdir,
+            password: self.password.clone(),
+        }
     }
 
     /// The canonical text (what a lockfile records), `git+URL[@ref][#subdir]`.
@@ -153,13 +166,92 @@ impl fmt::Display for GitSource {
     }
 }
 
-/// The spec as shown in an error: escaped, and cut when long.
-pub(super) fn shown(spec: &str) -> String {
+/// The URL (`scheme://[user[:password]@]host[:port]/path`, `after_scheme` and `path_start` its
+/// host's and path's offsets) checked: without its password, and the password.
+fn check_url(
+    url: &str,
+    scheme: &str,
+    after_scheme: usize,
+    path_start: usize,
+) -> Result<(String, Option<Password>), String> {
+    let host = &url[after_scheme..path_start];
+    let (url, password) = take_password(url, scheme, after_scheme, path_start)?;
+    let path_start = path_start - password.as_ref().map_or(0, |p| p.0.len() + 1);
+    let host = match &password {
+        Some(_) => &url[after_scheme..path_start],
+        None => host,
+    };
+    if let Some(part) = host
+        .split(['@', ':'])
+        .chain(url[path_start..].split('/'))
+        .find(|p| p.starts_with('-'))
+    {
+        return Err(format!(
+            "`{part}` in the URL starts with `-`, which a program could read as an option; \
+                 write a host, user and path that do not start with `-`"
+        ));
+    }
+    if scheme == "file" && !host.is_empty() {
+        return Err(format!(
+            "a file URL names no host (`{host}` found); write file:///absolute/path/to/repo"
+        ));
+    }
+    if scheme != "file" && host.rsplit('@').next().unwrap_or("").is_empty() {
+        return Err(format!(
+            "the URL has no host; write {scheme}://HOST/PATH/TO/REPO"
+        ));
+    }
+    if url[path_start..].trim_matches('/').is_empty() {
+        return Err(format!(
+            "the URL has no repository path after the host; write {scheme}://{host}/PATH/TO/REPO"
+        ));
+    }
+    if let Err(e) = gix::url::parse(url.as_bytes().as_bstr()) {
+        return Err(format!(
+            "the URL `{url}` is not valid ({e}); write {scheme}://HOST/PATH/TO/REPO"
+        ));
+    }
+    Ok((url, password))
+}
+
+/// The spec as shown in an error: any password hidden, escaped, and cut when long.
+pub(crate) fn shown(spec: &str) -> String {
+    let spec = super::error::redact_userinfo(spec);
     let mut cut: String = spec.chars().take(120).collect();
     if cut.len() < spec.len() {
         cut.push('…');
     }
     format!("{cut:?}")
+}
+
+/// Split the password out of `url`'s `user:password@` (between `after_scheme` and
+/// `path_start`): the URL without it, and the password. Only http(s) takes one.
+fn take_password(
+    url: &str,
+    scheme: &str,
+    after_scheme: usize,
+    path_start: usize,
+) -> Result<(String, Option<Password>), String> {
+    let authority = &url[after_scheme..path_start];
+    let Some(at) = authority.rfind('@') else {
+        return Ok((url.to_string(), None));
+    };
+    let Some(colon) = authority[..at].find(':') else {
+        return Ok((url.to_string(), None));
+    };
+    if scheme != "https" && scheme != "http" {
+        return Err(format!(
+            "a {scheme}:// URL takes no password (`user:***@` found); remove it (ssh uses its keys)"
+        ));
+    }
+    let password = authority[colon + 1..at].to_string();
+    let url = format!(
+        "{}{}{}",
+        &url[..after_scheme + colon],
+        &authority[at..],
+        &url[path_start..]
+    );
+    Ok((url, Some(Password(password))))
 }
 
 fn describe_char(c: char) -> String {

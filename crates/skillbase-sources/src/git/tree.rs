@@ -486,3 +486,66 @@ fn read_files(
     }
     Ok(out)
 }
+
+/// The plain file at `path` ('/'-separated, from the root) of `commit`'s tree, when there is
+/// one; over `max_bytes` it is a [`GitError::Limit`] (its size is read from the object's
+/// header, so nothing larger is loaded). A link or a folder at `path` is refused.
+pub(super) fn read_file(
+    repo: &gix::Repository,
+    commit: ObjectId,
+    url: &str,
+    path: &str,
+    max_bytes: u64,
+) -> Result<Option<Vec<u8>>, GitError> {
+    let mut tree = repo
+        .find_commit(commit)
+        .map_err(|e| read_error(url, "cannot read the commit", &e))?
+        .tree_id()
+        .map_err(|e| read_error(url, "cannot read the commit's tree", &e))?
+        .detach();
+    let parts: Vec<&str> = path.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let Some((_, kind, oid)) = tree_entries(repo, tree, url)?
+            .into_iter()
+            .find(|(name, _, _)| name.as_deref() == Ok(*part))
+        else {
+            return Ok(None);
+        };
+        let last = i + 1 == parts.len();
+        match kind {
+            EntryKind::Tree if !last => tree = oid,
+            EntryKind::Blob | EntryKind::BlobExecutable if last => {
+                let header = repo
+                    .find_header(oid)
+                    .map_err(|e| read_error(url, &format!("cannot read {path}"), &e))?;
+                if header.size() > max_bytes {
+                    return Err(GitError::Limit {
+                        limit: "built-in manifest size limit",
+                        subject: join(url, path),
+                        found: header.size(),
+                        max: max_bytes,
+                        unit: "bytes",
+                        scope: "per file",
+                        fix: "keep the manifest small",
+                    });
+                }
+                let object = repo
+                    .find_object(oid)
+                    .map_err(|e| read_error(url, &format!("cannot read {path}"), &e))?;
+                return Ok(Some(object.detach().data));
+            }
+            EntryKind::Link => {
+                return Err(GitError::Read {
+                    url: url.to_string(),
+                    detail: format!(
+                        "`{}` is a symbolic link, which is never followed; store `{path}` as \
+                         plain folders and a plain file",
+                        parts[..=i].join("/")
+                    ),
+                });
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}

@@ -81,7 +81,7 @@ fn cache_repos(cache: &Path) -> Vec<String> {
 }
 
 /// `served/<name>`: a bare clone of the work repository, in the folder a daemon serves.
-fn serve_bare(r: &Repo, name: &str) -> (PathBuf, PathBuf) {
+pub(super) fn serve_bare(r: &Repo, name: &str) -> (PathBuf, PathBuf) {
     let base = r.tmp.path().join("served");
     fs::create_dir_all(&base).unwrap();
     let into = format!("served/{name}");

@@ -217,17 +217,18 @@ fn no_skill_and_unreachable_repositories_are_errors() {
 }
 
 #[test]
-fn http_is_parsed_but_not_fetched_in_this_build() {
+fn plain_http_to_another_host_is_refused_before_anything_is_fetched() {
     let tmp = tempfile::tempdir().unwrap();
     for spec in [
-        "git+https://example.invalid/r.git",
         "git+http://example.invalid/r.git@v1",
+        "git+http://10.0.0.1/r.git",
+        "git+http://user:hunter2@example.invalid/r.git",
     ] {
         let src = GitSource::parse(spec).unwrap();
         let (e, m) = msg(fetch(&src, &GitLimits::default(), tmp.path()));
-        assert!(matches!(e, GitError::UnsupportedTransport { .. }), "{e:?}");
-        assert!(m.contains("not supported in this build"), "{m}");
-        assert!(m.contains("example.invalid"), "{m}");
+        assert!(matches!(e, GitError::InsecureHttp { .. }), "{e:?}");
+        assert!(m.contains("use https://"), "{m}");
+        assert!(!m.contains("hunter2"), "{m}");
     }
     assert_eq!(
         fs::read_dir(tmp.path()).unwrap().count(),

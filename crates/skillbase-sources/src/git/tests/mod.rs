@@ -2,6 +2,7 @@
 //! per concern.
 
 mod daemon;
+mod http;
 mod limits;
 mod local;
 mod parse;

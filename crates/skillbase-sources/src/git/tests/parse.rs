@@ -113,6 +113,22 @@ fn parse_refuses_bad_specs_saying_what_to_write() {
             "scheme `HTTPS` is not supported",
         ),
         ("git+https://", "no repository path"),
+        (
+            "git+ssh://-oProxyCommand=touch%20x/r.git",
+            "`-oProxyCommand=touch%20x` in the URL starts with `-`",
+        ),
+        (
+            "git+ssh://git@h.example/-r.git",
+            "`-r.git` in the URL starts with `-`",
+        ),
+        (
+            "git+ssh://-l@h.example/r.git",
+            "`-l` in the URL starts with `-`",
+        ),
+        (
+            "git+https://h.example/r.git@--upload-pack=x",
+            "reference `--upload-pack=x` starts with `-`",
+        ),
         ("git+https://h.example", "no repository path"),
         (
             "git+https://h.example/",
