@@ -30,9 +30,9 @@ pub mod lock;
 pub mod marketplace;
 mod source;
 mod sourced;
+pub mod sync;
 #[cfg(test)]
 mod test_http;
-pub mod sync;
 
 pub use error::SourceError;
 pub use limits::Limits;
