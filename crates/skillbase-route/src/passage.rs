@@ -13,7 +13,7 @@ pub const SPLIT_WORDS: usize = 48;
 pub const PASSAGE_WORDS: usize = 32;
 /// Most passages of one message: the first half from its start, the rest from its end (the
 /// request is at one end of a paste, seldom inside it).
-pub const MAX_PASSAGES: usize = 6;
+pub const MAX_PASSAGES: usize = 4;
 /// Least share of letters among a passage's visible characters for it to be prose; code, logs
 /// and tables fall below and are not encoded.
 pub const MIN_LETTERS: f32 = 0.72;
