@@ -220,7 +220,10 @@ impl SemanticQuery<'_> {
     /// Per skill, its best raw cosine with a passage of the message (0 for every skill when the
     /// query does not fit).
     pub fn cosines(&self) -> Vec<f32> {
-        best(self.passages().map(|q| self.matrix.cosines(q)), self.matrix.present.len())
+        best(
+            self.passages().map(|q| self.matrix.cosines(q)),
+            self.matrix.present.len(),
+        )
     }
 
     /// The similarity fusion reads: per skill, its best centred similarity
@@ -514,11 +517,9 @@ mod tests {
         assert_eq!(fuse(lex.clone(), Some(sq(&query[..dim]))).order()[0].0, 2);
         assert_eq!(fuse(lex.clone(), Some(two)).order()[0].0, 5);
         // Per skill, the best passage's cosine.
-        let cos = two.cosines();
-        for i in 0..n {
-            let a = m.cosines(&query[..dim])[i];
-            let b = m.cosines(&query[dim..])[i];
-            assert_eq!(cos[i], a.max(b));
+        let (a, b) = (m.cosines(&query[..dim]), m.cosines(&query[dim..]));
+        for (i, c) in two.cosines().into_iter().enumerate() {
+            assert_eq!(c, a[i].max(b[i]));
         }
         // A query that is not a whole number of vectors says nothing: the lexical order.
         for bad in [&query[..dim + 1], &query[..0]] {

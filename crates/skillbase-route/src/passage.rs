@@ -142,8 +142,8 @@ mod tests {
 
     #[test]
     fn the_request_around_a_paste_is_its_own_passage() {
-        let log = "2026-12-01 12:00:01 ERROR db=10.0.0.1:5432 pool=7/8 retry=3 code=0x1F\n"
-            .repeat(30);
+        let log =
+            "2026-12-01 12:00:01 ERROR db=10.0.0.1:5432 pool=7/8 retry=3 code=0x1F\n".repeat(30);
         let code = "```\nfn main() { let x = foo.bar(1, 2)?; println!(\"{x:?}\"); }\n```\n";
         let message = format!(
             "Here is what I saw this morning on the staging box.\n{log}\n{code}\nCan you find out why the connection pool runs dry and fix the retry settings?"
@@ -180,7 +180,7 @@ mod tests {
         assert!(p.iter().all(|s| s.split_whitespace().count() <= 32));
         // Too many passages: the first half from the start, the rest from the end.
         let numbered: String = (0..20)
-            .map(|i| format!("sentence number {} says something new here.\n", i))
+            .map(|i| format!("sentence number {i} says something new here.\n"))
             .collect();
         let p = passages_with(&numbered, 10, 32, 5);
         let n: Vec<&str> = p.iter().map(|s| s.split(' ').nth(2).unwrap()).collect();

@@ -1029,7 +1029,10 @@ impl LocalEmbedder {
                         (false, _) => v,
                         (true, true) => {
                             let mut v = v;
-                            v.resize(v.len() + self.multilingual.as_ref().map_or(0, |m| m.dim()), 0.0);
+                            v.resize(
+                                v.len() + self.multilingual.as_ref().map_or(0, |m| m.dim()),
+                                0.0,
+                            );
                             v
                         }
                         (true, false) => {
@@ -1294,7 +1297,10 @@ mod tests {
     #[test]
     fn a_message_is_embedded_whole_or_as_its_passages() {
         // Short: the message, as before.
-        assert_eq!(query_passages("  refund order 5533 "), ["refund order 5533"]);
+        assert_eq!(
+            query_passages("  refund order 5533 "),
+            ["refund order 5533"]
+        );
         assert_eq!(query_passages(""), [""]);
         // Long with a paste: the prose around it.
         let message = format!(
