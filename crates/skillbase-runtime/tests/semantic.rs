@@ -331,11 +331,12 @@ async fn a_long_message_is_read_as_passages_and_its_request_decides() {
     let e = engine(dir.path(), &s.url).await;
     let agent = "support".parse().unwrap();
     e.warm_semantic(&agent).await.unwrap().unwrap();
-    // A pasted crash log between a greeting and the request; the encoders would read only its
-    // start, which says nothing of what is wanted.
+    // A pasted crash log between an opening line and the request; read whole, the message is
+    // mostly log (the stand-in reads every word: the log's outweigh the rest), which says
+    // nothing of what is wanted.
     let log = "kworker/3:1 pid=4411 segv at 0x7f3a9c ip 00005555 sp 00007ffd error 4\n".repeat(40);
     let message = format!(
-        "Here is the output from the worker.\n{log}\nI would like my money back, it was never repaid."
+        "Here is what the chargeback worker printed.\n{log}\nI would like my money back, it was never repaid."
     );
     let before = s.requests.lock().unwrap().len();
     let hits = e.search(&agent, &message, 3).await.unwrap();
@@ -345,7 +346,7 @@ async fn a_long_message_is_read_as_passages_and_its_request_decides() {
     assert_eq!(
         asked,
         [
-            "Here is the output from the worker.",
+            "Here is what the chargeback worker printed.",
             "I would like my money back, it was never repaid."
         ]
     );
