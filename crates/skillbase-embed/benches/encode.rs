@@ -8,6 +8,9 @@
 //!   message, truncated as the runtime does, to 32 (the runtime's default), 64, 128 and 256
 //!   tokens.
 //! - `embed/short_15_words`: a 15-word message (17 tokens).
+//! - `embed/2kb_6_passages_packed`, `embed/2kb_6_passages_one_by_one`: the 2 KB message read as
+//!   six passages of 32 words (as the runtime reads a long message), in one packed forward pass
+//!   or one pass each.
 //! - `load`: reading and preparing the model from disk (page cache warm).
 //!
 //! Printed before measuring (only under `cargo bench`, not `cargo test --benches`): the
@@ -218,6 +221,21 @@ fn benches(c: &mut Criterion, dir: &Path, enc: &Encoder, precision: Precision) {
         b.iter(|| enc.embed_with_limit(black_box(&msg), 256))
     });
     g.bench_function("short_15_words", |b| b.iter(|| enc.embed(black_box(SHORT))));
+    // A long message read as passages: six of 32 words, packed into one pass or one by one.
+    let words: Vec<&str> = msg.split_whitespace().collect();
+    let passages: Vec<String> = words.chunks(32).take(6).map(|w| w.join(" ")).collect();
+    let passages: Vec<&str> = passages.iter().map(String::as_str).collect();
+    g.bench_function("2kb_6_passages_packed", |b| {
+        b.iter(|| enc.embed_many_as(black_box(&passages), 64, Role::Query))
+    });
+    g.bench_function("2kb_6_passages_one_by_one", |b| {
+        b.iter(|| {
+            passages
+                .iter()
+                .map(|p| enc.embed_as(black_box(p), 64, Role::Query))
+                .collect::<Vec<_>>()
+        })
+    });
     g.finish();
     let mut g = c.benchmark_group("load");
     g.sample_size(10).measurement_time(Duration::from_secs(10));

@@ -330,6 +330,20 @@ impl Encoder {
         texts.iter().map(|t| self.embed(t)).collect()
     }
 
+    /// The L2-normalised embeddings of several texts in `role`, each truncated to `max_tokens`
+    /// tokens, computed in one forward pass (their tokens packed one after another, with no
+    /// padding): each linear layer's weights are read once for all of them, so `k` short texts
+    /// cost much less than `k` calls of [`Encoder::embed_as`]. Each vector is the one
+    /// [`Encoder::embed_as`] gives its text (within rounding).
+    pub fn embed_many_as(&self, texts: &[&str], max_tokens: usize, role: Role) -> Vec<Vec<f32>> {
+        let ids: Vec<Vec<u32>> = texts
+            .iter()
+            .map(|t| self.tokenize_as(t, max_tokens, role))
+            .collect();
+        let seqs: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+        self.bert.embed_many(&seqs)
+    }
+
     /// The token ids [`Encoder::embed_with_limit`] feeds the model.
     pub fn tokenize(&self, text: &str, max_tokens: usize) -> Vec<u32> {
         self.tokenize_as(text, max_tokens, Role::Query)

@@ -204,19 +204,19 @@ impl WordTable {
     }
 }
 
-/// [`Bert::embed`] as a call `pulp` compiles for AVX2 and FMA (the body must be inlined into it,
-/// which a closure's is not).
+/// [`Bert::embed_many`] as a call `pulp` compiles for AVX2 and FMA (the body must be inlined
+/// into it, which a closure's is not).
 struct Embed<'a> {
     bert: &'a Bert,
-    ids: &'a [u32],
+    seqs: &'a [&'a [u32]],
 }
 
 impl pulp::NullaryFnOnce for Embed<'_> {
-    type Output = Vec<f32>;
+    type Output = Vec<Vec<f32>>;
 
     #[inline(always)]
-    fn call(self) -> Vec<f32> {
-        self.bert.embed_here(self.ids)
+    fn call(self) -> Vec<Vec<f32>> {
+        self.bert.embed_here(self.seqs)
     }
 }
 
@@ -369,62 +369,59 @@ impl Bert {
     /// `max_positions` of them: the caller guarantees both). On x86-64 with AVX2 and FMA the
     /// element-wise work (layer norms, GELU, softmax, quantization) is compiled for them.
     pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
+        self.embed_many(&[ids]).pop().unwrap_or_default()
+    }
+
+    /// The embeddings of several sequences in one forward pass: their tokens are packed one
+    /// after another (each at positions from 0, attending only to its own tokens), so each
+    /// linear layer streams its weights once for all of them. A sequence's vector is the one
+    /// [`Bert::embed`] gives it alone (the fast path quantizes per token; the products differ
+    /// only in the order of their sums).
+    pub fn embed_many(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
         #[cfg(target_arch = "x86_64")]
         if let Some(simd) = pulp::x86::V3::try_new() {
-            return simd.vectorize(Embed { bert: self, ids });
+            return simd.vectorize(Embed { bert: self, seqs });
         }
-        self.embed_here(ids)
+        self.embed_here(seqs)
     }
 
     #[inline(always)]
-    fn embed_here(&self, ids: &[u32]) -> Vec<f32> {
+    fn embed_here(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
         let h = self.cfg.hidden;
-        let n = ids.len().min(self.cfg.max_positions);
-        let heads = self.cfg.heads;
-        let dh = h / heads;
+        let lens: Vec<usize> = seqs
+            .iter()
+            .map(|s| s.len().min(self.cfg.max_positions))
+            .collect();
+        let n: usize = lens.iter().sum();
         let inter = self.cfg.intermediate;
         let eps = self.cfg.eps;
 
-        // Embeddings: word + position + token type 0, then layer norm.
+        // Embeddings: word + position (from 0 in each sequence) + token type 0, then layer norm.
         let mut x = vec![0f32; n * h];
-        for (i, (row, &id)) in x.chunks_exact_mut(h).zip(ids).enumerate() {
-            let id = (id as usize).min(self.cfg.vocab - 1);
-            self.word.row(id, h, row);
-            let p = &self.position[i * h..(i + 1) * h];
-            for ((o, p), t) in row.iter_mut().zip(p).zip(&self.token_type) {
-                *o += p + t;
+        let mut rows = x.chunks_exact_mut(h);
+        for (seq, &len) in seqs.iter().zip(&lens) {
+            for (i, (&id, row)) in seq[..len].iter().zip(rows.by_ref()).enumerate() {
+                let id = (id as usize).min(self.cfg.vocab - 1);
+                self.word.row(id, h, row);
+                let p = &self.position[i * h..(i + 1) * h];
+                for ((o, p), t) in row.iter_mut().zip(p).zip(&self.token_type) {
+                    *o += p + t;
+                }
             }
         }
         layer_norm(&mut x, &self.emb_ln_g, &self.emb_ln_b, eps);
 
+        let longest = lens.iter().copied().max().unwrap_or(0);
         let mut qkv = vec![0f32; n * 3 * h];
-        let mut scores = vec![0f32; n * n];
+        let mut scores = vec![0f32; longest * longest];
         let mut ctx = vec![0f32; n * h];
         let mut tmp = vec![0f32; n * h];
         let mut up = vec![0f32; n * inter];
-        let scale = 1.0 / (dh as f32).sqrt();
         for l in &self.layers {
             // Q, K, V in one product: [n, 3h] = x · Wqkvᵀ + b.
             debug_assert_eq!(l.qkv.rows(), 3 * h);
             l.qkv.forward(&x, n, h, &mut qkv);
-            // Self-attention per head. One sequence has no padding: every key is attended.
-            for head in 0..heads {
-                let q = Mat::rows(&qkv[head * dh..], n, dh, 3 * h);
-                let k = Mat::rows(&qkv[h + head * dh..], n, dh, 3 * h);
-                let v = Mat::rows(&qkv[2 * h + head * dh..], n, dh, 3 * h);
-                gemm(scale, q, k.t(), 0.0, &mut scores, n);
-                for row in scores.chunks_exact_mut(n) {
-                    softmax(row);
-                }
-                gemm(
-                    1.0,
-                    Mat::rows(&scores, n, n, n),
-                    v,
-                    0.0,
-                    &mut ctx[head * dh..],
-                    h,
-                );
-            }
+            self.attention(&qkv, &lens, &mut scores, &mut ctx);
             // Attention output, residual, layer norm.
             l.out.forward(&ctx, n, h, &mut tmp);
             for (t, x) in tmp.iter_mut().zip(&x) {
@@ -443,20 +440,66 @@ impl Bert {
             std::mem::swap(&mut x, &mut tmp);
         }
 
-        // Mean pooling over the attention mask (all ones), then L2 normalisation.
-        let mut pooled = vec![0f64; h];
-        for row in x.chunks_exact(h) {
-            for (p, v) in pooled.iter_mut().zip(row) {
-                *p += *v as f64;
-            }
+        let mut out = Vec::with_capacity(seqs.len());
+        let mut start = 0;
+        for &len in &lens {
+            out.push(mean_pool(&x[start * h..(start + len) * h], h));
+            start += len;
         }
-        let count = n.max(1) as f64;
-        let norm = pooled
-            .iter()
-            .map(|p| (p / count) * (p / count))
-            .sum::<f64>()
-            .sqrt()
-            .max(1e-12);
-        pooled.iter().map(|p| (p / count / norm) as f32).collect()
+        out
     }
+
+    /// Self-attention per sequence and head, into `ctx`: a sequence has no padding, so every
+    /// key of its own is attended, and none of another's.
+    #[inline(always)]
+    fn attention(&self, qkv: &[f32], lens: &[usize], scores: &mut [f32], ctx: &mut [f32]) {
+        let h = self.cfg.hidden;
+        let heads = self.cfg.heads;
+        let dh = h / heads;
+        let scale = 1.0 / (dh as f32).sqrt();
+        let mut start = 0;
+        for &m in lens {
+            let qkv = &qkv[start * 3 * h..(start + m) * 3 * h];
+            for head in 0..heads {
+                let q = Mat::rows(&qkv[head * dh..], m, dh, 3 * h);
+                let k = Mat::rows(&qkv[h + head * dh..], m, dh, 3 * h);
+                let v = Mat::rows(&qkv[2 * h + head * dh..], m, dh, 3 * h);
+                let scores = &mut scores[..m * m];
+                gemm(scale, q, k.t(), 0.0, scores, m);
+                for row in scores.chunks_exact_mut(m) {
+                    softmax(row);
+                }
+                gemm(
+                    1.0,
+                    Mat::rows(scores, m, m, m),
+                    v,
+                    0.0,
+                    &mut ctx[start * h + head * dh..],
+                    h,
+                );
+            }
+            start += m;
+        }
+    }
+}
+
+/// Mean pooling of `x`'s `h`-wide rows (the attention mask is all ones), then L2
+/// normalisation; no rows give a zero vector.
+#[inline(always)]
+fn mean_pool(x: &[f32], h: usize) -> Vec<f32> {
+    let n = x.len() / h;
+    let mut pooled = vec![0f64; h];
+    for row in x.chunks_exact(h) {
+        for (p, v) in pooled.iter_mut().zip(row) {
+            *p += *v as f64;
+        }
+    }
+    let count = n.max(1) as f64;
+    let norm = pooled
+        .iter()
+        .map(|p| (p / count) * (p / count))
+        .sum::<f64>()
+        .sqrt()
+        .max(1e-12);
+    pooled.iter().map(|p| (p / count / norm) as f32).collect()
 }

@@ -9,7 +9,7 @@
 //! The rest builds a tiny random BERT in a temporary folder and needs nothing.
 
 use serde_json::{Value, json};
-use skillbase_embed::{EmbedError, Encoder, Precision, Tokenizer};
+use skillbase_embed::{EmbedError, Encoder, Precision, Role, Tokenizer};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -489,6 +489,39 @@ fn tiny_model_loads_and_embeds_hostile_text() {
         vec![enc.embed("a"), enc.embed("b")]
     );
     assert_ne!(enc.embed("a"), enc.embed("b"));
+}
+
+#[test]
+fn packed_texts_embed_as_they_do_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    tiny_model(tmp.path());
+    let mega = "hello world ".repeat(1 << 12);
+    let texts = [
+        "hello, world",
+        "",
+        "a b a b a b hello",
+        mega.as_str(),
+        "\u{1}中",
+        "worlds",
+    ];
+    for precision in [Precision::Exact, Precision::Fast] {
+        let enc = Encoder::load_with(tmp.path(), precision).unwrap();
+        for max in [2, 5, 16] {
+            let packed = enc.embed_many_as(&texts, max, Role::Query);
+            assert_eq!(packed.len(), texts.len());
+            for (text, got) in texts.iter().zip(&packed) {
+                let alone = enc.embed_as(text, max, Role::Query);
+                assert_eq!(got.len(), alone.len());
+                let diff = got
+                    .iter()
+                    .zip(&alone)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max);
+                assert!(diff < 1e-5, "{precision:?} {max} {text:.20}: {diff}");
+            }
+        }
+        assert!(enc.embed_many_as(&[], 16, Role::Query).is_empty());
+    }
 }
 
 #[test]

@@ -216,7 +216,7 @@ fn miss(
         .take(WORDS)
         .collect();
     let semantic = semantic.and_then(|q| {
-        let sims = q.matrix.cosines(q.query);
+        let sims = q.cosines();
         Some((*sims.get(target)?, *sims.get(w)?))
     });
     Miss {

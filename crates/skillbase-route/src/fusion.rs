@@ -193,10 +193,62 @@ impl SemanticMatrix {
 pub struct SemanticQuery<'a> {
     /// The view's skill vectors.
     pub matrix: &'a SemanticMatrix,
-    /// The message's vector (normalized).
+    /// The message's vector (normalized), or one per passage of a long message
+    /// ([`crate::passage`]) laid end to end, each of the matrix's size.
     pub query: &'a [f32],
     /// The semantic score's share of the fused score, 0 to 1.
     pub weight: f32,
+}
+
+impl SemanticQuery<'_> {
+    /// Whether the query is one or more vectors of the matrix's size (a query of another size,
+    /// another model's, says nothing).
+    pub fn fits(&self) -> bool {
+        let dim = self.matrix.dim;
+        dim > 0 && !self.query.is_empty() && self.query.len().is_multiple_of(dim)
+    }
+
+    /// The message's vectors, one per passage (none when the query does not fit).
+    pub fn passages(&self) -> std::slice::ChunksExact<'_, f32> {
+        if self.fits() {
+            self.query.chunks_exact(self.matrix.dim)
+        } else {
+            self.query[..0].chunks_exact(1)
+        }
+    }
+
+    /// Per skill, its best raw cosine with a passage of the message (0 for every skill when the
+    /// query does not fit).
+    pub fn cosines(&self) -> Vec<f32> {
+        best(
+            self.passages().map(|q| self.matrix.cosines(q)),
+            self.matrix.present.len(),
+        )
+    }
+
+    /// The similarity fusion reads: per skill, its best centred similarity
+    /// ([`SemanticMatrix::similarities`]) with a passage of the message. The passage that
+    /// speaks of a skill most clearly speaks for the message: a request one sentence long
+    /// beside a pasted log is not drowned by it, and a passage that matches nothing (the log)
+    /// lifts no skill above the others.
+    pub fn similarities(&self) -> Vec<f32> {
+        best(
+            self.passages().map(|q| self.matrix.similarities(q)),
+            self.matrix.present.len(),
+        )
+    }
+}
+
+/// The element-wise maximum of `rows`, each of `n` values (`n` zeros without rows).
+fn best(rows: impl Iterator<Item = Vec<f32>>, n: usize) -> Vec<f32> {
+    let mut out: Option<Vec<f32>> = None;
+    for row in rows {
+        match &mut out {
+            None => out = Some(row),
+            Some(o) => o.iter_mut().zip(row).for_each(|(o, r)| *o = o.max(r)),
+        }
+    }
+    out.unwrap_or_else(|| vec![0.0; n])
 }
 
 /// Which stage ranked a skill where it is.
@@ -307,11 +359,11 @@ pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance
             semantic_won: Vec::new(),
         };
     };
-    if sq.query.len() != sq.matrix.dim || sq.matrix.dim == 0 {
+    if !sq.fits() {
         // A query of another size (another model's) says nothing: the lexical order.
         return fuse(lexical, None);
     }
-    let cos = sq.matrix.similarities(sq.query);
+    let cos = sq.similarities();
     let w = sq.weight.clamp(0.0, 1.0);
     let present = |i: usize| cos.get(i).is_some() && sq.matrix.present[i];
     let (lex_mean, lex_sd) = moments(lexical.iter().copied());
@@ -423,6 +475,60 @@ mod tests {
         let m = SemanticMatrix::new(2, data, vec![true; n]);
         let lex: Vec<f32> = (0..n).map(|i| 2.0 + 0.01 * i as f32).collect();
         assert_eq!(fuse(lex, Some(query(&m))).order()[0].0, 1);
+    }
+
+    #[test]
+    fn the_passage_that_names_a_skill_speaks_for_the_message() {
+        // 20 skills in 21 dimensions: a common part and one of their own each.
+        let (n, dim) = (20, 21);
+        let unit = |mut v: Vec<f32>| {
+            normalize(&mut v);
+            v
+        };
+        let data: Vec<f32> = (0..n)
+            .flat_map(|i| {
+                let mut v = vec![0.0; dim];
+                v[0] = 2.0;
+                v[1 + i] = 1.0;
+                unit(v)
+            })
+            .collect();
+        let m = SemanticMatrix::new(dim, data, vec![true; n]);
+        // Passage 1 (a pasted log) is near every skill alike, with a slight lean to skill 2;
+        // passage 2 (the request) names skill 5.
+        let mut log = vec![0.0; dim];
+        log[0] = 3.0;
+        log[1 + 2] = 0.2;
+        let mut request = vec![0.0; dim];
+        request[0] = 1.0;
+        request[1 + 5] = 1.0;
+        let query: Vec<f32> = [unit(log.clone()), unit(request.clone())].concat();
+        let sq = |query| SemanticQuery {
+            matrix: &m,
+            query,
+            weight: 1.0,
+        };
+        let two = sq(&query);
+        assert!(two.fits());
+        assert_eq!(two.passages().count(), 2);
+        let lex = vec![1.0; n];
+        // Read whole (its first passage alone), the message leans to skill 2; read as
+        // passages, the request decides.
+        assert_eq!(fuse(lex.clone(), Some(sq(&query[..dim]))).order()[0].0, 2);
+        assert_eq!(fuse(lex.clone(), Some(two)).order()[0].0, 5);
+        // Per skill, the best passage's cosine.
+        let (a, b) = (m.cosines(&query[..dim]), m.cosines(&query[dim..]));
+        for (i, c) in two.cosines().into_iter().enumerate() {
+            assert_eq!(c, a[i].max(b[i]));
+        }
+        // A query that is not a whole number of vectors says nothing: the lexical order.
+        for bad in [&query[..dim + 1], &query[..0]] {
+            let q = sq(bad);
+            assert!(!q.fits());
+            assert_eq!(q.passages().count(), 0);
+            assert_eq!(q.cosines(), vec![0.0; n]);
+            assert!(fuse(lex.clone(), Some(q)).semantic_won.is_empty());
+        }
     }
 
     #[test]

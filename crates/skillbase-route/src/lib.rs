@@ -19,6 +19,7 @@
 //! - [`rank`]: BM25F over a skill's fields (name, description, triggers, body), language-aware.
 //! - [`fusion`]: the semantic stage's arithmetic — a view's vectors as one matrix, centring,
 //!   and the fusion of lexical and semantic scores.
+//! - [`passage`]: a long message cut into passages of prose, each encoded on its own.
 //! - [`confidence`]: a calibrated confidence per ranked skill (a softmax with "none of these").
 //! - [`tokens`]: token counts with a real tokenizer (o200k_base), with a fast path.
 //!
@@ -38,6 +39,7 @@ pub mod lang;
 pub mod lexicon;
 #[cfg(feature = "openapi")]
 mod openapi;
+pub mod passage;
 pub mod paths;
 pub mod rank;
 pub mod requires;

@@ -177,7 +177,7 @@ pub(crate) struct Runtime {
 pub struct SemanticInputs {
     /// The view's skill vectors.
     pub matrix: Arc<skillbase_route::fusion::SemanticMatrix>,
-    /// The message's vector.
+    /// The message's vector, or one per passage of a long message, end to end.
     pub query: Vec<f32>,
     /// The semantic score's share of the fused score.
     pub weight: f32,

@@ -176,7 +176,8 @@ impl std::fmt::Debug for Semantic {
 pub struct QueryVectors {
     /// The view's skill vectors.
     pub matrix: Arc<skillbase_route::fusion::SemanticMatrix>,
-    /// One vector per message, in the order they were given.
+    /// One query per message, in the order they were given: a vector per passage of the
+    /// message, end to end ([`Semantic::queries`]).
     pub queries: Vec<Vec<f32>>,
     /// The semantic score's share of the fused score.
     pub weight: f32,
@@ -400,24 +401,46 @@ impl Semantic {
         m
     }
 
-    /// The vectors of many messages (each cut by `query_text`), in order.
+    /// The query of each message, in order: one vector per passage of the message
+    /// ([`query_passages`]), laid end to end (what `SemanticQuery::query` holds).
     pub async fn queries(&self, messages: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut out = Vec::with_capacity(messages.len());
-        for batch in messages.chunks(MAX_BATCH) {
-            let texts: Vec<String> = batch.iter().map(|m| query_text(m)).collect();
-            let v = self.embedder.embed(&texts, Purpose::Query).await?;
-            out.extend(check_vectors(v, texts.len())?);
+        let texts: Vec<(usize, String)> = messages
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| query_passages(m).into_iter().map(move |t| (i, t)))
+            .collect();
+        let mut out = vec![Vec::new(); messages.len()];
+        for batch in texts.chunks(MAX_BATCH) {
+            let t: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
+            let v = self.embedder.embed(&t, Purpose::Query).await?;
+            let v = check_vectors(v, t.len())?;
+            for ((i, _), v) in batch.iter().zip(v) {
+                out[*i].extend(v);
+            }
         }
         Ok(out)
     }
 
-    /// The vector of one message (cut by `query_text`).
+    /// The query of one message: one vector per passage ([`query_passages`]), end to end.
     pub async fn query(&self, message: &str) -> Result<Vec<f32>, EmbedError> {
-        let texts = [query_text(message)];
-        let v = self.embedder.embed(&texts, Purpose::Query).await?;
-        let mut v = check_vectors(v, 1)?;
-        Ok(v.pop().unwrap_or_default())
+        Ok(self.queries(&[message]).await?.pop().unwrap_or_default())
     }
+}
+
+/// The texts a message is embedded as: [`query_text`] of each of its passages
+/// (`skillbase_route::passage`: the whole message unless it is long), or of the message itself
+/// when it has none (a blank one).
+pub fn query_passages(message: &str) -> Vec<String> {
+    let cut = query_text(message);
+    let mut p: Vec<String> = skillbase_route::passage::passages(message)
+        .into_iter()
+        .map(query_text)
+        .collect();
+    if p.len() <= 1 {
+        // A message read whole is read as before: its first MAX_QUERY_CHARS characters.
+        p = vec![cut];
+    }
+    p
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -755,6 +778,8 @@ pub const DEFAULT_QUERY_TOKENS: usize = 64;
 /// The same for the multilingual model: it has twice the layers, and 24 pieces take about 11 ms
 /// (32 ranked the repository's set no better).
 pub const DEFAULT_MULTILINGUAL_QUERY_TOKENS: usize = 24;
+/// Most query texts (a long message's passages) one forward pass of a local encoder packs.
+pub const PACK: usize = 8;
 /// Word pieces of a skill's [`document_text`] the local encoders read: 128 rank the
 /// repository's set as 256 did, at half the cost of a first index (BENCHMARKS.md).
 pub const DOCUMENT_TOKENS: usize = 128;
@@ -954,13 +979,11 @@ impl LocalEmbedder {
         })
     }
 
-    fn embed_one(&self, text: &str, purpose: Purpose) -> Vec<f32> {
+    /// A skill text's vector (documents; queries go through [`LocalEmbedder::embed_queries`]).
+    fn embed_document(&self, text: &str) -> Vec<f32> {
         use skillbase_embed::Role;
-        match (&self.english, &self.multilingual, purpose) {
-            (Some(e), None, Purpose::Query) | (None, Some(e), Purpose::Query) => {
-                e.embed_as(text, self.query_tokens(e), Role::Query)
-            }
-            (Some(e), None, Purpose::Document) | (None, Some(e), Purpose::Document) => {
+        match (&self.english, &self.multilingual) {
+            (Some(e), None) | (None, Some(e)) => {
                 let tokens = if e.multilingual() {
                     MULTILINGUAL_DOCUMENT_TOKENS
                 } else {
@@ -968,43 +991,76 @@ impl LocalEmbedder {
                 };
                 e.embed_as(text, tokens, Role::Passage)
             }
-            (Some(en), Some(ml), Purpose::Document) => {
+            (Some(en), Some(ml)) => {
                 let scale = std::f32::consts::FRAC_1_SQRT_2;
                 let mut v = en.embed_as(text, DOCUMENT_TOKENS, Role::Passage);
                 v.extend(ml.embed_as(text, MULTILINGUAL_DOCUMENT_TOKENS, Role::Passage));
                 v.iter_mut().for_each(|x| *x *= scale);
                 v
             }
-            (Some(en), Some(ml), Purpose::Query) => {
-                if reads_as_english(text) {
-                    let mut v = en.embed_as(text, self.query_tokens(en), Role::Query);
-                    v.resize(en.dim() + ml.dim(), 0.0);
-                    v
-                } else {
-                    let mut v = vec![0.0; en.dim()];
-                    v.extend(ml.embed_as(text, self.query_tokens(ml), Role::Query));
-                    v
-                }
-            }
-            (None, None, _) => Vec::new(),
+            (None, None) => Vec::new(),
         }
     }
 }
 
 impl LocalEmbedder {
+    /// Query vectors, in order: the texts for each model (by [`reads_as_english`] when there
+    /// are two) packed into one forward pass per [`PACK`] texts, so a long message's passages
+    /// cost little more than one of them (each model reads its weights once per pass). With
+    /// both models, a vector lies in its model's half, the other half zero.
+    fn embed_queries(&self, texts: &[String]) -> Vec<Vec<f32>> {
+        use skillbase_embed::Role;
+        let mut out = vec![Vec::new(); texts.len()];
+        let both = self.english.is_some() && self.multilingual.is_some();
+        let english: Vec<bool> = texts
+            .iter()
+            .map(|t| self.multilingual.is_none() || (both && reads_as_english(t)))
+            .collect();
+        for (model, is_english) in [(&self.english, true), (&self.multilingual, false)] {
+            let Some(e) = model else { continue };
+            let mine: Vec<usize> = (0..texts.len())
+                .filter(|&i| english[i] == is_english)
+                .collect();
+            for pack in mine.chunks(PACK) {
+                let t: Vec<&str> = pack.iter().map(|&i| texts[i].as_str()).collect();
+                let vectors = e.embed_many_as(&t, self.query_tokens(e), Role::Query);
+                for (&i, v) in pack.iter().zip(vectors) {
+                    out[i] = match (both, is_english) {
+                        (false, _) => v,
+                        (true, true) => {
+                            let mut v = v;
+                            v.resize(
+                                v.len() + self.multilingual.as_ref().map_or(0, |m| m.dim()),
+                                0.0,
+                            );
+                            v
+                        }
+                        (true, false) => {
+                            let mut z = vec![0.0; self.english.as_ref().map_or(0, |m| m.dim())];
+                            z.extend(v);
+                            z
+                        }
+                    };
+                }
+            }
+        }
+        out
+    }
+
     /// One vector per text, in order. Documents (a first index) on every core, each thread
     /// taking the next text as it finishes one (skill texts differ in length, so fixed shares
-    /// would leave a core idle); a message alone on one. A text's vector does not depend on
-    /// the thread that computed it.
+    /// would leave a core idle); a message's passages packed on one
+    /// ([`LocalEmbedder::embed_queries`]). A text's vector does not depend on the thread that
+    /// computed it.
     fn embed_all(&self, texts: &[String], purpose: Purpose) -> Vec<Vec<f32>> {
-        let threads = if purpose == Purpose::Document {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            1
+        if purpose == Purpose::Query {
+            return self.embed_queries(texts);
         }
-        .min(texts.len());
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(texts.len());
         if threads <= 1 {
-            return texts.iter().map(|t| self.embed_one(t, purpose)).collect();
+            return texts.iter().map(|t| self.embed_document(t)).collect();
         }
         let next = std::sync::atomic::AtomicUsize::new(0);
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
@@ -1016,7 +1072,7 @@ impl LocalEmbedder {
                         loop {
                             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let Some(t) = texts.get(i) else { break };
-                            done.push((i, self.embed_one(t, purpose)));
+                            done.push((i, self.embed_document(t)));
                         }
                         done
                     })
@@ -1236,6 +1292,31 @@ mod tests {
         ] {
             assert!(reads_as_english(text), "{text}");
         }
+    }
+
+    #[test]
+    fn a_message_is_embedded_whole_or_as_its_passages() {
+        // Short: the message, as before.
+        assert_eq!(
+            query_passages("  refund order 5533 "),
+            ["refund order 5533"]
+        );
+        assert_eq!(query_passages(""), [""]);
+        // Long with a paste: the prose around it.
+        let message = format!(
+            "Please look at this crash.\n{}\nThen open a ticket for the storage team.",
+            "0x7f3a 0x0000 0x4411 0x9c2e 0x1f00 0x0042\n".repeat(20)
+        );
+        assert_eq!(
+            query_passages(&message),
+            [
+                "Please look at this crash.",
+                "Then open a ticket for the storage team."
+            ]
+        );
+        // Long with no prose at all: its start, cut as before.
+        let code = "x = f(a[1], b[2]) + 3 * 4;\n".repeat(2_000);
+        assert_eq!(query_passages(&code), [query_text(&code)]);
     }
 
     #[test]

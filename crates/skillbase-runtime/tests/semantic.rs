@@ -321,6 +321,45 @@ async fn a_paraphrase_is_ranked_by_meaning_and_vectors_are_kept() {
 }
 
 #[tokio::test]
+async fn a_long_message_is_read_as_passages_and_its_request_decides() {
+    let s = stand_in().await;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+    }
+    let e = engine(dir.path(), &s.url).await;
+    let agent = "support".parse().unwrap();
+    e.warm_semantic(&agent).await.unwrap().unwrap();
+    // A pasted crash log between an opening line and the request; read whole, the message is
+    // mostly log (the stand-in reads every word: the log's outweigh the rest), which says
+    // nothing of what is wanted.
+    let log = "kworker/3:1 pid=4411 segv at 0x7f3a9c ip 00005555 sp 00007ffd error 4\n".repeat(40);
+    let message = format!(
+        "Here is what the chargeback worker printed.\n{log}\nI would like my money back, it was never repaid."
+    );
+    let before = s.requests.lock().unwrap().len();
+    let hits = e.search(&agent, &message, 3).await.unwrap();
+    assert_eq!(hits[0].name, "refund-order", "{hits:?}");
+    // The endpoint was asked for the two passages of prose, the log left out.
+    let asked = s.requests.lock().unwrap()[before..].concat();
+    assert_eq!(
+        asked,
+        [
+            "Here is what the chargeback worker printed.",
+            "I would like my money back, it was never repaid."
+        ]
+    );
+    // A turn ranks the same way.
+    let t = e
+        .turn(&agent, "s1", &message, &TurnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(t.report.catalog.shown[0].name.as_str(), "refund-order");
+    e.close().await;
+}
+
+#[tokio::test]
 async fn a_failing_endpoint_leaves_the_ranking_lexical_and_the_key_unseen() {
     let s = stand_in().await;
     let dir = tempfile::tempdir().unwrap();
