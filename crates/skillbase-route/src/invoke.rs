@@ -143,11 +143,12 @@ pub fn split_arguments(text: &str) -> Vec<String> {
 /// `$ARGUMENTS[N]` the N-th argument (from 0; empty when absent), `$N` the N-th argument (left
 /// as written when absent, so a price such as `$5` survives), and `$name` (or `{{name}}`,
 /// Skillbase's `inputs` placeholder) the argument at that name's place in the skill's
-/// `arguments`. Without arguments, a skill that declares none is left as written. A body with
+/// `arguments`. Without arguments, a skill that declares none and has no `$ARGUMENTS` is left
+/// as written. A body with
 /// no placeholder that is given arguments gets them appended as an `ARGUMENTS:` line.
 /// Substitution adds at most [`MAX_SUBSTITUTED_BYTES`]; placeholders past that stay as written.
 pub fn substitute(body: &str, arguments: &str, names: &[String]) -> String {
-    if arguments.is_empty() && names.is_empty() {
+    if arguments.is_empty() && names.is_empty() && !body.contains("$ARGUMENTS") {
         return body.to_owned();
     }
     let args = split_arguments(arguments);
@@ -339,9 +340,10 @@ mod tests {
             substitute("Costs $5, not $0.", "cheap", &[]),
             "Costs $5, not cheap."
         );
+        assert_eq!(substitute("Costs $5 or $0.", "", &[]), "Costs $5 or $0.");
         assert_eq!(
             substitute("Costs $5 ($ARGUMENTS).", "", &[]),
-            "Costs $5 ($ARGUMENTS)."
+            "Costs $5 ()."
         );
         assert_eq!(
             substitute("Costs $5.", "x", &[]),
