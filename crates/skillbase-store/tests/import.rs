@@ -250,7 +250,8 @@ async fn codex_openai_yaml_maps_onto_skillbase_keys(db: TestDb) {
         "{w:?}"
     );
     let check = |store: &skillbase_store::Store| {
-        let e = store.index().get(&Scope::Shared, "ship").unwrap();
+        let idx = store.index();
+        let e = idx.get(&Scope::Shared, "ship").unwrap();
         assert!(e.meta.disable_model_invocation);
         assert_eq!(e.meta.requires.mcp, ["github"]);
         assert_eq!(e.meta.display.display_name.as_deref(), Some("Ship"));
@@ -281,7 +282,8 @@ async fn codex_openai_yaml_maps_onto_skillbase_keys(db: TestDb) {
         ))
         .await
         .unwrap();
-    let e = store.index().get(&Scope::Shared, "ship").unwrap();
+    let idx = store.index();
+    let e = idx.get(&Scope::Shared, "ship").unwrap();
     assert!(!e.meta.disable_model_invocation && e.meta.requires.mcp.is_empty());
     store.close().await;
     db.cleanup().await;
