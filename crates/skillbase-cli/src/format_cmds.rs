@@ -4,6 +4,7 @@
 use crate::{EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
+use skillbase_format::compat::{Target, Verdict, portable_dir};
 use skillbase_format::discover::{Found, discover};
 use skillbase_format::prompt::{self, PropertiesError};
 use skillbase_format::skill_dir::is_skill_md_path;
@@ -25,6 +26,19 @@ pub struct ValidateArgs {
     /// it, Skillbase's keys are checked too and unknown keys are warnings.
     #[arg(long)]
     spec: bool,
+    /// Also say, per agent, which keys of each skill it would reject or ignore (the README's
+    /// compatibility table); exit 1 when a named agent would reject a skill.
+    #[arg(long)]
+    portable: bool,
+    /// The agents `--portable` checks, comma-separated: claude-code, codex, gemini-cli, copilot,
+    /// cursor, opencode, skills-ref (all by default).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        requires = "portable",
+        value_name = "AGENT"
+    )]
+    agent_target: Vec<Target>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     format: OutputFormat,
@@ -101,6 +115,8 @@ struct JsonReport<'a> {
     errors: Vec<&'a str>,
     warnings: Vec<&'a str>,
     diagnostics: &'a [Diagnostic],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    portable: Option<&'a [Verdict]>,
 }
 
 pub fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
@@ -131,27 +147,86 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<u8> {
         None => no_skill_report(),
     });
 
+    let targets = if args.agent_target.is_empty() {
+        Target::ALL.to_vec()
+    } else {
+        args.agent_target.clone()
+    };
+    let verdicts: Vec<Option<Vec<Verdict>>> = if args.portable {
+        run_parallel(&jobs, |(_, dir)| {
+            dir.as_ref().map(|d| portable_dir(d, &targets, &opts))
+        })
+    } else {
+        vec![None; jobs.len()]
+    };
     let any_invalid = reports.iter().any(|r| !r.is_valid());
+    let any_rejected = verdicts
+        .iter()
+        .flatten()
+        .flatten()
+        .any(|v| !v.rejects.is_empty());
     match args.format {
         OutputFormat::Json => {
             let out: Vec<JsonReport<'_>> = jobs
                 .iter()
                 .zip(&reports)
-                .map(|((shown, _), r)| JsonReport {
+                .zip(&verdicts)
+                .map(|(((shown, _), r), v)| JsonReport {
                     path: shown.display().to_string(),
                     name: r.name.as_deref(),
                     valid: r.is_valid(),
                     errors: r.errors().map(|d| d.message.as_str()).collect(),
                     warnings: r.warnings().map(|d| d.message.as_str()).collect(),
                     diagnostics: &r.diagnostics,
+                    portable: v.as_deref(),
                 })
                 .collect();
             let text = serde_json::to_string_pretty(&out).unwrap_or_else(|_| "[]".into());
             outln!("{text}")?;
         }
-        OutputFormat::Text => write_text(&jobs, &reports)?,
+        OutputFormat::Text => {
+            write_text(&jobs, &reports)?;
+            for ((shown, _), v) in jobs.iter().zip(&verdicts) {
+                if let Some(v) = v {
+                    write_portable(shown, v)?;
+                }
+            }
+        }
     }
-    Ok(if any_invalid { EXIT_INVALID } else { EXIT_OK })
+    Ok(if any_invalid || any_rejected {
+        EXIT_INVALID
+    } else {
+        EXIT_OK
+    })
+}
+
+/// One skill's verdict per agent: what it would reject, what it would ignore.
+fn write_portable(shown: &Path, verdicts: &[Verdict]) -> std::io::Result<()> {
+    let keys = |k: &[String]| {
+        k.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    outln!("Portability of {}:", shown.display())?;
+    for v in verdicts {
+        let label = v.target.label();
+        if !v.rejects.is_empty() {
+            if v.target == Target::SkillsRef {
+                outln!("  {label}: rejects it")?;
+                for why in &v.rejects {
+                    outln!("    - {why}")?;
+                }
+            } else {
+                outln!("  {label}: rejects it for {}", keys(&v.rejects))?;
+            }
+        } else if v.ignores.is_empty() {
+            outln!("  {label}: reads every key")?;
+        } else {
+            outln!("  {label}: loads it, ignores {}", keys(&v.ignores))?;
+        }
+    }
+    Ok(())
 }
 
 /// The text verdicts: each valid skill on stdout, each failure and its warnings on stderr (stdout

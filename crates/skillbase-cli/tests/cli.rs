@@ -360,6 +360,156 @@ fn examples_all_validate_without_warnings() {
     }
 }
 
+#[test]
+fn portable_says_per_agent_what_it_rejects_or_ignores() {
+    let tmp = tempfile::tempdir().unwrap();
+    let claude = "---\nname: deploy\ndescription: Deploys. Use when asked.\ndisable-model-invocation: true\nmodel: sonnet\ntriggers:\n  - ship it\n---\nDeploy $ARGUMENTS.\n";
+    let dir = skill(tmp.path(), "deploy", claude);
+    let r = run(&["validate", "--portable", s(&dir)]);
+    // The reference validator rejects the skill: exit 1, though Skillbase finds it valid.
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("Valid skill: "), "{}", r.stdout);
+    for want in [
+        "  Claude Code: loads it, ignores `triggers`\n",
+        "  Cursor: loads it, ignores `model`, `triggers`\n",
+        "  Codex: loads it, ignores `disable-model-invocation`, `model`, `triggers`\n",
+        "  skills-ref: rejects it\n    - Unexpected fields in frontmatter: disable-model-invocation, model, triggers.",
+    ] {
+        assert!(r.stdout.contains(want), "{want}\n{}", r.stdout);
+    }
+    // Only the agents named: none rejects it, so exit 0.
+    let r = run(&[
+        "validate",
+        "--portable",
+        "--agent-target",
+        "claude-code,codex",
+        s(&dir),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        !r.stdout.contains("skills-ref") && !r.stdout.contains("Cursor"),
+        "{}",
+        r.stdout
+    );
+    // Skillbase's keys under metadata.skillbase and a spec-only frontmatter: everyone loads it.
+    let nested = "---\nname: nested\ndescription: Nested keys. Use when asked.\nmetadata:\n  skillbase:\n    triggers:\n      - ship\n---\nBody.\n";
+    let dir2 = skill(tmp.path(), "nested", nested);
+    let r = run(&["validate", "--portable", "--format", "json", s(&dir2)]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v = json(&r.stdout);
+    let targets = v[0]["portable"].as_array().unwrap();
+    assert_eq!(targets.len(), 7);
+    assert_eq!(targets[6]["target"], "skills-ref");
+    assert!(targets.iter().all(|t| t["rejects"] == json("[]")), "{v}");
+    assert_eq!(targets[1]["ignores"], json("[\"metadata\"]"), "{v}");
+    // Without --portable, the JSON has no such key; an unknown target is a usage error.
+    let r = run(&["validate", "--format", "json", s(&dir2)]);
+    assert!(json(&r.stdout)[0].get("portable").is_none());
+    let r = run(&[
+        "validate",
+        "--portable",
+        "--agent-target",
+        "claude",
+        s(&dir2),
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("unknown agent target 'claude'"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        run(&["validate", "--agent-target", "codex", s(&dir2)]).code,
+        2
+    );
+}
+
+#[test]
+fn codex_openai_yaml_is_read_and_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = skill(tmp.path(), "codexy", &good("codexy"));
+    fs::create_dir_all(dir.join("agents")).unwrap();
+    let yaml = dir.join("agents/openai.yaml");
+    fs::write(
+        &yaml,
+        "interface:\n  display_name: \"Codexy\"\ndependencies:\n  tools:\n    - type: \"mcp\"\n      value: \"github\"\n      url: \"https://example.com/mcp\"\npolicy:\n  allow_implicit_invocation: false\n",
+    )
+    .unwrap();
+    let r = run(&["validate", s(&dir)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("agents/openai.yaml: `dependencies.tools[0]` 'github': `transport` and `url` are not used"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&[
+        "validate",
+        "--portable",
+        "--agent-target",
+        "codex,claude-code",
+        s(&dir),
+    ]);
+    assert!(
+        r.stdout
+            .contains("  Claude Code: loads it, ignores `agents/openai.yaml`"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("  Codex: reads every key"),
+        "{}",
+        r.stdout
+    );
+    // Malformed, hostile and oversized files: one error naming the file (and the key).
+    for (text, want) in [
+        (
+            "policy:\n  allow_implicit_invocation: sometimes\n",
+            "agents/openai.yaml: `policy.allow_implicit_invocation` must be true or false",
+        ),
+        (
+            "a: &x [1]\nb: *x\n",
+            "agents/openai.yaml: anchors and aliases",
+        ),
+        ("interface: [\n", "agents/openai.yaml: "),
+    ] {
+        fs::write(&yaml, text).unwrap();
+        let r = run(&["validate", "--format", "json", s(&dir)]);
+        assert_eq!(r.code, 1, "{text}");
+        let errors = json(&r.stdout)[0]["errors"].clone();
+        assert!(
+            errors[0].as_str().unwrap().starts_with(want),
+            "{text}: {errors}"
+        );
+    }
+    fs::write(&yaml, "x".repeat(70_000)).unwrap();
+    let r = run(&["validate", s(&dir)]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("agents/openai.yaml is 70000 bytes, over the 65536-byte limit"),
+        "{}",
+        r.stderr
+    );
+    fs::write(&yaml, b"\xff\xfe").unwrap();
+    assert!(
+        run(&["validate", s(&dir)])
+            .stderr
+            .contains("agents/openai.yaml is not valid UTF-8")
+    );
+    #[cfg(unix)]
+    {
+        fs::remove_file(&yaml).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &yaml).unwrap();
+        let r = run(&["validate", s(&dir)]);
+        assert_eq!(r.code, 1);
+        assert!(
+            r.stderr.contains("agents/openai.yaml is not a plain file"),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // read-properties and to-prompt
 

@@ -202,6 +202,9 @@ pub struct SkillDraft {
     pub argument_hint: Option<String>,
     /// `arguments` names, carried over.
     pub arguments: Vec<String>,
+    /// Every other frontmatter key (`model`, `context`, `agent`, `hooks`, keys unknown to
+    /// Skillbase), carried over as written ([`SkillDraft::keep_other_keys`]).
+    pub other: Vec<(String, Value)>,
 }
 
 fn refuse(field: DraftField, problem: impl Into<String>) -> DraftError {
@@ -381,6 +384,7 @@ impl SkillDraft {
             paths: Vec::new(),
             argument_hint: None,
             arguments: Vec::new(),
+            other: Vec::new(),
         }
     }
 
@@ -414,7 +418,25 @@ impl SkillDraft {
             paths: meta.paths.clone(),
             argument_hint: meta.argument_hint.clone(),
             arguments: meta.arguments.clone(),
+            other: Vec::new(),
         }
+    }
+
+    /// Carry over the frontmatter keys no draft field holds (a revision's typed frontmatter:
+    /// [`crate::yaml::Node::to_typed_json`]), so a modification keeps a peer's `model`,
+    /// `context` or `hooks` and any key Skillbase does not know. Keys a draft field holds are
+    /// left to the field.
+    pub fn keep_other_keys(&mut self, frontmatter: &serde_json::Map<String, Value>) {
+        self.other = frontmatter
+            .iter()
+            .filter(|(k, _)| {
+                let k = k.as_str();
+                !(crate::keys::SPEC_KEYS.contains(&k)
+                    || crate::keys::SKILLBASE_KEYS.contains(&k)
+                    || crate::keys::PEER_KEYS.contains(&k))
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
     }
 
     /// Set one field from a JSON value (a tool call's argument), with the limits of
@@ -586,6 +608,10 @@ impl SkillDraft {
                 }
             }
         }
+        for (k, v) in &self.other {
+            let _ = write!(out, "{}:", quoted(k));
+            block(&mut out, v, 1);
+        }
         out.push_str("---\n");
         out.push_str(&self.body);
         out.push('\n');
@@ -648,6 +674,40 @@ mod tests {
             back.cost = None;
         }
         back
+    }
+
+    #[test]
+    fn keys_no_field_holds_are_kept_through_a_modification() {
+        let text = "---\nname: deploy-app\ndescription: Deploys.\nmodel: sonnet\ncontext: fork\nagent: Explore\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      command: \"echo '---' # hi\"\nodd-key: [1, \"two\", {a: null}]\ncost: seconds\n---\nBody.\n";
+        let md = SkillMd::parse(text, &Default::default()).unwrap();
+        let meta = SkillMeta::from_md(&md).unwrap();
+        let fm = match crate::yaml::Node::Map(md.frontmatter.clone()).to_typed_json() {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        let mut d = SkillDraft::from_meta(name("deploy-app"), &meta, md.body());
+        d.keep_other_keys(&fm);
+        let keys: Vec<&str> = d.other.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["model", "context", "agent", "hooks", "odd-key"]);
+        d.apply_all(&json!({"body": "New body."})).unwrap();
+        let out = d.to_skill_md();
+        let back = SkillMd::parse(&out, &Default::default()).unwrap();
+        let back_fm = match crate::yaml::Node::Map(back.frontmatter.clone()).to_typed_json() {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        for k in ["model", "context", "agent", "hooks", "odd-key", "cost"] {
+            assert_eq!(back_fm.get(k), fm.get(k), "{k}\n{out}");
+        }
+        assert_eq!(back.body(), "New body.");
+        // The rendered skill is still valid, the carried keys known or warned about as before.
+        let r = crate::validate::validate_text(
+            &out,
+            "SKILL.md",
+            Some("deploy-app"),
+            &Default::default(),
+        );
+        assert!(r.is_valid(), "{:?}", r.diagnostics);
     }
 
     fn full() -> SkillDraft {

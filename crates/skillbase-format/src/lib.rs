@@ -13,6 +13,8 @@
 //! - [`bundle`] holds a skill folder as content-addressed files, rejecting unsafe paths, links
 //!   and zip bombs whole; [`Bundle::digest`] is the documented content digest.
 //!
+//! - [`openai_yaml`] reads Codex's `agents/openai.yaml`; [`compat`] holds which agent reads,
+//!   ignores or rejects which key (the README's tables) and checks a skill against them.
 //! - [`openapi`] (the `openapi` feature): these types and grammars as OpenAPI schemas.
 //!
 //! This crate is pure: no network, no database, no global state.
@@ -22,6 +24,7 @@
 
 pub mod allowed_tools;
 pub mod bundle;
+pub mod compat;
 pub mod digest;
 pub mod discover;
 pub mod draft;
@@ -31,6 +34,7 @@ mod grammar;
 mod keys;
 pub mod meta;
 pub mod name;
+pub mod openai_yaml;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 pub mod prompt;

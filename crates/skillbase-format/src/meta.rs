@@ -163,6 +163,10 @@ pub struct SkillMeta {
     /// `arguments` (Claude Code's): names for the positional arguments of an explicit
     /// invocation, substituted as `$name`.
     pub arguments: Vec<String>,
+    /// Display metadata (Codex's `agents/openai.yaml` `interface`), for people; empty unless
+    /// [`SkillMeta::with_codex`] applied one.
+    #[serde(skip_serializing_if = "crate::openai_yaml::Interface::is_empty")]
+    pub display: crate::openai_yaml::Interface,
 }
 
 impl SkillMeta {
@@ -232,9 +236,42 @@ impl SkillMeta {
                 .filter(|a| valid_argument_name(a))
                 .take(MAX_ARGUMENTS)
                 .collect(),
+            display: Default::default(),
         };
         meta.capabilities = merged(meta.capabilities, allowed_tools(md.get("allowed-tools")));
         Some(meta)
+    }
+}
+
+impl SkillMeta {
+    /// Apply what Codex's `agents/openai.yaml` says where it maps onto Skillbase's keys:
+    /// `policy.allow_implicit_invocation: false` makes the skill explicit-only (as
+    /// `disable-model-invocation: true`), each `mcp` dependency is added to `requires.mcp`
+    /// (up to [`crate::requires::MAX_REQUIRES_ENTRIES`]), and the interface is kept as
+    /// [`SkillMeta::display`].
+    pub fn with_codex(&mut self, sidecar: &crate::openai_yaml::Sidecar) {
+        if sidecar.allow_implicit_invocation == Some(false) {
+            self.disable_model_invocation = true;
+        }
+        for server in &sidecar.mcp {
+            if self.requires.mcp.len() < crate::requires::MAX_REQUIRES_ENTRIES
+                && !self.requires.mcp.contains(server)
+            {
+                self.requires.mcp.push(server.clone());
+            }
+        }
+        self.display = sidecar.interface.clone();
+    }
+
+    /// [`SkillMeta::with_codex`] over the file's text when it reads without an error
+    /// (validation reports the errors); the text is ignored otherwise.
+    pub fn with_codex_text(&mut self, text: &[u8]) {
+        if let Ok(text) = std::str::from_utf8(text)
+            && let (Some(sidecar), _) =
+                crate::openai_yaml::read(text, &crate::yaml::YamlLimits::default())
+        {
+            self.with_codex(&sidecar);
+        }
     }
 }
 

@@ -4,7 +4,10 @@
 //! them, with its messages. [`Profile::Skillbase`] (the default) adds Skillbase's optional keys,
 //! checked for type and sense, and turns unknown keys into warnings.
 
+mod codex;
 mod peer;
+
+pub use codex::codex_diagnostics;
 
 use crate::frontmatter::{FrontmatterError, SkillMd};
 use crate::meta::{
@@ -145,7 +148,13 @@ pub fn validate_dir(dir: &Path, opts: &ValidateOptions) -> Report {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "SKILL.md".into());
     let dir_name = dir_basename(dir);
-    validate_text(&text, &file, dir_name.as_deref(), opts)
+    let mut report = validate_text(&text, &file, dir_name.as_deref(), opts);
+    if opts.profile == Profile::Skillbase {
+        report
+            .diagnostics
+            .extend(codex::codex_dir_diagnostics(dir, opts));
+    }
+    report
 }
 
 /// The folder's own name, as Python's `Path.name` gives it (resolving `.` and trailing slashes).

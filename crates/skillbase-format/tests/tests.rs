@@ -6,5 +6,6 @@
 mod bundle;
 mod digest;
 mod hostile;
+mod readme_compat;
 mod reference_cases;
 mod upstream_cases;

@@ -139,30 +139,41 @@ pub fn split_arguments(text: &str) -> Vec<String> {
 }
 
 /// The body with the invocation's arguments substituted, in one pass (a value holding `$0` is
-/// not expanded again): `$ARGUMENTS` is the whole argument text, `$ARGUMENTS[N]` and `$N` the
-/// N-th argument (from 0; empty when absent), and `$name` the argument at that name's place
-/// in the skill's `arguments`. A body without `$ARGUMENTS` that is given arguments gets them
-/// appended as an `ARGUMENTS:` line, as Claude Code does. Substitution adds at most
-/// [`MAX_SUBSTITUTED_BYTES`]; placeholders past that stay as written.
+/// not expanded again), as Claude Code does: `$ARGUMENTS` is the whole argument text,
+/// `$ARGUMENTS[N]` the N-th argument (from 0; empty when absent), `$N` the N-th argument (left
+/// as written when absent, so a price such as `$5` survives), and `$name` (or `{{name}}`,
+/// Skillbase's `inputs` placeholder) the argument at that name's place in the skill's
+/// `arguments`. Without arguments, a skill that declares none and has no `$ARGUMENTS` is left
+/// as written. A body with
+/// no placeholder that is given arguments gets them appended as an `ARGUMENTS:` line.
+/// Substitution adds at most [`MAX_SUBSTITUTED_BYTES`]; placeholders past that stay as written.
 pub fn substitute(body: &str, arguments: &str, names: &[String]) -> String {
+    if arguments.is_empty() && names.is_empty() && !body.contains("$ARGUMENTS") {
+        return body.to_owned();
+    }
     let args = split_arguments(arguments);
     let mut out = String::with_capacity(body.len() + arguments.len());
     let mut added = 0usize;
     let mut rest = body;
     let mut used_all = false;
-    while let Some(at) = rest.find('$') {
+    while let Some(at) = rest.find(['$', '{']) {
         out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let (value, len) = placeholder(after, arguments, &args, names, &mut used_all);
+        let (value, len) = if rest[at..].starts_with('{') {
+            braced(&rest[at..], &args, names, &mut used_all)
+        } else {
+            let (v, len) = placeholder(&rest[at + 1..], arguments, &args, names, &mut used_all);
+            (v, len + 1)
+        };
         match value {
             Some(v) if added + v.len() <= MAX_SUBSTITUTED_BYTES => {
                 added += v.len();
                 out.push_str(v);
-                rest = &after[len..];
+                rest = &rest[at + len..];
             }
             _ => {
-                out.push('$');
-                rest = after;
+                // The `$` or `{` alone, as written.
+                out.push_str(&rest[at..at + 1]);
+                rest = &rest[at + 1..];
             }
         }
     }
@@ -198,8 +209,18 @@ fn placeholder<'a>(
     }
     let digits = after.bytes().take_while(u8::is_ascii_digit).count();
     if digits > 0 {
-        *used_all = true;
-        return (nth(after[..digits].parse::<usize>().ok()), digits);
+        // `$N` past the arguments stays as written (Claude Code leaves a missing positional).
+        return match after[..digits]
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| args.get(n))
+        {
+            Some(v) => {
+                *used_all = true;
+                (Some(v.as_str()), digits)
+            }
+            None => (None, 0),
+        };
     }
     let word = after
         .bytes()
@@ -211,6 +232,29 @@ fn placeholder<'a>(
             (nth(Some(k)), word)
         }
         _ => (None, 0),
+    }
+}
+
+/// `{{name}}` (Skillbase's `inputs` placeholder, what `load_skill` fills) for a name of the
+/// skill's `arguments`: the argument at that name's place. `rest` starts with `{`.
+fn braced<'a>(
+    rest: &str,
+    args: &'a [String],
+    names: &[String],
+    used_all: &mut bool,
+) -> (Option<&'a str>, usize) {
+    let Some(inner) = rest.strip_prefix("{{") else {
+        return (None, 0);
+    };
+    let Some(close) = inner.find("}}") else {
+        return (None, 0);
+    };
+    match names.iter().position(|n| *n == inner[..close]) {
+        Some(k) => {
+            *used_all = true;
+            (Some(args.get(k).map_or("", String::as_str)), close + 4)
+        }
+        None => (None, 0),
     }
 }
 
@@ -273,7 +317,12 @@ mod tests {
                 "prod \"1.2 rc\"",
                 &n
             ),
-            "to prod at 1.2 rc (1.2 rc); all: prod \"1.2 rc\"; prod/1.2 rc; ."
+            "to prod at 1.2 rc (1.2 rc); all: prod \"1.2 rc\"; prod/1.2 rc; $2."
+        );
+        // Skillbase's `{{name}}` placeholder is filled from the same named argument.
+        assert_eq!(
+            substitute("{{env}}@{{version}} {{other}} {x} {{", "prod", &n),
+            "prod@ {{other}} {x} {{"
         );
         // One pass: a value holding a placeholder stays as given.
         assert_eq!(substitute("[$0] [$1]", "$1 x", &[]), "[$1] [x]");
@@ -284,7 +333,22 @@ mod tests {
         );
         assert_eq!(substitute("Deploy.", "", &[]), "Deploy.");
         // Not placeholders: a price, an unknown name, an unclosed index.
-        assert_eq!(substitute("$ $x $ARGUMENTS[a", "", &[]), "$ $x [a");
+        assert_eq!(substitute("$ $x $ARGUMENTS[a", "a", &[]), "$ $x a[a");
+        // A price survives: `$5` past the arguments stays, and a skill declaring no arguments,
+        // invoked without any, is left as written.
+        assert_eq!(
+            substitute("Costs $5, not $0.", "cheap", &[]),
+            "Costs $5, not cheap."
+        );
+        assert_eq!(substitute("Costs $5 or $0.", "", &[]), "Costs $5 or $0.");
+        assert_eq!(
+            substitute("Costs $5 ($ARGUMENTS).", "", &[]),
+            "Costs $5 ()."
+        );
+        assert_eq!(
+            substitute("Costs $5.", "x", &[]),
+            "Costs $5.\n\nARGUMENTS: x"
+        );
         // Repeated placeholders cannot grow a body without bound.
         let body = "$ARGUMENTS".repeat(1000);
         let arg = "y".repeat(MAX_ARGUMENT_BYTES);

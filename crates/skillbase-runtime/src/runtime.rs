@@ -1131,7 +1131,7 @@ fn render_loaded(
     uris: bool,
     unmet: &[String],
 ) -> String {
-    let body = substitute(&entry.body, args);
+    let body = substitute(&entry.body, args, &entry.meta.arguments);
     let mut content = skillbase_route::view::wrap_body_for(entry, &body, None, uris, unmet);
     if args.as_object().is_some_and(|o| !o.is_empty()) {
         content.push_str("\n<skill_arguments>");
@@ -1141,32 +1141,55 @@ fn render_loaded(
     content
 }
 
-/// Replace `{{key}}` with each top-level argument (strings as written, others as JSON).
-pub fn substitute(body: &str, args: &serde_json::Value) -> String {
+/// Replace `{{key}}` with each top-level argument (strings as written, others as JSON), and
+/// Claude Code's `$name` for a key the skill names in `arguments` (`names`), so one body reads
+/// the same from `load_skill` and from `/name value`.
+pub fn substitute(body: &str, args: &serde_json::Value, names: &[String]) -> String {
     let Some(map) = args.as_object() else {
         return body.to_owned();
     };
-    if map.is_empty() || !body.contains("{{") {
+    let dollars = !names.is_empty() && body.contains('$');
+    if map.is_empty() || (!body.contains("{{") && !dollars) {
         return body.to_owned();
     }
+    let value = |key: &str| -> Option<String> {
+        map.get(key).map(|v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    };
     // One pass, left to right: a value that itself contains `{{other}}` stays as written (a
     // key replaced at a time would fill it in too, letting one argument rewrite another).
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
-    while let Some(start) = rest.find("{{") {
+    while let Some(start) = rest.find(['{', '$']) {
         out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        match after.find("}}") {
-            Some(end) if map.contains_key(&after[..end]) => {
-                match &map[&after[..end]] {
-                    serde_json::Value::String(s) => out.push_str(s),
-                    other => out.push_str(&other.to_string()),
-                }
-                rest = &after[end + 2..];
+        let at = &rest[start..];
+        let found = if let Some(after) = at.strip_prefix("{{") {
+            after
+                .find("}}")
+                .and_then(|end| value(&after[..end]).map(|v| (v, end + 4)))
+        } else if let Some(after) = at.strip_prefix('$').filter(|_| dollars) {
+            let word = after
+                .bytes()
+                .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+                .count();
+            names
+                .iter()
+                .find(|n| **n == after[..word])
+                .and_then(|n| value(n))
+                .map(|v| (v, word + 1))
+        } else {
+            None
+        };
+        match found {
+            Some((v, len)) => {
+                out.push_str(&v);
+                rest = &at[len..];
             }
-            _ => {
-                out.push_str("{{");
-                rest = after;
+            None => {
+                out.push_str(&at[..1]);
+                rest = &at[1..];
             }
         }
     }
@@ -1270,12 +1293,26 @@ mod tests {
     fn substitution_is_one_pass_and_leaves_unknown_placeholders() {
         let args = json!({"a": "{{b}}", "b": "B", "n": 3});
         assert_eq!(
-            substitute("x {{a}} y {{b}} z {{n}} {{missing}} {{ {{b}}", &args),
+            substitute("x {{a}} y {{b}} z {{n}} {{missing}} {{ {{b}}", &args, &[]),
             "x {{b}} y B z 3 {{missing}} {{ B"
         );
-        assert_eq!(substitute("no placeholders", &args), "no placeholders");
-        assert_eq!(substitute("{{a}", &args), "{{a}");
-        assert_eq!(substitute("{{", &args), "{{");
-        assert_eq!(substitute("é{{b}}é", &args), "éBé");
+        assert_eq!(substitute("no placeholders", &args, &[]), "no placeholders");
+        assert_eq!(substitute("{{a}", &args, &[]), "{{a}");
+        assert_eq!(substitute("{{", &args, &[]), "{{");
+        assert_eq!(substitute("é{{b}}é", &args, &[]), "éBé");
+        assert_eq!(substitute("$b costs $5", &args, &[]), "$b costs $5");
+    }
+
+    #[test]
+    fn claude_code_named_arguments_read_the_same_keys() {
+        let names = vec!["env".to_owned(), "n".to_owned()];
+        let args = json!({"env": "prod $n", "n": 3});
+        // `$env` and `{{env}}` are one argument; a value is not expanded again; `$5`, `$0`, an
+        // undeclared `$x` and a name's longer neighbour (`$envy`) stay.
+        assert_eq!(
+            substitute("$env/{{env}} $n $envy $x $5 $0 $", &args, &names),
+            "prod $n/prod $n 3 $envy $x $5 $0 $"
+        );
+        assert_eq!(substitute("$env", &json!({}), &names), "$env");
     }
 }

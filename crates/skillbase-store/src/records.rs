@@ -21,6 +21,8 @@ pub(crate) struct RawEntry {
     pub digest: String,
     pub author: String,
     pub skill_md: Vec<u8>,
+    /// Codex's `agents/openai.yaml` bytes, when the revision has that file.
+    pub codex: Option<Vec<u8>>,
     /// (path, digest, executable, size), sorted by path.
     pub files: Vec<(String, String, bool, i64)>,
     /// The staged candidate (the `candidate` column's JSON), if any.

@@ -214,7 +214,83 @@ async fn bulk_import_is_the_same_as_single_writes(db: TestDb) {
     db.cleanup().await;
 }
 
+/// A Codex skill's `agents/openai.yaml` is read where it maps: explicit only, an MCP
+/// requirement, display metadata; what does not map is a warning on the write; a malformed file
+/// refuses it; the index reads it again from the database.
+async fn codex_openai_yaml_maps_onto_skillbase_keys(db: TestDb) {
+    let store = db.open().await;
+    let codex = |yaml: &str| {
+        Bundle::from_pairs(
+            [
+                (
+                    "SKILL.md",
+                    b"---\nname: ship\ndescription: Ships a release.\n---\nShip it.\n".to_vec(),
+                ),
+                ("agents/openai.yaml", yaml.as_bytes().to_vec()),
+            ],
+            &Default::default(),
+        )
+        .unwrap()
+    };
+    let yaml = "interface:\n  display_name: \"Ship\"\ndependencies:\n  tools:\n    - type: \"mcp\"\n      value: \"github\"\n      url: \"https://example.com/mcp\"\npolicy:\n  allow_implicit_invocation: false\n";
+    let r = store
+        .import(
+            &Scope::Shared,
+            vec![codex(yaml)],
+            &Author::Import("t".into()),
+            "i",
+            &|_| {},
+        )
+        .await
+        .unwrap();
+    let w = &r.outcomes[0].warnings;
+    assert!(
+        w.iter()
+            .any(|w| w.contains("agents/openai.yaml: `dependencies.tools[0]`")),
+        "{w:?}"
+    );
+    let check = |store: &skillbase_store::Store| {
+        let idx = store.index();
+        let e = idx.get(&Scope::Shared, "ship").unwrap();
+        assert!(e.meta.disable_model_invocation);
+        assert_eq!(e.meta.requires.mcp, ["github"]);
+        assert_eq!(e.meta.display.display_name.as_deref(), Some("Ship"));
+    };
+    check(&store);
+    // Read back from the database as another process would.
+    store.close().await;
+    let store = db.open().await;
+    check(&store);
+    // A malformed file refuses the write, naming the file and the key; nothing changes.
+    let bad = codex("policy:\n  allow_implicit_invocation: [yes]\n");
+    let e = store
+        .put(put(Scope::Shared, bad, None))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("agents/openai.yaml: `policy.allow_implicit_invocation` must be true or false"),
+        "{e}"
+    );
+    check(&store);
+    // Without the policy, the model may use it again.
+    store
+        .put(put(
+            Scope::Shared,
+            codex("interface:\n  short_description: \"x\"\n"),
+            None,
+        ))
+        .await
+        .unwrap();
+    let idx = store.index();
+    let e = idx.get(&Scope::Shared, "ship").unwrap();
+    assert!(!e.meta.disable_model_invocation && e.meta.requires.mcp.is_empty());
+    store.close().await;
+    db.cleanup().await;
+}
+
 suite!(
     import_is_all_or_nothing,
     bulk_import_is_the_same_as_single_writes,
+    codex_openai_yaml_maps_onto_skillbase_keys,
 );

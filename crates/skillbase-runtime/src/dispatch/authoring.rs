@@ -256,7 +256,11 @@ fn start_draft(
             ));
         }
         None => SkillDraft::new(name.clone()),
-        Some(e) => SkillDraft::from_meta(name.clone(), &e.meta, &e.body),
+        Some(e) => {
+            let mut d = SkillDraft::from_meta(name.clone(), &e.meta, &e.body);
+            d.keep_other_keys(&e.frontmatter);
+            d
+        }
     };
     if let Err(e) = draft.apply_all(args).and_then(|()| draft.check_complete()) {
         return Err(ToolError::failed(Failure::Invalid, e.to_string()));

@@ -649,6 +649,51 @@ async fn agents_are_edited_tried_and_evaluated_through_the_same_operations() {
 }
 
 #[tokio::test]
+async fn try_a_turn_takes_the_paths_the_turn_works_on() {
+    let s = TestServer::start().await;
+    let md = "---\nname: shared-two\ndescription: Rust style rules.\npaths: [\"src/**/*.rs\"]\n---\nUse rustfmt.\n";
+    put_skill(
+        &s.store,
+        Scope::Shared,
+        "shared-two",
+        &[("SKILL.md", md.as_bytes())],
+    )
+    .await;
+    let cookie = sign_in(&s, &s.admin).await;
+    let (_, html) = page(&s, &cookie, "/studio/agents/alpha").await;
+    assert!(html.contains("name=\"paths\" id=\"try-paths\""), "{html}");
+    let token = csrf_of(&html);
+    let post = |paths: &str| {
+        let body = format!("csrf={token}&message=tidy+this&paths={}", url_encode(paths));
+        let (s, cookie) = (&s, &cookie);
+        async move { form(s, cookie, "/studio/agents/alpha/turn", &body, None).await }
+    };
+    // One path per line, blank lines skipped: the matching one places the skill.
+    let r = post("\n README.md \r\nsrc/lib/x.rs\n").await;
+    assert_eq!(r.status().as_u16(), 200);
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("data-skill=\"shared-two\" data-reason=\"path:src/**/*.rs\"")
+            && html.contains("Use rustfmt."),
+        "{html}"
+    );
+    // Without paths, nothing names a Rust file: the skill is not placed.
+    let html = post("").await.text().await.unwrap();
+    assert!(!html.contains("data-reason=\"path:"), "{html}");
+    // Paths are checked as REST checks them; the refusal does not quote them.
+    let many: String = (0..100).map(|k| format!("f{k}.rs\n")).collect();
+    let r = post(&many).await;
+    assert_eq!(r.status().as_u16(), 422);
+    assert!(r.text().await.unwrap().contains("at most 64"));
+    let r = post(&format!("a/{}.rs", "x".repeat(2000))).await;
+    assert_eq!(r.status().as_u16(), 422);
+    let r = post("evil\u{7}<script>.rs").await;
+    assert_eq!(r.status().as_u16(), 422);
+    assert!(!r.text().await.unwrap().contains("<script>"));
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn approvals_and_specializing_go_through_the_store() {
     let s = TestServer::start().await;
     let md = "---\nname: shared-two\ndescription: An agent's rewrite, waiting.\n---\nNew text.\n";

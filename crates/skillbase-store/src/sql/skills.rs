@@ -231,9 +231,13 @@ impl Revive {
     }
 }
 
-/// Keep a file's bytes (read only for SKILL.md and skill.md) as the record's SKILL.md: SKILL.md
-/// wins over skill.md.
+/// Keep a file's bytes (read only for SKILL.md, skill.md and Codex's `agents/openai.yaml`) as the
+/// record's SKILL.md (SKILL.md wins over skill.md) or its Codex file.
 fn take_skill_md(e: &mut RawEntry, path: &str, bytes: Option<Vec<u8>>) {
+    if path == skillbase_format::openai_yaml::PATH {
+        e.codex = bytes;
+        return;
+    }
     if let Some(b) = bytes
         && (e.skill_md.is_empty() || path == "SKILL.md")
     {
@@ -269,6 +273,7 @@ fn entry(r: EntryRow) -> RawEntry {
         digest: r.8,
         author: r.9,
         skill_md: Vec::new(),
+        codex: None,
         files: Vec::new(),
         candidate: r.10,
         candidate_entry: None,
@@ -436,7 +441,7 @@ macro_rules! statements {
             // visited once, and no ORDER BY (the files are sorted below).
             let files: Vec<(i64, String, String, bool, i64, Option<Vec<u8>>)> = sqlx::query_as(concat!(
                 "SELECT f.skill_id, f.path, f.digest, f.executable, b.size, ",
-                "CASE WHEN f.path IN ('SKILL.md', 'skill.md') THEN b.bytes ELSE NULL END ",
+                "CASE WHEN f.path IN ('SKILL.md', 'skill.md', 'agents/openai.yaml') THEN b.bytes ELSE NULL END ",
                 "FROM revision_files f JOIN skills s ON s.id = f.skill_id AND s.active_rev = f.rev ",
                 "JOIN blobs b ON b.digest = f.digest"
             ))
@@ -489,6 +494,7 @@ macro_rules! statements {
                 digest,
                 author,
                 skill_md: Vec::new(),
+                codex: None,
                 files: Vec::new(),
                 candidate: None,
                 candidate_entry: None,
@@ -557,7 +563,7 @@ macro_rules! statements {
         async fn load_files(pool: &Pool<Db>, e: &mut RawEntry) -> Result<()> {
             let files: Vec<(String, String, bool, i64, Option<Vec<u8>>)> = sqlx::query_as(concat!(
                 "SELECT f.path, f.digest, f.executable, b.size, ",
-                "CASE WHEN f.path IN ('SKILL.md', 'skill.md') THEN b.bytes ELSE NULL END ",
+                "CASE WHEN f.path IN ('SKILL.md', 'skill.md', 'agents/openai.yaml') THEN b.bytes ELSE NULL END ",
                 "FROM revision_files f JOIN blobs b ON b.digest = f.digest ",
                 "WHERE f.skill_id = $1 AND f.rev = $2 ORDER BY f.path"
             ))

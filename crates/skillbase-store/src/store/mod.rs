@@ -314,6 +314,24 @@ fn to_entry(
         )));
     }
     let mut r = r;
+    // Codex's file is read like SKILL.md: one altered at rest keeps the revision out.
+    if let Some(bytes) = &r.codex {
+        let intact = r
+            .files
+            .iter()
+            .find(|f| f.0 == skillbase_format::openai_yaml::PATH)
+            .and_then(|(_, digest, ..)| digest.parse::<skillbase_format::Digest>().ok())
+            .is_some_and(|d| verified.check(&d, bytes));
+        if !intact {
+            return Err(StoreError::Corrupt(format!(
+                "skill '{}' ({}): revision {} does not match its digest (its {} was altered at rest); not served",
+                r.name,
+                r.scope,
+                r.active_rev,
+                skillbase_format::openai_yaml::PATH
+            )));
+        }
+    }
     let staged = r.candidate.take();
     let candidate_raw = r.candidate_entry.take();
     // One pass over SKILL.md tells whether anything of it needs scrubbing.
@@ -340,8 +358,11 @@ fn to_entry_raw(r: RawEntry) -> Result<SkillEntry> {
     let corrupt = |m: String| StoreError::Corrupt(format!("skill '{}' ({}): {m}", r.name, r.scope));
     let text = std::str::from_utf8(&r.skill_md).map_err(|e| corrupt(e.to_string()))?;
     let md = SkillMd::parse(text, &Default::default()).map_err(|e| corrupt(e.to_string()))?;
-    let meta =
+    let mut meta =
         SkillMeta::from_md(&md).ok_or_else(|| corrupt("missing name or description".into()))?;
+    if let Some(bytes) = &r.codex {
+        meta.with_codex_text(bytes);
+    }
     let files = r
         .files
         .iter()

@@ -67,15 +67,19 @@ impl Store {
                 e.valid_up_to()
             ))
         })?;
-        let report = validate_text(
-            text,
-            md.path.as_str(),
-            None,
-            &ValidateOptions {
-                profile: Profile::Skillbase,
-                ..ValidateOptions::default()
-            },
-        );
+        let opts = ValidateOptions {
+            profile: Profile::Skillbase,
+            ..ValidateOptions::default()
+        };
+        let mut report = validate_text(text, md.path.as_str(), None, &opts);
+        let sidecar = bundle.get(skillbase_format::openai_yaml::PATH);
+        if let Some(f) = sidecar {
+            report
+                .diagnostics
+                .extend(skillbase_format::validate::codex_diagnostics(
+                    &f.bytes, &opts,
+                ));
+        }
         if !report.is_valid() {
             let msgs: Vec<String> = report
                 .errors()
@@ -88,8 +92,11 @@ impl Store {
         }
         let parsed = SkillMd::parse(text, &Default::default())
             .map_err(|e| StoreError::InvalidSkill(e.to_string()))?;
-        let meta = SkillMeta::from_md(&parsed)
+        let mut meta = SkillMeta::from_md(&parsed)
             .ok_or_else(|| StoreError::InvalidSkill("missing name or description".into()))?;
+        if let Some(f) = sidecar {
+            meta.with_codex_text(&f.bytes);
+        }
         Ok((meta.name.clone(), meta))
     }
 
@@ -436,6 +443,7 @@ impl Store {
         let mut o = out.into_iter().next().expect("one outcome per request");
         self.after_commit(std::slice::from_ref(&o)).await;
         crate::requires::warn_unmet(&self.index(), std::slice::from_mut(&mut o));
+        warn_codex(std::slice::from_ref(&w), std::slice::from_mut(&mut o));
         Ok(o)
     }
 
@@ -556,6 +564,7 @@ impl Store {
         }
         self.after_commit(&outcomes).await;
         crate::requires::warn_unmet(&self.index(), &mut outcomes);
+        warn_codex(&reqs, &mut outcomes);
         if let Some(pin) = &pin {
             self.record_pin(pin, &author.to_string()).await?;
         }
@@ -817,4 +826,28 @@ pub struct StoredMatch {
     pub file: Option<String>,
     /// What the finder answered.
     pub found: String,
+}
+
+/// Add to each written outcome what its Codex `agents/openai.yaml` says that does not map onto
+/// Skillbase's keys (the file's errors refused the write before).
+fn warn_codex(reqs: &[WriteReq], outcomes: &mut [WriteOutcome]) {
+    for o in outcomes
+        .iter_mut()
+        .filter(|o| matches!(o.kind, WriteKind::Created | WriteKind::Modified))
+    {
+        let Some(f) = reqs
+            .iter()
+            .find(|r| r.name == o.name && r.scope == o.scope)
+            .and_then(|r| r.bundle.get(skillbase_format::openai_yaml::PATH))
+        else {
+            continue;
+        };
+        let opts = ValidateOptions::default();
+        o.warnings.extend(
+            skillbase_format::validate::codex_diagnostics(&f.bytes, &opts)
+                .into_iter()
+                .filter(|d| d.severity == skillbase_format::Severity::Warning)
+                .map(|d| d.message),
+        );
+    }
 }

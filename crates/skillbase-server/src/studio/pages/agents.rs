@@ -147,6 +147,8 @@ fn agent_forms(b: &mut String, name: &str, config: &str, admin: bool, token: &st
         b,
         "<h2>Try a turn</h2><form method=\"post\" action=\"/studio/agents/{u}/turn\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{t}\"><input type=\"text\" name=\"message\" id=\"try-message\" size=\"90\" maxlength=\"65536\">\
+         <p><label>Paths the turn works on (one per line; skills whose <code>paths:</code> globs match one are placed)<br>\
+         <textarea name=\"paths\" id=\"try-paths\" rows=\"3\" cols=\"90\"></textarea></label></p>\
          <button type=\"submit\" id=\"try-turn\">Run the turn</button></form>\
          <h2>Evaluate</h2><form method=\"post\" action=\"/studio/agents/{u}/eval\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{t}\"><p class=\"muted\">One case per line, as <code>skillbase eval</code> reads them: \

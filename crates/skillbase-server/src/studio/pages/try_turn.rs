@@ -19,6 +19,9 @@ use std::sync::Arc;
 pub(crate) struct TurnForm {
     csrf: String,
     message: String,
+    /// The turn's paths, one per line (blank lines skipped), as REST's `paths`.
+    #[serde(default)]
+    paths: String,
 }
 
 /// A turn in a new session, exactly as `skillbase turn` runs it (recorded like any turn):
@@ -49,11 +52,18 @@ pub(crate) async fn agent_turn(
     if let Err(e) = st.store.open_session(&session, &a.name).await {
         return store_error(e);
     }
-    let ctx = match st
-        .engine
-        .turn(&a.name, &session, &f.message, &Default::default())
-        .await
-    {
+    // Checked by the engine as every surface's paths are (count, length, control characters).
+    let opts = skillbase_runtime::TurnOptions {
+        paths: f
+            .paths
+            .lines()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        ..Default::default()
+    };
+    let ctx = match st.engine.turn(&a.name, &session, &f.message, &opts).await {
         Ok(c) => c,
         Err(e) => return fail(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
     };
