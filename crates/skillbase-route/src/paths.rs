@@ -43,6 +43,10 @@ pub fn in_message(message: &str) -> Vec<&str> {
         if out.len() >= MAX_TURN_PATHS {
             break;
         }
+        // Most words have neither a `/` nor a `.`: no path.
+        if !word.contains(['/', '.']) {
+            continue;
+        }
         const AROUND: &str = "\"'`()[]{}<>,;:!?*";
         let t = word.trim_start_matches(|c: char| AROUND.contains(c));
         let t = t.trim_end_matches(|c: char| c == '.' || AROUND.contains(c));

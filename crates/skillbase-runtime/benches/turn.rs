@@ -17,6 +17,10 @@
 //!   (`Engine::turn`: session, resolution, the report, events written behind). Before it,
 //!   the bytes of the events one turn records are printed for both sizes.
 //! - `turn/view_build/1000`: the cold path, `AgentView::build` over the 10,000-skill index.
+//! - `turn/semantic_turn/10000` (issue 36): the whole turn at every skill with the semantic
+//!   stage on too (both local encoders from `SKILLBASE_MODEL_DIR`; skipped, said, without it),
+//!   after p50 / p99 of 200 such turns printed. Run it on one core:
+//!   `taskset -c 1 target/release/deps/turn-* --bench 'turn/semantic_turn'`.
 //!
 //! Printed before measuring (not timed by criterion): allocations per turn, the heap held by a
 //! cached view, and what an idle session costs (heap, RSS and database bytes after opening many
@@ -1140,6 +1144,9 @@ fn main() {
         rt.block_on(d.flush());
         g.finish();
     }
+    if let Some(sem) = semantic_engine(&rt, runtime.store().clone(), &s.all) {
+        semantic_turns(&mut c, &rt, &sem, &s.all, &f.big_messages, &every_label);
+    }
     {
         let mut g = c.benchmark_group("turn");
         g.sample_size(10).measurement_time(Duration::from_secs(5));
@@ -1152,4 +1159,131 @@ fn main() {
         g.finish();
     }
     c.final_summary();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The semantic stage's turn (issue 36): every stage on, every skill of the store allowed.
+
+/// A second engine over the same store with the local encoders (`SKILLBASE_MODEL_DIR`), its
+/// skill vectors in memory: `None`, said, when no model is installed. The skill vectors are
+/// deterministic random unit vectors written into the store under the model's id, as a first
+/// index would leave them: a turn's cost does not depend on their values, and computing 10,000
+/// real ones takes minutes (the `index` bench measures that). The message is encoded for real.
+fn semantic_engine(
+    rt: &tokio::runtime::Runtime,
+    store: Arc<Store>,
+    agent: &AgentName,
+) -> Option<Engine> {
+    let dir = std::env::var_os("SKILLBASE_MODEL_DIR").map(std::path::PathBuf::from);
+    if !dir
+        .as_deref()
+        .is_some_and(skillbase_embed::Encoder::present)
+    {
+        eprintln!(
+            "turn/semantic_turn: skipped (no model: set SKILLBASE_MODEL_DIR to what `skillbase model pull` installs)"
+        );
+        return None;
+    }
+    let table: toml::Table = "embedder = \"local\"".parse().expect("a table");
+    let config = skillbase_runtime::SemanticConfig::from_table(&table).expect("[semantic]");
+    let engine = rt
+        .block_on(
+            Engine::builder()
+                .store(store.clone())
+                .semantic_config(config)
+                .build(),
+        )
+        .expect("engine with the semantic stage");
+    let sem = engine
+        .semantic()
+        .expect("the semantic stage loaded")
+        .clone();
+    let dim = rt
+        .block_on(sem.query("probe"))
+        .expect("a query vector")
+        .len();
+    let view = engine.view(agent).expect("view");
+    let mut r = Rng(7);
+    let rows: Vec<(String, Vec<f32>)> = view
+        .skills
+        .iter()
+        .map(|s| {
+            let mut v: Vec<f32> = (0..dim)
+                .map(|_| (r.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+                .collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.iter_mut().for_each(|x| *x /= norm);
+            (s.entry.digest.to_string(), v)
+        })
+        .collect();
+    for chunk in rows.chunks(1_000) {
+        rt.block_on(store.put_vectors(&sem.model_id(), chunk))
+            .expect("vectors stored");
+    }
+    let report = rt
+        .block_on(engine.warm_semantic(agent))
+        .expect("warm")
+        .expect("a semantic stage");
+    assert_eq!(
+        (report.read, report.computed),
+        (view.skills.len(), 0),
+        "every vector read, none computed"
+    );
+    Some(engine)
+}
+
+/// `turn/semantic_turn/N`: a whole turn (`Engine::turn`) with the lexical and semantic stages
+/// over every skill, a 2 KB message (read as passages, encoded by both local encoders in
+/// process). Before criterion, 200 turns timed one by one give p50 and p99.
+fn semantic_turns(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    engine: &Engine,
+    agent: &AgentName,
+    msgs: &[String],
+    label: &str,
+) {
+    let opts = TurnOptions::default();
+    let session = "bench-semantic-turns";
+    let ctx = rt
+        .block_on(engine.turn(agent, session, &msgs[0], &opts))
+        .expect("turn");
+    let stages = ctx.report.catalog.stages.clone().unwrap_or_default();
+    assert!(
+        stages.starts_with("lexical+semantic"),
+        "the semantic stage ranked this turn: {stages}"
+    );
+    let mut times: Vec<Duration> = (0..200)
+        .map(|k| {
+            let t = Instant::now();
+            black_box(
+                rt.block_on(engine.turn(agent, session, &msgs[k % msgs.len()], &opts))
+                    .expect("turn"),
+            );
+            t.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    eprintln!(
+        "semantic turn, {label} skills ({stages}): p50 {:.1?}, p99 {:.1?}, max {:.1?} over {} turns of {} passages",
+        times[times.len() / 2],
+        times[times.len() * 99 / 100],
+        times[times.len() - 1],
+        times.len(),
+        skillbase_route::passage::passages(&msgs[0]).len()
+    );
+    let mut g = c.benchmark_group("turn");
+    g.sample_size(20);
+    let mut k = 0usize;
+    g.bench_function(BenchmarkId::new("semantic_turn", label), |b| {
+        b.iter(|| {
+            k += 1;
+            black_box(
+                rt.block_on(engine.turn(agent, session, black_box(&msgs[k % msgs.len()]), &opts))
+                    .expect("turn"),
+            )
+        })
+    });
+    rt.block_on(engine.flush());
+    g.finish();
 }

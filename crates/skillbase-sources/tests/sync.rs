@@ -108,13 +108,13 @@ async fn every_target_writes_its_documented_folder_for_a_project_and_the_user() 
     let w = World::new().await;
     w.put(&shared(), skill("alpha", "Alpha.")).await;
     let expected: [(Target, &str, &str); 6] = [
-        (Target::ClaudeCode, ".claude/skills", ".claude/skills"),
-        (Target::Codex, ".agents/skills", ".agents/skills"),
-        (Target::GeminiCli, ".gemini/skills", ".gemini/skills"),
-        (Target::Copilot, ".github/skills", ".copilot/skills"),
-        (Target::Cursor, ".cursor/skills", ".cursor/skills"),
+        (Target::CLAUDE_CODE, ".claude/skills", ".claude/skills"),
+        (Target::CODEX, ".agents/skills", ".agents/skills"),
+        (Target::GEMINI_CLI, ".gemini/skills", ".gemini/skills"),
+        (Target::COPILOT, ".github/skills", ".copilot/skills"),
+        (Target::CURSOR, ".cursor/skills", ".cursor/skills"),
         (
-            Target::OpenCode,
+            Target::OPENCODE,
             ".opencode/skills",
             ".config/opencode/skills",
         ),
@@ -149,6 +149,17 @@ async fn every_target_writes_its_documented_folder_for_a_project_and_the_user() 
         e.contains("claude-code, codex, gemini-cli, copilot, cursor, opencode"),
         "{e}"
     );
+    // One list of agents: every agent of the compatibility table with a skills folder is a
+    // target, and the validator, which reads none, is refused with why.
+    use skillbase_format::compat::Target as Agent;
+    for agent in Agent::ALL {
+        assert_eq!(
+            Target::new(agent).map(Target::agent),
+            (agent != Agent::SkillsRef).then_some(agent)
+        );
+    }
+    let e = Target::parse("skills-ref").unwrap_err();
+    assert!(e.contains("reads no skills folder"), "{e}");
 }
 
 #[tokio::test]
@@ -183,7 +194,7 @@ async fn the_agents_view_is_written_with_its_overrides_files_and_explicit_only_s
     .await;
     w.put(&shared(), skill("other", "Not in the allowlist."))
         .await;
-    let report = sync::sync(&w.store, &w.opts(Target::ClaudeCode, Some("dev")))
+    let report = sync::sync(&w.store, &w.opts(Target::CLAUDE_CODE, Some("dev")))
         .await
         .unwrap();
     let folder = report.plan.folder.clone();
@@ -251,7 +262,7 @@ async fn a_folder_made_by_hand_is_never_touched_and_is_reported() {
     std::fs::create_dir_all(folder.join("mine")).unwrap();
     std::fs::write(folder.join("alpha/SKILL.md"), md("alpha", "", "Mine.")).unwrap();
     std::fs::write(folder.join("mine/SKILL.md"), md("mine", "", "Mine.")).unwrap();
-    let opts = w.opts(Target::ClaudeCode, None);
+    let opts = w.opts(Target::CLAUDE_CODE, None);
     let plan = sync::plan(&w.store, &opts).unwrap();
     assert!(plan.drifted());
     assert!(plan.actions.iter().any(|a| matches!(a,
@@ -291,7 +302,7 @@ async fn a_folder_made_by_hand_is_never_touched_and_is_reported() {
 async fn a_synced_skill_edited_by_hand_is_reported_not_overwritten_unless_forced() {
     let w = World::new().await;
     w.put(&shared(), skill("alpha", "One.")).await;
-    let opts = w.opts(Target::Cursor, None);
+    let opts = w.opts(Target::CURSOR, None);
     let folder = sync::sync(&w.store, &opts).await.unwrap().plan.folder;
     std::fs::write(folder.join("alpha/SKILL.md"), md("alpha", "", "Edited.")).unwrap();
     std::fs::write(folder.join("alpha/extra.md"), "added\n").unwrap();
@@ -356,7 +367,7 @@ async fn a_skill_the_agent_lost_is_removed_unless_it_was_edited() {
         w.put(&shared(), skill(n, "Body.")).await;
     }
     w.agent("dev", &["alpha", "beta", "gamma"]).await;
-    let opts = w.opts(Target::Codex, Some("dev"));
+    let opts = w.opts(Target::CODEX, Some("dev"));
     let folder = sync::sync(&w.store, &opts).await.unwrap().plan.folder;
     std::fs::write(folder.join("gamma/note.md"), "mine\n").unwrap();
     w.agent("dev", &["alpha"]).await;
@@ -400,7 +411,7 @@ async fn links_in_or_on_the_way_to_the_skills_folder_are_refused_not_followed() 
     let outside = w.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("keep.txt"), "precious\n").unwrap();
-    let opts = w.opts(Target::ClaudeCode, Some("dev"));
+    let opts = w.opts(Target::CLAUDE_CODE, Some("dev"));
     let folder = sync::sync(&w.store, &opts).await.unwrap().plan.folder;
     // A link named as a wanted skill, one inside a synced skill, one to another skill.
     std::fs::remove_dir_all(folder.join("alpha")).unwrap();
@@ -468,7 +479,7 @@ async fn links_in_or_on_the_way_to_the_skills_folder_are_refused_not_followed() 
         std::fs::create_dir_all(at.parent().unwrap()).unwrap();
         symlink(to, &at).unwrap();
     }
-    for target in [Target::Cursor, Target::GeminiCli] {
+    for target in [Target::CURSOR, Target::GEMINI_CLI] {
         let opts = w.opts(target, None);
         for e in [
             sync::plan(&w.store, &opts).unwrap_err(),
@@ -486,7 +497,7 @@ async fn an_interrupted_sync_is_finished_and_every_skill_is_old_or_new() {
     let w = World::new().await;
     w.put(&shared(), skill("alpha", "Old alpha.")).await;
     w.put(&shared(), skill("beta", "Old beta.")).await;
-    let opts = w.opts(Target::OpenCode, None);
+    let opts = w.opts(Target::OPENCODE, None);
     let folder = sync::sync(&w.store, &opts).await.unwrap().plan.folder;
     let old_beta = digest_of(&folder.join("beta"));
     w.put(&shared(), skill("alpha", "New alpha.")).await;
@@ -540,7 +551,7 @@ async fn an_interrupted_sync_is_finished_and_every_skill_is_old_or_new() {
 async fn check_writes_nothing_not_even_the_folder() {
     let w = World::new().await;
     w.put(&shared(), skill("alpha", "Alpha.")).await;
-    let plan = sync::plan(&w.store, &w.opts(Target::Copilot, None)).unwrap();
+    let plan = sync::plan(&w.store, &w.opts(Target::COPILOT, None)).unwrap();
     assert!(!plan.exists);
     assert!(matches!(&plan.actions[..], [Action::Create(_)]));
     assert!(!w.project().join(".github").exists());
@@ -561,7 +572,7 @@ async fn store_to_folder_to_import_round_trips_every_digest() {
     w.put(&shared(), tool).await;
     w.put(&shared(), skill("café", "Unicode name.")).await;
     w.put(&shared(), skill("plain", "Plain.")).await;
-    let report = sync::sync(&w.store, &w.opts(Target::GeminiCli, None))
+    let report = sync::sync(&w.store, &w.opts(Target::GEMINI_CLI, None))
         .await
         .unwrap();
     let reader = Reader::new(Limits::default(), w.dir.path().join("git"));
@@ -594,7 +605,7 @@ async fn store_to_folder_to_import_round_trips_every_digest() {
 async fn hostile_or_broken_manifests_are_refused_and_nothing_changes() {
     let w = World::new().await;
     w.put(&shared(), skill("alpha", "Alpha.")).await;
-    let opts = w.opts(Target::ClaudeCode, None);
+    let opts = w.opts(Target::CLAUDE_CODE, None);
     let folder = sync::sync(&w.store, &opts).await.unwrap().plan.folder;
     let good = std::fs::read_to_string(folder.join(MANIFEST)).unwrap();
     let d = w.digest(&shared(), "alpha");
@@ -668,7 +679,7 @@ async fn hostile_or_broken_manifests_are_refused_and_nothing_changes() {
         "{e}"
     );
     // An unknown agent.
-    let e = sync::plan(&w.store, &w.opts(Target::Codex, Some("nobody"))).unwrap_err();
+    let e = sync::plan(&w.store, &w.opts(Target::CODEX, Some("nobody"))).unwrap_err();
     assert!(matches!(e, SyncError::UnknownAgent(_)), "{e}");
 }
 
@@ -676,7 +687,7 @@ async fn hostile_or_broken_manifests_are_refused_and_nothing_changes() {
 async fn watch_syncs_each_change_and_idles_when_nothing_changes() {
     let w = World::new().await;
     w.put(&shared(), skill("alpha", "One.")).await;
-    let opts = w.opts(Target::ClaudeCode, None);
+    let opts = w.opts(Target::CLAUDE_CODE, None);
     let folder = w.project().join(".claude/skills");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let watcher = sync::Watcher::start(

@@ -101,7 +101,12 @@ pub fn resolve_with(
     let asked = place::Asked {
         folded: &folded,
         invocations: crate::invoke::parse(message),
-        paths: turn_paths(message, &opts.paths),
+        // Only a skill's `paths:` globs read them: a view with none skips the message's scan.
+        paths: if view.paths.is_empty() {
+            Vec::new()
+        } else {
+            turn_paths(message, &opts.paths)
+        },
     };
     let placed = place::bodies(view, &asked, context_budget, &mut report);
 

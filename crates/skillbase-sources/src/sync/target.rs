@@ -5,92 +5,117 @@
 
 use std::path::{Path, PathBuf};
 
-/// A tool whose native skills folder `sync` writes.
+pub use skillbase_format::compat::Target as Agent;
+
+/// A tool whose native skills folder `sync` writes: one of the agents of
+/// [`skillbase_format::compat`] (one list of agents, their ids and names) that has a skills
+/// folder. Each folder below cites the tool's documentation:
+///
+/// - Claude Code: `.claude/skills/<name>/SKILL.md` in a project, `~/.claude/skills` for the
+///   user. <https://code.claude.com/docs/en/skills> ("Where skills live").
+/// - OpenAI Codex: `.agents/skills` in a repository (`$CWD/.agents/skills` up to the
+///   repository root), `$HOME/.agents/skills` for the user (`~/.codex/skills` is the older
+///   location). <https://developers.openai.com/codex/skills> (the `REPO` and `USER` scopes).
+/// - Gemini CLI: workspace `.gemini/skills`, user `~/.gemini/skills` (each also read from the
+///   `.agents/skills` alias). <https://geminicli.com/docs/cli/using-agent-skills/>
+///   ("Discovery tiers").
+/// - GitHub Copilot (CLI, cloud agent, VS Code agent mode): project `.github/skills`,
+///   personal `~/.copilot/skills`.
+///   <https://docs.github.com/en/copilot/how-tos/copilot-cli/customize-copilot/create-skills>.
+/// - Cursor: project `.cursor/skills`, user `~/.cursor/skills`.
+///   <https://cursor.com/docs/context/skills> ("Skill directories").
+/// - OpenCode: project `.opencode/skills`, global `~/.config/opencode/skills`; unknown
+///   frontmatter keys are ignored. <https://opencode.ai/docs/skills> ("Place files").
+///
+/// The reference validator (`skills-ref`) reads no folder, so it is no target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Target {
-    /// Claude Code: `.claude/skills/<name>/SKILL.md` in a project, `~/.claude/skills` for the
-    /// user. <https://code.claude.com/docs/en/skills> ("Where skills live": personal
-    /// `~/.claude/skills/<skill-name>/SKILL.md`, project `.claude/skills/<skill-name>/SKILL.md`).
-    ClaudeCode,
-    /// OpenAI Codex: `.agents/skills` in a repository (`$CWD/.agents/skills` up to the
-    /// repository root), `$HOME/.agents/skills` for the user (`~/.codex/skills` is the older
-    /// location). <https://developers.openai.com/codex/skills> (the `REPO` and `USER` scopes).
-    Codex,
-    /// Gemini CLI: workspace `.gemini/skills`, user `~/.gemini/skills` (each also read from the
-    /// `.agents/skills` alias). <https://geminicli.com/docs/cli/using-agent-skills/>
-    /// ("Discovery tiers").
-    GeminiCli,
-    /// GitHub Copilot (CLI, cloud agent, VS Code agent mode): project `.github/skills`,
-    /// personal `~/.copilot/skills`.
-    /// <https://docs.github.com/en/copilot/how-tos/copilot-cli/customize-copilot/create-skills>.
-    Copilot,
-    /// Cursor: project `.cursor/skills`, user `~/.cursor/skills`.
-    /// <https://cursor.com/docs/context/skills> ("Skill directories").
-    Cursor,
-    /// OpenCode: project `.opencode/skills`, global `~/.config/opencode/skills`; unknown
-    /// frontmatter keys are ignored. <https://opencode.ai/docs/skills> ("Place files").
-    OpenCode,
-}
+pub struct Target(Agent);
 
 impl Target {
+    /// Claude Code.
+    pub const CLAUDE_CODE: Target = Target(Agent::ClaudeCode);
+    /// OpenAI Codex.
+    pub const CODEX: Target = Target(Agent::Codex);
+    /// Google's gemini-cli.
+    pub const GEMINI_CLI: Target = Target(Agent::GeminiCli);
+    /// GitHub Copilot.
+    pub const COPILOT: Target = Target(Agent::Copilot);
+    /// Cursor.
+    pub const CURSOR: Target = Target(Agent::Cursor);
+    /// OpenCode.
+    pub const OPENCODE: Target = Target(Agent::OpenCode);
+
     /// Every target, in the order the help lists them.
     pub const ALL: [Target; 6] = [
-        Target::ClaudeCode,
-        Target::Codex,
-        Target::GeminiCli,
-        Target::Copilot,
-        Target::Cursor,
-        Target::OpenCode,
+        Target::CLAUDE_CODE,
+        Target::CODEX,
+        Target::GEMINI_CLI,
+        Target::COPILOT,
+        Target::CURSOR,
+        Target::OPENCODE,
     ];
 
-    /// The name `--target` takes.
+    /// The target for `agent`, when it has a skills folder.
+    pub fn new(agent: Agent) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.0 == agent)
+    }
+
+    /// The agent this target writes for.
+    pub fn agent(self) -> Agent {
+        self.0
+    }
+
+    /// The name `--target` takes (the agent's id).
     pub fn name(self) -> &'static str {
-        match self {
-            Target::ClaudeCode => "claude-code",
-            Target::Codex => "codex",
-            Target::GeminiCli => "gemini-cli",
-            Target::Copilot => "copilot",
-            Target::Cursor => "cursor",
-            Target::OpenCode => "opencode",
-        }
+        self.0.id()
     }
 
     /// The target named `raw` (as [`Target::name`] spells it).
     pub fn parse(raw: &str) -> Result<Target, String> {
-        Target::ALL
-            .into_iter()
-            .find(|t| t.name() == raw)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
-                format!(
-                    "unknown target '{}'; write one of {}",
-                    skillbase_format::text::escape_controls(raw),
-                    names.join(", ")
-                )
-            })
+        let names = || {
+            let n: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
+            n.join(", ")
+        };
+        let agent: Agent = raw.parse().map_err(|_| {
+            format!(
+                "unknown target '{}'; write one of {}",
+                skillbase_format::text::escape_controls(raw),
+                names()
+            )
+        })?;
+        Target::new(agent).ok_or_else(|| {
+            format!(
+                "{} reads no skills folder, so there is nothing to sync to; write one of {}",
+                agent.label(),
+                names()
+            )
+        })
     }
 
     /// The skills folder inside a project, relative to its root.
     pub fn project_folder(self) -> &'static [&'static str] {
-        match self {
-            Target::ClaudeCode => &[".claude", "skills"],
-            Target::Codex => &[".agents", "skills"],
-            Target::GeminiCli => &[".gemini", "skills"],
-            Target::Copilot => &[".github", "skills"],
-            Target::Cursor => &[".cursor", "skills"],
-            Target::OpenCode => &[".opencode", "skills"],
+        match self.0 {
+            Agent::ClaudeCode => &[".claude", "skills"],
+            Agent::Codex => &[".agents", "skills"],
+            Agent::GeminiCli => &[".gemini", "skills"],
+            Agent::Copilot => &[".github", "skills"],
+            Agent::Cursor => &[".cursor", "skills"],
+            Agent::OpenCode => &[".opencode", "skills"],
+            // Not a target (`Target::new` refuses it); the agents' shared alias.
+            Agent::SkillsRef => &[".agents", "skills"],
         }
     }
 
     /// The user's skills folder, relative to the home folder.
     pub fn user_folder(self) -> &'static [&'static str] {
-        match self {
-            Target::ClaudeCode => &[".claude", "skills"],
-            Target::Codex => &[".agents", "skills"],
-            Target::GeminiCli => &[".gemini", "skills"],
-            Target::Copilot => &[".copilot", "skills"],
-            Target::Cursor => &[".cursor", "skills"],
-            Target::OpenCode => &[".config", "opencode", "skills"],
+        match self.0 {
+            Agent::ClaudeCode => &[".claude", "skills"],
+            Agent::Codex => &[".agents", "skills"],
+            Agent::GeminiCli => &[".gemini", "skills"],
+            Agent::Copilot => &[".copilot", "skills"],
+            Agent::Cursor => &[".cursor", "skills"],
+            Agent::OpenCode => &[".config", "opencode", "skills"],
+            Agent::SkillsRef => &[".agents", "skills"],
         }
     }
 }
