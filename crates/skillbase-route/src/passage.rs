@@ -1,6 +1,6 @@
 //! A long message read as passages: the semantic stage's encoders read only the start of a text
 //! (some 50 English words, 20 in other languages), and a message with pasted code, a log or a
-//! ticket often says what it wants in one sentence before or after the paste. [`passages`] cuts
+//! ticket often says what it wants in one sentence before or after the paste. [`reading`] cuts
 //! such a message into short passages of prose, each encoded on its own; fusion
 //! ([`crate::fusion::SemanticQuery::similarities`]) then lets the passage that speaks of a
 //! skill most clearly speak for the message.
@@ -18,30 +18,44 @@ pub const MAX_PASSAGES: usize = 4;
 /// and tables fall below and are not encoded.
 pub const MIN_LETTERS: f32 = 0.72;
 
-/// The passages of `message` to encode, in message order: the message itself (trimmed) when it
-/// has at most [`SPLIT_WORDS`] words; otherwise its prose cut at line breaks, blank lines,
-/// sentence ends and every [`PASSAGE_WORDS`] words, at most [`MAX_PASSAGES`] of them. A long
-/// message with no prose (all code, say) gives its first passage. Never empty for a message
-/// with a visible character; empty for a blank one.
-pub fn passages(message: &str) -> Vec<&str> {
-    passages_with(message, SPLIT_WORDS, PASSAGE_WORDS, MAX_PASSAGES)
+/// How a message is read by the semantic stage ([`reading`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading<'a> {
+    /// A blank message: nothing to read.
+    Blank,
+    /// A short message (at most [`SPLIT_WORDS`] words), read whole: the message, trimmed.
+    Whole(&'a str),
+    /// A long message's passages of prose, in message order: 1 to [`MAX_PASSAGES`] of them.
+    /// One passage is still a passage (a pasted trace, then "why does this fail?"), never the
+    /// message's start.
+    Passages(Vec<&'a str>),
+    /// A long message without prose (all code, a log): read its start.
+    NoProse,
 }
 
-/// [`passages`] with its limits given (`words` and `max` at least 1).
-pub fn passages_with(message: &str, split: usize, words: usize, max: usize) -> Vec<&str> {
+/// How `message` is read: [`Reading::Whole`] when it has at most [`SPLIT_WORDS`] words;
+/// otherwise its prose cut at line breaks, blank lines, sentence ends and every
+/// [`PASSAGE_WORDS`] words, at most [`MAX_PASSAGES`] of them ([`Reading::Passages`]), or
+/// [`Reading::NoProse`] when none of it reads as prose.
+pub fn reading(message: &str) -> Reading<'_> {
+    reading_with(message, SPLIT_WORDS, PASSAGE_WORDS, MAX_PASSAGES)
+}
+
+/// [`reading`] with its limits given (`words` and `max` at least 1).
+pub fn reading_with(message: &str, split: usize, words: usize, max: usize) -> Reading<'_> {
     let trimmed = message.trim();
     if trimmed.is_empty() {
-        return Vec::new();
+        return Reading::Blank;
     }
     if trimmed.split_whitespace().nth(split).is_none() {
-        return vec![trimmed];
+        return Reading::Whole(trimmed);
     }
-    let words = words.max(1);
-    let all = cut(message, words);
-    let first = all.first().copied();
-    let mut prose: Vec<&str> = all.into_iter().filter(|p| is_prose(p)).collect();
+    let mut prose: Vec<&str> = cut(message, words.max(1))
+        .into_iter()
+        .filter(|p| is_prose(p))
+        .collect();
     if prose.is_empty() {
-        prose.extend(first);
+        return Reading::NoProse;
     }
     let max = max.max(1);
     if prose.len() > max {
@@ -49,7 +63,7 @@ pub fn passages_with(message: &str, split: usize, words: usize, max: usize) -> V
         let head = max - tail;
         prose.drain(head..prose.len() - tail);
     }
-    prose
+    Reading::Passages(prose)
 }
 
 /// Whether a passage reads as prose: enough letters among its visible characters, and a word
@@ -131,13 +145,30 @@ fn words_of(line: &str) -> impl Iterator<Item = (usize, &str)> {
 mod tests {
     use super::*;
 
+    /// The passages of a reading (none for a blank message or one without prose; the message
+    /// for a short one).
+    fn passages(message: &str) -> Vec<&str> {
+        flat(reading(message))
+    }
+
+    fn flat(r: Reading<'_>) -> Vec<&str> {
+        match r {
+            Reading::Blank | Reading::NoProse => Vec::new(),
+            Reading::Whole(m) => vec![m],
+            Reading::Passages(p) => p,
+        }
+    }
+
     #[test]
-    fn short_messages_are_one_passage() {
-        assert!(passages("").is_empty());
-        assert!(passages(" \n\t ").is_empty());
-        assert_eq!(passages("  refund order 5533 \n"), ["refund order 5533"]);
+    fn short_messages_are_read_whole() {
+        assert_eq!(reading(""), Reading::Blank);
+        assert_eq!(reading(" \n\t "), Reading::Blank);
+        assert_eq!(
+            reading("  refund order 5533 \n"),
+            Reading::Whole("refund order 5533")
+        );
         let exactly = "word ".repeat(SPLIT_WORDS);
-        assert_eq!(passages(&exactly), [exactly.trim()]);
+        assert_eq!(reading(&exactly), Reading::Whole(exactly.trim()));
     }
 
     #[test]
@@ -164,10 +195,28 @@ mod tests {
     }
 
     #[test]
+    fn a_long_message_with_one_passage_is_read_as_that_passage() {
+        // A pasted stack trace, then the question: one passage of prose, at the end. It is the
+        // message's passage, not a message to read whole (its start is the trace).
+        let trace = "    at com.acme.pool.Conn.open(Conn.java:88) 0x7f3a9c2e\n".repeat(20);
+        let message = format!("{trace}\nwhy does this fail?");
+        assert_eq!(
+            reading(&message),
+            Reading::Passages(vec!["why does this fail?"])
+        );
+        // The same at its start.
+        let message = format!("why does this fail?\n{trace}");
+        assert_eq!(
+            reading(&message),
+            Reading::Passages(vec!["why does this fail?"])
+        );
+    }
+
+    #[test]
     fn long_prose_is_cut_at_sentences_and_bounded() {
         let sentence = "the quarterly report needs every regional figure checked again. ";
         let message = sentence.repeat(40);
-        let p = passages_with(&message, 48, 16, 4);
+        let p = flat(reading_with(&message, 48, 16, 4));
         assert_eq!(p.len(), 4);
         for s in &p {
             assert!(s.split_whitespace().count() <= 16, "{s}");
@@ -175,33 +224,37 @@ mod tests {
         }
         // A run without sentence ends or line breaks is cut every `words` words.
         let run = "alpha ".repeat(200);
-        let p = passages_with(&run, 48, 32, 100);
+        let p = flat(reading_with(&run, 48, 32, 100));
         assert_eq!(p.len(), 200 / 32 + 1);
         assert!(p.iter().all(|s| s.split_whitespace().count() <= 32));
         // Too many passages: the first half from the start, the rest from the end.
         let numbered: String = (0..20)
             .map(|i| format!("sentence number {i} says something new here.\n"))
             .collect();
-        let p = passages_with(&numbered, 10, 32, 5);
+        let p = flat(reading_with(&numbered, 10, 32, 5));
         let n: Vec<&str> = p.iter().map(|s| s.split(' ').nth(2).unwrap()).collect();
         assert_eq!(n, ["0", "1", "2", "18", "19"]);
     }
 
     #[test]
-    fn code_alone_gives_its_first_passage_and_hostile_text_is_safe() {
+    fn code_alone_has_no_prose_and_hostile_text_is_safe() {
         let code = "x = f(a[1], b[2]) + 3 * 4 // 5;\n".repeat(40);
-        let p = passages(&code);
-        assert_eq!(p.len(), 1);
-        assert!(p[0].starts_with("x = f("));
+        assert_eq!(reading(&code), Reading::NoProse);
         let mega = "é\u{200b}\r\n\0".repeat(100_000);
-        let p = passages(&mega);
-        assert!(p.len() <= MAX_PASSAGES);
+        assert!(passages(&mega).len() <= MAX_PASSAGES);
         let wide = "中文字符".repeat(10_000);
         assert_eq!(passages(&wide).len(), 1);
         let mixed = "word\u{3000}word\u{a0}word. ".repeat(500);
-        for s in passages(&mixed) {
-            assert!(!s.is_empty());
-        }
-        assert!(passages_with(&"a b c ".repeat(100), 0, 0, 0).len() == 1);
+        let p = passages(&mixed);
+        assert!(!p.is_empty() && p.len() <= MAX_PASSAGES);
+        assert!(p.iter().all(|s| !s.is_empty()));
+        assert_eq!(
+            reading_with(&"a b c ".repeat(100), 0, 0, 0),
+            Reading::NoProse
+        );
+        assert_eq!(
+            flat(reading_with(&"ab cd ef ".repeat(100), 0, 0, 0)).len(),
+            1
+        );
     }
 }

@@ -427,20 +427,16 @@ impl Semantic {
     }
 }
 
-/// The texts a message is embedded as: [`query_text`] of each of its passages
-/// (`skillbase_route::passage`: the whole message unless it is long), or of the message itself
-/// when it has none (a blank one).
+/// The texts a message is embedded as (`skillbase_route::passage::reading`): a short message
+/// whole, a long one as [`query_text`] of each of its passages of prose (one passage too: a
+/// pasted trace, then the question, is read as the question), a long one without prose by its
+/// start ([`query_text`]), a blank one as the empty text.
 pub fn query_passages(message: &str) -> Vec<String> {
-    let cut = query_text(message);
-    let mut p: Vec<String> = skillbase_route::passage::passages(message)
-        .into_iter()
-        .map(query_text)
-        .collect();
-    if p.len() <= 1 {
-        // A message read whole is read as before: its first MAX_QUERY_CHARS characters.
-        p = vec![cut];
+    use skillbase_route::passage::{Reading, reading};
+    match reading(message) {
+        Reading::Passages(p) => p.into_iter().map(query_text).collect(),
+        Reading::Blank | Reading::Whole(_) | Reading::NoProse => vec![query_text(message)],
     }
-    p
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1317,6 +1313,11 @@ mod tests {
         // Long with no prose at all: its start, cut as before.
         let code = "x = f(a[1], b[2]) + 3 * 4;\n".repeat(2_000);
         assert_eq!(query_passages(&code), [query_text(&code)]);
+        // Long, its one passage of prose at its end (a pasted trace, then the question): that
+        // passage, not the message's start.
+        let trace = "    at com.acme.pool.Conn.open(Conn.java:88) 0x7f3a9c2e\n".repeat(20);
+        let message = format!("{trace}\nwhy does this fail?");
+        assert_eq!(query_passages(&message), ["why does this fail?"]);
     }
 
     #[test]
