@@ -44,7 +44,9 @@ pub fn normalize(v: &mut [f32]) {
     }
 }
 
-/// One view's skill vectors, row `i` for `view.skills[i]`.
+/// One view's skill vectors, row `i` for `view.skills[i]`, and further vectors of some skills
+/// (one per section of a skill's body, [`crate::passage::sections`]): a skill's similarity to a
+/// query is its best vector's.
 #[derive(Debug, Default)]
 pub struct SemanticMatrix {
     /// Values per vector.
@@ -53,6 +55,13 @@ pub struct SemanticMatrix {
     pub data: Vec<f32>,
     /// Whether skill `i` has a vector.
     pub present: Vec<bool>,
+    /// Further vectors, `dim` values each ([`SemanticMatrix::with_sections`]); shared with
+    /// whoever keeps them (not copied: a library's sections outnumber its skills).
+    pub sections: Vec<Arc<[f32]>>,
+    /// The skill each further vector belongs to (one of `present`).
+    pub owners: Vec<u32>,
+    /// Further vectors not ready yet (not read or computed): the matrix ranks without them.
+    pub sections_missing: usize,
     /// Per span of dimensions a query uses ([`query_span`]), the figures that centre the
     /// skills' vectors on their mean (computed once per view and span).
     centred: Mutex<Vec<Arc<Centred>>>,
@@ -67,7 +76,7 @@ struct Centred {
     lo: usize,
     hi: usize,
     mean: Vec<f32>,
-    /// Per skill, `d · mean` and `|d - mean|` over the span.
+    /// Per skill, then per further vector, `d · mean` and `|d - mean|` over the span.
     d_mean: Vec<f32>,
     norm: Vec<f32>,
     mean_sq: f32,
@@ -100,21 +109,55 @@ impl SemanticMatrix {
             dim,
             data,
             present,
+            sections: Vec::new(),
+            owners: Vec::new(),
+            sections_missing: 0,
             centred: Mutex::new(Vec::new()),
         }
     }
 
-    /// Cosine similarity of every skill with a normalized query vector (0 for a skill without
-    /// a vector, or for a query of another size).
+    /// The matrix with further vectors of its skills: `sections[j]` of skill `owners[j]`;
+    /// `missing` further vectors are not ready yet. A vector of another size, of a skill without
+    /// a vector or of no skill is dropped.
+    pub fn with_sections(
+        mut self,
+        sections: Vec<Arc<[f32]>>,
+        owners: Vec<u32>,
+        missing: usize,
+    ) -> SemanticMatrix {
+        self.sections_missing = missing;
+        for (row, o) in sections.into_iter().zip(owners) {
+            if row.len() == self.dim && self.present.get(o as usize).copied().unwrap_or(false) {
+                self.sections.push(row);
+                self.owners.push(o);
+            }
+        }
+        self.centred = Mutex::new(Vec::new());
+        self
+    }
+
+    /// The further vectors, with their skills.
+    fn section_rows(&self) -> impl Iterator<Item = (usize, &[f32])> {
+        let rows = self.sections.iter().map(|r| &r[..]);
+        self.owners.iter().map(|&o| o as usize).zip(rows)
+    }
+
+    /// Cosine similarity of every skill with a normalized query vector: its best vector's (0
+    /// for a skill without a vector, or for a query of another size).
     pub fn cosines(&self, query: &[f32]) -> Vec<f32> {
         let n = self.present.len();
         if query.len() != self.dim || self.dim == 0 {
             return vec![0.0; n];
         }
-        self.data
+        let mut out: Vec<f32> = self
+            .data
             .chunks_exact(self.dim)
             .map(|row| dot(row, query))
-            .collect()
+            .collect();
+        for (o, row) in self.section_rows() {
+            out[o] = out[o].max(dot(row, query));
+        }
+        out
     }
 
     /// The similarity fusion reads: the cosine of the query and each skill after both are
@@ -122,28 +165,41 @@ impl SemanticMatrix {
     /// Sentence encoders place every text in a narrow cone (multilingual-e5-small's unrelated
     /// pairs are at cosine 0.7-0.8), so raw cosines barely separate skills; centring measures
     /// where a skill stands relative to the others. Below [`MIN_CENTRED`] skills with vectors
-    /// the mean says little, and the plain cosines are used.
+    /// the mean says little, and the plain cosines are used. The mean is the skills' (first)
+    /// vectors'; a skill with further vectors takes its best centred similarity.
     pub fn similarities(&self, query: &[f32]) -> Vec<f32> {
-        let mut cos = self.cosines(query);
         let have = self.present.iter().filter(|p| **p).count();
         if have < MIN_CENTRED || query.len() != self.dim || self.dim == 0 {
-            return cos;
+            return self.cosines(query);
         }
         let (lo, hi) = query_span(query);
         if hi <= lo {
-            return cos;
+            return self.cosines(query);
         }
         let c = self.centred(lo, hi);
         let q = &query[lo..hi];
         let q_mean = dot(q, &c.mean);
         let q_norm = (dot(q, q) - 2.0 * q_mean + c.mean_sq).max(1e-12).sqrt();
-        for (i, cos) in cos.iter_mut().enumerate() {
-            if !self.present[i] {
-                continue;
-            }
-            *cos = (*cos - q_mean - c.d_mean[i] + c.mean_sq) / (q_norm * c.norm[i].max(1e-6));
+        // Row `r`'s centred similarity from its raw cosine.
+        let centre = |cos: f32, r: usize| {
+            (cos - q_mean - c.d_mean[r] + c.mean_sq) / (q_norm * c.norm[r].max(1e-6))
+        };
+        let n = self.present.len();
+        let mut out: Vec<f32> = self
+            .data
+            .chunks_exact(self.dim)
+            .enumerate()
+            .map(|(i, row)| {
+                let cos = dot(row, query);
+                if self.present[i] { centre(cos, i) } else { cos }
+            })
+            .collect();
+        // The query is zero outside its span: a section's cosine over the span alone (half the
+        // products with the local encoders' pair).
+        for (j, (o, row)) in self.section_rows().enumerate() {
+            out[o] = out[o].max(centre(dot(&row[lo..hi], q), n + j));
         }
-        cos
+        out
     }
 
     fn centred(&self, lo: usize, hi: usize) -> Arc<Centred> {
@@ -164,7 +220,8 @@ impl SemanticMatrix {
         mean.iter_mut().for_each(|m| *m /= k.max(1.0));
         let mean_sq = dot(&mean, &mean);
         let (mut d_mean, mut norm) = (Vec::new(), Vec::new());
-        for row in self.data.chunks_exact(self.dim) {
+        let rows = self.data.chunks_exact(self.dim);
+        for row in rows.chain(self.sections.iter().map(|r| &r[..])) {
             let d = &row[lo..hi];
             let dm = dot(d, &mean);
             d_mean.push(dm);
@@ -180,6 +237,11 @@ impl SemanticMatrix {
         });
         all.push(c.clone());
         c
+    }
+
+    /// Vectors in the matrix (a skill's first and its further ones).
+    pub fn vectors(&self) -> usize {
+        self.present.iter().filter(|p| **p).count() + self.owners.len()
     }
 
     /// Skills without a vector.
@@ -529,6 +591,87 @@ mod tests {
             assert_eq!(q.cosines(), vec![0.0; n]);
             assert!(fuse(lex.clone(), Some(q)).semantic_won.is_empty());
         }
+    }
+
+    #[test]
+    fn a_skill_is_as_similar_as_its_best_vector() {
+        // 20 skills in 22 dimensions: a common part and one of their own each; dimension 21 is
+        // nobody's. Skill 4 has two further vectors (its body's sections), one of them along
+        // dimension 21; skill 19 has none and no vector at all.
+        let (n, dim) = (20, 22);
+        let unit = |mut v: Vec<f32>| {
+            normalize(&mut v);
+            v
+        };
+        let axis = |i: usize, common: f32| {
+            let mut v = vec![0.0; dim];
+            v[0] = common;
+            v[1 + i] = 1.0;
+            unit(v)
+        };
+        let mut present = vec![true; n];
+        present[19] = false;
+        let data: Vec<f32> = (0..n)
+            .flat_map(|i| {
+                if present[i] {
+                    axis(i, 2.0)
+                } else {
+                    vec![0.0; dim]
+                }
+            })
+            .collect();
+        let plain = SemanticMatrix::new(dim, data.clone(), present.clone());
+        let sections: Vec<Arc<[f32]>> = [axis(20, 2.0), axis(7, 2.0), axis(20, 2.0), axis(3, 2.0)]
+            .into_iter()
+            .map(Arc::from)
+            .collect();
+        // Rows of a skill without a vector (19) or of no skill (99) are dropped.
+        let m = SemanticMatrix::new(dim, data, present.clone()).with_sections(
+            sections.clone(),
+            vec![4, 4, 19, 99],
+            2,
+        );
+        assert_eq!((m.owners.clone(), m.sections_missing), (vec![4, 4], 2));
+        assert_eq!(m.vectors(), 19 + 2);
+        assert_eq!(m.missing(), 1);
+        let q = axis(20, 1.0);
+        // Without sections, skill 4 is one of the crowd; with them, the first by far.
+        let best = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
+        let (before, after) = (plain.similarities(&q), m.similarities(&q));
+        assert!((before[4] - before[0]).abs() < 1e-5, "{before:?}");
+        assert_eq!(best(&after), 4);
+        assert!(after[4] > before[4] + 0.5, "{} -> {}", before[4], after[4]);
+        // Per skill the best of its vectors, raw and centred; centring is on the skills' first
+        // vectors alone, so a skill without sections keeps its similarity.
+        let own = plain.cosines(&q);
+        let sec = [dot(&sections[0], &q), dot(&sections[1], &q)];
+        assert_eq!(m.cosines(&q)[4], own[4].max(sec[0]).max(sec[1]));
+        for i in (0..n).filter(|&i| i != 4) {
+            assert_eq!(after[i], before[i], "skill {i}");
+            assert_eq!(m.cosines(&q)[i], own[i]);
+        }
+        // A query along skill 7's own axis: skill 4's section on that axis ties skill 7.
+        let q7 = axis(7, 1.0);
+        let s7 = m.similarities(&q7);
+        assert!((s7[4] - s7[7]).abs() < 1e-5, "{} {}", s7[4], s7[7]);
+        // Sizes that disagree: no further vectors. Few skills: the raw best-of cosines.
+        let bad = SemanticMatrix::new(dim, plain.data.clone(), present.clone()).with_sections(
+            vec![Arc::from(vec![1.0; dim + 1])],
+            vec![4],
+            0,
+        );
+        assert!(bad.owners.is_empty() && bad.sections.is_empty());
+        let few = SemanticMatrix::new(dim, plain.data[..dim * 5].to_vec(), vec![true; 5])
+            .with_sections(vec![sections[0].clone()], vec![4], 0);
+        assert_eq!(few.similarities(&q), few.cosines(&q));
+        assert_eq!(best(&few.similarities(&q)), 4);
+        // Fusion reads the best vector: the section lifts skill 4 first.
+        let sq = SemanticQuery {
+            matrix: &m,
+            query: &q,
+            weight: 0.75,
+        };
+        assert_eq!(fuse(vec![1.0; n], Some(sq)).order()[0].0, 4);
     }
 
     #[test]

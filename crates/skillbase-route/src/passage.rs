@@ -1,11 +1,13 @@
-//! A long message read as passages: the semantic stage's encoders read only the start of a text
-//! (some 50 English words, 20 in other languages), and a message with pasted code, a log or a
-//! ticket often says what it wants in one sentence before or after the paste. [`passages`] cuts
-//! such a message into short passages of prose, each encoded on its own; fusion
+//! Texts cut for the encoders, which read only the start of a text (some 50 English words, 20
+//! in other languages). A message with pasted code, a log or a ticket often says what it wants
+//! in one sentence before or after the paste: [`reading`] cuts such a message into short
+//! passages of prose, each encoded on its own; fusion
 //! ([`crate::fusion::SemanticQuery::similarities`]) then lets the passage that speaks of a
-//! skill most clearly speak for the message.
+//! skill most clearly speak for the message. A skill whose body has sections says what it does
+//! past its opening too: [`sections`] gives each section's heading and opening words, encoded
+//! as further vectors of the skill ([`crate::fusion::SemanticMatrix::with_sections`]).
 //!
-//! Pure and linear in the message's length; every passage is a slice of the message.
+//! Pure and linear in the text's length; every passage and word is a slice of the text.
 
 /// Words past which a message is read as passages (a shorter one is read whole, as one text).
 pub const SPLIT_WORDS: usize = 48;
@@ -18,30 +20,44 @@ pub const MAX_PASSAGES: usize = 4;
 /// and tables fall below and are not encoded.
 pub const MIN_LETTERS: f32 = 0.72;
 
-/// The passages of `message` to encode, in message order: the message itself (trimmed) when it
-/// has at most [`SPLIT_WORDS`] words; otherwise its prose cut at line breaks, blank lines,
-/// sentence ends and every [`PASSAGE_WORDS`] words, at most [`MAX_PASSAGES`] of them. A long
-/// message with no prose (all code, say) gives its first passage. Never empty for a message
-/// with a visible character; empty for a blank one.
-pub fn passages(message: &str) -> Vec<&str> {
-    passages_with(message, SPLIT_WORDS, PASSAGE_WORDS, MAX_PASSAGES)
+/// How a message is read by the semantic stage ([`reading`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading<'a> {
+    /// A blank message: nothing to read.
+    Blank,
+    /// A short message (at most [`SPLIT_WORDS`] words), read whole: the message, trimmed.
+    Whole(&'a str),
+    /// A long message's passages of prose, in message order: 1 to [`MAX_PASSAGES`] of them.
+    /// One passage is still a passage (a pasted trace, then "why does this fail?"), never the
+    /// message's start.
+    Passages(Vec<&'a str>),
+    /// A long message without prose (all code, a log): read its start.
+    NoProse,
 }
 
-/// [`passages`] with its limits given (`words` and `max` at least 1).
-pub fn passages_with(message: &str, split: usize, words: usize, max: usize) -> Vec<&str> {
+/// How `message` is read: [`Reading::Whole`] when it has at most [`SPLIT_WORDS`] words;
+/// otherwise its prose cut at line breaks, blank lines, sentence ends and every
+/// [`PASSAGE_WORDS`] words, at most [`MAX_PASSAGES`] of them ([`Reading::Passages`]), or
+/// [`Reading::NoProse`] when none of it reads as prose.
+pub fn reading(message: &str) -> Reading<'_> {
+    reading_with(message, SPLIT_WORDS, PASSAGE_WORDS, MAX_PASSAGES)
+}
+
+/// [`reading`] with its limits given (`words` and `max` at least 1).
+pub fn reading_with(message: &str, split: usize, words: usize, max: usize) -> Reading<'_> {
     let trimmed = message.trim();
     if trimmed.is_empty() {
-        return Vec::new();
+        return Reading::Blank;
     }
     if trimmed.split_whitespace().nth(split).is_none() {
-        return vec![trimmed];
+        return Reading::Whole(trimmed);
     }
-    let words = words.max(1);
-    let all = cut(message, words);
-    let first = all.first().copied();
-    let mut prose: Vec<&str> = all.into_iter().filter(|p| is_prose(p)).collect();
+    let mut prose: Vec<&str> = cut(message, words.max(1))
+        .into_iter()
+        .filter(|p| is_prose(p))
+        .collect();
     if prose.is_empty() {
-        prose.extend(first);
+        return Reading::NoProse;
     }
     let max = max.max(1);
     if prose.len() > max {
@@ -49,7 +65,109 @@ pub fn passages_with(message: &str, split: usize, words: usize, max: usize) -> V
         let head = max - tail;
         prose.drain(head..prose.len() - tail);
     }
-    prose
+    Reading::Passages(prose)
+}
+
+/// Most sections of one skill's body that get a vector of their own ([`sections`]).
+pub const MAX_SECTIONS: usize = 3;
+/// Words of a section's prose read, after its heading.
+pub const SECTION_WORDS: usize = 48;
+/// Fewest words of prose under a heading for its section to count.
+pub const MIN_SECTION_WORDS: usize = 12;
+/// Most words of a heading kept.
+pub const HEADING_WORDS: usize = 12;
+
+/// A section of a skill's body: a markdown heading and the opening prose under it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section<'a> {
+    /// The heading's words, without its `#` marks (at most [`HEADING_WORDS`]).
+    pub heading: Vec<&'a str>,
+    /// The first [`SECTION_WORDS`] words of prose under the heading, before the next heading
+    /// (code fences and lines that are not prose left out).
+    pub words: Vec<&'a str>,
+}
+
+/// The sections of a skill's `body` worth a vector: for a body with at least two markdown
+/// headings (outside code fences), each heading's section with at least
+/// [`MIN_SECTION_WORDS`] words of prose, in body order, at most [`MAX_SECTIONS`]. A body with
+/// one heading or none has none (its document vector reads its opening already).
+pub fn sections(body: &str) -> Vec<Section<'_>> {
+    let mut out = Vec::new();
+    let mut headings = 0usize;
+    let mut fence: Option<&str> = None;
+    let mut current: Option<Section<'_>> = None;
+    for (_, line) in lines(body) {
+        let t = line.trim_start();
+        if let Some(f) = fence {
+            if t.starts_with(f) {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(f) = ["```", "~~~"].into_iter().find(|f| t.starts_with(f)) {
+            fence = Some(f);
+            continue;
+        }
+        if let Some(h) = heading(line) {
+            headings += 1;
+            close(&mut current, &mut out);
+            if out.len() >= MAX_SECTIONS {
+                break;
+            }
+            current = Some(Section {
+                heading: h.split_whitespace().take(HEADING_WORDS).collect(),
+                words: Vec::new(),
+            });
+            continue;
+        }
+        if let Some(s) = &mut current
+            && s.words.len() < SECTION_WORDS
+            && is_prose(t)
+        {
+            let room = SECTION_WORDS - s.words.len();
+            s.words.extend(t.split_whitespace().take(room));
+        }
+    }
+    close(&mut current, &mut out);
+    if headings < 2 {
+        out.clear();
+    }
+    out
+}
+
+/// Keep the section being read when it has enough prose.
+fn close<'a>(current: &mut Option<Section<'a>>, out: &mut Vec<Section<'a>>) {
+    if let Some(s) = current.take()
+        && s.words.len() >= MIN_SECTION_WORDS
+    {
+        out.push(s);
+    }
+}
+
+/// The text of an ATX heading line (up to three spaces, one to six `#`, a space or the line's
+/// end), without its closing `#`s.
+fn heading(line: &str) -> Option<&str> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let marks = rest.bytes().take(7).take_while(|b| *b == b'#').count();
+    if marks == 0 || marks > 6 {
+        return None;
+    }
+    let text = &rest[marks..];
+    if !text.is_empty() && !text.starts_with([' ', '\t']) {
+        return None;
+    }
+    let text = text.trim();
+    let open = text.trim_end_matches('#');
+    // A closing run of `#`s follows a space ("## Using C#" keeps its `#`).
+    Some(if open.is_empty() || open.ends_with([' ', '\t']) {
+        open.trim_end()
+    } else {
+        text
+    })
 }
 
 /// Whether a passage reads as prose: enough letters among its visible characters, and a word
@@ -131,13 +249,30 @@ fn words_of(line: &str) -> impl Iterator<Item = (usize, &str)> {
 mod tests {
     use super::*;
 
+    /// The passages of a reading (none for a blank message or one without prose; the message
+    /// for a short one).
+    fn passages(message: &str) -> Vec<&str> {
+        flat(reading(message))
+    }
+
+    fn flat(r: Reading<'_>) -> Vec<&str> {
+        match r {
+            Reading::Blank | Reading::NoProse => Vec::new(),
+            Reading::Whole(m) => vec![m],
+            Reading::Passages(p) => p,
+        }
+    }
+
     #[test]
-    fn short_messages_are_one_passage() {
-        assert!(passages("").is_empty());
-        assert!(passages(" \n\t ").is_empty());
-        assert_eq!(passages("  refund order 5533 \n"), ["refund order 5533"]);
+    fn short_messages_are_read_whole() {
+        assert_eq!(reading(""), Reading::Blank);
+        assert_eq!(reading(" \n\t "), Reading::Blank);
+        assert_eq!(
+            reading("  refund order 5533 \n"),
+            Reading::Whole("refund order 5533")
+        );
         let exactly = "word ".repeat(SPLIT_WORDS);
-        assert_eq!(passages(&exactly), [exactly.trim()]);
+        assert_eq!(reading(&exactly), Reading::Whole(exactly.trim()));
     }
 
     #[test]
@@ -164,10 +299,28 @@ mod tests {
     }
 
     #[test]
+    fn a_long_message_with_one_passage_is_read_as_that_passage() {
+        // A pasted stack trace, then the question: one passage of prose, at the end. It is the
+        // message's passage, not a message to read whole (its start is the trace).
+        let trace = "    at com.acme.pool.Conn.open(Conn.java:88) 0x7f3a9c2e\n".repeat(20);
+        let message = format!("{trace}\nwhy does this fail?");
+        assert_eq!(
+            reading(&message),
+            Reading::Passages(vec!["why does this fail?"])
+        );
+        // The same at its start.
+        let message = format!("why does this fail?\n{trace}");
+        assert_eq!(
+            reading(&message),
+            Reading::Passages(vec!["why does this fail?"])
+        );
+    }
+
+    #[test]
     fn long_prose_is_cut_at_sentences_and_bounded() {
         let sentence = "the quarterly report needs every regional figure checked again. ";
         let message = sentence.repeat(40);
-        let p = passages_with(&message, 48, 16, 4);
+        let p = flat(reading_with(&message, 48, 16, 4));
         assert_eq!(p.len(), 4);
         for s in &p {
             assert!(s.split_whitespace().count() <= 16, "{s}");
@@ -175,33 +328,139 @@ mod tests {
         }
         // A run without sentence ends or line breaks is cut every `words` words.
         let run = "alpha ".repeat(200);
-        let p = passages_with(&run, 48, 32, 100);
+        let p = flat(reading_with(&run, 48, 32, 100));
         assert_eq!(p.len(), 200 / 32 + 1);
         assert!(p.iter().all(|s| s.split_whitespace().count() <= 32));
         // Too many passages: the first half from the start, the rest from the end.
         let numbered: String = (0..20)
             .map(|i| format!("sentence number {i} says something new here.\n"))
             .collect();
-        let p = passages_with(&numbered, 10, 32, 5);
+        let p = flat(reading_with(&numbered, 10, 32, 5));
         let n: Vec<&str> = p.iter().map(|s| s.split(' ').nth(2).unwrap()).collect();
         assert_eq!(n, ["0", "1", "2", "18", "19"]);
     }
 
     #[test]
-    fn code_alone_gives_its_first_passage_and_hostile_text_is_safe() {
+    fn code_alone_has_no_prose_and_hostile_text_is_safe() {
         let code = "x = f(a[1], b[2]) + 3 * 4 // 5;\n".repeat(40);
-        let p = passages(&code);
-        assert_eq!(p.len(), 1);
-        assert!(p[0].starts_with("x = f("));
+        assert_eq!(reading(&code), Reading::NoProse);
         let mega = "é\u{200b}\r\n\0".repeat(100_000);
-        let p = passages(&mega);
-        assert!(p.len() <= MAX_PASSAGES);
+        assert!(passages(&mega).len() <= MAX_PASSAGES);
         let wide = "中文字符".repeat(10_000);
         assert_eq!(passages(&wide).len(), 1);
         let mixed = "word\u{3000}word\u{a0}word. ".repeat(500);
-        for s in passages(&mixed) {
-            assert!(!s.is_empty());
+        let p = passages(&mixed);
+        assert!(!p.is_empty() && p.len() <= MAX_PASSAGES);
+        assert!(p.iter().all(|s| !s.is_empty()));
+        assert_eq!(
+            reading_with(&"a b c ".repeat(100), 0, 0, 0),
+            Reading::NoProse
+        );
+        assert_eq!(
+            flat(reading_with(&"ab cd ef ".repeat(100), 0, 0, 0)).len(),
+            1
+        );
+    }
+
+    /// Prose of `n` words of letters, the `i`th word its own (`i` under 676).
+    fn prose(from: usize, n: usize) -> String {
+        let letter = |k: usize| char::from(b'a' + (k % 26) as u8);
+        (from..from + n)
+            .map(|i| format!("w{}{} ", letter(i / 26), letter(i)))
+            .collect()
+    }
+
+    fn texts(body: &str) -> Vec<(String, String)> {
+        sections(body)
+            .into_iter()
+            .map(|s| (s.heading.join(" "), s.words.join(" ")))
+            .collect()
+    }
+
+    #[test]
+    fn a_body_with_headings_gives_its_sections() {
+        let body = format!(
+            "Opening words that come before any heading at all.\n\n# Merge PDFs\n{}\n\n## Split a file ##\n{}\n### Using C#\n{}\n",
+            prose(0, 20),
+            prose(100, 60),
+            prose(200, 12)
+        );
+        let s = texts(&body);
+        assert_eq!(s.len(), 3, "{s:?}");
+        assert_eq!(s[0], ("Merge PDFs".into(), prose(0, 20).trim().to_owned()));
+        // The closing `#`s of a heading go; a `#` that is part of a word stays.
+        assert_eq!(s[1].0, "Split a file");
+        assert_eq!(s[2].0, "Using C#");
+        // A section's prose is read up to SECTION_WORDS words.
+        assert_eq!(s[1].1, prose(100, SECTION_WORDS).trim());
+        // Every word is a slice of the body.
+        for sec in sections(&body) {
+            for w in sec.heading.iter().chain(&sec.words) {
+                let off = w.as_ptr() as usize - body.as_ptr() as usize;
+                assert_eq!(&body[off..off + w.len()], *w);
+            }
         }
-        assert!(passages_with(&"a b c ".repeat(100), 0, 0, 0).len() == 1);
+    }
+
+    #[test]
+    fn fences_short_sections_and_too_many_headings() {
+        // A heading inside a fence is code; the fence's lines are not prose; a section with
+        // too little prose is left out; at most MAX_SECTIONS.
+        let body = format!(
+            "## Install\n```sh\n# not a heading\npip install thing and more words here\n```\n~~~\n## nor this\n~~~\n{}\n## Short\nonly a few words here\n## Table\n| a | b |\n|---|---|\n| 1 | 2 |\n## One\n{}\n## Two\n{}\n## Three\n{}\n## Four\n{}\n",
+            prose(0, 12),
+            prose(20, 20),
+            prose(40, 20),
+            prose(60, 20),
+            prose(80, 20)
+        );
+        let s = texts(&body);
+        let names: Vec<&str> = s.iter().map(|(h, _)| h.as_str()).collect();
+        assert_eq!(names, ["Install", "One", "Two"]);
+        assert_eq!(s[0].1, prose(0, 12).trim());
+        // `#hashtag`, seven `#`s and a heading indented four spaces are not headings.
+        let body = format!(
+            "#hashtag {}\n####### seven\n    # indented\n## Real\n{}",
+            prose(0, 20),
+            prose(20, 20)
+        );
+        assert!(sections(&body).is_empty(), "one heading: no sections");
+    }
+
+    #[test]
+    fn no_headings_and_hostile_bodies_give_few_or_no_sections() {
+        assert!(sections("").is_empty());
+        assert!(sections(&prose(0, 500)).is_empty());
+        assert!(sections(&format!("# Only one\n{}", prose(0, 100))).is_empty());
+        // Huge and hostile: linear, bounded, no panic.
+        let many = format!("## h\n{}\n", prose(0, 15)).repeat(50_000);
+        assert_eq!(sections(&many).len(), MAX_SECTIONS);
+        let hashes = "#".repeat(1_000_000);
+        assert!(sections(&hashes).is_empty());
+        let open_fence = format!(
+            "## a\n{}\n```\n{}",
+            prose(0, 20),
+            "## b\nx y z\n".repeat(10_000)
+        );
+        assert!(
+            sections(&open_fence).is_empty(),
+            "headings in an unclosed fence"
+        );
+        let wide = format!(
+            "## 标题\n{}\n## 第二\n{}",
+            "中文字符 ".repeat(30),
+            "é\u{200b}\r\n\0".repeat(10_000)
+        );
+        let s = sections(&wide);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].words.len(), 30);
+        let long_heading = format!(
+            "## {}\n{}\n## b\n{}",
+            "w ".repeat(100_000),
+            prose(0, 20),
+            prose(0, 20)
+        );
+        let s = sections(&long_heading);
+        assert_eq!(s[0].heading.len(), HEADING_WORDS);
     }
 }

@@ -385,6 +385,11 @@ impl Runtime {
                     view.skills.len()
                 ));
             }
+            if matrix.sections_missing > 0 {
+                // Section vectors missing (sections just turned on, say): ranked with the
+                // skills' vectors meanwhile, the sections computed in the background.
+                s.warm(self.store.clone(), entries);
+            }
         }
         let matrix = s.matrix(view);
         let query = s.query(message).await.map_err(|e| e.to_string())?;

@@ -11,6 +11,11 @@
 //! server reads it, and an edit re-embeds only the skill it changed. [`Semantic`] keeps them in
 //! memory by digest and builds each view's matrix ([`SemanticMatrix`]) once.
 //!
+//! With `sections` on, a skill whose body has sections (`skillbase_route::passage::sections`)
+//! also gets one vector per section ([`section_texts`]), stored under their own recipe
+//! ([`SECTION_RECIPE`]) by the digest of the section's text: turning them on adds them to an
+//! existing index, its document vectors kept. A skill's similarity is its best vector's.
+//!
 //! Fusion ([`fuse`]) and the matrix arithmetic are `skillbase_route::fusion`'s, re-exported
 //! here; this module embeds, stores and caches.
 
@@ -74,6 +79,37 @@ pub const MAX_QUERY_CHARS: usize = 4_000;
 pub const DOCUMENT_BODY_WORDS: usize = 120;
 /// The version of [`document_text`]'s recipe, part of every stored vector's model id.
 pub const RECIPE: &str = "doc-v1";
+/// The version of [`section_texts`]' recipe, part of every stored section vector's model id.
+pub const SECTION_RECIPE: &str = "section-v1";
+/// Whether skills get a vector per section unless `[semantic] sections` says otherwise: off, as
+/// on SkillRouter's pool they rank within a task of one vector a skill while a first index takes
+/// 2.3 times as long (BENCHMARKS.md, "Skills as more than one vector").
+pub const DEFAULT_SECTIONS: bool = false;
+
+/// The texts a skill's sections are embedded as, one per section of its body
+/// (`skillbase_route::passage::sections`: none for a body with fewer than two headings): its
+/// name in words, the section's heading and the section's opening words.
+pub fn section_texts(entry: &SkillEntry) -> Vec<String> {
+    let name = entry.name.replace(['-', '_'], " ");
+    skillbase_route::passage::sections(&entry.body)
+        .into_iter()
+        .map(|s| {
+            let heading = s.heading.join(" ");
+            let sep = if heading.ends_with(['.', ':', '?', '!']) {
+                " "
+            } else {
+                ". "
+            };
+            format!("{name}: {heading}{sep}{}", s.words.join(" "))
+        })
+        .collect()
+}
+
+/// The key a section's vector is stored under: the digest of its text.
+fn section_key(text: &str) -> String {
+    skillbase_format::Digest::of(text.as_bytes()).to_string()
+}
+
 /// What a skill is embedded as: its name in words, its description, its `when_to_use` entries,
 /// its triggers and the opening of its body.
 pub fn document_text(entry: &SkillEntry) -> String {
@@ -150,6 +186,12 @@ pub struct Semantic {
     embedder: Arc<dyn Embedder>,
     weight: f32,
     vectors: Mutex<HashMap<String, Arc<[f32]>>>,
+    /// Whether skills get a vector per section of their body.
+    sections: bool,
+    /// Section vectors by the digest of their text ([`section_texts`]).
+    section_vectors: Mutex<HashMap<String, Arc<[f32]>>>,
+    /// Per skill digest, its sections' keys (computed once: bodies are long).
+    section_keys: Mutex<HashMap<String, Arc<[String]>>>,
     /// One filler at a time (two turns needing the same new vectors compute them once).
     filling: tokio::sync::Mutex<()>,
     /// A background [`Semantic::warm`] task is running.
@@ -199,10 +241,14 @@ impl QueryVectors {
 /// What [`Semantic::fill`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FillReport {
-    /// Vectors read from the store.
+    /// Skill vectors read from the store.
     pub read: usize,
-    /// Vectors computed (and stored).
+    /// Skill vectors computed (and stored).
     pub computed: usize,
+    /// Section vectors read from the store.
+    pub sections_read: usize,
+    /// Section vectors computed (and stored).
+    pub sections_computed: usize,
     /// Skills left without a vector, and why (the embedder failed).
     pub failed: Option<String>,
 }
@@ -214,10 +260,24 @@ impl Semantic {
             embedder,
             weight: weight.clamp(0.0, 1.0),
             vectors: Mutex::new(HashMap::new()),
+            sections: DEFAULT_SECTIONS,
+            section_vectors: Mutex::new(HashMap::new()),
+            section_keys: Mutex::new(HashMap::new()),
             filling: tokio::sync::Mutex::new(()),
             warming: std::sync::atomic::AtomicBool::new(false),
             failed_at: Mutex::new(None),
         }
+    }
+
+    /// The stage with skills' sections embedded or not (default [`DEFAULT_SECTIONS`]).
+    pub fn with_sections(mut self, on: bool) -> Semantic {
+        self.sections = on;
+        self
+    }
+
+    /// Whether skills get a vector per section of their body.
+    pub fn sections(&self) -> bool {
+        self.sections
     }
 
     /// What the operator should know about the embedder (a model it runs without).
@@ -228,6 +288,36 @@ impl Semantic {
     /// The model id vectors are stored under (the embedder's, with the document recipe).
     pub fn model_id(&self) -> String {
         format!("{}/{RECIPE}", self.embedder.model_id())
+    }
+
+    /// The model id section vectors are stored under (the embedder's, with their recipe).
+    pub fn section_model_id(&self) -> String {
+        format!("{}/{SECTION_RECIPE}", self.embedder.model_id())
+    }
+
+    /// The keys of `entry`'s sections (none with sections off).
+    fn keys_of(&self, entry: &SkillEntry) -> Arc<[String]> {
+        if !self.sections {
+            return Arc::from(Vec::new());
+        }
+        let digest = entry.digest.to_string();
+        if let Some(k) = self
+            .section_keys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&digest)
+        {
+            return k.clone();
+        }
+        let keys: Arc<[String]> = section_texts(entry)
+            .iter()
+            .map(|t| section_key(t))
+            .collect();
+        self.section_keys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(digest, keys.clone());
+        keys
     }
 
     /// The semantic score's share of the fused score.
@@ -310,6 +400,23 @@ impl Semantic {
             None
         };
         let mut report = FillReport::default();
+        self.fill_documents(store, entries, compute, &mut report)
+            .await?;
+        if self.sections && report.failed.is_none() {
+            self.fill_sections(store, entries, compute, &mut report)
+                .await?;
+        }
+        Ok(report)
+    }
+
+    /// [`Semantic::fill_with`]'s skill (document) vectors.
+    async fn fill_documents(
+        &self,
+        store: &Store,
+        entries: &[Arc<SkillEntry>],
+        compute: bool,
+        report: &mut FillReport,
+    ) -> Result<(), skillbase_store::StoreError> {
         let missing: Vec<&Arc<SkillEntry>> = {
             let have = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
             let mut seen = std::collections::HashSet::new();
@@ -320,7 +427,7 @@ impl Semantic {
                 .collect()
         };
         if missing.is_empty() {
-            return Ok(report);
+            return Ok(());
         }
         let model = self.model_id();
         let digests: Vec<String> = missing.iter().map(|e| e.digest.to_string()).collect();
@@ -342,7 +449,7 @@ impl Semantic {
             .unwrap_or_else(|p| p.into_inner())
             .extend(got);
         if !compute {
-            return Ok(report);
+            return Ok(());
         }
         for batch in todo.chunks(MAX_BATCH) {
             let texts: Vec<String> = batch.iter().map(|e| document_text(e)).collect();
@@ -370,7 +477,94 @@ impl Semantic {
                 .unwrap_or_else(|p| p.into_inner())
                 .extend(rows.into_iter().map(|(d, v)| (d, Arc::<[f32]>::from(v))));
         }
-        Ok(report)
+        Ok(())
+    }
+
+    /// [`Semantic::fill_with`]'s section vectors: read what the store has under
+    /// [`Semantic::section_model_id`], compute (when `compute`) and store the rest.
+    async fn fill_sections(
+        &self,
+        store: &Store,
+        entries: &[Arc<SkillEntry>],
+        compute: bool,
+        report: &mut FillReport,
+    ) -> Result<(), skillbase_store::StoreError> {
+        // The skills with a section not in memory, once per digest.
+        let mut seen = std::collections::HashSet::new();
+        let lacking: Vec<&Arc<SkillEntry>> = {
+            let keyed: Vec<(&Arc<SkillEntry>, Arc<[String]>)> = entries
+                .iter()
+                .filter(|e| seen.insert(e.digest))
+                .map(|e| (e, self.keys_of(e)))
+                .collect();
+            let have = self
+                .section_vectors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            keyed
+                .into_iter()
+                .filter(|(_, k)| k.iter().any(|k| !have.contains_key(k)))
+                .map(|(e, _)| e)
+                .collect()
+        };
+        if lacking.is_empty() {
+            return Ok(());
+        }
+        let mut want: Vec<(String, String)> = Vec::new();
+        let mut keys = std::collections::HashSet::new();
+        for e in lacking {
+            for text in section_texts(e) {
+                let key = section_key(&text);
+                if keys.insert(key.clone()) {
+                    want.push((key, text));
+                }
+            }
+        }
+        let model = self.section_model_id();
+        let asked: Vec<String> = want.iter().map(|(k, _)| k.clone()).collect();
+        let stored = store.vectors(&model, &asked).await?;
+        report.sections_read += stored.len();
+        let got: HashMap<String, Arc<[f32]>> = stored
+            .into_iter()
+            .map(|(k, mut v)| {
+                normalize(&mut v);
+                (k, Arc::from(v))
+            })
+            .collect();
+        want.retain(|(k, _)| !got.contains_key(k));
+        self.section_vectors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(got);
+        if !compute {
+            return Ok(());
+        }
+        for batch in want.chunks(MAX_BATCH) {
+            let texts: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
+            let vectors = match self.embedder.embed(&texts, Purpose::Document).await {
+                Ok(v) => check_vectors(v, texts.len()),
+                Err(e) => Err(e),
+            };
+            let vectors = match vectors {
+                Ok(v) => v,
+                Err(e) => {
+                    report.failed = Some(e.to_string());
+                    break;
+                }
+            };
+            let rows: Vec<(String, Vec<f32>)> = batch
+                .iter()
+                .zip(vectors)
+                .map(|((k, _), v)| (k.clone(), v))
+                .collect();
+            store.put_vectors(&model, &rows).await?;
+            report.sections_computed += rows.len();
+            self.section_vectors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(rows.into_iter().map(|(k, v)| (k, Arc::<[f32]>::from(v))));
+        }
+        Ok(())
     }
 
     /// The view's matrix from the vectors in memory (built once per view when complete).
@@ -394,11 +588,47 @@ impl Semantic {
                 present[i] = true;
             }
         }
-        let m = Arc::new(SemanticMatrix::new(dim, data, present));
-        if m.missing() == 0 {
+        drop(have);
+        let m = self.add_sections(view, SemanticMatrix::new(dim, data, present));
+        let m = Arc::new(m);
+        if m.missing() == 0 && m.sections_missing == 0 {
             let _ = view.semantic.set(m.clone());
         }
         m
+    }
+
+    /// `m` with the section vectors of its skills that have a vector (those not in memory yet
+    /// counted as missing).
+    fn add_sections(&self, view: &AgentView, m: SemanticMatrix) -> SemanticMatrix {
+        if !self.sections || m.dim == 0 {
+            return m;
+        }
+        let keys: Vec<(usize, Arc<[String]>)> = view
+            .skills
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| m.present[*i])
+            .map(|(i, s)| (i, self.keys_of(&s.entry)))
+            .filter(|(_, k)| !k.is_empty())
+            .collect();
+        let have = self
+            .section_vectors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let (mut rows, mut owners, mut missing) = (Vec::new(), Vec::new(), 0);
+        for (i, ks) in &keys {
+            for k in ks.iter() {
+                match have.get(k) {
+                    Some(v) if v.len() == m.dim => {
+                        rows.push(v.clone());
+                        owners.push(*i as u32);
+                    }
+                    _ => missing += 1,
+                }
+            }
+        }
+        drop(have);
+        m.with_sections(rows, owners, missing)
     }
 
     /// The query of each message, in order: one vector per passage of the message
@@ -427,20 +657,16 @@ impl Semantic {
     }
 }
 
-/// The texts a message is embedded as: [`query_text`] of each of its passages
-/// (`skillbase_route::passage`: the whole message unless it is long), or of the message itself
-/// when it has none (a blank one).
+/// The texts a message is embedded as (`skillbase_route::passage::reading`): a short message
+/// whole, a long one as [`query_text`] of each of its passages of prose (one passage too: a
+/// pasted trace, then the question, is read as the question), a long one without prose by its
+/// start ([`query_text`]), a blank one as the empty text.
 pub fn query_passages(message: &str) -> Vec<String> {
-    let cut = query_text(message);
-    let mut p: Vec<String> = skillbase_route::passage::passages(message)
-        .into_iter()
-        .map(query_text)
-        .collect();
-    if p.len() <= 1 {
-        // A message read whole is read as before: its first MAX_QUERY_CHARS characters.
-        p = vec![cut];
+    use skillbase_route::passage::{Reading, reading};
+    match reading(message) {
+        Reading::Passages(p) => p.into_iter().map(query_text).collect(),
+        Reading::Blank | Reading::Whole(_) | Reading::NoProse => vec![query_text(message)],
     }
-    p
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,6 +710,10 @@ pub struct SemanticConfig {
     /// `openai`: seconds one request may take (default 30).
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+    /// Whether a skill whose body has sections (two markdown headings or more) also gets a
+    /// vector per section, its similarity its best vector's (default [`DEFAULT_SECTIONS`]).
+    #[serde(default)]
+    pub sections: Option<bool>,
 }
 
 impl SemanticConfig {
@@ -588,7 +818,10 @@ pub fn from_config(
             Err(why) => return Ok(Err(why)),
         },
     };
-    Ok(Ok(Arc::new(Semantic::new(embedder, weight))))
+    let sections = config.sections.unwrap_or(DEFAULT_SECTIONS);
+    Ok(Ok(Arc::new(
+        Semantic::new(embedder, weight).with_sections(sections),
+    )))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1221,6 +1454,8 @@ mod tests {
     fn config_is_checked_with_what_to_fix() {
         let parse = |t: &str| SemanticConfig::from_table(&t.parse::<toml::Table>().unwrap());
         assert!(parse("embedder = \"local\"").is_ok());
+        let c = parse("embedder = \"local\"\nsections = false").unwrap();
+        assert_eq!(c.sections, Some(false));
         assert!(parse("embedder = \"local\"\nmodels = [\"multilingual-e5-small\"]\nmultilingual_dir = \"/m\"").is_ok());
         assert!(parse("embedder = \"openai\"\nurl = \"http://127.0.0.1:1/v1/embeddings\"\nmodel = \"m\"\nkey = \"k\"").is_ok());
         for (t, want) in [
@@ -1242,6 +1477,7 @@ mod tests {
             ),
             ("embedder = \"openai\"\nurl = \"https://x/\"", "needs model"),
             ("embedder = \"local\"\nsurprise = 1", "unknown field"),
+            ("embedder = \"local\"\nsections = \"yes\"", "boolean"),
             ("embedder = \"local\"\nmodels = []", "name at least one"),
             (
                 "embedder = \"local\"\nmodels = [\"gpt-9\"]",
@@ -1317,6 +1553,11 @@ mod tests {
         // Long with no prose at all: its start, cut as before.
         let code = "x = f(a[1], b[2]) + 3 * 4;\n".repeat(2_000);
         assert_eq!(query_passages(&code), [query_text(&code)]);
+        // Long, its one passage of prose at its end (a pasted trace, then the question): that
+        // passage, not the message's start.
+        let trace = "    at com.acme.pool.Conn.open(Conn.java:88) 0x7f3a9c2e\n".repeat(20);
+        let message = format!("{trace}\nwhy does this fail?");
+        assert_eq!(query_passages(&message), ["why does this fail?"]);
     }
 
     #[test]

@@ -181,6 +181,11 @@ fn config(url: &str) -> String {
 }
 
 async fn engine(dir: &std::path::Path, url: &str) -> Engine {
+    engine_with(dir, url, "").await
+}
+
+/// [`engine`] with more lines for its `[semantic]` table.
+async fn engine_with(dir: &std::path::Path, url: &str, semantic: &str) -> Engine {
     let store = Arc::new(open_store(&db_path(dir)).await);
     let vault = Vault::open(store.clone(), VaultKey::parse(&"22".repeat(32)).unwrap())
         .await
@@ -199,7 +204,7 @@ async fn engine(dir: &std::path::Path, url: &str) -> Engine {
     Engine::builder()
         .store(store)
         .vault(vault)
-        .config_toml(config(url))
+        .config_toml(config(url) + semantic)
         .build()
         .await
         .unwrap()
@@ -356,6 +361,105 @@ async fn a_long_message_is_read_as_passages_and_its_request_decides() {
         .await
         .unwrap();
     assert_eq!(t.report.catalog.shown[0].name.as_str(), "refund-order");
+    e.close().await;
+}
+
+/// A skill whose body has sections, the refund concept in its second section alone (past the
+/// words its document text reads), and a skill that speaks of refunds a little in its
+/// description.
+async fn put_sectioned(store: &skillbase_store::Store) {
+    for (name, description) in SKILLS.iter().filter(|(n, _)| *n != "refund-order") {
+        let t = text(name, description, "", &format!("How to {name}."));
+        store
+            .put(req(Scope::Shared, Bundle::single(t).unwrap()))
+            .await
+            .unwrap();
+    }
+    let greeting = "Greet the visitor kindly and note the ticket number. ".repeat(15);
+    let body = format!(
+        "## Greeting\n{greeting}\n\n## Chargeback\nWhen a customer asks for a chargeback, reimburse the card promptly and close the ticket with a short note.\n"
+    );
+    for (name, description, body) in [
+        (
+            "customer-desk",
+            "Answer customers at the help desk.",
+            body.as_str(),
+        ),
+        (
+            "payments-faq",
+            "Frequently asked questions about payments and reimburse rules.",
+            "Answer questions.",
+        ),
+    ] {
+        let t = text(name, description, "", body);
+        store
+            .put(req(Scope::Shared, Bundle::single(t).unwrap()))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_skill_is_found_by_a_later_section_when_sections_are_on() {
+    let s = stand_in().await;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_sectioned(&store).await;
+    }
+    let agent = "support".parse().unwrap();
+    // No word of the message is in any skill; its meaning (the refund concept) is in
+    // customer-desk's second section, and a little in payments-faq's description.
+    let message = "I would like my money back, it was never repaid";
+    let texts = |s: &StandIn| s.requests.lock().unwrap().concat();
+    // Sections off: one vector per skill, and payments-faq is the closest.
+    let e = engine_with(dir.path(), &s.url, "sections = false\n").await;
+    let r = e.warm_semantic(&agent).await.unwrap().unwrap();
+    assert_eq!((r.computed, r.sections_computed, r.failed), (9, 0, None));
+    let hits = e.search(&agent, message, 3).await.unwrap();
+    assert_eq!(hits[0].name, "payments-faq", "{hits:?}");
+    assert!(!texts(&s).iter().any(|t| t.contains("Chargeback")));
+    e.close().await;
+
+    // Sections on over the same store: the two sections of customer-desk are embedded, no
+    // skill's document again, and customer-desk comes first by its second section.
+    let before = texts(&s).len();
+    let e = engine_with(dir.path(), &s.url, "sections = true\n").await;
+    let r = e.warm_semantic(&agent).await.unwrap().unwrap();
+    assert_eq!((r.read, r.computed), (9, 0));
+    assert_eq!((r.sections_computed, r.failed), (2, None));
+    let asked = texts(&s)[before..].to_vec();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].starts_with("customer desk: Greeting. Greet the visitor"));
+    assert!(asked[1].starts_with("customer desk: Chargeback. When a customer asks"));
+    let hits = e.search(&agent, message, 3).await.unwrap();
+    assert_eq!(hits[0].name, "customer-desk", "{hits:?}");
+    let t = e
+        .turn(&agent, "s1", message, &TurnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(t.report.catalog.shown[0].name.as_str(), "customer-desk");
+    let id = e.semantic().unwrap().section_model_id();
+    assert!(id.ends_with("/section-v1"), "{id}");
+    assert_eq!(e.store().vector_count(&id).await.unwrap(), 2);
+    e.close().await;
+
+    // A restart reads the section vectors; nothing is embedded but the query.
+    let before = texts(&s).len();
+    let e = engine_with(dir.path(), &s.url, "sections = true\n").await;
+    let r = e.warm_semantic(&agent).await.unwrap().unwrap();
+    assert_eq!((r.sections_read, r.sections_computed), (2, 0));
+    let hits = e.search(&agent, message, 3).await.unwrap();
+    assert_eq!(hits[0].name, "customer-desk", "{hits:?}");
+    assert_eq!(texts(&s)[before..], [message]);
+    e.close().await;
+
+    // Sections are off unless configured (BENCHMARKS.md, "Skills as more than one vector").
+    let e = engine_with(dir.path(), &s.url, "").await;
+    let r = e.warm_semantic(&agent).await.unwrap().unwrap();
+    assert_eq!((r.sections_read, r.sections_computed), (0, 0));
+    let hits = e.search(&agent, message, 3).await.unwrap();
+    assert_eq!(hits[0].name, "payments-faq", "{hits:?}");
     e.close().await;
 }
 
@@ -555,6 +659,80 @@ async fn the_local_encoder_ranks_by_meaning() {
         SKILLS.len() as i64
     );
     e.close().await;
+}
+
+/// The local encoder (`SKILLBASE_TEST_MODEL_DIR`): a runbook whose body opens on daily checks
+/// and renews TLS certificates in its third section is, with sections on, the skill most
+/// similar to a message about an expiring certificate, by that section; with sections off its
+/// similarity is its document vector's, well below.
+#[tokio::test]
+#[cfg_attr(
+    not(skillbase_model),
+    ignore = "needs the model: set SKILLBASE_TEST_MODEL_DIR (a folder `skillbase model pull` filled)"
+)]
+async fn the_local_encoder_reads_a_later_section() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+        let checks = "Open the dashboards every morning, look at disk usage and memory on each host, confirm that last night's backups finished, and write what you saw in the team channel. ".repeat(5);
+        let body = format!(
+            "# Platform runbook\n\n## Daily checks\n{checks}\n\n## Renewing TLS certificates\nWhen the TLS certificate of the load balancer is about to expire, request a new certificate from the internal certificate authority, install it on the load balancer and reload the proxy so that clients see the new one.\n"
+        );
+        let t = text(
+            "ops-runbook",
+            "Day-to-day runbook of the platform team.",
+            "",
+            &body,
+        );
+        store
+            .put(req(Scope::Shared, Bundle::single(t).unwrap()))
+            .await
+            .unwrap();
+    }
+    let agent = "support".parse().unwrap();
+    let model = std::env::var_os("SKILLBASE_TEST_MODEL_DIR")
+        .expect("SKILLBASE_TEST_MODEL_DIR was set when the tests were built but is not set now");
+    let message = "our https certificate runs out next week, how do we get a fresh one onto the load balancer?";
+    let mut similarity = Vec::new();
+    for on in [false, true] {
+        let table = local_table(std::path::Path::new(&model)) + &format!("sections = {on}\n");
+        let e = Engine::builder()
+            .sqlite(db_path(dir.path()))
+            .config_toml(table)
+            .build()
+            .await
+            .unwrap();
+        let r = e.warm_semantic(&agent).await.unwrap().unwrap();
+        assert_eq!(r.failed, None);
+        // Two sections with prose under them: "Daily checks" and the certificates.
+        assert_eq!(r.sections_computed, if on { 2 } else { 0 });
+        let view = e.view(&agent).unwrap();
+        let i = view
+            .skills
+            .iter()
+            .position(|s| s.name() == "ops-runbook")
+            .unwrap();
+        let qv = e.query_vectors(&view, &[message]).await.unwrap().unwrap();
+        let sims = qv.query(0).unwrap().similarities();
+        let best = (0..sims.len())
+            .max_by(|&a, &b| sims[a].total_cmp(&sims[b]))
+            .unwrap();
+        if on {
+            assert_eq!(qv.matrix.owners, [i as u32, i as u32]);
+            assert_eq!(best, i, "{sims:?}");
+        } else {
+            assert!(qv.matrix.owners.is_empty());
+        }
+        similarity.push(sims[i]);
+        e.close().await;
+    }
+    assert!(
+        similarity[1] > similarity[0] + 0.1,
+        "sections off {} / on {}",
+        similarity[0],
+        similarity[1]
+    );
 }
 
 /// Both local encoders (`SKILLBASE_TEST_MODEL_DIR` and `SKILLBASE_TEST_E5_DIR`, as `.ci/run` sets
