@@ -18,15 +18,16 @@
 //! The folder holds the pipeline and its nouns: `pipeline` (the stages, each a function that
 //! admits or refuses; the gate is the envelope's own check), [`outcome`] (outcomes, caps),
 //! [`offer`] (the offered set), [`runs`] (the driving run, activation, and the one way a run
-//! ends), [`builtins`] (the built-ins' handlers; their table is the leaf `builtin`) and
-//! [`authoring`] (the built-ins that write skills, through one `SkillDraft`). Refusal rules are
-//! the leaf `rule`.
+//! ends), [`builtins`] (the built-ins' handlers; their table is the leaf `builtin`),
+//! [`authoring`] (the built-ins that write skills, through one `SkillDraft`) and `recount`
+//! (token counts of answers given again). Refusal rules are the leaf `rule`.
 
 mod authoring;
 pub mod builtins;
 mod offer;
 mod outcome;
 mod pipeline;
+mod recount;
 mod runs;
 
 pub use crate::builtin::{AUTHORING_CLASS, Builtin, MAX_NOTES_BYTES};
@@ -64,6 +65,8 @@ pub(crate) struct Dispatcher {
     harness: Arc<Mutex<HashMap<String, PendingHarness>>>,
     /// OpenTelemetry export, when on: a span per turn and per call.
     telemetry: Option<crate::telemetry::Telemetry>,
+    /// Token counts of activation answers given before (a repeated `load_skill`).
+    recount: recount::Recount,
 }
 
 /// A harness-run call waiting for its result.
@@ -112,6 +115,7 @@ impl Dispatcher {
             results: Mutex::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(1),
             telemetry,
+            recount: recount::Recount::default(),
         }
     }
 

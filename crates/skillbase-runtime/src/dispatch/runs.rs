@@ -295,7 +295,12 @@ impl Dispatcher {
         match self.load(&agent.name, session, name, args.as_ref()).await {
             Ok(r) => Ok(CallOutcome::Done {
                 call_id: call_id.to_owned(),
-                tokens: tokens::count(&r.content),
+                // A repeated load answers the same text each time: counted once.
+                tokens: if r.already_active {
+                    self.recount.count(&r.content)
+                } else {
+                    tokens::count(&r.content)
+                },
                 result: serde_json::Value::String(r.content),
                 truncated: false,
             }),
