@@ -1270,7 +1270,10 @@ fn semantic_turns(
         times[times.len() * 99 / 100],
         times[times.len() - 1],
         times.len(),
-        skillbase_route::passage::passages(&msgs[0]).len()
+        match skillbase_route::passage::reading(&msgs[0]) {
+            skillbase_route::passage::Reading::Passages(p) => p.len(),
+            _ => 1,
+        }
     );
     let mut g = c.benchmark_group("turn");
     g.sample_size(20);
