@@ -417,66 +417,32 @@ impl Semantic {
         compute: bool,
         report: &mut FillReport,
     ) -> Result<(), skillbase_store::StoreError> {
-        let missing: Vec<&Arc<SkillEntry>> = {
+        let missing: Vec<(String, &Arc<SkillEntry>)> = {
             let have = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
             let mut seen = std::collections::HashSet::new();
             entries
                 .iter()
-                .filter(|e| !have.contains_key(&e.digest.to_string()))
                 .filter(|e| seen.insert(e.digest))
+                .map(|e| (e.digest.to_string(), e))
+                .filter(|(d, _)| !have.contains_key(d))
                 .collect()
         };
         if missing.is_empty() {
             return Ok(());
         }
-        let model = self.model_id();
-        let digests: Vec<String> = missing.iter().map(|e| e.digest.to_string()).collect();
-        let stored = store.vectors(&model, &digests).await?;
-        report.read = stored.len();
-        let got: HashMap<String, Arc<[f32]>> = stored
-            .into_iter()
-            .map(|(d, mut v)| {
-                normalize(&mut v);
-                (d, Arc::from(v))
-            })
-            .collect();
-        let todo: Vec<&Arc<SkillEntry>> = missing
-            .into_iter()
-            .filter(|e| !got.contains_key(&e.digest.to_string()))
-            .collect();
-        self.vectors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(got);
-        if !compute {
-            return Ok(());
-        }
-        for batch in todo.chunks(MAX_BATCH) {
-            let texts: Vec<String> = batch.iter().map(|e| document_text(e)).collect();
-            let vectors = match self.embedder.embed(&texts, Purpose::Document).await {
-                Ok(v) => check_vectors(v, texts.len()),
-                Err(e) => Err(e),
-            };
-            let vectors = match vectors {
-                Ok(v) => v,
-                Err(e) => {
-                    report.failed = Some(e.to_string());
-                    break;
-                }
-            };
-            let rows: Vec<(String, Vec<f32>)> = batch
-                .iter()
-                .zip(vectors)
-                .map(|(e, v)| (e.digest.to_string(), v))
-                .collect();
-            store.put_vectors(&model, &rows).await?;
-            report.computed += rows.len();
-            // In memory batch by batch: a long first index shows its progress.
-            self.vectors
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(rows.into_iter().map(|(d, v)| (d, Arc::<[f32]>::from(v))));
-        }
+        let (read, computed) = self
+            .read_then_compute(
+                store,
+                &self.model_id(),
+                missing,
+                |e| document_text(e),
+                &self.vectors,
+                compute,
+                &mut report.failed,
+            )
+            .await?;
+        report.read = read;
+        report.computed += computed;
         Ok(())
     }
 
@@ -520,10 +486,41 @@ impl Semantic {
                 }
             }
         }
-        let model = self.section_model_id();
-        let asked: Vec<String> = want.iter().map(|(k, _)| k.clone()).collect();
-        let stored = store.vectors(&model, &asked).await?;
-        report.sections_read += stored.len();
+        let (read, computed) = self
+            .read_then_compute(
+                store,
+                &self.section_model_id(),
+                want,
+                |t| t.clone(),
+                &self.section_vectors,
+                compute,
+                &mut report.failed,
+            )
+            .await?;
+        report.sections_read += read;
+        report.sections_computed += computed;
+        Ok(())
+    }
+
+    /// The vectors of `want` (`(key, item)` pairs, none in `cache`): what the store holds under
+    /// `model` is read into `cache`; then, when `compute`, the rest is embedded (`text` of each
+    /// item), stored and put in `cache` batch by batch, so a long first index shows its
+    /// progress. An embedder failure is put in `failed` and ends the loop. Returns how many
+    /// vectors were read and computed.
+    #[allow(clippy::too_many_arguments)]
+    async fn read_then_compute<T>(
+        &self,
+        store: &Store,
+        model: &str,
+        want: Vec<(String, T)>,
+        text: fn(&T) -> String,
+        cache: &Mutex<HashMap<String, Arc<[f32]>>>,
+        compute: bool,
+        failed: &mut Option<String>,
+    ) -> Result<(usize, usize), skillbase_store::StoreError> {
+        let keys: Vec<String> = want.iter().map(|(k, _)| k.clone()).collect();
+        let stored = store.vectors(model, &keys).await?;
+        let read = stored.len();
         let got: HashMap<String, Arc<[f32]>> = stored
             .into_iter()
             .map(|(k, mut v)| {
@@ -531,24 +528,26 @@ impl Semantic {
                 (k, Arc::from(v))
             })
             .collect();
-        want.retain(|(k, _)| !got.contains_key(k));
-        self.section_vectors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(got);
+        let todo: Vec<(String, T)> = want
+            .into_iter()
+            .filter(|(k, _)| !got.contains_key(k))
+            .collect();
+        cache.lock().unwrap_or_else(|p| p.into_inner()).extend(got);
+        let mut computed = 0;
         if !compute {
-            return Ok(());
+            return Ok((read, computed));
         }
-        for batch in want.chunks(MAX_BATCH) {
-            let texts: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
-            let vectors = match self.embedder.embed(&texts, Purpose::Document).await {
-                Ok(v) => check_vectors(v, texts.len()),
-                Err(e) => Err(e),
-            };
+        for batch in todo.chunks(MAX_BATCH) {
+            let texts: Vec<String> = batch.iter().map(|(_, t)| text(t)).collect();
+            let vectors = self
+                .embedder
+                .embed(&texts, Purpose::Document)
+                .await
+                .and_then(|v| check_vectors(v, texts.len()));
             let vectors = match vectors {
                 Ok(v) => v,
                 Err(e) => {
-                    report.failed = Some(e.to_string());
+                    *failed = Some(e.to_string());
                     break;
                 }
             };
@@ -557,14 +556,14 @@ impl Semantic {
                 .zip(vectors)
                 .map(|((k, _), v)| (k.clone(), v))
                 .collect();
-            store.put_vectors(&model, &rows).await?;
-            report.sections_computed += rows.len();
-            self.section_vectors
+            store.put_vectors(model, &rows).await?;
+            computed += rows.len();
+            cache
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .extend(rows.into_iter().map(|(k, v)| (k, Arc::<[f32]>::from(v))));
         }
-        Ok(())
+        Ok((read, computed))
     }
 
     /// The view's matrix from the vectors in memory (built once per view when complete).
