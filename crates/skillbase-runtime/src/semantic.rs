@@ -21,6 +21,7 @@
 
 pub use skillbase_route::fusion::{DEFAULT_WEIGHT, SemanticMatrix, normalize};
 use skillbase_route::view::AgentView;
+use skillbase_store::model::MAX_VECTOR_MODEL_CHARS;
 use skillbase_store::{SkillEntry, Store};
 use std::collections::HashMap;
 use std::future::Future;
@@ -103,6 +104,26 @@ pub fn section_texts(entry: &SkillEntry) -> Vec<String> {
             format!("{name}: {heading}{sep}{}", s.words.join(" "))
         })
         .collect()
+}
+
+/// The model id vectors of `recipe` are stored under: `EMBEDDER/RECIPE` when the store takes it
+/// (at most [`MAX_VECTOR_MODEL_CHARS`] characters, no control character); else the embedder id's
+/// start, `~`, its digest and `/RECIPE`. So any embedder id (a long endpoint URL or model name)
+/// is usable with every recipe, and stays the same from run to run; an id that fits is kept as
+/// it is, so the vectors stored under it are still read.
+pub fn stored_model_id(embedder: &str, recipe: &str) -> String {
+    let id = format!("{embedder}/{recipe}");
+    if id.chars().count() <= MAX_VECTOR_MODEL_CHARS && !id.chars().any(char::is_control) {
+        return id;
+    }
+    let digest = skillbase_format::Digest::of(embedder.as_bytes()).to_string();
+    let room = MAX_VECTOR_MODEL_CHARS.saturating_sub(digest.len() + recipe.chars().count() + 2);
+    let head: String = embedder
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(room)
+        .collect();
+    format!("{head}~{digest}/{recipe}")
 }
 
 /// The key a section's vector is stored under: the digest of its text.
@@ -285,14 +306,16 @@ impl Semantic {
         self.embedder.note()
     }
 
-    /// The model id vectors are stored under (the embedder's, with the document recipe).
+    /// The model id vectors are stored under (the embedder's, with the document recipe; see
+    /// [`stored_model_id`]).
     pub fn model_id(&self) -> String {
-        format!("{}/{RECIPE}", self.embedder.model_id())
+        stored_model_id(self.embedder.model_id(), RECIPE)
     }
 
-    /// The model id section vectors are stored under (the embedder's, with their recipe).
+    /// The model id section vectors are stored under (the embedder's, with their recipe; see
+    /// [`stored_model_id`]).
     pub fn section_model_id(&self) -> String {
-        format!("{}/{SECTION_RECIPE}", self.embedder.model_id())
+        stored_model_id(self.embedder.model_id(), SECTION_RECIPE)
     }
 
     /// The keys of `entry`'s sections (none with sections off).
@@ -1447,6 +1470,39 @@ mod tests {
             let e = parse_openai_answer(bad, 2).unwrap_err().to_string();
             assert!(e.contains(want), "{}: {e}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn every_embedder_id_gives_a_model_id_the_store_takes() {
+        let max = MAX_VECTOR_MODEL_CHARS;
+        // An id that fits is kept: vectors stored under it are still read.
+        assert_eq!(stored_model_id("openai:m@u", RECIPE), "openai:m@u/doc-v1");
+        let fits = "e".repeat(max - "/doc-v1".len());
+        assert_eq!(stored_model_id(&fits, RECIPE), format!("{fits}/doc-v1"));
+        // Longer ones, or with a control character: start, digest, recipe; stable, distinct.
+        let long = |tail: &str| format!("openai:{}@https://h.example/{tail}", "m".repeat(400));
+        for embedder in [
+            "e".repeat(max - "/doc-v1".len() + 1),
+            long("a"),
+            "openai:m\n@u".into(),
+        ] {
+            for recipe in [RECIPE, SECTION_RECIPE] {
+                let id = stored_model_id(&embedder, recipe);
+                assert!(id.chars().count() <= max, "{id}");
+                assert!(!id.chars().any(char::is_control), "{id:?}");
+                assert!(id.ends_with(&format!("/{recipe}")), "{id}");
+                assert_eq!(id, stored_model_id(&embedder, recipe));
+            }
+        }
+        let (a, b) = (long("a"), long("b"));
+        assert_ne!(
+            stored_model_id(&a, SECTION_RECIPE),
+            stored_model_id(&b, SECTION_RECIPE)
+        );
+        assert_ne!(
+            stored_model_id(&a, RECIPE),
+            stored_model_id(&a, SECTION_RECIPE)
+        );
     }
 
     #[test]

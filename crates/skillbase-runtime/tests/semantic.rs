@@ -186,6 +186,11 @@ async fn engine(dir: &std::path::Path, url: &str) -> Engine {
 
 /// [`engine`] with more lines for its `[semantic]` table.
 async fn engine_with(dir: &std::path::Path, url: &str, semantic: &str) -> Engine {
+    engine_toml(dir, config(url) + semantic).await
+}
+
+/// An engine over the store in `dir` configured by `toml`, the endpoint's key in the vault.
+async fn engine_toml(dir: &std::path::Path, toml: String) -> Engine {
     let store = Arc::new(open_store(&db_path(dir)).await);
     let vault = Vault::open(store.clone(), VaultKey::parse(&"22".repeat(32)).unwrap())
         .await
@@ -204,7 +209,7 @@ async fn engine_with(dir: &std::path::Path, url: &str, semantic: &str) -> Engine
     Engine::builder()
         .store(store)
         .vault(vault)
-        .config_toml(config(url) + semantic)
+        .config_toml(toml)
         .build()
         .await
         .unwrap()
@@ -461,6 +466,40 @@ async fn a_skill_is_found_by_a_later_section_when_sections_are_on() {
     let hits = e.search(&agent, message, 3).await.unwrap();
     assert_eq!(hits[0].name, "payments-faq", "{hits:?}");
     e.close().await;
+}
+
+#[tokio::test]
+async fn a_long_model_name_is_stored_under_an_id_that_fits_with_sections_on() {
+    let s = stand_in().await;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_sectioned(&store).await;
+    }
+    let agent = "support".parse().unwrap();
+    // The embedder's id is `openai:MODEL@URL`: at 191 characters its document id fits the
+    // store's 200 and its section id did not; at 400 neither did.
+    let around = "openai:@".len() + s.url.len();
+    for len in [191, 400] {
+        let model = "m".repeat(len - around);
+        let toml =
+            config(&s.url).replace("\"stand-in\"", &format!("\"{model}\"")) + "sections = true\n";
+        let e = engine_toml(dir.path(), toml.clone()).await;
+        let r = e.warm_semantic(&agent).await.unwrap().unwrap();
+        assert_eq!((r.computed, r.sections_computed, r.failed), (9, 2, None));
+        let sem = e.semantic().unwrap();
+        let (doc, section) = (sem.model_id(), sem.section_model_id());
+        assert!(doc.chars().count() <= 200 && section.chars().count() <= 200);
+        assert!(section.ends_with("/section-v1"), "{section}");
+        assert_eq!(e.store().vector_count(&section).await.unwrap(), 2);
+        e.close().await;
+        // The same id from run to run: a restart reads every vector back.
+        let e = engine_toml(dir.path(), toml).await;
+        let r = e.warm_semantic(&agent).await.unwrap().unwrap();
+        assert_eq!((r.read, r.sections_read), (9, 2));
+        assert_eq!((r.computed, r.sections_computed), (0, 0));
+        e.close().await;
+    }
 }
 
 #[tokio::test]

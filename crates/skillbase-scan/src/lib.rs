@@ -32,6 +32,7 @@
 
 mod binary;
 pub mod catalog;
+mod deadline;
 mod emit;
 mod envelope;
 mod excerpt;

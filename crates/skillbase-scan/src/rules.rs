@@ -5,6 +5,7 @@
 //! Regular expressions are the `regex` crate's: matching is linear in the text, whatever the
 //! pattern and the text (no backtracking). Literal sets run as one Aho-Corasick automaton.
 
+use crate::deadline::Deadline;
 use crate::finding::{Family, Severity};
 use crate::pattern::{bytewise, on_chars};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -235,8 +236,9 @@ impl Rules {
         })
     }
 
-    /// Every match in `text` of the rules that read files of this kind.
-    pub(crate) fn hits(&self, text: &str, markdown: bool) -> Vec<Hit> {
+    /// Every match in `text` of the rules that read files of this kind; fewer when `deadline`
+    /// passes (checked between rules).
+    pub(crate) fn hits(&self, text: &str, markdown: bool, deadline: &Deadline) -> Vec<Hit> {
         let reads = |r: &Rule| match r.spec.files {
             Files::Any => true,
             Files::Markdown => markdown,
@@ -252,6 +254,9 @@ impl Rules {
         }
         let mut out = Vec::new();
         for &i in self.regex_rules.iter().filter(|&&i| may[i]) {
+            if deadline.check().is_err() {
+                return out;
+            }
             let rule = &self.rules[i];
             let Some(re) = rule.regex.as_ref().filter(|_| reads(rule)) else {
                 continue;
@@ -265,7 +270,7 @@ impl Rules {
                     }),
             );
         }
-        if let Some(ac) = &self.literals {
+        if let Some(ac) = self.literals.as_ref().filter(|_| deadline.check().is_ok()) {
             let mut count = vec![0usize; self.rules.len()];
             for m in ac.find_iter(text) {
                 let i = self.literal_rule[m.pattern().as_usize()];
@@ -373,7 +378,8 @@ negative = ["good"]
     fn a_well_formed_file_loads() {
         let r = Rules::parse(ONE).expect("loads");
         assert_eq!(r.rules.len(), 1);
-        assert_eq!(r.hits("so EVIL", true).len(), 1);
+        let ample = Deadline::new(std::time::Duration::from_secs(60));
+        assert_eq!(r.hits("so EVIL", true, &ample).len(), 1);
     }
 
     #[test]

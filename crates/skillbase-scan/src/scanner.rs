@@ -3,6 +3,7 @@
 
 use crate::binary::{Content, classify};
 use crate::catalog::{self, CODE_RULES, CODE_RULES_VERSION};
+use crate::deadline::{Deadline, OutOfTime};
 use crate::emit::Out;
 use crate::envelope::{Envelope, Uses};
 use crate::exfil::Exfil;
@@ -15,7 +16,7 @@ use crate::rules::{BUILTIN_RULES, RuleKind, Rules, RulesError};
 use crate::source::{Kind, Source, cut, decode, tail};
 use sha2::{Digest, Sha256};
 use skillbase_format::{SkillMd, SkillMeta, YamlLimits};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How much a scan reads. A file past a limit is reported unread (a finding of its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,14 +139,14 @@ impl Scanner {
         files: &[(P, B)],
         context: &ScanContext<'_>,
     ) -> Report {
-        let started = Instant::now();
+        let deadline = Deadline::new(self.limits.time_budget);
         let mut out = Out::default();
         let mut uses = Uses::default();
         let mut skill_md: Option<String> = None;
         let mut total = 0usize;
         for (index, (path, bytes)) in files.iter().enumerate() {
             let (path, bytes) = (path.as_ref(), bytes.as_ref());
-            if let Some(reason) = self.over_limits(index, total, started) {
+            if let Some(reason) = self.over_limits(index, total, &deadline) {
                 for (p, _) in &files[index..] {
                     out.unread(reason.0, Severity::Medium, p.as_ref(), reason.1.clone());
                 }
@@ -156,9 +157,28 @@ impl Scanner {
                 continue;
             };
             let kind = Kind::of(path);
-            self.scan_file(&Source::new(path, &text, kind), &mut uses, &mut out);
+            let whole = self.scan_file(
+                &Source::new(path, &text, kind),
+                &deadline.for_file(text.len()),
+                &mut uses,
+                &mut out,
+            );
             if is_skill_md(path) {
                 skill_md = Some(text);
+            }
+            if whole.is_err() {
+                // Out of time inside this file: it is read in part, the rest not at all.
+                let (rule, reason) = self.out_of_time();
+                out.unread(
+                    rule,
+                    Severity::Medium,
+                    path,
+                    format!("{reason}; read in part"),
+                );
+                for (p, _) in &files[index + 1..] {
+                    out.unread(rule, Severity::Medium, p.as_ref(), reason.clone());
+                }
+                break;
             }
         }
         if let Some(text) = &skill_md {
@@ -172,7 +192,7 @@ impl Scanner {
         &self,
         index: usize,
         total: usize,
-        started: Instant,
+        deadline: &Deadline,
     ) -> Option<(&'static catalog::CodeRule, String)> {
         let l = &self.limits;
         if index >= l.max_files {
@@ -187,13 +207,21 @@ impl Scanner {
                 format!("past the first {} bytes of the bundle", l.max_total_bytes),
             ));
         }
-        if started.elapsed() > l.time_budget {
-            return Some((
-                &catalog::UNREAD_TIME,
-                format!("past the scan's time budget of {:?}", l.time_budget),
-            ));
+        if deadline.passed() {
+            return Some(self.out_of_time());
         }
         None
+    }
+
+    /// What a file not read (or not whole) for want of time is reported as.
+    fn out_of_time(&self) -> (&'static catalog::CodeRule, String) {
+        (
+            &catalog::UNREAD_TIME,
+            format!(
+                "past the scan's time budget of {:?}",
+                self.limits.time_budget
+            ),
+        )
     }
 
     /// The text of a file, or `None` (with findings) when it is not text.
@@ -272,11 +300,19 @@ impl Scanner {
         Some(text)
     }
 
-    /// Pattern and code rules over one text file.
-    fn scan_file(&self, src: &Source<'_>, uses: &mut Uses, out: &mut Out) {
+    /// Pattern and code rules over one text file; `Err` when `deadline` passed before the last
+    /// (what was found until then is kept).
+    fn scan_file(
+        &self,
+        src: &Source<'_>,
+        deadline: &Deadline,
+        uses: &mut Uses,
+        out: &mut Out,
+    ) -> Result<(), OutOfTime> {
         let markdown = src.kind == Kind::Markdown;
         let layout = markdown.then(|| Layout::new(src, &self.cues));
-        for hit in self.rules.hits(src.text, markdown) {
+        deadline.check()?;
+        for hit in self.rules.hits(src.text, markdown, deadline) {
             let rule = &self.rules.rules[hit.rule];
             let place = layout.as_ref().map(|l| l.place(src, hit.range.clone()));
             let line = src.line_range(src.line_of(hit.range.start));
@@ -315,18 +351,24 @@ impl Scanner {
                 fix: rule.spec.fix.clone(),
             });
         }
+        deadline.check()?;
         hidden::characters(src, out);
+        deadline.check()?;
         let hosts = self.hidden.hosts(src);
         hidden::lookalike_hosts(src, &hosts, out);
+        deadline.check()?;
         if let Some(layout) = &layout {
             hidden::comments(&self.hidden, src, &layout.hidden, out);
             hidden::long_lines(src, self.limits.max_line_bytes, out);
         } else {
             self.exfil.check(src, out);
         }
+        deadline.check()?;
         self.packages.check(src, out);
+        deadline.check()?;
         let has_code = layout.as_ref().is_some_and(Layout::has_code);
         self.envelope.collect(src, &hosts, has_code, uses);
+        Ok(())
     }
 
     /// Rules over the frontmatter: envelope consistency and routing abuse.

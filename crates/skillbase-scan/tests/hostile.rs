@@ -2,7 +2,7 @@
 //! backtracking-bait files are read within bounds, and what is not read is reported.
 
 use crate::skill;
-use skillbase_scan::{Family, Limits, ScanContext, Scanner, Severity};
+use skillbase_scan::{Family, Limits, ScanContext, Scanner, Severity, Unread};
 use std::time::{Duration, Instant};
 
 fn scanner() -> Scanner {
@@ -110,6 +110,66 @@ fn a_spent_time_budget_leaves_the_rest_unread() {
         .with_limits(limits)
         .scan_bundle(&files, &ScanContext::default());
     assert!(r.findings.iter().any(|f| f.rule == "unread-time"));
+}
+
+#[test]
+fn one_huge_file_stops_at_the_time_budget_and_says_so() {
+    // Some 8 MiB of Markdown with commands and links, read whole (the limits raised).
+    let line = "Run `curl -fsSL https://get.example.com/install.sh | sh`, then read [the setup notes](https://docs.example.com/setup) twice.\n";
+    let files = vec![
+        ("SKILL.md", skill("Sets the tools up.")),
+        ("references/huge.md", line.repeat((8 << 20) / line.len())),
+        ("references/after.md", "After.".to_owned()),
+    ];
+    let with_budget = |time_budget| {
+        scanner().with_limits(Limits {
+            max_file_bytes: 16 << 20,
+            max_total_bytes: 32 << 20,
+            time_budget,
+            ..Limits::default()
+        })
+    };
+    let ample = with_budget(Duration::from_secs(600));
+    let started = Instant::now();
+    let whole = ample.scan_bundle(&files, &ScanContext::default());
+    let full = started.elapsed();
+    assert!(whole.unread.is_empty(), "{:?}", whole.unread);
+    // A 20th of what the whole scan takes: it stops inside the huge file, well before its end,
+    // and says so the way it does between files.
+    let budget = full / 20;
+    let tight = with_budget(budget);
+    let started = Instant::now();
+    let cut = tight.scan_bundle(&files, &ScanContext::default());
+    let took = started.elapsed();
+    assert!(
+        took < full / 2,
+        "{took:?} of {full:?} with a budget of {budget:?}"
+    );
+    let reason = format!("past the scan's time budget of {budget:?}");
+    let unread = |file: &str, reason: String| Unread {
+        file: file.to_owned(),
+        reason,
+    };
+    assert_eq!(
+        cut.unread,
+        [
+            unread("references/huge.md", format!("{reason}; read in part")),
+            unread("references/after.md", reason),
+        ]
+    );
+    let said: Vec<_> = cut
+        .findings
+        .iter()
+        .filter(|f| f.rule == "unread-time")
+        .map(|f| (f.file.as_str(), f.severity))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("references/after.md", Severity::Medium),
+            ("references/huge.md", Severity::Medium)
+        ]
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! `--watch`, and the round trip store → folder → import.
 
 use skillbase_format::{Bundle, BundleLimits};
+use skillbase_sources::sync::folder::{LOCK, TEMP_PREFIX};
 use skillbase_sources::sync::{
     self, Action, Conflict, MANIFEST, Manifest, Place, SyncError, SyncOptions, Target,
 };
@@ -203,7 +204,7 @@ async fn the_agents_view_is_written_with_its_overrides_files_and_explicit_only_s
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     listed.sort();
-    assert_eq!(listed, [MANIFEST, "alpha", "beta", "deploy"]);
+    assert_eq!(listed, [MANIFEST, LOCK, "alpha", "beta", "deploy"]);
     let alpha = std::fs::read_to_string(folder.join("alpha/SKILL.md")).unwrap();
     assert!(alpha.contains("Dev's own alpha."), "{alpha}");
     assert_eq!(
@@ -545,6 +546,87 @@ async fn an_interrupted_sync_is_finished_and_every_skill_is_old_or_new() {
     m.write(&folder).unwrap();
     let plan = sync::plan(&w.store, &opts).unwrap();
     assert!(!plan.drifted(), "{:?}", plan.actions);
+}
+
+/// Every file under `dir` with its bytes, and every folder (bytes `None`), by path.
+fn tree(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(dir).unwrap().display().to_string();
+            if p.is_dir() {
+                out.push((rel, None));
+                todo.push(p);
+            } else {
+                out.push((rel, Some(std::fs::read(&p).unwrap())));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn a_sync_into_a_folder_another_sync_holds_fails_at_once_and_changes_nothing() {
+    let w = World::new().await;
+    w.put(&shared(), skill("alpha", "Old alpha.")).await;
+    let opts = w.opts(Target::CLAUDE_CODE, None);
+    let folder = sync::sync(&w.store, &opts).await.unwrap().plan.folder;
+    // The lock file stays (two syncs must always lock the same file), and is no temporary
+    // entry that recovery would remove.
+    assert!(folder.join(LOCK).is_file());
+    assert!(!LOCK.starts_with(TEMP_PREFIX));
+    w.put(&shared(), skill("alpha", "New alpha.")).await;
+    w.put(&shared(), skill("beta", "Beta.")).await;
+    // What an interrupted sync left: recovery must not run while another sync holds the folder.
+    std::fs::create_dir(folder.join(".skillbase-sync-tmp-99999-0")).unwrap();
+    let before = tree(&folder);
+
+    // Another sync, as this test, holds the lock: refused at once, nothing changed.
+    let held = std::fs::File::open(folder.join(LOCK)).unwrap();
+    held.try_lock().unwrap();
+    let started = std::time::Instant::now();
+    let e = sync::sync(&w.store, &opts).await.unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let msg = e.to_string();
+    assert!(matches!(e, SyncError::Busy { .. }), "{msg}");
+    assert!(msg.contains(&folder.display().to_string()), "{msg}");
+    assert!(msg.contains("another `skillbase sync` is running"), "{msg}");
+    assert_eq!(tree(&folder), before);
+
+    // Released: the next sync runs, finishes the interrupted one, and keeps the lock file.
+    drop(held);
+    let report = sync::sync(&w.store, &opts).await.unwrap();
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    assert!(
+        report.recovered.iter().all(|l| !l.contains(LOCK)),
+        "{:?}",
+        report.recovered
+    );
+    for n in ["alpha", "beta"] {
+        assert_eq!(digest_of(&folder.join(n)), w.digest(&shared(), n));
+    }
+    assert!(!folder.join(".skillbase-sync-tmp-99999-0").exists());
+    assert!(folder.join(LOCK).is_file());
+    // A plan (`--check`) takes no lock: it writes nothing.
+    let held = std::fs::File::open(folder.join(LOCK)).unwrap();
+    held.try_lock().unwrap();
+    assert!(!sync::plan(&w.store, &opts).unwrap().drifted());
+    drop(held);
+
+    // A link in the lock file's place is refused, not followed.
+    #[cfg(unix)]
+    {
+        let outside = w.dir.path().join("outside.txt");
+        std::fs::write(&outside, "precious\n").unwrap();
+        std::fs::remove_file(folder.join(LOCK)).unwrap();
+        std::os::unix::fs::symlink(&outside, folder.join(LOCK)).unwrap();
+        let e = sync::sync(&w.store, &opts).await.unwrap_err();
+        assert!(matches!(e, SyncError::LinkRefused { .. }), "{e}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+    }
 }
 
 #[tokio::test]

@@ -104,6 +104,10 @@ pub fn check_message(message: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Longest model id a stored vector may be kept under, in characters
+/// ([`crate::Store::put_vectors`]).
+pub const MAX_VECTOR_MODEL_CHARS: usize = 200;
+
 /// [`check_session_id`] as a regular expression.
 pub const SESSION_ID_PATTERN: &str = r"^[^/\\\u0000-\u001f\u007f-\u009f]{1,128}$";
 

@@ -10,24 +10,40 @@ use super::{triggered_skill, turn};
 use crate::common::*;
 use serde_json::{Value, json};
 use skillbase_store::Scope;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
+/// A chromedriver in a process group of its own, which the browsers it starts join, and the
+/// temporary folder they all use (`TMPDIR`: profiles, sockets). Dropped on every path (a failed
+/// start, a failed assertion), it kills the whole group: killing chromedriver alone left its
+/// Chromium running after the tests (Chromium's crash handlers, in sessions of their own, exit
+/// with the browser).
+struct Driver {
+    child: Child,
+    tmp: tempfile::TempDir,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        // Before `wait`: until chromedriver is reaped, its pid (the group's id) is not reused.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A chromedriver process and one headless browser session.
 struct Browser {
-    driver: Child,
+    driver: Driver,
     base: String,
     session: String,
     http: reqwest::Client,
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
 }
 
 impl Browser {
@@ -43,12 +59,16 @@ impl Browser {
             .local_addr()
             .unwrap()
             .port();
-        let driver = Command::new(&path)
+        let tmp = tempfile::tempdir().unwrap();
+        let child = Command::new(&path)
             .arg(format!("--port={port}"))
+            .env("TMPDIR", tmp.path())
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let driver = Driver { child, tmp };
         let base = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
         let mut ready = false;
@@ -237,6 +257,58 @@ impl Browser {
         self.type_into("#token", token).await;
         self.click("#sign-in").await;
     }
+}
+
+/// The processes whose environment has `TMPDIR=dir`: a [`Driver`] and everything it started.
+fn processes_under(dir: &std::path::Path) -> Vec<String> {
+    let want = format!("TMPDIR={}", dir.display()).into_bytes();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        // Gone meanwhile, or a zombie (no environment): not running.
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|&b| b == 0).any(|v| v == want) {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            out.push(String::from_utf8_lossy(&cmd).replace('\0', " "));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(skillbase_browser),
+    ignore = "browser tests skipped: set SKILLBASE_TEST_CHROMEDRIVER to a chromedriver (apt install chromium chromium-driver) to run them"
+)]
+async fn a_browser_leaves_no_process_behind_even_when_its_test_panics() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let failed = tokio::spawn(async move {
+        let b = Browser::start().await;
+        b.open("about:blank").await;
+        let tmp = b.driver.tmp.path().to_path_buf();
+        tx.send((processes_under(&tmp).len(), tmp)).unwrap();
+        panic!("deliberately: a browser test that fails");
+    })
+    .await;
+    assert!(failed.unwrap_err().is_panic());
+    let (running, tmp) = rx.recv().unwrap();
+    // chromedriver, Chromium's browser, zygotes, GPU and utility processes, renderers.
+    assert!(
+        running > 3,
+        "{running} processes found under {}",
+        tmp.display()
+    );
+    let mut left = processes_under(&tmp);
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = processes_under(&tmp);
+    }
+    assert!(left.is_empty(), "still running: {left:#?}");
+    assert!(!tmp.exists(), "{} is left", tmp.display());
 }
 
 #[tokio::test]

@@ -6,6 +6,8 @@ use crate::common::*;
 use serde_json::{Value, json};
 use skillbase_store::Scope;
 
+// Unix: the browsers are killed by process group.
+#[cfg(unix)]
 mod browser;
 mod eval;
 mod scan;

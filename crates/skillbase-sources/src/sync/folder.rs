@@ -20,6 +20,10 @@ const OLD: &str = ".skillbase-sync-old-";
 /// The manifest being written.
 const MANIFEST_TMP: &str = ".skillbase-sync-manifest-tmp-";
 
+/// The lock file a running sync holds (an exclusive advisory lock); left in place, so that two
+/// syncs always lock the same file. Not a temporary entry: recovery never removes it.
+pub const LOCK: &str = ".skillbase-sync.lock";
+
 /// Temporary names made by this process.
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -347,10 +351,69 @@ pub fn write_file_atomic(folder: &Path, name: &str, bytes: &[u8]) -> Result<(), 
     })
 }
 
+/// Take the exclusive lock of the skills folder `folder` for one sync, without waiting: held
+/// until the file returned is dropped (or the process ends). Another sync holding it is
+/// [`SyncError::Busy`]. The lock file is made when missing; a link in its place is refused.
+pub fn lock(folder: &Path) -> Result<std::fs::File, SyncError> {
+    let path = folder.join(LOCK);
+    let file = open_lock(&path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(SyncError::Busy {
+            path: folder.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err(&path)(e)),
+    }
+}
+
+/// Open the lock file at `path`, made when missing; never through a link.
+fn open_lock(path: &Path) -> Result<std::fs::File, SyncError> {
+    let not_plain = || io_err(path)(std::io::Error::other("not a plain file: remove it"));
+    // Twice: another sync may make the file between the look and `create_new`.
+    for _ in 0..2 {
+        let before = match std::fs::symlink_metadata(path) {
+            Ok(m) => m,
+            // `create_new` follows no link: one put there meanwhile fails the open.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                {
+                    Ok(f) => return Ok(f),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(io_err(path)(e)),
+                }
+            }
+            Err(e) => return Err(io_err(path)(e)),
+        };
+        if before.file_type().is_symlink() {
+            return Err(SyncError::LinkRefused {
+                to: std::fs::read_link(path).unwrap_or_default(),
+                path: path.to_path_buf(),
+            });
+        }
+        if !before.is_file() {
+            return Err(not_plain());
+        }
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        let after = f.metadata().map_err(io_err(path))?;
+        if !same_file(&before, &after) {
+            return Err(not_plain());
+        }
+        return Ok(f);
+    }
+    Err(not_plain())
+}
+
 /// Finish what an interrupted sync left in `folder`: an old copy renamed aside whose new copy
 /// never arrived is renamed back (the skill is old again), other temporary folders and files
-/// are removed. Entries with sync's prefix that are links are left alone (never followed).
-/// Returns what was done, one line each.
+/// are removed. Entries with sync's prefix that are links are left alone (never followed), and
+/// so is [`LOCK`] (not a temporary entry). Run with the folder's [`lock`] held, so what it
+/// removes is no running sync's. Returns what was done, one line each.
 pub fn recover(folder: &Path) -> Result<Vec<String>, SyncError> {
     let mut done = Vec::new();
     for entry in std::fs::read_dir(folder).map_err(io_err(folder))? {

@@ -11,6 +11,8 @@
 //!   (unless `force`).
 //! - Nothing outside the skills folder is written, removed or followed: a link anywhere on the
 //!   way to it, in it, or in a skill is refused.
+//! - One sync at a time per folder: a sync holds an exclusive lock on [`folder::LOCK`] in it
+//!   from before its first change to its last; a second one fails at once, changing nothing.
 //! - [`Watcher`]: sync again whenever the agent's view changes.
 
 pub mod folder;
@@ -82,6 +84,12 @@ pub enum SyncError {
         name: String,
         /// Why.
         why: &'static str,
+    },
+    /// Another sync is writing into the same skills folder (it holds [`folder::LOCK`]).
+    #[error("{}: another `skillbase sync` is running into this folder; nothing was changed: let it finish (or stop it), then sync again", path.display())]
+    Busy {
+        /// The skills folder.
+        path: PathBuf,
     },
     /// A file operation failed.
     #[error("{}: {source}", path.display())]
@@ -414,7 +422,8 @@ fn decide(
     }
 }
 
-/// Sync the view into the skills folder: create it (each folder on the way checked), finish
+/// Sync the view into the skills folder: create it (each folder on the way checked), take its
+/// lock ([`folder::lock`]: a second sync into it fails at once with [`SyncError::Busy`]), finish
 /// what an interrupted sync left, then carry out [`plan`]. Each skill is replaced whole or not
 /// at all; a skill that fails is reported in [`Report::failed`] and the others go on.
 pub async fn sync(store: &Store, opts: &SyncOptions) -> Result<Report, SyncError> {
@@ -426,6 +435,9 @@ pub async fn sync(store: &Store, opts: &SyncOptions) -> Result<Report, SyncError
             path: opts.place.skills_folder(opts.target),
         });
     };
+    // One sync at a time per folder: held to the end, so no rename or manifest write of two
+    // syncs interleave (released when `_lock` is dropped, on every path).
+    let _lock = folder::lock(&dir)?;
     let recovered = folder::recover(&dir)?;
     let plan = plan(store, opts)?;
     let mut manifest = plan.manifest.clone();

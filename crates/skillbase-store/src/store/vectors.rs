@@ -4,10 +4,8 @@
 
 use super::Store;
 use crate::error::{Result, StoreError};
+use crate::model::MAX_VECTOR_MODEL_CHARS as MAX_MODEL_CHARS;
 use crate::sql::vectors::MAX_DIM;
-
-/// Longest model id a vector may be stored under.
-const MAX_MODEL_CHARS: usize = 200;
 
 fn check_model(model: &str) -> Result<()> {
     if model.is_empty()
