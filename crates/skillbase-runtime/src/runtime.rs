@@ -216,6 +216,16 @@ impl OpenSession {
             .clone()
     }
 
+    /// Whether this revision of the skill `name` is active in the session (read under the
+    /// lock, without a copy: the repeated load asks it on every call).
+    fn has_active(&self, name: &str, entry: &skillbase_store::SkillEntry) -> bool {
+        is_active(
+            &self.activations.lock().unwrap_or_else(|p| p.into_inner()),
+            name,
+            entry,
+        )
+    }
+
     /// Add activations the store has recorded.
     fn add_activations(&self, records: Vec<ActivationRecord>) {
         self.activations
@@ -664,7 +674,6 @@ impl Runtime {
         let args = arguments.cloned().unwrap_or_else(|| serde_json::json!({}));
         self.check_arguments(name, &entry, &args)?;
         let open = self.open(agent, session).await?;
-        let activations = open.activations();
         let files = loaded_files(&entry);
         let loading = Loading {
             name,
@@ -672,9 +681,10 @@ impl Runtime {
             args: &args,
             unmet: &skill.unmet,
         };
-        if is_active(&activations, name, &entry) {
+        if open.has_active(name, &entry) {
             return Ok((self.already_active(agent, session, &loading, files), None));
         }
+        let activations = open.activations();
         let remote = self.remote.contains(agent, session);
         let mut loaded = Loaded::new(&loading, remote);
         loaded.add_companions(&view, &skill.companions, name, remote, &activations);
@@ -1008,9 +1018,12 @@ fn is_active(
     name: &str,
     entry: &skillbase_store::SkillEntry,
 ) -> bool {
-    activations
-        .iter()
-        .any(|a| a.skill == name && a.scope == entry.scope.to_string() && a.rev == entry.active_rev)
+    let mut scope = None;
+    activations.iter().any(|a| {
+        a.skill == name
+            && a.rev == entry.active_rev
+            && a.scope == *scope.get_or_insert_with(|| entry.scope.to_string())
+    })
 }
 
 /// The skill a load asks for: the name as asked, the revision served to the session, the

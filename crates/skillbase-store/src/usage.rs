@@ -154,11 +154,12 @@ impl Deltas {
     /// Add what `ev`, appended at `at` (Unix ms), counts.
     pub fn event(&mut self, ev: &NewEvent, at: i64) {
         let day = at.div_euclid(DAY_MS);
-        let agent = ev.agent.clone().unwrap_or_default();
+        // Copied only for a row (most events, every call's among them, count nothing).
+        let agent = ev.agent.as_deref().unwrap_or_default();
         let rev = ev.rev.unwrap_or(0);
         let key = |skill: &str, kind: &'static str, reason: &str| Key {
             skill: skill.to_owned(),
-            agent: agent.clone(),
+            agent: agent.to_owned(),
             rev,
             day,
             kind,
@@ -175,7 +176,7 @@ impl Deltas {
                 );
                 let last = self
                     .last_used
-                    .entry((s.to_owned(), agent.clone()))
+                    .entry((s.to_owned(), agent.to_owned()))
                     .or_default();
                 *last = (*last).max(day);
             }

@@ -273,7 +273,8 @@ impl Dispatcher {
             .telemetry
             .as_ref()
             .map(|t| t.call_scope(agent.as_str(), &session_attr()));
-        let driver = runs::run_of(&state);
+        // The skill driving when the call starts, for its span (read only when there is one).
+        let driver = self.telemetry.as_ref().and_then(|_| runs::run_of(&state));
         let outcome = match self
             .call_inner(&pipeline::Call {
                 agent,

@@ -154,6 +154,7 @@ pub(super) async fn serve(
         Ok(caller) => answer(state, &caller, parts, params).await,
         Err(e) => Err(e),
     };
+    let size = result.as_ref().map_or(0, response_size);
     let message = match result {
         Ok(mut r) => {
             // What rmcp does to every result on the 2026-07-28 wire.
@@ -167,7 +168,22 @@ pub(super) async fn serve(
             ServerJsonRpcMessage::error(e, Some(id))
         }
     };
-    Some(respond(&message))
+    Some(respond(&message, size))
+}
+
+/// About how many bytes a result's response takes: its texts, plus room for the envelope (the
+/// buffer is made this size at once rather than grown by doubling, copying the text each time).
+fn response_size(result: &ServerResult) -> usize {
+    let texts = match result {
+        ServerResult::CallToolResult(r) => r
+            .content
+            .iter()
+            .filter_map(|c| c.as_text())
+            .map(|t| t.text.len())
+            .sum(),
+        _ => 0,
+    };
+    texts + texts / 16 + 512
 }
 
 async fn answer(
@@ -184,7 +200,7 @@ async fn answer(
 
 /// The HTTP response rmcp gives a terminal message on the per-request wire (for a request whose
 /// `_meta` is complete, as every one taken here is).
-fn respond(message: &ServerJsonRpcMessage) -> Response {
+fn respond(message: &ServerJsonRpcMessage, size: usize) -> Response {
     let status = match message {
         ServerJsonRpcMessage::Error(e) => match e.error.code {
             ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
@@ -195,8 +211,9 @@ fn respond(message: &ServerJsonRpcMessage) -> Response {
         },
         _ => StatusCode::OK,
     };
-    match serde_json::to_vec(message) {
-        Ok(body) => {
+    let mut body = Vec::with_capacity(size);
+    match serde_json::to_writer(&mut body, message) {
+        Ok(()) => {
             let mut res = Response::new(Body::from(body));
             *res.status_mut() = status;
             res.headers_mut().insert(

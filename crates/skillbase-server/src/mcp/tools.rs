@@ -60,12 +60,27 @@ pub(super) async fn call(
         .await
         .map_err(runtime_error)?;
     state.metrics.call(&outcome);
-    let text = vec![ContentBlock::text(outcome.for_model())];
-    Ok(match outcome {
-        CallOutcome::Done { .. } | CallOutcome::Started { .. } | CallOutcome::Authorized { .. } => {
-            CallToolResult::success(text)
-        }
-        CallOutcome::Refused { .. } | CallOutcome::Failed { .. } => CallToolResult::error(text),
+    let failed = matches!(
+        outcome,
+        CallOutcome::Refused { .. } | CallOutcome::Failed { .. }
+    );
+    let text = vec![ContentBlock::text(model_text(outcome))];
+    Ok(if failed {
+        CallToolResult::error(text)
+    } else {
+        CallToolResult::success(text)
     }
     .into())
+}
+
+/// [`CallOutcome::for_model`], taking a text result as it is rather than copying it (a skill's
+/// body, answered on every repeated `load_skill`).
+fn model_text(outcome: CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Done {
+            result: serde_json::Value::String(text),
+            ..
+        } => text,
+        other => other.for_model(),
+    }
 }
