@@ -71,10 +71,17 @@ impl Calibration {
 /// the log of each (fused: the score is `exp` of a z-score mix). A score that is not a finite,
 /// related one (NaN, infinite, or 0 when fused) gets `-inf`: a confidence of 0.
 pub fn logits(scores: &[f32], fused: bool) -> Vec<f32> {
+    logits_head(scores.iter().copied(), scores.len(), fused)
+}
+
+/// [`logits`] of the first `k` scores only, the lexical z-scores still over all of them: what a
+/// ranking of thousands of candidates needs for its first [`TOP`] (one pass over the rest, no
+/// copy of it).
+pub fn logits_head(scores: impl Iterator<Item = f32> + Clone, k: usize, fused: bool) -> Vec<f32> {
     if fused {
         return scores
-            .iter()
-            .map(|&s| {
+            .take(k)
+            .map(|s| {
                 if s.is_finite() && s > 0.0 {
                     s.ln()
                 } else {
@@ -83,12 +90,8 @@ pub fn logits(scores: &[f32], fused: bool) -> Vec<f32> {
             })
             .collect();
     }
-    let finite = scores
-        .iter()
-        .filter(|s| s.is_finite())
-        .map(|&s| f64::from(s));
     let (mut n, mut sum, mut sq) = (0f64, 0f64, 0f64);
-    for x in finite {
+    for x in scores.clone().filter(|s| s.is_finite()).map(f64::from) {
         n += 1.0;
         sum += x;
         sq += x * x;
@@ -101,8 +104,8 @@ pub fn logits(scores: &[f32], fused: bool) -> Vec<f32> {
     };
     let sd = sd.max(f64::from(f32::EPSILON));
     scores
-        .iter()
-        .map(|&s| {
+        .take(k)
+        .map(|s| {
             if s.is_finite() {
                 ((f64::from(s) - mean) / sd) as f32
             } else {
@@ -314,6 +317,15 @@ mod tests {
             [0.0, f32::NEG_INFINITY, f32::NEG_INFINITY]
         );
         assert!(logits(&[], false).is_empty());
+        // The head's logits are the whole list's first ones, the moments over all of it.
+        let all = [3.0, 1.0, f32::NAN, 0.5, 0.0, 2.0];
+        for fused in [false, true] {
+            let whole = logits(&all, fused);
+            let head = logits_head(all.iter().copied(), 2, fused);
+            assert_eq!(head.len(), 2);
+            assert_eq!(head[..], whole[..2], "fused {fused}");
+        }
+        assert!(logits_head([1.0f32].into_iter(), 5, false).len() == 1);
     }
 
     #[test]

@@ -366,15 +366,14 @@ impl Relevance {
     /// `ranked`: every candidate of a ranking, best first (their number is the formula's `N`),
     /// to three decimals.
     pub fn confidence(&self, ranked: &[usize], first: usize) -> Vec<f64> {
-        let scores: Vec<f32> = ranked
+        let scores = ranked
             .iter()
-            .map(|&i| self.scores.get(i).copied().unwrap_or(0.0))
-            .collect();
+            .map(|&i| self.scores.get(i).copied().unwrap_or(0.0));
         let fused = self.fused();
-        let z = crate::confidence::logits(&scores, fused);
-        let k = first.max(crate::confidence::TOP).min(z.len());
+        let k = first.max(crate::confidence::TOP).min(ranked.len());
+        let z = crate::confidence::logits_head(scores, k, fused);
         let p = crate::confidence::confidences(
-            &z[..k],
+            &z,
             ranked.len(),
             &crate::confidence::Calibration::of(fused),
         );

@@ -1255,9 +1255,11 @@ macro_rules! statements {
         ) -> Result<()> {
             for (i, r) in bulk.reqs.iter().enumerate().filter(|(_, r)| r.signature.is_some() || r.origin.is_some()) {
                 let rev = out[i].as_ref().map_or(0, |o| o.rev);
-                let id = match writes.iter().find(|w| w.0 == i) {
-                    Some(&(_, id, _)) => id,
-                    None => match existing.get(&r.name) {
+                // `writes` is in request order (`BulkPlan::writes`): a search, not a scan per
+                // request (a 10,000-skill import with provenance made that quadratic).
+                let id = match writes.binary_search_by_key(&i, |w| w.0) {
+                    Ok(at) => writes[at].1,
+                    Err(_) => match existing.get(&r.name) {
                         Some(e) => e.0,
                         None => continue,
                     },
