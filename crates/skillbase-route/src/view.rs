@@ -168,6 +168,10 @@ pub struct AgentView {
     /// The skills' vectors for the semantic stage, once every one of them has a vector (set by
     /// the runtime's semantic stage).
     pub semantic: OnceLock<Arc<crate::fusion::SemanticMatrix>>,
+    /// Until [`AgentView::semantic`] is set: the last incomplete matrix, with the count of
+    /// vector arrivals it was built after (the runtime's), so that turns while vectors are
+    /// being computed rebuild it only when some have arrived.
+    pub semantic_partial: std::sync::Mutex<Option<(u64, Arc<crate::fusion::SemanticMatrix>)>>,
     /// Per skill, contiguous (the ranked catalog walks them in relevance order): tokens of the
     /// full catalog entry (`ViewSkill::catalog_tokens`).
     pub full_tokens: Vec<u32>,
@@ -414,6 +418,7 @@ impl AgentView {
             negatives,
             bm25,
             semantic: OnceLock::new(),
+            semantic_partial: Default::default(),
             load_tools: Default::default(),
             full_tokens,
             name_only_tokens,

@@ -219,6 +219,9 @@ pub struct Semantic {
     warming: std::sync::atomic::AtomicBool,
     /// When and why the last background fill failed (the next waits [`RETRY_AFTER`]).
     failed_at: Mutex<Option<(std::time::Instant, String)>>,
+    /// Bumped each time vectors are put in memory: an incomplete matrix built after the same
+    /// count is still current ([`Semantic::matrix`]).
+    arrivals: std::sync::atomic::AtomicU64,
 }
 
 /// How long after a failed background fill the next one may start.
@@ -287,6 +290,7 @@ impl Semantic {
             filling: tokio::sync::Mutex::new(()),
             warming: std::sync::atomic::AtomicBool::new(false),
             failed_at: Mutex::new(None),
+            arrivals: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -555,7 +559,10 @@ impl Semantic {
             .into_iter()
             .filter(|(k, _)| !got.contains_key(k))
             .collect();
-        cache.lock().unwrap_or_else(|p| p.into_inner()).extend(got);
+        if !got.is_empty() {
+            cache.lock().unwrap_or_else(|p| p.into_inner()).extend(got);
+            self.arrived();
+        }
         let mut computed = 0;
         if !compute {
             return Ok((read, computed));
@@ -585,15 +592,48 @@ impl Semantic {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .extend(rows.into_iter().map(|(k, v)| (k, Arc::<[f32]>::from(v))));
+            self.arrived();
         }
         Ok((read, computed))
     }
 
-    /// The view's matrix from the vectors in memory (built once per view when complete).
+    /// Counts an arrival of vectors in memory (after they are in: a matrix built after this
+    /// count sees them).
+    fn arrived(&self) {
+        self.arrivals
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The view's matrix from the vectors in memory: built once per view when complete, and
+    /// while it is not, again only when vectors have arrived since the last build (a turn
+    /// while a library's sections are computed does not copy every skill's vector).
     pub fn matrix(&self, view: &AgentView) -> Arc<SemanticMatrix> {
         if let Some(m) = view.semantic.get() {
             return m.clone();
         }
+        // Read before the vectors: an arrival during the build makes the next call rebuild.
+        let arrivals = self.arrivals.load(std::sync::atomic::Ordering::Acquire);
+        let mut partial = view
+            .semantic_partial
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((at, m)) = &*partial
+            && *at == arrivals
+        {
+            return m.clone();
+        }
+        let m = self.build_matrix(view);
+        if m.missing() == 0 && m.sections_missing == 0 {
+            let _ = view.semantic.set(m.clone());
+            *partial = None;
+        } else {
+            *partial = Some((arrivals, m.clone()));
+        }
+        m
+    }
+
+    /// [`Semantic::matrix`]'s build from the vectors in memory.
+    fn build_matrix(&self, view: &AgentView) -> Arc<SemanticMatrix> {
         let have = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
         let dim = view
             .skills
@@ -611,12 +651,7 @@ impl Semantic {
             }
         }
         drop(have);
-        let m = self.add_sections(view, SemanticMatrix::new(dim, data, present));
-        let m = Arc::new(m);
-        if m.missing() == 0 && m.sections_missing == 0 {
-            let _ = view.semantic.set(m.clone());
-        }
-        m
+        Arc::new(self.add_sections(view, SemanticMatrix::new(dim, data, present)))
     }
 
     /// `m` with the section vectors of its skills that have a vector (those not in memory yet

@@ -469,6 +469,43 @@ async fn a_skill_is_found_by_a_later_section_when_sections_are_on() {
 }
 
 #[tokio::test]
+async fn an_incomplete_matrix_is_rebuilt_only_when_vectors_arrive() {
+    let s = stand_in().await;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_sectioned(&store).await;
+    }
+    let agent = "support".parse().unwrap();
+    // The skills' vectors stored, their sections not yet.
+    let e = engine_with(dir.path(), &s.url, "sections = false\n").await;
+    e.warm_semantic(&agent).await.unwrap().unwrap();
+    e.close().await;
+    let e = engine_with(dir.path(), &s.url, "sections = true\n").await;
+    let sem = e.semantic().unwrap().clone();
+    let view = e.view(&agent).unwrap();
+    let entries: Vec<_> = view.skills.iter().map(|v| v.entry.clone()).collect();
+    sem.load_stored(e.store(), &entries).await.unwrap();
+    // Sections missing: the matrix ranks without them, and turns meanwhile share one build.
+    let first = sem.matrix(&view);
+    assert_eq!((first.missing(), first.sections_missing), (0, 2));
+    assert!(std::sync::Arc::ptr_eq(&first, &sem.matrix(&view)));
+    assert!(view.semantic.get().is_none());
+    // The sections arrive: the next matrix is a new, complete one, and kept for the view.
+    let r = sem.fill(e.store(), &entries).await.unwrap();
+    assert_eq!(r.sections_computed, 2);
+    let complete = sem.matrix(&view);
+    assert!(!std::sync::Arc::ptr_eq(&first, &complete));
+    assert_eq!((complete.missing(), complete.sections_missing), (0, 0));
+    assert!(std::sync::Arc::ptr_eq(
+        view.semantic.get().unwrap(),
+        &complete
+    ));
+    assert!(view.semantic_partial.lock().unwrap().is_none());
+    e.close().await;
+}
+
+#[tokio::test]
 async fn a_long_model_name_is_stored_under_an_id_that_fits_with_sections_on() {
     let s = stand_in().await;
     let dir = tempfile::tempdir().unwrap();
