@@ -535,37 +535,29 @@ mod tests {
             dot_all(&a, &m, &mut fast);
             dot_all_plain(&a, &m, &mut plain);
             assert_eq!(fast, plain, "{tokens}x{rows}x{cols}");
-            // The AVX-512BW and AVX2 kernels too, on a machine that has VNNI (`dot_all` took
-            // that one).
-            #[cfg(target_arch = "x86_64")]
-            if let Some(simd) = pulp::x86::V4::try_new() {
-                let mut bw = vec![0i32; tokens * rows];
-                let acc = &mut bw;
-                simd.vectorize(avx512::Tiles {
-                    simd,
-                    x: &a,
-                    m: &m,
-                    acc,
-                });
-                assert_eq!(bw, plain, "AVX-512BW {tokens}x{rows}x{cols}");
-            }
+            // Every kernel the machine has, not only the one `dot_all` took.
+            let check = |kernel: &str, run: &dyn Fn(&mut [i32])| {
+                let mut got = vec![0i32; tokens * rows];
+                run(&mut got);
+                assert_eq!(got, plain, "{kernel} {tokens}x{rows}x{cols}");
+            };
             #[cfg(target_arch = "x86_64")]
             if vnni::available() {
-                let mut v = vec![0i32; tokens * rows];
-                assert!(vnni::dot_all(&a, &m, &mut v));
-                assert_eq!(v, plain, "VNNI {tokens}x{rows}x{cols}");
+                check("VNNI", &|acc| assert!(vnni::dot_all(&a, &m, acc)));
+            }
+            #[cfg(target_arch = "x86_64")]
+            if let Some(simd) = pulp::x86::V4::try_new() {
+                check("AVX-512BW", &|acc| {
+                    let (x, m) = (&a, &m);
+                    simd.vectorize(avx512::Tiles { simd, x, m, acc });
+                });
             }
             #[cfg(target_arch = "x86_64")]
             if let Some(simd) = pulp::x86::V3::try_new() {
-                let mut avx2 = vec![0i32; tokens * rows];
-                let acc = &mut avx2;
-                simd.vectorize(avx2::Tiles {
-                    simd,
-                    x: &a,
-                    m: &m,
-                    acc,
+                check("AVX2", &|acc| {
+                    let (x, m) = (&a, &m);
+                    simd.vectorize(avx2::Tiles { simd, x, m, acc });
                 });
-                assert_eq!(avx2, plain, "AVX2 {tokens}x{rows}x{cols}");
             }
         }
     }
