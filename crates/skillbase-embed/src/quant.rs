@@ -90,6 +90,25 @@ impl QMatrix {
         ((n / PANEL * self.groups + k / GROUP) * PANEL + n % PANEL) * GROUP + k % GROUP
     }
 
+    /// Panel `p`'s weights: per group of inputs, its 16 rows × 4 weights.
+    #[inline(always)]
+    fn panel(&self, p: usize) -> &[[i8; PANEL_GROUP]] {
+        self.w[p * self.groups * PANEL_GROUP..][..self.groups * PANEL_GROUP]
+            .as_chunks()
+            .0
+    }
+
+    /// Stores a tile's sums: `sums[c]` holds token `t0 + c`'s 16 outputs of panel `p` (those
+    /// past the last row are padding, dropped).
+    #[inline(always)]
+    fn store<const C: usize>(&self, acc: &mut [i32], p: usize, t0: usize, sums: [[i32; PANEL]; C]) {
+        let n0 = p * PANEL;
+        let take = (self.rows - n0).min(PANEL);
+        for (c, s) in sums.iter().enumerate() {
+            acc[(t0 + c) * self.rows + n0..][..take].copy_from_slice(&s[..take]);
+        }
+    }
+
     /// Output size.
     pub fn rows(&self) -> usize {
         self.rows
@@ -139,6 +158,16 @@ pub(crate) struct QActs {
 }
 
 impl QActs {
+    /// Tokens `t0..t0 + C`, each as its groups of 4 bytes.
+    #[inline(always)]
+    fn tokens_from<const C: usize>(&self, t0: usize) -> [&[[u8; GROUP]]; C] {
+        std::array::from_fn(|c| {
+            self.q[(t0 + c) * self.stride..][..self.stride]
+                .as_chunks()
+                .0
+        })
+    }
+
     /// Quantizes `x` (`tokens × cols`, row-major).
     #[inline(always)]
     pub fn new(x: &[f32], tokens: usize, cols: usize) -> QActs {
@@ -233,7 +262,7 @@ fn dot_all_plain(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{GROUP, PANEL, PANEL_GROUP, QActs, QMatrix};
+    use super::{PANEL, PANEL_GROUP, QActs, QMatrix};
     use core::arch::x86_64::__m256i;
     use pulp::x86::V3;
 
@@ -293,8 +322,7 @@ mod avx2 {
             .0
             .as_chunks::<2>()
             .0;
-        let a: [&[[u8; GROUP]]; C] =
-            std::array::from_fn(|c| x.q[(t0 + c) * x.stride..][..x.stride].as_chunks().0);
+        let a = x.tokens_from::<C>(t0);
         assert!(w.len() == groups && a.iter().all(|r| r.len() == groups));
         let mut lo = [zero; C];
         let mut hi = [zero; C];
@@ -309,19 +337,19 @@ mod avx2 {
                 hi[c] = avx2._mm256_add_epi32(hi[c], avx2._mm256_madd_epi16(ph, ones));
             }
         }
-        let n0 = p * PANEL;
-        let take = (m.rows - n0).min(PANEL);
-        for c in 0..C {
-            let sums: [i32; PANEL] = pulp::cast([lo[c], hi[c]]);
-            acc[(t0 + c) * m.rows + n0..][..take].copy_from_slice(&sums[..take]);
-        }
+        m.store::<C>(
+            acc,
+            p,
+            t0,
+            std::array::from_fn(|c| pulp::cast([lo[c], hi[c]])),
+        );
     }
 }
 
 /// The same product with AVX-512BW: one register holds a panel's 16 sums.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{GROUP, PANEL, PANEL_GROUP, QActs, QMatrix};
+    use super::{PANEL, QActs, QMatrix};
     use core::arch::x86_64::__m512i;
     use pulp::x86::V4;
 
@@ -376,11 +404,8 @@ mod avx512 {
         let zero = f._mm512_setzero_si512();
         let ones = f._mm512_set1_epi16(1);
         let groups = m.groups;
-        let w: &[[i8; PANEL_GROUP]] = m.w[p * groups * PANEL_GROUP..][..groups * PANEL_GROUP]
-            .as_chunks()
-            .0;
-        let a: [&[[u8; GROUP]]; C] =
-            std::array::from_fn(|c| x.q[(t0 + c) * x.stride..][..x.stride].as_chunks().0);
+        let w = m.panel(p);
+        let a = x.tokens_from::<C>(t0);
         assert!(w.len() == groups && a.iter().all(|r| r.len() == groups));
         let mut sums = [zero; C];
         for g in 0..groups {
@@ -391,12 +416,7 @@ mod avx512 {
                 sums[c] = f._mm512_add_epi32(sums[c], bw._mm512_madd_epi16(pairs, ones));
             }
         }
-        let n0 = p * PANEL;
-        let take = (m.rows - n0).min(PANEL);
-        for c in 0..C {
-            let s: [i32; PANEL] = pulp::cast(sums[c]);
-            acc[(t0 + c) * m.rows + n0..][..take].copy_from_slice(&s[..take]);
-        }
+        m.store(acc, p, t0, sums.map(pulp::cast));
     }
 }
 
@@ -412,7 +432,7 @@ mod avx512 {
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod vnni {
-    use super::{GROUP, PANEL, PANEL_GROUP, QActs, QMatrix};
+    use super::{PANEL, QActs, QMatrix};
     use core::arch::x86_64::{
         __m512i, _mm512_dpbusd_epi32, _mm512_set1_epi32, _mm512_setzero_si512,
     };
@@ -469,11 +489,8 @@ mod vnni {
     #[inline]
     fn tile<const C: usize>(x: &QActs, m: &QMatrix, acc: &mut [i32], p: usize, t0: usize) {
         let groups = m.groups;
-        let w: &[[i8; PANEL_GROUP]] = m.w[p * groups * PANEL_GROUP..][..groups * PANEL_GROUP]
-            .as_chunks()
-            .0;
-        let a: [&[[u8; GROUP]]; C] =
-            std::array::from_fn(|c| x.q[(t0 + c) * x.stride..][..x.stride].as_chunks().0);
+        let w = m.panel(p);
+        let a = x.tokens_from::<C>(t0);
         assert!(w.len() == groups && a.iter().all(|r| r.len() == groups));
         let mut sums = [_mm512_setzero_si512(); C];
         for g in 0..groups {
@@ -483,12 +500,7 @@ mod vnni {
                 sums[c] = _mm512_dpbusd_epi32(sums[c], b, wv);
             }
         }
-        let n0 = p * PANEL;
-        let take = (m.rows - n0).min(PANEL);
-        for c in 0..C {
-            let s: [i32; PANEL] = pulp::cast(sums[c]);
-            acc[(t0 + c) * m.rows + n0..][..take].copy_from_slice(&s[..take]);
-        }
+        m.store(acc, p, t0, sums.map(pulp::cast));
     }
 }
 
