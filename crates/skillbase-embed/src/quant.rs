@@ -201,7 +201,7 @@ impl QActs {
             let inv = 1.0 / s;
             let out = &mut q[t * stride..t * stride + cols];
             // `y as u8` (y in 0..=255) is compiled lane by lane (extract, convert, check the
-            // range, insert a byte): a fifth of the element-wise work of a forward pass. The
+            // range, insert a byte): a quarter of the element-wise work of a forward pass. The
             // same byte with vector operations only: round by adding 2^23, step down where that
             // rounded up (the floor, which the cast truncates to), and read the integer from
             // the low bits of `floor + 2^23`.
