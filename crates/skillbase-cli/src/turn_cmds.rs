@@ -2,7 +2,7 @@
 
 use crate::EXIT_OK;
 use crate::common::{StoreArgs, read_input};
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use skillbase_format::Cost;
 use skillbase_runtime::CatalogReport;
@@ -143,6 +143,11 @@ pub struct EvalArgs {
     /// 1000, 10000 and the whole pool, up to its size).
     #[arg(long, value_delimiter = ',', requires = "sweep")]
     sizes: Vec<usize>,
+    /// Keep the semantic stage's vectors of a `--sweep` in FILE (a SQLite store, created if
+    /// missing) and start from those it holds: a second sweep of the same pool computes only
+    /// what changed (vectors are keyed by model and content, so a stale one is never used).
+    #[arg(long, value_name = "FILE", requires = "sweep")]
+    keep: Option<std::path::PathBuf>,
     /// Also fit the confidence's constants (temperature, "none" bias and its growth with the
     /// library's size) on the cases, pooled over every `--sweep` size, and print them: what
     /// `skillbase_route::confidence` bakes in is fitted this way.
@@ -274,6 +279,17 @@ async fn eval_sweep(
     )?
     .build()
     .await?;
+    let kept = match &a.keep {
+        Some(file) => {
+            let kept = skillbase_store::Store::open(&skillbase_store::DbUrl::Sqlite(file.clone()))
+                .await
+                .with_context(|| format!("--keep {}", file.display()))?;
+            let read = scratch.store().copy_vectors_from(&kept).await?;
+            eprintln!("sweep: {read} vectors read from {}", file.display());
+            Some(kept)
+        }
+        None => None,
+    };
     let sizes = sweep_sizes(&a.sizes, distractors.len());
     let opts = TurnOptions {
         max_cost: None,
@@ -320,6 +336,12 @@ async fn eval_sweep(
         },
     )
     .await;
+    if let (Some(kept), Some(file)) = (&kept, &a.keep) {
+        // Kept even when the sweep stopped early: what was computed is not lost.
+        let written = kept.copy_vectors_from(scratch.store()).await?;
+        eprintln!("sweep: {written} vectors kept in {}", file.display());
+        kept.close().await;
+    }
     scratch.close().await;
     engine.close().await;
     store.close().await;

@@ -922,3 +922,145 @@ fn usage_reports_a_replayed_turn_and_refuses_bad_input() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// A stand-in `/v1/embeddings` endpoint on a thread: each text's vector is a few of its bytes'
+/// counts (deterministic, never zero); every text embedded is counted.
+fn embeddings_stand_in() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1/embeddings", listener.local_addr().unwrap());
+    let texts = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = texts.clone();
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            let mut reader = BufReader::new(sock.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            if reader.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let input: Vec<&str> = body["input"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            counted.fetch_add(input.len(), SeqCst);
+            let data: Vec<Value> = input
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let v: Vec<f64> = [b'a', b'e', b'o', b's', b't']
+                        .iter()
+                        .map(|c| 1.0 + t.bytes().filter(|b| b == c).count() as f64)
+                        .collect();
+                    serde_json::json!({"object": "embedding", "index": i, "embedding": v})
+                })
+                .collect();
+            let text = serde_json::json!({"object": "list", "data": data}).to_string();
+            let _ = write!(
+                sock,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    (url, texts)
+}
+
+/// `eval --sweep --keep FILE`: the semantic stage's vectors are kept in FILE, and a second
+/// sweep of the same pool embeds only the messages.
+#[test]
+fn eval_sweep_keeps_its_vectors() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let sb = Sb::new();
+    sb.setup();
+    let (url, texts) = embeddings_stand_in();
+    let conf = sb.path("semantic.toml");
+    std::fs::write(
+        &conf,
+        format!("[semantic]\nembedder = \"openai\"\nurl = \"{url}\"\nmodel = \"stand-in\"\n"),
+    )
+    .unwrap();
+    let cases = sb.path("cases.jsonl");
+    std::fs::write(
+        &cases,
+        "{\"message\": \"refund things please\", \"expected\": \"refund\"}\n",
+    )
+    .unwrap();
+    let pool = sb.path("pool");
+    for i in 0..6 {
+        write_skill(&pool, &format!("notes-kind-{i}"), "", "Notes.", &[]);
+    }
+    let keep = sb.path("kept/vectors.db");
+    let args = [
+        "--config",
+        conf.to_str().unwrap(),
+        "eval",
+        cases.to_str().unwrap(),
+        "--agent",
+        "support",
+        "--sweep",
+        pool.to_str().unwrap(),
+        "--sizes",
+        "0,6",
+        "--keep",
+        keep.to_str().unwrap(),
+        "--json",
+    ];
+    // The file and its folder are created.
+    let first = sb.run(&args);
+    assert_eq!(first.code, 0, "{first:?}");
+    let v: Value = serde_json::from_str(&first.stdout).unwrap();
+    assert_eq!(v[1]["skills"], 11, "{v}");
+    assert!(
+        first.stderr.contains("sweep: 0 vectors read from"),
+        "{first:?}"
+    );
+    let embedded_first = texts.swap(0, SeqCst);
+    // 11 skills' vectors and the message's, at each of the two sizes.
+    assert!(embedded_first >= 11 + 2, "{embedded_first}");
+    assert!(first.stderr.contains("vectors kept in"), "{first:?}");
+    let second = sb.run(&args);
+    assert_eq!(second.code, 0, "{second:?}");
+    let read: usize = second
+        .stderr
+        .lines()
+        .find(|l| l.contains(" vectors read from "))
+        .and_then(|l| l.strip_prefix("sweep: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{second:?}"));
+    assert!(read >= 11, "{second:?}");
+    // Only the message was embedded again, once per size: every skill's vector was kept.
+    assert_eq!(texts.swap(0, SeqCst), embedded_first - read, "{second:?}");
+    // The same vectors, so the same figures.
+    let w: Value = serde_json::from_str(&second.stdout).unwrap();
+    for i in 0..2 {
+        assert_eq!(w[i]["overall"], v[i]["overall"], "{w}");
+        assert_eq!(w[i]["calibration"], v[i]["calibration"], "{w}");
+    }
+    // The kept file is not a store: an error that names it, nothing written into it.
+    let not_a_store = sb.path("kept/not-a-store.db");
+    std::fs::write(&not_a_store, "not sqlite").unwrap();
+    let mut bad = args;
+    bad[11] = not_a_store.to_str().unwrap();
+    let err = sb.fails(&bad);
+    assert!(
+        err.contains("--keep") && err.contains("not-a-store.db"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&not_a_store).unwrap(), b"not sqlite");
+}

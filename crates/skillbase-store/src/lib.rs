@@ -48,6 +48,7 @@ pub use records::{
     RevisionOutcomes, RunRecord, SessionRecord, TokenRecord, VaultRow, WriteKind, WriteOutcome,
     outcomes_by_revision,
 };
+pub use sql::vectors::VectorPage;
 pub use store::{
     Change, ChangeListener, ContentGuard, ImportReport, PutRequest, Settlement, Store, StoredMatch,
     WriteGuard,

@@ -2,6 +2,7 @@
 //! first vector of a digest kept, bad input refused whole.
 
 use crate::common::*;
+use skillbase_store::DbUrl;
 
 fn digest(n: u8) -> String {
     format!("sha256:{}", format!("{n:02x}").repeat(32))
@@ -75,4 +76,80 @@ async fn vectors_are_kept_per_model_and_digest(db: TestDb) {
     db.cleanup().await;
 }
 
-suite!(vectors_are_kept_per_model_and_digest);
+/// Every vector of one store copied into another (`eval --sweep --keep`): page by page, every
+/// model, a row already there left as it is, a row that does not decode skipped.
+async fn vectors_copy_between_stores(db: TestDb) {
+    let from = db.open().await;
+    // More rows than one page (2,000), over two models.
+    let rows = |n: usize, salt: f32| -> Vec<(String, Vec<f32>)> {
+        (0..n)
+            .map(|i| (format!("sha256:{i:064x}"), vec![i as f32, salt]))
+            .collect()
+    };
+    from.put_vectors("a-model", &rows(2_100, 1.0))
+        .await
+        .unwrap();
+    from.put_vectors("b-model", &rows(30, 2.0)).await.unwrap();
+    let kept = TestDb::sqlite();
+    let to = kept.open().await;
+    // A row the destination already holds keeps its vector.
+    to.put_vectors(
+        "b-model",
+        &[(format!("sha256:{:064x}", 3), vec![-1.0, -1.0])],
+    )
+    .await
+    .unwrap();
+    assert_eq!(to.copy_vectors_from(&from).await.unwrap(), 2_130);
+    assert_eq!(to.vector_count("a-model").await.unwrap(), 2_100);
+    assert_eq!(to.vector_count("b-model").await.unwrap(), 30);
+    let got = to
+        .vectors(
+            "b-model",
+            &[format!("sha256:{:064x}", 3), format!("sha256:{:064x}", 4)],
+        )
+        .await
+        .unwrap();
+    assert!(
+        got.contains(&(format!("sha256:{:064x}", 3), vec![-1.0, -1.0])),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(format!("sha256:{:064x}", 4), vec![4.0, 2.0])),
+        "{got:?}"
+    );
+    // A row that does not decode (written by something else) is skipped, not copied, and the
+    // rows after it still are.
+    if let DbUrl::Sqlite(path) = &kept.url {
+        use sqlx::Connection;
+        let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
+        sqlx::query(
+            "INSERT INTO skill_vectors (model, digest, dim, vector, created_at) \
+             VALUES ('a-model', 'sha256:zz-broken', 3, x'00', 0), ('c-model', $1, 1, x'0000803f', 0)",
+        )
+        .bind(format!("sha256:{:064x}", 9))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    }
+    let back_db = TestDb::sqlite();
+    let back = back_db.open().await;
+    assert_eq!(back.copy_vectors_from(&to).await.unwrap(), 2_131);
+    assert_eq!(back.vector_count("a-model").await.unwrap(), 2_100);
+    assert_eq!(back.vector_count("c-model").await.unwrap(), 1);
+    // An empty store copies nothing.
+    let empty = TestDb::sqlite();
+    assert_eq!(
+        from.copy_vectors_from(&empty.open().await)
+            .await
+            .unwrap(),
+        0
+    );
+    db.cleanup().await;
+}
+
+suite!(
+    vectors_are_kept_per_model_and_digest,
+    vectors_copy_between_stores
+);

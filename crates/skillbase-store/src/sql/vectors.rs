@@ -10,6 +10,16 @@ pub(crate) const MAX_DIM: usize = 8_192;
 /// Rows per multi-row statement (3 binds each, under SQLite's and PostgreSQL's bind limits).
 const CHUNK: usize = 300;
 
+/// A page of stored vectors in (model, digest) order: the rows that decode, and the key of the
+/// page's last row read (decoded or not), where the next page starts; `None` past the end.
+#[derive(Debug, Default)]
+pub struct VectorPage {
+    /// `(model, digest, vector)`.
+    pub rows: Vec<(String, String, Vec<f32>)>,
+    /// The last (model, digest) read.
+    pub last: Option<(String, String)>,
+}
+
 /// A vector as stored: little-endian f32s.
 pub(crate) fn encode(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -88,6 +98,30 @@ macro_rules! statements {
             }
             tx.commit().await?;
             Ok(())
+        }
+
+        pub async fn vectors_after(
+            pool: &Pool<Db>,
+            after: Option<&(String, String)>,
+            limit: usize,
+        ) -> Result<VectorPage> {
+            let (model, digest) = after.cloned().unwrap_or_default();
+            let rows: Vec<(String, String, i64, Vec<u8>)> = sqlx::query_as(
+                "SELECT model, digest, dim, vector FROM skill_vectors \
+                 WHERE model > $1 OR (model = $1 AND digest > $2) \
+                 ORDER BY model, digest LIMIT $3",
+            )
+            .bind(model)
+            .bind(digest)
+            .bind(limit as i64)
+            .fetch_all(pool)
+            .await?;
+            let last = rows.last().map(|(m, d, _, _)| (m.clone(), d.clone()));
+            let rows = rows
+                .into_iter()
+                .filter_map(|(m, d, dim, bytes)| decode(dim, &bytes).map(|v| (m, d, v)))
+                .collect();
+            Ok(VectorPage { rows, last })
         }
 
         pub async fn vector_count(pool: &Pool<Db>, model: &str) -> Result<i64> {
