@@ -26,8 +26,8 @@
 //! # let _ = cosine; Ok(()) }
 //! ```
 
-// One module is allowed `unsafe`: `quant::vnni`, a single call of a `#[target_feature]` kernel
-// after the CPU's features are checked (`pulp` wraps no VNNI instruction). Nothing else may.
+// One module is allowed `unsafe`: `quant::vnni`, two calls of `#[target_feature]` kernels (512
+// and 256 bits), each after the CPU's features are checked (`pulp` wraps no VNNI instruction). Nothing else may.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -2,7 +2,7 @@
 
 use crate::error::EmbedError;
 use crate::math::{Mat, fill_rows, gelu, gemm, layer_norm, softmax};
-use crate::quant::{QActs, QMatrix};
+use crate::quant::{QMatrix, Scratch};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
 use std::path::Path;
@@ -135,7 +135,7 @@ impl Linear {
 
     /// `out = x · wᵀ + b` for the `n` rows of `x`.
     #[inline(always)]
-    fn forward(&self, x: &[f32], n: usize, cols: usize, out: &mut [f32]) {
+    fn forward(&self, x: &[f32], n: usize, cols: usize, out: &mut [f32], scratch: &mut Scratch) {
         match self {
             Linear::Exact { w, b, rows, .. } => {
                 fill_rows(out, b);
@@ -148,7 +148,7 @@ impl Linear {
                     *rows,
                 );
             }
-            Linear::Quant(q) => q.forward(&QActs::new(&x[..n * cols], n, cols), out),
+            Linear::Quant(q) => scratch.forward(q, &x[..n * cols], n, cols, out),
         }
     }
 
@@ -204,8 +204,10 @@ impl WordTable {
     }
 }
 
-/// [`Bert::embed_many`] as a call `pulp` compiles for AVX2 and FMA (the body must be inlined
-/// into it, which a closure's is not).
+/// [`Bert::embed_many`] as a call `pulp` compiles for AVX-512 or for AVX2 and FMA (the body
+/// must be inlined into it, which a closure's is not). The element-wise work has no sum whose
+/// order depends on the vector width (`sum8` keeps eight lanes on every machine) and Rust does
+/// not fuse a multiply and an add on its own, so both give the same bits.
 struct Embed<'a> {
     bert: &'a Bert,
     seqs: &'a [&'a [u32]],
@@ -366,8 +368,8 @@ impl Bert {
     }
 
     /// Mean-pooled, L2-normalised sentence embedding of `ids` (ids < vocab, at most
-    /// `max_positions` of them: the caller guarantees both). On x86-64 with AVX2 and FMA the
-    /// element-wise work (layer norms, GELU, softmax, quantization) is compiled for them.
+    /// `max_positions` of them: the caller guarantees both). On x86-64 with AVX-512, or AVX2 and
+    /// FMA, the element-wise work (layer norms, GELU, softmax, quantization) is compiled for them.
     pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
         self.embed_many(&[ids]).pop().unwrap_or_default()
     }
@@ -378,6 +380,10 @@ impl Bert {
     /// [`Bert::embed`] gives it alone (the fast path quantizes per token; the products differ
     /// only in the order of their sums).
     pub fn embed_many(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = pulp::x86::V4::try_new() {
+            return simd.vectorize(Embed { bert: self, seqs });
+        }
         #[cfg(target_arch = "x86_64")]
         if let Some(simd) = pulp::x86::V3::try_new() {
             return simd.vectorize(Embed { bert: self, seqs });
@@ -417,22 +423,23 @@ impl Bert {
         let mut ctx = vec![0f32; n * h];
         let mut tmp = vec![0f32; n * h];
         let mut up = vec![0f32; n * inter];
+        let mut scratch = Scratch::default();
         for l in &self.layers {
             // Q, K, V in one product: [n, 3h] = x · Wqkvᵀ + b.
             debug_assert_eq!(l.qkv.rows(), 3 * h);
-            l.qkv.forward(&x, n, h, &mut qkv);
+            l.qkv.forward(&x, n, h, &mut qkv, &mut scratch);
             self.attention(&qkv, &lens, &mut scores, &mut ctx);
             // Attention output, residual, layer norm.
-            l.out.forward(&ctx, n, h, &mut tmp);
+            l.out.forward(&ctx, n, h, &mut tmp, &mut scratch);
             for (t, x) in tmp.iter_mut().zip(&x) {
                 *t += x;
             }
             layer_norm(&mut tmp, &l.ln1_g, &l.ln1_b, eps);
             std::mem::swap(&mut x, &mut tmp);
             // Feed-forward: GELU(x · W1ᵀ + b1) · W2ᵀ + b2, residual, layer norm.
-            l.up.forward(&x, n, h, &mut up);
+            l.up.forward(&x, n, h, &mut up, &mut scratch);
             gelu(&mut up);
-            l.down.forward(&up, n, inter, &mut tmp);
+            l.down.forward(&up, n, inter, &mut tmp, &mut scratch);
             for (t, x) in tmp.iter_mut().zip(&x) {
                 *t += x;
             }
@@ -502,4 +509,101 @@ fn mean_pool(x: &[f32], h: usize) -> Vec<f32> {
         .sqrt()
         .max(1e-12);
     pooled.iter().map(|p| (p / count / norm) as f32).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic values in `-scale..scale` (SplitMix64).
+    fn numbers(seed: u64, n: usize, scale: f32) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = s;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^= z >> 31;
+                ((z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+            })
+            .collect()
+    }
+
+    /// A small BERT with random weights: widths that are not a multiple of any vector width.
+    fn random_bert() -> Bert {
+        let (h, inter, vocab) = (36, 76, 50);
+        let cfg = Config {
+            hidden: h,
+            layers: 2,
+            heads: 3,
+            intermediate: inter,
+            vocab,
+            max_positions: 40,
+            type_vocab: 1,
+            eps: 1e-12,
+        };
+        let mut seed = 0;
+        let mut v = |n: usize, scale: f32| {
+            seed += 1;
+            numbers(seed, n, scale)
+        };
+        let layers = (0..cfg.layers)
+            .map(|_| Layer {
+                qkv: Linear::exact(v(3 * h * h, 0.3), v(3 * h, 0.1), 3 * h, h),
+                out: Linear::exact(v(h * h, 0.3), v(h, 0.1), h, h),
+                ln1_g: v(h, 1.0),
+                ln1_b: v(h, 0.1),
+                up: Linear::exact(v(inter * h, 0.3), v(inter, 0.1), inter, h),
+                down: Linear::exact(v(h * inter, 0.3), v(h, 0.1), h, inter),
+                ln2_g: v(h, 1.0),
+                ln2_b: v(h, 0.1),
+            })
+            .collect();
+        Bert {
+            word: WordTable::F32(v(vocab * h, 1.0)),
+            position: v(cfg.max_positions * h, 0.5),
+            token_type: v(h, 0.1),
+            emb_ln_g: v(h, 1.0),
+            emb_ln_b: v(h, 0.1),
+            layers,
+            cfg,
+        }
+    }
+
+    #[test]
+    fn every_instruction_set_gives_the_same_bits() {
+        let seqs: [&[u32]; 3] = [&[1, 7, 9, 3, 49, 0, 12], &[5], &[2; 33]];
+        for quantized in [false, true] {
+            let mut bert = random_bert();
+            if quantized {
+                bert.quantize();
+            }
+            let plain = bert.embed_here(&seqs);
+            assert!(plain.iter().flatten().all(|v| v.is_finite()));
+            let bits =
+                |v: &[Vec<f32>]| -> Vec<u32> { v.iter().flatten().map(|x| x.to_bits()).collect() };
+            assert_eq!(
+                bits(&bert.embed_many(&seqs)),
+                bits(&plain),
+                "dispatched, {quantized}"
+            );
+            #[cfg(target_arch = "x86_64")]
+            if let Some(simd) = pulp::x86::V3::try_new() {
+                let got = simd.vectorize(Embed {
+                    bert: &bert,
+                    seqs: &seqs,
+                });
+                assert_eq!(bits(&got), bits(&plain), "AVX2, {quantized}");
+            }
+            #[cfg(target_arch = "x86_64")]
+            if let Some(simd) = pulp::x86::V4::try_new() {
+                let got = simd.vectorize(Embed {
+                    bert: &bert,
+                    seqs: &seqs,
+                });
+                assert_eq!(bits(&got), bits(&plain), "AVX-512, {quantized}");
+            }
+        }
+    }
 }

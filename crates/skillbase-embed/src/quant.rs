@@ -16,8 +16,8 @@
 //! kernel summed each output's eight lanes, a fifth of its time at 384 inputs). The 7-bit
 //! weights keep a pair of products (at most 255 · 63 · 2 = 32,130) inside the 16 bits
 //! `vpmaddubsw` saturates at. With AVX-512BW one register holds the panel's 16 sums (tiles of
-//! up to 8 tokens). With AVX512-VNNI one `vpdpbusd` does what those three instructions do
-//! ([`vnni`], the crate's one `unsafe` call). Elsewhere a plain loop computes the same
+//! up to 8 tokens). With VNNI one `vpdpbusd` does what those three instructions do, on 512-bit
+//! (AVX512-VNNI) or 256-bit (AVX-VNNI) registers ([`vnni`], the crate's one `unsafe` module). Elsewhere a plain loop computes the same
 //! integers, so every machine gets identical results; the CPU's features are detected at run
 //! time (`pulp`'s safe wrappers, and the standard library's detection for VNNI).
 //!
@@ -25,6 +25,8 @@
 //! per skill than the first kernel (AVX2, blocks of 32 inputs per output summed across lanes at
 //! the end) on a Xeon; VNNI and the vectorised quantization of activations another third less
 //! on an EPYC (Zen 4); BENCHMARKS.md, "Semantic indexing speed".
+
+use crate::math::tree;
 
 /// Largest weight magnitude after quantization (7 bits, see the module documentation).
 pub(crate) const WMAX: f32 = 63.0;
@@ -105,7 +107,13 @@ impl QMatrix {
         let n0 = p * PANEL;
         let take = (self.rows - n0).min(PANEL);
         for (c, s) in sums.iter().enumerate() {
-            acc[(t0 + c) * self.rows + n0..][..take].copy_from_slice(&s[..take]);
+            let to = &mut acc[(t0 + c) * self.rows + n0..][..take];
+            // A whole panel as one copy of known length (inlined; a slice's length made it a
+            // `memmove` call per token).
+            match <&mut [i32; PANEL]>::try_from(&mut *to) {
+                Ok(whole) => *whole = *s,
+                Err(_) => to.copy_from_slice(&s[..take]),
+            }
         }
     }
 
@@ -121,12 +129,24 @@ impl QMatrix {
 
     /// `out[t][n] = x[t] · w[n] + bias[n]` for every token `t` of `x` (`out` is
     /// `x.tokens() × rows`, row-major).
-    #[inline(always)]
+    #[cfg(test)]
     pub fn forward(&self, x: &QActs, out: &mut [f32]) {
+        self.forward_in(x, out, &mut Vec::new());
+    }
+
+    /// [`QMatrix::forward`] with the products' sums in `acc`, grown as needed and never
+    /// cleared: every sum is written before it is read, so a forward pass reuses one buffer
+    /// for all its layers.
+    #[inline(always)]
+    pub fn forward_in(&self, x: &QActs, out: &mut [f32], acc: &mut Vec<i32>) {
         debug_assert_eq!(x.cols, self.cols);
         debug_assert_eq!(out.len(), x.tokens * self.rows);
-        let mut acc = vec![0i32; x.tokens * self.rows];
-        dot_all(x, self, &mut acc);
+        let len = x.tokens * self.rows;
+        if acc.len() < len {
+            acc.resize(len, 0);
+        }
+        let acc = &mut acc[..len];
+        dot_all(x, self, acc);
         for t in 0..x.tokens {
             let (sa, z) = (x.scale[t], x.zero[t]);
             let row = &mut out[t * self.rows..(t + 1) * self.rows];
@@ -169,31 +189,45 @@ impl QActs {
     }
 
     /// Quantizes `x` (`tokens × cols`, row-major).
-    #[inline(always)]
+    #[cfg(test)]
     pub fn new(x: &[f32], tokens: usize, cols: usize) -> QActs {
+        QActs::new_in(x, tokens, cols, Vec::new())
+    }
+
+    /// [`QActs::new`] into `q`, a buffer grown as needed and never cleared (a forward pass
+    /// passes the one [`QActs::into_bytes`] gave back): every byte a product reads is written
+    /// here, but for the padding inputs past `cols`, whose weights are 0.
+    #[inline(always)]
+    pub fn new_in(x: &[f32], tokens: usize, cols: usize, mut q: Vec<u8>) -> QActs {
         debug_assert_eq!(x.len(), tokens * cols);
         let stride = cols.div_ceil(GROUP) * GROUP;
-        let mut q = vec![0u8; tokens * stride];
+        if q.len() < tokens * stride {
+            q.resize(tokens * stride, 0);
+        }
         let mut scale = vec![0f32; tokens];
         let mut zero = vec![0i32; tokens];
         for t in 0..tokens {
             let row = &x[t * cols..(t + 1) * cols];
-            // The range always holds 0, so 0 is represented exactly (the zero point). Eight
-            // lanes of minima and maxima, so that the scan vectorises.
-            let (mut lo8, mut hi8) = ([0f32; 8], [0f32; 8]);
-            let (chunks, rest) = row.as_chunks::<8>();
+            // The range always holds 0, so 0 is represented exactly (the zero point). Lanes of
+            // minima and maxima, so that the scan vectorises: 32, two AVX-512 registers each
+            // (eight packed the minima and maxima into one register, a chain of compares and
+            // blends through it). Minima and maxima do not depend on the order they are taken
+            // in, so any number of lanes gives the same range.
+            let (mut lo32, mut hi32) = ([0f32; 32], [0f32; 32]);
+            let (chunks, rest) = row.as_chunks::<32>();
             for c in chunks {
-                for ((lo, hi), &v) in lo8.iter_mut().zip(hi8.iter_mut()).zip(c) {
+                for (lo, &v) in lo32.iter_mut().zip(c) {
                     *lo = if v < *lo { v } else { *lo };
+                }
+                for (hi, &v) in hi32.iter_mut().zip(c) {
                     *hi = if v > *hi { v } else { *hi };
                 }
             }
-            let (lo, hi) = lo8
+            let lo = tree(lo32, |a, b| if b < a { b } else { a });
+            let hi = tree(hi32, |a, b| if b > a { b } else { a });
+            let (lo, hi) = rest
                 .iter()
-                .zip(&hi8)
-                .map(|(l, h)| (*l, *h))
-                .chain(rest.iter().map(|&v| (v, v)))
-                .fold((0f32, 0f32), |(lo, hi), (l, h)| (lo.min(l), hi.max(h)));
+                .fold((lo, hi), |(lo, hi), &v| (lo.min(v), hi.max(v)));
             let s = if hi > lo { (hi - lo) / 255.0 } else { 1.0 };
             // Rounding by `+ 0.5` and a truncating cast: `f32::round` is a libm call per value
             // on x86-64 without SSE4.1, which cost more than the products themselves.
@@ -223,6 +257,31 @@ impl QActs {
             scale,
             zero,
         }
+    }
+}
+
+impl QActs {
+    /// The bytes' buffer, for the next layer's [`QActs::new_in`].
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.q
+    }
+}
+
+/// Buffers a forward pass reuses from one linear layer to the next: the products' sums and the
+/// activations' bytes (allocated and zeroed per layer, they were 2–3% of a first index).
+#[derive(Default)]
+pub(crate) struct Scratch {
+    acc: Vec<i32>,
+    q: Vec<u8>,
+}
+
+impl Scratch {
+    /// `out = x · wᵀ + b` for the `tokens` rows of `x` through `m`, in this scratch.
+    #[inline(always)]
+    pub fn forward(&mut self, m: &QMatrix, x: &[f32], tokens: usize, cols: usize, out: &mut [f32]) {
+        let a = QActs::new_in(x, tokens, cols, std::mem::take(&mut self.q));
+        m.forward_in(&a, out, &mut self.acc);
+        self.q = a.into_bytes();
     }
 }
 
@@ -420,64 +479,86 @@ mod avx512 {
     }
 }
 
-/// The same product with AVX512-VNNI: `vpdpbusd` multiplies a token's 4 unsigned bytes by a
-/// row's 4 signed weights and adds the four products to the row's 32-bit sum in one
-/// instruction, where AVX-512BW needs three (`vpmaddubsw`, `vpmaddwd`, `vpaddd`). The sums do
-/// not pass through 16 bits, so they are the same integers as every other kernel's.
+/// The same product with VNNI: `vpdpbusd` multiplies a token's 4 unsigned bytes by a row's 4
+/// signed weights and adds the four products to the row's 32-bit sum in one instruction, where
+/// AVX-512BW and AVX2 need three (`vpmaddubsw`, `vpmaddwd`, `vpaddd`). The sums do not pass
+/// through 16 bits, so they are the same integers as every other kernel's. Two encodings:
+/// AVX512-VNNI (one 512-bit register per panel; servers, Zen 4 and later) and AVX-VNNI (the
+/// same instruction on 256-bit registers, two per panel; Intel's client CPUs from Alder Lake on,
+/// which have no AVX-512).
 ///
 /// `pulp` has no wrapper for `vpdpbusd`, so this module is the crate's one exception to its
-/// `unsafe` ban: a single call of a `#[target_feature]` function, made only after the CPU has
-/// been seen to have each of its features. Inside it every intrinsic is safe (none takes a
-/// pointer; the weights and activations are read as arrays and cast by value).
+/// `unsafe` ban: two calls of `#[target_feature]` functions, each made only after the CPU has
+/// been seen to have every one of its features. Inside them every intrinsic is safe (none takes
+/// a pointer; the weights and activations are read as arrays and cast by value).
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod vnni {
-    use super::{PANEL, QActs, QMatrix};
+    use super::{PANEL, PANEL_GROUP, QActs, QMatrix};
     use core::arch::x86_64::{
-        __m512i, _mm512_dpbusd_epi32, _mm512_set1_epi32, _mm512_setzero_si512,
+        __m256i, __m512i, _mm256_dpbusd_avx_epi32, _mm256_set1_epi32, _mm256_setzero_si256,
+        _mm512_dpbusd_epi32, _mm512_set1_epi32, _mm512_setzero_si512,
     };
 
-    /// Tokens per tile (one register of sums each; 32 registers leave room for more, but 8
-    /// independent sums already hide `vpdpbusd`'s latency).
-    const TILE: usize = 8;
-
-    /// Whether this CPU runs [`product`] (the answer is cached by the standard library).
-    pub(super) fn available() -> bool {
+    /// Whether this CPU runs [`product512`] (the answer is cached by the standard library).
+    pub(super) fn available512() -> bool {
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vnni")
     }
 
-    /// The whole product with VNNI, when the CPU has it; `false` (and `acc` untouched)
-    /// when it does not.
+    /// Whether this CPU runs [`product256`].
+    pub(super) fn available256() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("avxvnni")
+    }
+
+    /// The whole product with VNNI, the wider encoding the CPU has; `false` (and `acc`
+    /// untouched) when it has neither.
     pub(super) fn dot_all(x: &QActs, m: &QMatrix, acc: &mut [i32]) -> bool {
-        if !available() {
+        dot_all512(x, m, acc) || dot_all256(x, m, acc)
+    }
+
+    /// The product with AVX512-VNNI, when the CPU has it.
+    pub(super) fn dot_all512(x: &QActs, m: &QMatrix, acc: &mut [i32]) -> bool {
+        if !available512() {
             return false;
         }
-        // SAFETY: `product` is compiled for avx512f, avx512bw and avx512vnni, and the CPU was
-        // seen to have all three just above; it holds no other `unsafe` and takes only
+        // SAFETY: `product512` is compiled for avx512f, avx512bw and avx512vnni, and the CPU
+        // was seen to have all three just above; it holds no other `unsafe` and takes only
         // references, which the borrow checker has vetted.
-        unsafe { product(x, m, acc) };
+        unsafe { product512(x, m, acc) };
+        true
+    }
+
+    /// The product with AVX-VNNI (256 bits), when the CPU has it.
+    pub(super) fn dot_all256(x: &QActs, m: &QMatrix, acc: &mut [i32]) -> bool {
+        if !available256() {
+            return false;
+        }
+        // SAFETY: as above, for avx2 and avxvnni, both seen just above.
+        unsafe { product256(x, m, acc) };
         true
     }
 
     /// Panel by panel (its weights stay in the L1 cache across every token), in tiles of up
-    /// to [`TILE`] tokens.
+    /// to 8 tokens: one register of sums each (32 registers leave room for more, but 8
+    /// independent sums already hide `vpdpbusd`'s latency).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    fn product(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
+    fn product512(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
         for p in 0..m.rows.div_ceil(PANEL) {
             let mut t0 = 0;
             while t0 < x.tokens {
-                let tokens = (x.tokens - t0).min(TILE);
+                let tokens = (x.tokens - t0).min(8);
                 match tokens {
-                    8 => tile::<8>(x, m, acc, p, t0),
-                    7 => tile::<7>(x, m, acc, p, t0),
-                    6 => tile::<6>(x, m, acc, p, t0),
-                    5 => tile::<5>(x, m, acc, p, t0),
-                    4 => tile::<4>(x, m, acc, p, t0),
-                    3 => tile::<3>(x, m, acc, p, t0),
-                    2 => tile::<2>(x, m, acc, p, t0),
-                    _ => tile::<1>(x, m, acc, p, t0),
+                    8 => tile512::<8>(x, m, acc, p, t0),
+                    7 => tile512::<7>(x, m, acc, p, t0),
+                    6 => tile512::<6>(x, m, acc, p, t0),
+                    5 => tile512::<5>(x, m, acc, p, t0),
+                    4 => tile512::<4>(x, m, acc, p, t0),
+                    3 => tile512::<3>(x, m, acc, p, t0),
+                    2 => tile512::<2>(x, m, acc, p, t0),
+                    _ => tile512::<1>(x, m, acc, p, t0),
                 }
                 t0 += tokens;
             }
@@ -487,7 +568,7 @@ mod vnni {
     /// Panel `p`'s 16 outputs for tokens `t0..t0 + C`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[inline]
-    fn tile<const C: usize>(x: &QActs, m: &QMatrix, acc: &mut [i32], p: usize, t0: usize) {
+    fn tile512<const C: usize>(x: &QActs, m: &QMatrix, acc: &mut [i32], p: usize, t0: usize) {
         let groups = m.groups;
         let w = m.panel(p);
         let a = x.tokens_from::<C>(t0);
@@ -501,6 +582,54 @@ mod vnni {
             }
         }
         m.store(acc, p, t0, sums.map(pulp::cast));
+    }
+
+    /// As [`product512`] with 16 registers of 256 bits: a panel's sums take two, so tiles of
+    /// up to 6 tokens (12 sums, the panel's two weight registers and a broadcast).
+    #[target_feature(enable = "avx2,avxvnni")]
+    fn product256(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
+        for p in 0..m.rows.div_ceil(PANEL) {
+            let mut t0 = 0;
+            while t0 < x.tokens {
+                let tokens = (x.tokens - t0).min(6);
+                match tokens {
+                    6 => tile256::<6>(x, m, acc, p, t0),
+                    5 => tile256::<5>(x, m, acc, p, t0),
+                    4 => tile256::<4>(x, m, acc, p, t0),
+                    3 => tile256::<3>(x, m, acc, p, t0),
+                    2 => tile256::<2>(x, m, acc, p, t0),
+                    _ => tile256::<1>(x, m, acc, p, t0),
+                }
+                t0 += tokens;
+            }
+        }
+    }
+
+    /// Panel `p`'s 16 outputs for tokens `t0..t0 + C`, rows 0–7 and 8–15 in two registers.
+    #[target_feature(enable = "avx2,avxvnni")]
+    #[inline]
+    fn tile256<const C: usize>(x: &QActs, m: &QMatrix, acc: &mut [i32], p: usize, t0: usize) {
+        let groups = m.groups;
+        let w = m.panel(p);
+        let a = x.tokens_from::<C>(t0);
+        assert!(w.len() == groups && a.iter().all(|r| r.len() == groups));
+        let mut lo = [_mm256_setzero_si256(); C];
+        let mut hi = [_mm256_setzero_si256(); C];
+        for g in 0..groups {
+            let halves: [[i8; PANEL_GROUP / 2]; 2] = pulp::cast(w[g]);
+            let (wl, wh): (__m256i, __m256i) = (pulp::cast(halves[0]), pulp::cast(halves[1]));
+            for c in 0..C {
+                let b = _mm256_set1_epi32(i32::from_le_bytes(a[c][g]));
+                lo[c] = _mm256_dpbusd_avx_epi32(lo[c], b, wl);
+                hi[c] = _mm256_dpbusd_avx_epi32(hi[c], b, wh);
+            }
+        }
+        m.store::<C>(
+            acc,
+            p,
+            t0,
+            std::array::from_fn(|c| pulp::cast([lo[c], hi[c]])),
+        );
     }
 }
 
@@ -554,8 +683,12 @@ mod tests {
                 assert_eq!(got, plain, "{kernel} {tokens}x{rows}x{cols}");
             };
             #[cfg(target_arch = "x86_64")]
-            if vnni::available() {
-                check("VNNI", &|acc| assert!(vnni::dot_all(&a, &m, acc)));
+            if vnni::available512() {
+                check("AVX512-VNNI", &|acc| assert!(vnni::dot_all512(&a, &m, acc)));
+            }
+            #[cfg(target_arch = "x86_64")]
+            if vnni::available256() {
+                check("AVX-VNNI", &|acc| assert!(vnni::dot_all256(&a, &m, acc)));
             }
             #[cfg(target_arch = "x86_64")]
             if let Some(simd) = pulp::x86::V4::try_new() {
@@ -571,6 +704,27 @@ mod tests {
                     simd.vectorize(avx2::Tiles { simd, x, m, acc });
                 });
             }
+        }
+    }
+
+    #[test]
+    fn reused_buffers_give_the_same_outputs() {
+        // A scratch that held a wider layer's bytes and sums (stale values everywhere), then
+        // layers narrower, wider and with padding inputs: the same outputs as fresh buffers.
+        let mut scratch = Scratch {
+            acc: vec![-7; 40_000],
+            q: vec![0xA5; 40_000],
+        };
+        for (tokens, rows, cols) in [(9, 48, 387), (3, 16, 64), (12, 40, 1536), (5, 33, 6)] {
+            let x = numbers(tokens as u64 + 3, tokens * cols, 2.0);
+            let w = numbers(rows as u64 + 5, rows * cols, 0.2);
+            let m = QMatrix::new(&w, rows, cols, &numbers(7, rows, 0.5));
+            let mut fresh = vec![0f32; tokens * rows];
+            m.forward(&QActs::new(&x, tokens, cols), &mut fresh);
+            let mut reused = vec![0f32; tokens * rows];
+            scratch.forward(&m, &x, tokens, cols, &mut reused);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&reused), bits(&fresh), "{tokens}x{rows}x{cols}");
         }
     }
 
