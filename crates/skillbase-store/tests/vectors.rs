@@ -141,9 +141,7 @@ async fn vectors_copy_between_stores(db: TestDb) {
     // An empty store copies nothing.
     let empty = TestDb::sqlite();
     assert_eq!(
-        from.copy_vectors_from(&empty.open().await)
-            .await
-            .unwrap(),
+        from.copy_vectors_from(&empty.open().await).await.unwrap(),
         0
     );
     db.cleanup().await;
