@@ -207,6 +207,22 @@ pub(crate) fn erf(x: f32) -> f32 {
     p / q
 }
 
+/// Deterministic values in `-scale..scale` for tests (SplitMix64, no dependency).
+#[cfg(test)]
+pub(crate) fn numbers(seed: u64, n: usize, scale: f32) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -514,21 +514,7 @@ fn mean_pool(x: &[f32], h: usize) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Deterministic values in `-scale..scale` (SplitMix64).
-    fn numbers(seed: u64, n: usize, scale: f32) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = s;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^= z >> 31;
-                ((z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-            })
-            .collect()
-    }
+    use crate::math::numbers;
 
     /// A small BERT with random weights: widths that are not a multiple of any vector width.
     fn random_bert() -> Bert {

@@ -636,21 +636,7 @@ mod vnni {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// SplitMix64: deterministic test data without a dependency.
-    fn numbers(seed: u64, n: usize, scale: f32) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = s;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^= z >> 31;
-                ((z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-            })
-            .collect()
-    }
+    use crate::math::numbers;
 
     #[test]
     fn the_fast_product_equals_the_plain_one_for_every_tile_shape() {
