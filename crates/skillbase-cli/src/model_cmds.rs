@@ -28,7 +28,8 @@ enum ModelSub {
         #[arg(long, value_parser = ["all-MiniLM-L6-v2", "multilingual-e5-small"])]
         only: Option<String>,
     },
-    /// Whether the models are there and load, and their ids.
+    /// Whether the models are there and load, their ids, and the instruction sets this CPU
+    /// gives them (the same vectors on every CPU, at different speeds).
     Status {
         /// The English model's folder (default as for `pull`).
         #[arg(long)]
@@ -97,6 +98,10 @@ pub async fn model(c: ModelCmd) -> Result<u8> {
         }
         ModelSub::Status { dir } => {
             let mut code = crate::EXIT_OK;
+            let (products, elementwise) = skillbase_embed::instruction_sets();
+            outln!(
+                "this CPU: integer products with {products}, element-wise work with {elementwise}"
+            )?;
             for (pkg, dir) in folders(dir) {
                 match LocalEmbedder::load(&dir, None) {
                     Ok(e) => outln!(

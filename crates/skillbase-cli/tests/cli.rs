@@ -815,3 +815,40 @@ fn digest_refuses_what_is_not_a_safe_skill_folder() {
         assert!(r.stderr.contains("leaves the skill folder"), "{r:?}");
     }
 }
+
+/// `skillbase model status` without the models: each is reported missing (exit 1), and the
+/// instruction sets this CPU gives the forward pass are named either way.
+#[test]
+fn model_status_names_what_is_missing_and_the_cpu_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("models/all-MiniLM-L6-v2");
+    let r = run(&["model", "status", "--dir", missing.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains("all-MiniLM-L6-v2 (") && r.stdout.contains("not available"),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("multilingual-e5-small ("), "{r:?}");
+    let cpu = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("this CPU: integer products with "))
+        .unwrap_or_else(|| panic!("{r:?}"));
+    let (products, elementwise) = cpu.split_once(", element-wise work with ").unwrap();
+    assert!(
+        [
+            "AVX512-VNNI",
+            "AVX-VNNI",
+            "AVX-512BW",
+            "AVX2",
+            "portable loop"
+        ]
+        .contains(&products),
+        "{cpu}"
+    );
+    assert!(
+        ["AVX-512", "AVX2 and FMA", "portable code"].contains(&elementwise),
+        "{cpu}"
+    );
+    assert!(!dir.path().join("models").exists(), "status wrote nothing");
+}

@@ -42,6 +42,14 @@ pub mod tokenizer;
 pub mod unigram;
 
 pub use error::EmbedError;
+
+/// What this CPU gives the forward pass: the kernel of the integer products (`AVX512-VNNI`,
+/// `AVX-VNNI`, `AVX-512BW`, `AVX2` or `portable loop`, fastest first) and the instruction set
+/// of the element-wise work (`AVX-512`, `AVX2 and FMA` or `portable code`). Every choice gives
+/// the same vectors; they differ in speed (BENCHMARKS.md, "Semantic indexing speed").
+pub fn instruction_sets() -> (&'static str, &'static str) {
+    (quant::Kernel::detect().name(), model::elementwise_isa())
+}
 pub use tokenizer::Tokenizer;
 pub use unigram::Unigram;
 

@@ -222,6 +222,21 @@ impl pulp::NullaryFnOnce for Embed<'_> {
     }
 }
 
+/// The instruction set the element-wise work is compiled for on this CPU (as
+/// [`Bert::embed_many`] picks it).
+pub(crate) fn elementwise_isa() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if pulp::x86::V4::try_new().is_some() {
+            return "AVX-512";
+        }
+        if pulp::x86::V3::try_new().is_some() {
+            return "AVX2 and FMA";
+        }
+    }
+    "portable code"
+}
+
 /// BERT's weights, ready for the forward pass.
 pub(crate) struct Bert {
     pub cfg: Config,

@@ -285,22 +285,76 @@ impl Scratch {
     }
 }
 
+/// The kernels of the integer products, fastest first; [`Kernel::detect`] picks the first this
+/// CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// `vpdpbusd` on 512-bit registers.
+    Avx512Vnni,
+    /// `vpdpbusd` on 256-bit registers (Intel's client CPUs from Alder Lake on).
+    AvxVnni,
+    /// `vpmaddubsw` and `vpmaddwd` on 512-bit registers.
+    Avx512Bw,
+    /// The same on 256-bit registers.
+    Avx2,
+    /// A plain loop.
+    Portable,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs (the features are read once and cached by the standard
+    /// library and `pulp`).
+    pub fn detect() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if vnni::available512() {
+                return Kernel::Avx512Vnni;
+            }
+            if vnni::available256() {
+                return Kernel::AvxVnni;
+            }
+            if pulp::x86::V4::try_new().is_some() {
+                return Kernel::Avx512Bw;
+            }
+            if pulp::x86::V3::try_new().is_some() {
+                return Kernel::Avx2;
+            }
+        }
+        Kernel::Portable
+    }
+
+    /// Its name, as `skillbase model status` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Avx512Vnni => "AVX512-VNNI",
+            Kernel::AvxVnni => "AVX-VNNI",
+            Kernel::Avx512Bw => "AVX-512BW",
+            Kernel::Avx2 => "AVX2",
+            Kernel::Portable => "portable loop",
+        }
+    }
+}
+
 /// `acc[t][n] = Σ_k x.q[t][k] · m.w[n][k]`, exactly, on every machine.
 fn dot_all(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
     debug_assert_eq!(x.stride, m.groups * GROUP);
     #[cfg(target_arch = "x86_64")]
-    if vnni::dot_all(x, m, acc) {
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = pulp::x86::V4::try_new() {
-        simd.vectorize(avx512::Tiles { simd, x, m, acc });
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = pulp::x86::V3::try_new() {
-        simd.vectorize(avx2::Tiles { simd, x, m, acc });
-        return;
+    match Kernel::detect() {
+        Kernel::Avx512Vnni if vnni::dot_all512(x, m, acc) => return,
+        Kernel::AvxVnni if vnni::dot_all256(x, m, acc) => return,
+        Kernel::Avx512Bw => {
+            if let Some(simd) = pulp::x86::V4::try_new() {
+                simd.vectorize(avx512::Tiles { simd, x, m, acc });
+                return;
+            }
+        }
+        Kernel::Avx2 => {
+            if let Some(simd) = pulp::x86::V3::try_new() {
+                simd.vectorize(avx2::Tiles { simd, x, m, acc });
+                return;
+            }
+        }
+        _ => {}
     }
     dot_all_plain(x, m, acc);
 }
@@ -513,12 +567,6 @@ mod vnni {
             && std::arch::is_x86_feature_detected!("avxvnni")
     }
 
-    /// The whole product with VNNI, the wider encoding the CPU has; `false` (and `acc`
-    /// untouched) when it has neither.
-    pub(super) fn dot_all(x: &QActs, m: &QMatrix, acc: &mut [i32]) -> bool {
-        dot_all512(x, m, acc) || dot_all256(x, m, acc)
-    }
-
     /// The product with AVX512-VNNI, when the CPU has it.
     pub(super) fn dot_all512(x: &QActs, m: &QMatrix, acc: &mut [i32]) -> bool {
         if !available512() {
@@ -661,6 +709,14 @@ mod tests {
             let mut plain = vec![0i32; tokens * rows];
             dot_all(&a, &m, &mut fast);
             dot_all_plain(&a, &m, &mut plain);
+            // The kernel `dot_all` takes is the one detected: the fastest this CPU has.
+            #[cfg(target_arch = "x86_64")]
+            assert_eq!(
+                Kernel::detect() == Kernel::Avx512Vnni,
+                vnni::available512(),
+                "{:?}",
+                Kernel::detect()
+            );
             assert_eq!(fast, plain, "{tokens}x{rows}x{cols}");
             // Every kernel the machine has, not only the one `dot_all` took.
             let check = |kernel: &str, run: &dyn Fn(&mut [i32])| {
