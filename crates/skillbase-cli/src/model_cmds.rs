@@ -29,7 +29,7 @@ enum ModelSub {
         only: Option<String>,
     },
     /// Whether the models are there and load, their ids, and the instruction sets this CPU
-    /// gives them (the same vectors on every CPU, at different speeds).
+    /// gives them (the same integer products on every CPU, at different speeds).
     Status {
         /// The English model's folder (default as for `pull`).
         #[arg(long)]

@@ -16,7 +16,7 @@
 //! `Q4_0` stores 32 values per 18-byte block: an f16 scale, then 16 bytes whose low nibbles are
 //! values 0-15 and high nibbles values 16-31, each `(nibble - 8) * scale`. The word embeddings
 //! stay in that form (a row is expanded when a token needs it); the layers' matrices are expanded
-//! once at load and quantized again per row to the encoder's own 7-bit form ([`crate::quant`]),
+//! once at load and quantized again per row to the encoder's own 7-bit form (`quant`),
 //! which adds far less error than the 4-bit weights carry already.
 //!
 //! Every count, offset and size is checked against the file before it is used: a truncated or

@@ -43,15 +43,18 @@ pub mod unigram;
 
 pub use error::EmbedError;
 
+pub use tokenizer::Tokenizer;
+pub use unigram::Unigram;
+
 /// What this CPU gives the forward pass: the kernel of the integer products (`AVX512-VNNI`,
 /// `AVX-VNNI`, `AVX-512BW`, `AVX2` or `portable loop`, fastest first) and the instruction set
 /// of the element-wise work (`AVX-512`, `AVX2 and FMA` or `portable code`). Every choice gives
-/// the same vectors; they differ in speed (BENCHMARKS.md, "Semantic indexing speed").
+/// the same integer products and element-wise bits; they differ in speed (BENCHMARKS.md,
+/// "Semantic indexing speed"). Attention's f32 products (`matrixmultiply`, which picks its own
+/// kernel) may round differently on a CPU with FMA than on one without.
 pub fn instruction_sets() -> (&'static str, &'static str) {
     (quant::Kernel::detect().name(), model::elementwise_isa())
 }
-pub use tokenizer::Tokenizer;
-pub use unigram::Unigram;
 
 use model::{Bert, Config};
 use serde_json::Value;
@@ -84,7 +87,7 @@ pub enum Role {
 /// How a model's linear layers are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
-    /// 8-bit inputs times 7-bit weights in integers ([`quant`]): about twice as fast as f32
+    /// 8-bit inputs times 7-bit weights in integers (`quant`): about twice as fast as f32
     /// and a quarter of its memory, within about 0.2% (cosine) of the f32 path.
     #[default]
     Fast,
