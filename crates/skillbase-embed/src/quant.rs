@@ -134,7 +134,8 @@ impl QMatrix {
         self.forward_in(x, out, &mut Vec::new());
     }
 
-    /// [`QMatrix::forward`] with the products' sums in `acc`, grown as needed and never
+    /// `out[t][n] = x[t] · w[n] + bias[n]` for every token `t` of `x` (`out` is `x.tokens() ×
+    /// rows`, row-major), with the products' sums in `acc`, grown as needed and never
     /// cleared: every sum is written before it is read, so a forward pass reuses one buffer
     /// for all its layers.
     #[inline(always)]
@@ -194,9 +195,10 @@ impl QActs {
         QActs::new_in(x, tokens, cols, Vec::new())
     }
 
-    /// [`QActs::new`] into `q`, a buffer grown as needed and never cleared (a forward pass
-    /// passes the one [`QActs::into_bytes`] gave back): every byte a product reads is written
-    /// here, but for the padding inputs past `cols`, whose weights are 0.
+    /// Quantizes `x` (`tokens × cols`, row-major) into `q`, a buffer grown as needed and never
+    /// cleared (a forward pass passes the one [`QActs::into_bytes`] gave back): every byte a
+    /// product reads is written here, but for the padding inputs past `cols`, whose weights
+    /// are 0.
     #[inline(always)]
     pub fn new_in(x: &[f32], tokens: usize, cols: usize, mut q: Vec<u8>) -> QActs {
         debug_assert_eq!(x.len(), tokens * cols);
@@ -283,6 +285,30 @@ impl Scratch {
         m.forward_in(&a, out, &mut self.acc);
         self.q = a.into_bytes();
     }
+}
+
+/// The walk every SIMD kernel makes: panel by panel (a panel's weights stay in the L1 cache
+/// across every token), in tiles of up to `$max` tokens, calling `$tile::<C>(args…, p, t0)`
+/// for panel `p`'s tile of `C` tokens from `t0`. A macro, not a function, so that the tiles are
+/// compiled inside the caller's `#[target_feature]` function and inlined there.
+macro_rules! tiles {
+    ($m:expr, $tokens:expr, $tile:ident $args:tt, [$max:literal $(, $n:literal)*]) => {
+        for p in 0..$m.rows.div_ceil(PANEL) {
+            let mut t0 = 0;
+            while t0 < $tokens {
+                let count = ($tokens - t0).min($max);
+                match count {
+                    $max => tiles!(@tile $tile $args $max, p, t0),
+                    $($n => tiles!(@tile $tile $args $n, p, t0),)*
+                    _ => tiles!(@tile $tile $args 1, p, t0),
+                }
+                t0 += count;
+            }
+        }
+    };
+    (@tile $tile:ident ($($arg:expr),*) $n:literal, $p:ident, $t0:ident) => {
+        $tile::<$n>($($arg,)* $p, $t0)
+    };
 }
 
 /// The kernels of the integer products, fastest first; [`Kernel::detect`] picks the first this
@@ -379,11 +405,8 @@ mod avx2 {
     use core::arch::x86_64::__m256i;
     use pulp::x86::V3;
 
-    /// Tokens per tile: a tile's `TILE` tokens × 16 outputs are 10 registers of sums.
-    const TILE: usize = 5;
-
-    /// The whole product, panel by panel (its weights stay in the L1 cache across every
-    /// token), in tiles of up to [`TILE`] tokens.
+    /// The whole product ([`tiles!`]) in tiles of up to 5 tokens: a tile's 5 tokens × 16
+    /// outputs are 10 registers of sums.
     pub(super) struct Tiles<'a> {
         pub simd: V3,
         pub x: &'a QActs,
@@ -397,20 +420,7 @@ mod avx2 {
         #[inline(always)]
         fn call(self) {
             let Tiles { simd, x, m, acc } = self;
-            for p in 0..m.rows.div_ceil(PANEL) {
-                let mut t0 = 0;
-                while t0 < x.tokens {
-                    let tokens = (x.tokens - t0).min(TILE);
-                    match tokens {
-                        5 => tile::<5>(simd, x, m, acc, p, t0),
-                        4 => tile::<4>(simd, x, m, acc, p, t0),
-                        3 => tile::<3>(simd, x, m, acc, p, t0),
-                        2 => tile::<2>(simd, x, m, acc, p, t0),
-                        _ => tile::<1>(simd, x, m, acc, p, t0),
-                    }
-                    t0 += tokens;
-                }
-            }
+            tiles!(m, x.tokens, tile(simd, x, m, acc), [5, 4, 3, 2]);
         }
     }
 
@@ -466,10 +476,7 @@ mod avx512 {
     use core::arch::x86_64::__m512i;
     use pulp::x86::V4;
 
-    /// Tokens per tile (one register of sums each).
-    const TILE: usize = 8;
-
-    /// The whole product, panel by panel, in tiles of up to [`TILE`] tokens.
+    /// The whole product ([`tiles!`]) in tiles of up to 8 tokens, one register of sums each.
     pub(super) struct Tiles<'a> {
         pub simd: V4,
         pub x: &'a QActs,
@@ -483,23 +490,7 @@ mod avx512 {
         #[inline(always)]
         fn call(self) {
             let Tiles { simd, x, m, acc } = self;
-            for p in 0..m.rows.div_ceil(PANEL) {
-                let mut t0 = 0;
-                while t0 < x.tokens {
-                    let tokens = (x.tokens - t0).min(TILE);
-                    match tokens {
-                        8 => tile::<8>(simd, x, m, acc, p, t0),
-                        7 => tile::<7>(simd, x, m, acc, p, t0),
-                        6 => tile::<6>(simd, x, m, acc, p, t0),
-                        5 => tile::<5>(simd, x, m, acc, p, t0),
-                        4 => tile::<4>(simd, x, m, acc, p, t0),
-                        3 => tile::<3>(simd, x, m, acc, p, t0),
-                        2 => tile::<2>(simd, x, m, acc, p, t0),
-                        _ => tile::<1>(simd, x, m, acc, p, t0),
-                    }
-                    t0 += tokens;
-                }
-            }
+            tiles!(m, x.tokens, tile(simd, x, m, acc), [8, 7, 6, 5, 4, 3, 2]);
         }
     }
 
@@ -589,28 +580,11 @@ mod vnni {
         true
     }
 
-    /// Panel by panel (its weights stay in the L1 cache across every token), in tiles of up
-    /// to 8 tokens: one register of sums each (32 registers leave room for more, but 8
+    /// The whole product ([`tiles!`]) in tiles of up to 8 tokens: one register of sums each (32 registers leave room for more, but 8
     /// independent sums already hide `vpdpbusd`'s latency).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     fn product512(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
-        for p in 0..m.rows.div_ceil(PANEL) {
-            let mut t0 = 0;
-            while t0 < x.tokens {
-                let tokens = (x.tokens - t0).min(8);
-                match tokens {
-                    8 => tile512::<8>(x, m, acc, p, t0),
-                    7 => tile512::<7>(x, m, acc, p, t0),
-                    6 => tile512::<6>(x, m, acc, p, t0),
-                    5 => tile512::<5>(x, m, acc, p, t0),
-                    4 => tile512::<4>(x, m, acc, p, t0),
-                    3 => tile512::<3>(x, m, acc, p, t0),
-                    2 => tile512::<2>(x, m, acc, p, t0),
-                    _ => tile512::<1>(x, m, acc, p, t0),
-                }
-                t0 += tokens;
-            }
-        }
+        tiles!(m, x.tokens, tile512(x, m, acc), [8, 7, 6, 5, 4, 3, 2]);
     }
 
     /// Panel `p`'s 16 outputs for tokens `t0..t0 + C`.
@@ -636,21 +610,7 @@ mod vnni {
     /// up to 6 tokens (12 sums, the panel's two weight registers and a broadcast).
     #[target_feature(enable = "avx2,avxvnni")]
     fn product256(x: &QActs, m: &QMatrix, acc: &mut [i32]) {
-        for p in 0..m.rows.div_ceil(PANEL) {
-            let mut t0 = 0;
-            while t0 < x.tokens {
-                let tokens = (x.tokens - t0).min(6);
-                match tokens {
-                    6 => tile256::<6>(x, m, acc, p, t0),
-                    5 => tile256::<5>(x, m, acc, p, t0),
-                    4 => tile256::<4>(x, m, acc, p, t0),
-                    3 => tile256::<3>(x, m, acc, p, t0),
-                    2 => tile256::<2>(x, m, acc, p, t0),
-                    _ => tile256::<1>(x, m, acc, p, t0),
-                }
-                t0 += tokens;
-            }
-        }
+        tiles!(m, x.tokens, tile256(x, m, acc), [6, 5, 4, 3, 2]);
     }
 
     /// Panel `p`'s 16 outputs for tokens `t0..t0 + C`, rows 0–7 and 8–15 in two registers.
