@@ -2,7 +2,7 @@
 // model) and SKILLBASE_TEST_E5_DIR (the multilingual one) are set at build time; otherwise they
 // are compiled as ignored, so `cargo test` reports them as skipped instead of passing silently
 // (as the store's PostgreSQL tests).
-/// Sets the `skillbase_model` and `skillbase_e5` cfgs (see above).
+/// Sets the `skillbase_model`, `skillbase_e5` and `skillbase_reranker` cfgs (see above).
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(skillbase_model)");
     // The gateway's tests against real MCP servers: the folder `.ci/upstreams` installs them in.
@@ -15,6 +15,11 @@ fn main() {
     println!("cargo::rerun-if-env-changed=SKILLBASE_TEST_E5_DIR");
     if std::env::var_os("SKILLBASE_TEST_E5_DIR").is_some_and(|v| !v.is_empty()) {
         println!("cargo::rustc-cfg=skillbase_e5");
+    }
+    println!("cargo::rustc-check-cfg=cfg(skillbase_reranker)");
+    println!("cargo::rerun-if-env-changed=SKILLBASE_TEST_RERANKER_DIR");
+    if std::env::var_os("SKILLBASE_TEST_RERANKER_DIR").is_some_and(|v| !v.is_empty()) {
+        println!("cargo::rustc-cfg=skillbase_reranker");
     }
     println!("cargo::rerun-if-env-changed=SKILLBASE_TEST_MODEL_DIR");
     if std::env::var_os("SKILLBASE_TEST_MODEL_DIR").is_some_and(|v| !v.is_empty()) {

@@ -390,7 +390,11 @@ fn print_fit(cases: &[skillbase_insight::calibration::FitCase]) -> std::io::Resu
     let f = skillbase_insight::calibration::fit(cases);
     outln!(
         "confidence fit ({} ranking, {} cases): temperature {:.3}, none_bias {:.3}, none_per_ln_n {:.3}; log-loss {:.4} (built in: {:.4})",
-        if f.fused { "fused" } else { "lexical" },
+        match (f.fused, f.reranked) {
+            (true, true) => "reranked",
+            (true, false) => "fused",
+            _ => "lexical",
+        },
         f.cases,
         f.constants.temperature,
         f.constants.none_bias,

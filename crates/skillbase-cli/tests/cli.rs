@@ -816,8 +816,8 @@ fn digest_refuses_what_is_not_a_safe_skill_folder() {
     }
 }
 
-/// `skillbase model status` without the models: each is reported missing (exit 1), and the
-/// instruction sets this CPU gives the forward pass are named either way.
+/// `skillbase model status` without the models: each (the reranker too) is reported missing
+/// (exit 1), and the instruction sets this CPU gives the forward pass are named either way.
 #[test]
 fn model_status_names_what_is_missing_and_the_cpu_kernels() {
     let dir = tempfile::tempdir().unwrap();
@@ -829,6 +829,16 @@ fn model_status_names_what_is_missing_and_the_cpu_kernels() {
         "{r:?}"
     );
     assert!(r.stdout.contains("multilingual-e5-small ("), "{r:?}");
+    // The reranker is looked for beside the encoders, and said missing with how to get it.
+    let reranker = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("ms-marco-MiniLM-L-12-v2 (reranking the first candidates): "))
+        .unwrap_or_else(|| panic!("{r:?}"));
+    assert!(
+        reranker.contains("not available") && reranker.contains("skillbase model pull"),
+        "{reranker}"
+    );
     let cpu = r
         .stdout
         .lines()

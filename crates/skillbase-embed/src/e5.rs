@@ -378,6 +378,7 @@ fn build_bert(dir: &Directory<'_, '_>, cfg: Config) -> Result<Bert, EmbedError> 
         word: WordTable::Q4(word),
         position: dir.f32s("emb.pos", cfg.max_positions * h)?,
         token_type: token_types[..h].to_vec(),
+        token_type_b: Vec::new(),
         emb_ln_g: dir.f32s("emb.ln.w", h)?,
         emb_ln_b: dir.f32s("emb.ln.b", h)?,
         layers: blocks,

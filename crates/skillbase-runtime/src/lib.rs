@@ -33,7 +33,9 @@ pub mod event;
 mod events;
 mod files;
 mod gateway;
+mod reading;
 mod redact;
+mod rerank;
 mod rule;
 mod runtime;
 mod semantic;
@@ -91,6 +93,7 @@ pub use web_fetch::error_chain;
 pub use environment::Environment;
 pub use files::{session_dir_name, session_root, skill_dir_name};
 pub use redact::Redactor;
+pub use rerank::{RERANK_BODY_WORDS, RERANK_TOKENS, Rerank, default_reranker_dir, rerank_text};
 pub use semantic::{
     Embedder, FillReport, LocalEmbedder, Purpose, QueryVectors, Semantic, SemanticConfig,
     default_model_dir, default_multilingual_dir, operator_roots, pull_package,

@@ -181,6 +181,8 @@ pub struct SemanticInputs {
     pub query: Vec<f32>,
     /// The semantic score's share of the fused score.
     pub weight: f32,
+    /// The reranker's logits for the first candidates (empty without a reranker).
+    pub rerank: Vec<(u32, f32)>,
 }
 
 impl SemanticInputs {
@@ -190,6 +192,7 @@ impl SemanticInputs {
             matrix: &self.matrix,
             query: &self.query,
             weight: self.weight,
+            rerank: &self.rerank,
         }
     }
 }
@@ -403,11 +406,20 @@ impl Runtime {
         }
         let matrix = s.matrix(view);
         let query = s.query(message).await.map_err(|e| e.to_string())?;
-        Ok(Some(SemanticInputs {
+        let mut inputs = SemanticInputs {
             matrix,
             query,
             weight: s.weight(),
-        }))
+            rerank: Vec::new(),
+        };
+        if let Some(r) = s.reranker() {
+            // A reranker that fails leaves the first stages' order (it only refines it).
+            match r.logits(view, message, inputs.as_query()).await {
+                Ok(logits) => inputs.rerank = logits,
+                Err(e) => tracing::warn!("the reranker did not run: {e}"),
+            }
+        }
+        Ok(Some(inputs))
     }
 
     /// Compute (or read) every vector the agent's view needs, waiting for it: what `serve` runs
@@ -446,20 +458,44 @@ impl Runtime {
         }
         let matrix = s.matrix(view);
         let queries = s.queries(messages).await.map_err(|e| e.to_string())?;
-        Ok(Some(crate::semantic::QueryVectors {
+        let mut vectors = crate::semantic::QueryVectors {
             matrix,
             queries,
             weight: s.weight(),
-        }))
+            reranks: Vec::new(),
+        };
+        if let Some(r) = s.reranker() {
+            let first: Vec<SemanticQuery<'_>> = (0..messages.len())
+                .filter_map(|i| vectors.query(i))
+                .collect();
+            vectors.reranks = r
+                .logits_many(view, messages, &first)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(Some(vectors))
     }
 
     /// The stages a ranking uses here: `lexical`, or `lexical+semantic (<model>)`.
     pub fn stages(&self) -> String {
         match &self.semantic {
-            Some(Ok(s)) => match s.note() {
-                Some(note) => format!("lexical+semantic ({}; {note})", s.model_id()),
-                None => format!("lexical+semantic ({})", s.model_id()),
-            },
+            Some(Ok(s)) => {
+                let (name, model) = match s.rerank() {
+                    Some(Ok(r)) => (
+                        "lexical+semantic+rerank",
+                        format!("{}, {}", s.model_id(), r.model_id()),
+                    ),
+                    Some(Err(why)) => (
+                        "lexical+semantic",
+                        format!("{}; rerank stage unavailable: {why}", s.model_id()),
+                    ),
+                    None => ("lexical+semantic", s.model_id()),
+                };
+                match s.note() {
+                    Some(note) => format!("{name} ({model}; {note})"),
+                    None => format!("{name} ({model})"),
+                }
+            }
             Some(Err(why)) => format!("lexical (semantic stage unavailable: {why})"),
             None => "lexical".into(),
         }
@@ -483,11 +519,24 @@ impl Runtime {
         match self.semantic_inputs(view, message).await {
             Ok(Some(inputs)) => {
                 let mut ctx = turn::resolve_with(view, message, opts, Some(inputs.as_query()));
-                // A model the stage runs without (`skillbase model pull` installs it) is said.
-                if ctx.report.catalog.ranked
-                    && let Some(note) = self.semantic().and_then(|s| s.note())
-                {
-                    ctx.report.catalog.stages = Some(format!("lexical+semantic ({note})"));
+                // A model the stages run without (`skillbase model pull` installs it) is said.
+                let notes: Vec<String> = self
+                    .semantic()
+                    .map(|s| {
+                        let unavailable = match s.rerank() {
+                            Some(Err(why)) => Some(format!("rerank stage unavailable: {why}")),
+                            _ => None,
+                        };
+                        s.note()
+                            .map(str::to_owned)
+                            .into_iter()
+                            .chain(unavailable)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if ctx.report.catalog.ranked && !notes.is_empty() {
+                    let stages = ctx.report.catalog.stages.take().unwrap_or_default();
+                    ctx.report.catalog.stages = Some(format!("{stages} ({})", notes.join("; ")));
                 }
                 ctx
             }

@@ -70,12 +70,12 @@ pub trait Embedder: Send + Sync {
     }
 }
 
+use crate::reading::{query_passages, reads_as_english};
+
 /// Most texts one [`Embedder::embed`] call is given.
 pub const MAX_BATCH: usize = 32;
 /// Longest vector accepted from an embedder.
 pub const MAX_DIM: usize = 8_192;
-/// Characters of a message that are embedded (the start of a pasted task says what it is).
-pub const MAX_QUERY_CHARS: usize = 4_000;
 /// Words of a skill's body in its [`document_text`].
 pub const DOCUMENT_BODY_WORDS: usize = 120;
 /// The version of [`document_text`]'s recipe, part of every stored vector's model id.
@@ -162,15 +162,6 @@ pub fn document_text(entry: &SkillEntry) -> String {
     out
 }
 
-/// A message cut to what is embedded: at most [`MAX_QUERY_CHARS`] characters, at a word.
-pub fn query_text(message: &str) -> String {
-    let mut end = message.len();
-    if let Some((i, _)) = message.char_indices().nth(MAX_QUERY_CHARS) {
-        end = message[..i].rfind(char::is_whitespace).unwrap_or(i);
-    }
-    message[..end].trim().to_owned()
-}
-
 /// Check an embedder's answer: one vector per text, all of one size, finite, of length ~1
 /// (each is normalized here, so an endpoint that does not normalize still ranks by cosine).
 pub fn check_vectors(
@@ -222,6 +213,9 @@ pub struct Semantic {
     /// Bumped each time vectors are put in memory: an incomplete matrix built after the same
     /// count is still current ([`Semantic::matrix`]).
     arrivals: std::sync::atomic::AtomicU64,
+    /// The rerank stage: `None` when not configured, `Some(Err(why))` when configured but not
+    /// there (the ranking is then the first stages', and the stages line says why).
+    rerank: Option<Result<Arc<crate::rerank::Rerank>, String>>,
 }
 
 /// How long after a failed background fill the next one may start.
@@ -247,6 +241,9 @@ pub struct QueryVectors {
     pub queries: Vec<Vec<f32>>,
     /// The semantic score's share of the fused score.
     pub weight: f32,
+    /// Per message, the reranker's logits for its first candidates (empty without a
+    /// reranker).
+    pub reranks: Vec<Vec<(u32, f32)>>,
 }
 
 impl QueryVectors {
@@ -258,6 +255,7 @@ impl QueryVectors {
                 matrix: &self.matrix,
                 query: q,
                 weight: self.weight,
+                rerank: self.reranks.get(i).map_or(&[], Vec::as_slice),
             })
     }
 }
@@ -291,7 +289,27 @@ impl Semantic {
             warming: std::sync::atomic::AtomicBool::new(false),
             failed_at: Mutex::new(None),
             arrivals: std::sync::atomic::AtomicU64::new(0),
+            rerank: None,
         }
+    }
+
+    /// The stage with a reranker over its first candidates (`Err(why)`: configured, not there).
+    pub fn with_rerank(
+        mut self,
+        rerank: Option<Result<Arc<crate::rerank::Rerank>, String>>,
+    ) -> Semantic {
+        self.rerank = rerank;
+        self
+    }
+
+    /// The rerank stage, as configured.
+    pub fn rerank(&self) -> Option<&Result<Arc<crate::rerank::Rerank>, String>> {
+        self.rerank.as_ref()
+    }
+
+    /// The reranker, when it is configured and loaded.
+    pub fn reranker(&self) -> Option<&Arc<crate::rerank::Rerank>> {
+        self.rerank.as_ref().and_then(|r| r.as_ref().ok())
     }
 
     /// The stage with skills' sections embedded or not (default [`DEFAULT_SECTIONS`]).
@@ -714,18 +732,6 @@ impl Semantic {
     }
 }
 
-/// The texts a message is embedded as (`skillbase_route::passage::reading`): a short message
-/// whole, a long one as [`query_text`] of each of its passages of prose (one passage too: a
-/// pasted trace, then the question, is read as the question), a long one without prose by its
-/// start ([`query_text`]), a blank one as the empty text.
-pub fn query_passages(message: &str) -> Vec<String> {
-    use skillbase_route::passage::{Reading, reading};
-    match reading(message) {
-        Reading::Passages(p) => p.into_iter().map(query_text).collect(),
-        Reading::Blank | Reading::Whole(_) | Reading::NoProse => vec![query_text(message)],
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Configuration.
 
@@ -771,6 +777,14 @@ pub struct SemanticConfig {
     /// vector per section, its similarity its best vector's (default [`DEFAULT_SECTIONS`]).
     #[serde(default)]
     pub sections: Option<bool>,
+    /// Whether a cross-encoder reranks the fused ranking's first candidates
+    /// ([`crate::rerank`]; default off; its weights come with `skillbase model pull`).
+    #[serde(default)]
+    pub rerank: Option<bool>,
+    /// The reranker's folder (default: where `skillbase model pull` puts it,
+    /// [`crate::default_reranker_dir`]).
+    #[serde(default)]
+    pub reranker_dir: Option<std::path::PathBuf>,
 }
 
 impl SemanticConfig {
@@ -779,6 +793,11 @@ impl SemanticConfig {
         let c: SemanticConfig = toml::Value::Table(table.clone())
             .try_into()
             .map_err(|e: toml::de::Error| EmbedError::Config(e.message().to_owned()))?;
+        if c.reranker_dir.is_some() && c.rerank != Some(true) {
+            return Err(EmbedError::Config(
+                "reranker_dir is for rerank = true".into(),
+            ));
+        }
         if let Some(w) = c.weight
             && !(0.0..=1.0).contains(&w)
         {
@@ -876,8 +895,17 @@ pub fn from_config(
         },
     };
     let sections = config.sections.unwrap_or(DEFAULT_SECTIONS);
+    let rerank = config.rerank.unwrap_or(false).then(|| {
+        let dir = config
+            .reranker_dir
+            .clone()
+            .unwrap_or_else(crate::default_reranker_dir);
+        crate::rerank::Rerank::load(&dir).map(Arc::new)
+    });
     Ok(Ok(Arc::new(
-        Semantic::new(embedder, weight).with_sections(sections),
+        Semantic::new(embedder, weight)
+            .with_sections(sections)
+            .with_rerank(rerank),
     )))
 }
 
@@ -1101,33 +1129,6 @@ pub fn default_multilingual_dir() -> std::path::PathBuf {
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default()
         .join(skillbase_embed::package::E5.model)
-}
-
-/// Whether a message goes to the English model: unless it is written in a non-Latin script, or
-/// another language's stopwords and accented words outnumber English stopwords among its first
-/// words. Deterministic, a few microseconds.
-pub fn reads_as_english(text: &str) -> bool {
-    let head: String = text.chars().take(2_000).collect();
-    let (mut letters, mut other_script) = (0usize, 0usize);
-    for c in head.chars().filter(|c| c.is_alphabetic()) {
-        letters += 1;
-        // Latin letters end at U+024F (Latin Extended-B); U+1E00-U+1EFF are Latin too.
-        if c as u32 > 0x024F && !(0x1E00..=0x1EFF).contains(&(c as u32)) {
-            other_script += 1;
-        }
-    }
-    if other_script * 4 > letters {
-        return false;
-    }
-    let accented = head
-        .split(|c: char| !c.is_alphabetic())
-        .filter(|w| !w.is_ascii())
-        .take(200)
-        .count();
-    let folded = skillbase_route::trigger::fold_fast(&head);
-    let (english, other) =
-        skillbase_route::lang::stopword_hits(skillbase_route::rank::words(&folded), 200);
-    other + accented <= english
 }
 
 /// The in-process sentence encoders (`skillbase_embed::Encoder`), run on tokio's blocking
@@ -1468,6 +1469,7 @@ pub async fn pull_package(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reading::{MAX_QUERY_CHARS, query_text};
 
     #[test]
     fn answers_are_checked_and_put_in_input_order() {

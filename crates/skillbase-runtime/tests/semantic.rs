@@ -905,3 +905,147 @@ async fn the_pair_reads_each_message_with_the_model_of_its_language() {
     );
     e.close().await;
 }
+
+/// The reranker configured but not pulled: the first stages rank, and the stages line says the
+/// rerank stage is unavailable and how to get it (no model of any kind is needed: the stand-in
+/// endpoint embeds).
+#[tokio::test]
+async fn a_missing_reranker_is_reported_and_the_first_stages_rank() {
+    let s = stand_in().await;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+    }
+    let agent = "support".parse().unwrap();
+    let missing = dir.path().join("no-reranker-here");
+    let extra = format!("rerank = true\nreranker_dir = \"{}\"\n", missing.display());
+    let e = engine_with(dir.path(), &s.url, &extra).await;
+    e.warm_semantic(&agent).await.unwrap().unwrap();
+    let t = e
+        .turn(
+            &agent,
+            "s1",
+            "refund the customer order",
+            &TurnOptions::default(),
+        )
+        .await
+        .unwrap();
+    let stages = t.report.catalog.stages.clone().unwrap_or_default();
+    assert!(
+        stages.starts_with("lexical+semantic (")
+            && stages.contains("rerank stage unavailable")
+            && stages.contains("no-reranker-here")
+            && stages.contains("skillbase model pull"),
+        "{stages}"
+    );
+    assert!(
+        e.stages().contains("rerank stage unavailable"),
+        "{}",
+        e.stages()
+    );
+    assert_eq!(
+        t.report.catalog.shown.first().map(|r| r.name.as_str()),
+        Some("refund-order")
+    );
+    e.close().await;
+    // reranker_dir without rerank = true is a mistake in the file, said as such.
+    let table: toml::Table = "embedder = \"local\"\nreranker_dir = \"/x\"\n"
+        .parse()
+        .unwrap();
+    let err = skillbase_runtime::SemanticConfig::from_table(&table).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("reranker_dir is for rerank = true"),
+        "{err}"
+    );
+    let table: toml::Table = "embedder = \"local\"\nrerank = \"yes\"\n".parse().unwrap();
+    assert!(skillbase_runtime::SemanticConfig::from_table(&table).is_err());
+}
+
+/// Every stage on (`SKILLBASE_TEST_MODEL_DIR` and `SKILLBASE_TEST_RERANKER_DIR`, as `.ci/run`
+/// sets after `skillbase model pull`): the reranker reads the first candidates with the
+/// message, the turn's stages line and `search_skills` say so, and a message the encoder alone
+/// gets wrong between two siblings is put right by reading both together.
+#[tokio::test]
+#[cfg_attr(
+    not(all(skillbase_model, skillbase_reranker)),
+    ignore = "needs the models: set SKILLBASE_TEST_MODEL_DIR and SKILLBASE_TEST_RERANKER_DIR (folders `skillbase model pull` filled)"
+)]
+async fn the_reranker_reads_the_message_with_each_candidate() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+    }
+    let agent = "support".parse().unwrap();
+    let model = std::env::var_os("SKILLBASE_TEST_MODEL_DIR").expect("SKILLBASE_TEST_MODEL_DIR");
+    let reranker =
+        std::env::var_os("SKILLBASE_TEST_RERANKER_DIR").expect("SKILLBASE_TEST_RERANKER_DIR");
+    let table = local_table(std::path::Path::new(&model))
+        + &format!(
+            "rerank = true\nreranker_dir = \"{}\"\n",
+            std::path::Path::new(&reranker).display()
+        );
+    let e = Engine::builder()
+        .sqlite(db_path(dir.path()))
+        .config_toml(table)
+        .build()
+        .await
+        .unwrap();
+    assert!(
+        e.stages().starts_with("lexical+semantic+rerank (")
+            && e.stages().contains("ms-marco-MiniLM-L-12-v2@"),
+        "{}",
+        e.stages()
+    );
+    e.warm_semantic(&agent).await.unwrap().unwrap();
+    let message = "my password stopped working and i can't get into my account";
+    let t = e
+        .turn(&agent, "s1", message, &TurnOptions::default())
+        .await
+        .unwrap();
+    let c = &t.report.catalog;
+    assert_eq!(
+        c.stages.as_deref(),
+        Some("lexical+semantic+rerank"),
+        "{c:?}"
+    );
+    assert_eq!(
+        c.shown.first().map(|r| r.name.as_str()),
+        Some("reset-password"),
+        "{c:?}"
+    );
+    let hits = e
+        .search(&agent, "the tax on this bill is wrong", 3)
+        .await
+        .unwrap();
+    assert_eq!(hits[0].name, "fix-invoice", "{hits:?}");
+    assert!(hits[0].confidence > hits[1].confidence, "{hits:?}");
+    // The evaluation path: one set of logits per message, over the first candidates only.
+    let view = e.view(&agent).unwrap();
+    let qv = e
+        .query_vectors(&view, &[message, "plan what we do in the next two weeks"])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(qv.reranks.len(), 2);
+    for r in &qv.reranks {
+        assert!(
+            r.len() >= 2 && r.len() <= skillbase_route::fusion::RERANK_CANDIDATES,
+            "{r:?}"
+        );
+        assert!(r.iter().all(|(_, l)| l.is_finite()), "{r:?}");
+    }
+    let best = |r: &[(u32, f32)]| {
+        let (i, _) = r
+            .iter()
+            .copied()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        view.skills[i as usize].name().to_owned()
+    };
+    assert_eq!(best(&qv.reranks[0]), "reset-password");
+    assert_eq!(best(&qv.reranks[1]), "plan-sprint");
+    e.close().await;
+}

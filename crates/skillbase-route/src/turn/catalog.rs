@@ -138,6 +138,7 @@ pub(super) fn plan(
     }
     report.catalog.ranked = true;
     report.catalog.stages = Some(match &semantic {
+        Some(q) if !q.rerank.is_empty() => "lexical+semantic+rerank".into(),
         Some(_) => "lexical+semantic".into(),
         None => "lexical".into(),
     });
