@@ -52,3 +52,19 @@ pub fn reads_as_english(text: &str) -> bool {
         skillbase_route::lang::stopword_hits(skillbase_route::rank::words(&folded), 200);
     other + accented <= english
 }
+
+/// What both stages read first of a skill: its name in words, `: `, its description and its
+/// `when_to_use` entries (each ` Use when …`), with room for `more` bytes after.
+pub fn skill_head(entry: &skillbase_store::SkillEntry, more: usize) -> String {
+    let m = &entry.meta;
+    let mut out = String::with_capacity(m.description.len() + more);
+    out.push_str(&entry.name.replace(['-', '_'], " "));
+    out.push_str(": ");
+    out.push_str(&m.description);
+    for w in &m.when_to_use {
+        out.push_str(" Use when ");
+        out.push_str(w);
+        out.push('.');
+    }
+    out
+}

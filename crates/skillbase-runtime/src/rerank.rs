@@ -36,16 +36,7 @@ pub fn default_reranker_dir() -> PathBuf {
 /// What the reranker reads of a skill: its name in words, its description, its `when_to_use`
 /// entries and the opening words of its body (code fences and headings' marks left out).
 pub fn rerank_text(entry: &SkillEntry) -> String {
-    let m = &entry.meta;
-    let mut out = String::with_capacity(m.description.len() + 600);
-    out.push_str(&entry.name.replace(['-', '_'], " "));
-    out.push_str(": ");
-    out.push_str(&m.description);
-    for w in &m.when_to_use {
-        out.push_str(" Use when ");
-        out.push_str(w);
-        out.push('.');
-    }
+    let mut out = crate::reading::skill_head(entry, 600);
     let body: Vec<&str> = entry
         .body
         .split_whitespace()

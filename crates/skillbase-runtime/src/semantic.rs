@@ -135,15 +135,7 @@ fn section_key(text: &str) -> String {
 /// its triggers and the opening of its body.
 pub fn document_text(entry: &SkillEntry) -> String {
     let m = &entry.meta;
-    let mut out = String::with_capacity(m.description.len() + 800);
-    out.push_str(&entry.name.replace(['-', '_'], " "));
-    out.push_str(": ");
-    out.push_str(&m.description);
-    for w in &m.when_to_use {
-        out.push_str(" Use when ");
-        out.push_str(w);
-        out.push('.');
-    }
+    let mut out = crate::reading::skill_head(entry, 800);
     if !m.triggers.is_empty() {
         out.push_str(" (");
         out.push_str(&m.triggers.join(", "));
