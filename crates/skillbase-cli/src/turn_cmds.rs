@@ -538,6 +538,15 @@ fn print_explanation(e: &skillbase_insight::explain::Explanation) -> std::io::Re
                 ))
             )?,
         }
+        if let Some((own, winner)) = m.rerank {
+            let logit = |l: Option<f32>| l.map_or("not read".to_owned(), |l| format!("{l:.2}"));
+            outln!(
+                "  the reranker read the message with each: {} {} vs {}",
+                m.winner,
+                logit(winner),
+                logit(own)
+            )?;
+        }
         if let Some(p) = &m.suppressed_by {
             outln!("  its when_not_to_use phrase \"{p}\" is in the message (lowers its rank)")?;
         }

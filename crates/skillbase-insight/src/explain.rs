@@ -42,6 +42,9 @@ pub struct Miss {
     pub lexical: (f32, f32),
     /// Their similarities to the message, when the semantic stage ran.
     pub semantic: Option<(f32, f32)>,
+    /// The reranker's logits for the skill and the winner, when it read this message (`None`
+    /// inside: not among the candidates it read).
+    pub rerank: Option<(Option<f32>, Option<f32>)>,
     /// The message's words that scored for the skill, largest share first.
     pub skill_words: Vec<TermScore>,
     /// The message's words that scored for the winner, largest share first.
@@ -184,6 +187,7 @@ fn miss(
             suppressed_by,
             lexical: (total(&words), 0.0),
             semantic: None,
+            rerank: None,
             skill_words: head(words),
             winner_words: Vec::new(),
             decided_by: Vec::new(),
@@ -215,6 +219,10 @@ fn miss(
         .map(|t| t.word.clone())
         .take(WORDS)
         .collect();
+    let rerank = semantic.filter(|q| !q.rerank.is_empty()).map(|q| {
+        let logit = |i: usize| q.rerank.iter().find(|r| r.0 as usize == i).map(|r| r.1);
+        (logit(target), logit(w))
+    });
     let semantic = semantic.and_then(|q| {
         let sims = q.cosines();
         Some((*sims.get(target)?, *sims.get(w)?))
@@ -231,6 +239,7 @@ fn miss(
         suppressed_by,
         lexical,
         semantic,
+        rerank,
         skill_words: head(skill_words),
         winner_words: head(winner_words),
         decided_by: head(decided_by),

@@ -134,3 +134,50 @@ fn a_skill_no_case_expects_is_explained_as_such() {
     assert_eq!((e.expected, e.first), (0, 0));
     assert!(e.misses.is_empty() && e.taken.is_empty());
 }
+
+/// With the reranker's logits among the semantic inputs, a miss says what it read: the winner's
+/// logit, and the skill's or that it was not among the candidates read.
+#[test]
+fn a_miss_says_what_the_reranker_read() {
+    let v = view();
+    let at = |name: &str| v.by_name[name] as u32;
+    // One dimension: every skill equally similar (the first stages decide by their words).
+    let vectors = skillbase_runtime::QueryVectors {
+        matrix: Arc::new(skillbase_route::fusion::SemanticMatrix::new(
+            1,
+            vec![1.0; v.skills.len()],
+            vec![true; v.skills.len()],
+        )),
+        queries: vec![vec![1.0], vec![1.0]],
+        weight: 0.5,
+        reranks: vec![
+            vec![(at("slide-deck"), 3.0), (at("sql-review"), -6.0)],
+            Vec::new(),
+        ],
+    };
+    let cases = vec![
+        case(
+            "notes for my slide deck presentation",
+            Some("speaker-notes"),
+        ),
+        case(
+            "notes for my slide deck presentation",
+            Some("speaker-notes"),
+        ),
+    ];
+    let e = explain(
+        &v,
+        &cases,
+        &TurnOptions::default(),
+        Some(&vectors),
+        "speaker-notes",
+    )
+    .unwrap();
+    assert_eq!(e.misses.len(), 2, "{e:?}");
+    let m = &e.misses[0];
+    assert_eq!(m.winner, "slide-deck");
+    assert_eq!(m.rerank, Some((None, Some(3.0))), "{m:?}");
+    assert!(m.semantic.is_some());
+    // The second message was not reranked (a long or non-English one, say).
+    assert_eq!(e.misses[1].rerank, None);
+}
