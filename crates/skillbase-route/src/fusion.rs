@@ -25,15 +25,19 @@ pub const LONG_MESSAGE_FACTOR: f32 = 0.6;
 /// The semantic weight for a folded message: `weight`, or [`LONG_MESSAGE_FACTOR`] of it for a
 /// message of more than [`LONG_MESSAGE_WORDS`] words.
 pub fn weight_for(folded: &str, weight: f32) -> f32 {
-    if crate::rank::words(folded)
-        .take(LONG_MESSAGE_WORDS + 1)
-        .count()
-        > LONG_MESSAGE_WORDS
-    {
+    if is_long(folded) {
         weight * LONG_MESSAGE_FACTOR
     } else {
         weight
     }
+}
+
+/// Whether a folded message is long: more than [`LONG_MESSAGE_WORDS`] words.
+pub fn is_long(folded: &str) -> bool {
+    crate::rank::words(folded)
+        .take(LONG_MESSAGE_WORDS + 1)
+        .count()
+        > LONG_MESSAGE_WORDS
 }
 
 /// Scale `v` to length 1 (a zero vector stays zero).

@@ -101,7 +101,7 @@ impl Rerank {
         // A long message (a pasted log, a ticket) is read by the first stages as passages; the
         // reranker's 64 word pieces of it lost most of them (long messages r@1 0.950 -> 0.600 on
         // the repository's set): it keeps the first stages' order.
-        if skillbase_route::fusion::weight_for(&folded, 1.0) < 1.0 {
+        if skillbase_route::fusion::is_long(&folded) {
             return None;
         }
         let first: Relevance = view.relevance(
