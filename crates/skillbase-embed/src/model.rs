@@ -414,18 +414,13 @@ impl Bert {
                 .sum::<usize>()
     }
 
-    /// Mean-pooled, L2-normalised sentence embedding of `ids` (ids < vocab, at most
-    /// `max_positions` of them: the caller guarantees both). On x86-64 with AVX-512, or AVX2 and
-    /// FMA, the element-wise work (layer norms, GELU, softmax, quantization) is compiled for them.
-    pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
-        self.embed_many(&[ids]).pop().unwrap_or_default()
-    }
-
-    /// The embeddings of several sequences in one forward pass: their tokens are packed one
-    /// after another (each at positions from 0, attending only to its own tokens), so each
-    /// linear layer streams its weights once for all of them. A sequence's vector is the one
-    /// [`Bert::embed`] gives it alone (the fast path quantizes per token; the products differ
-    /// only in the order of their sums).
+    /// Mean-pooled, L2-normalised sentence embeddings of several sequences (ids < vocab, at most
+    /// `max_positions` of them: the caller guarantees both), in one forward pass: their tokens
+    /// are packed one after another (each at positions from 0, attending only to its own
+    /// tokens), so each linear layer streams its weights once for all of them. A sequence's
+    /// vector is the one it gets alone (the fast path quantizes per token; the products differ
+    /// only in the order of their sums). On x86-64 with AVX-512, or AVX2 and FMA, the
+    /// element-wise work (layer norms, GELU, softmax, quantization) is compiled for them.
     pub fn embed_many(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
         self.dispatch(Embed {
             bert: self,
@@ -445,6 +440,28 @@ impl Bert {
             second,
             out: Output::First,
         })
+    }
+
+    /// The `[CLS]` token's last state of each sequence, L2-normalised (the sentence embedding
+    /// of a model pooled by its first token, as bge-small-en-v1.5 is).
+    pub fn cls_many(&self, seqs: &[&[u32]]) -> Vec<Vec<f32>> {
+        let mut out = self.dispatch(Embed {
+            bert: self,
+            seqs,
+            second: &[],
+            out: Output::First,
+        });
+        for v in &mut out {
+            let norm = v
+                .iter()
+                .map(|x| f64::from(*x) * f64::from(*x))
+                .sum::<f64>()
+                .sqrt()
+                .max(1e-12);
+            v.iter_mut()
+                .for_each(|x| *x = (f64::from(*x) / norm) as f32);
+        }
+        out
     }
 
     fn dispatch(&self, call: Embed<'_>) -> Vec<Vec<f32>> {

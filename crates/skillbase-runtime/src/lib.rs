@@ -96,7 +96,7 @@ pub use redact::Redactor;
 pub use rerank::{RERANK_BODY_WORDS, RERANK_TOKENS, Rerank, default_reranker_dir, rerank_text};
 pub use semantic::{
     Embedder, FillReport, LocalEmbedder, Purpose, QueryVectors, Semantic, SemanticConfig,
-    default_model_dir, default_multilingual_dir, operator_roots, pull_package,
+    default_bge_dir, default_model_dir, default_multilingual_dir, operator_roots, pull_package,
 };
 /// Token counts with a real tokenizer (from `skillbase-route`, re-exported for the edges).
 pub use skillbase_route::tokens;

@@ -742,10 +742,14 @@ pub struct SemanticConfig {
     /// `local`: the multilingual model's folder (default: where `skillbase model pull` puts it).
     #[serde(default)]
     pub multilingual_dir: Option<std::path::PathBuf>,
-    /// `local`: which models to use, of `all-MiniLM-L6-v2` (English) and
-    /// `multilingual-e5-small` (default: both, whichever are installed).
+    /// `local`: which models to use, of `all-MiniLM-L6-v2` (English), `multilingual-e5-small`
+    /// (other languages) and `bge-small-en-v1.5` (English, beside all-MiniLM-L6-v2) (default:
+    /// the first two, whichever are installed).
     #[serde(default)]
     pub models: Option<Vec<String>>,
+    /// `local`: bge-small-en-v1.5's folder (default: where `skillbase model pull` puts it).
+    #[serde(default)]
+    pub bge_dir: Option<std::path::PathBuf>,
     /// `local`: most word pieces of a message that are encoded (default 64 for the English
     /// model, 24 for the multilingual one).
     #[serde(default)]
@@ -779,6 +783,27 @@ pub struct SemanticConfig {
     pub reranker_dir: Option<std::path::PathBuf>,
 }
 
+/// `[semantic] models`: at least one, each a local model.
+fn check_models(models: &[String]) -> Result<(), EmbedError> {
+    let known = [
+        skillbase_embed::package::MINILM.model,
+        skillbase_embed::package::E5.model,
+        skillbase_embed::package::BGE.model,
+    ];
+    if models.is_empty() {
+        return Err(EmbedError::Config(
+                    "models = []: name at least one of \"all-MiniLM-L6-v2\", \"multilingual-e5-small\" and \"bge-small-en-v1.5\"".into(),
+                ));
+    }
+    if let Some(m) = models.iter().find(|m| !known.contains(&m.as_str())) {
+        return Err(EmbedError::Config(format!(
+            "models: {:?} is not a local model; use \"all-MiniLM-L6-v2\", \"multilingual-e5-small\" and/or \"bge-small-en-v1.5\"",
+            m.chars().take(64).collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
 impl SemanticConfig {
     /// Read and check a `[semantic]` table.
     pub fn from_table(table: &toml::Table) -> Result<SemanticConfig, EmbedError> {
@@ -797,6 +822,18 @@ impl SemanticConfig {
                 "weight = {w}: give a share between 0 and 1"
             )));
         }
+        if c.bge_dir.is_some()
+            && (c.embedder != "local"
+                || !c
+                    .models
+                    .as_ref()
+                    .is_some_and(|m| m.iter().any(|x| x == skillbase_embed::package::BGE.model)))
+        {
+            return Err(EmbedError::Config(
+                "bge_dir is for embedder = \"local\" with models = [.., \"bge-small-en-v1.5\"]"
+                    .into(),
+            ));
+        }
         match c.embedder.as_str() {
             "local" => {
                 if c.url.is_some() || c.model.is_some() || c.key.is_some() || c.dimensions.is_some()
@@ -806,21 +843,7 @@ impl SemanticConfig {
                     ));
                 }
                 if let Some(models) = &c.models {
-                    let known = [
-                        skillbase_embed::package::MINILM.model,
-                        skillbase_embed::package::E5.model,
-                    ];
-                    if models.is_empty() {
-                        return Err(EmbedError::Config(
-                            "models = []: name at least one of \"all-MiniLM-L6-v2\" and \"multilingual-e5-small\"".into(),
-                        ));
-                    }
-                    if let Some(m) = models.iter().find(|m| !known.contains(&m.as_str())) {
-                        return Err(EmbedError::Config(format!(
-                            "models: {:?} is not a local model; use \"all-MiniLM-L6-v2\" and/or \"multilingual-e5-small\"",
-                            m.chars().take(64).collect::<String>()
-                        )));
-                    }
+                    check_models(models)?;
                 }
                 if let Some(t) = c.max_tokens
                     && !(8..=512).contains(&t)
@@ -1098,6 +1121,10 @@ pub const DOCUMENT_TOKENS: usize = 128;
 /// within 3 of 740 cases at rank 1, at half the multilingual model's cost of a first index
 /// (BENCHMARKS.md, "Semantic indexing speed").
 pub const MULTILINGUAL_DOCUMENT_TOKENS: usize = 32;
+/// Word pieces of a skill's text bge-small-en-v1.5 reads: twice all-MiniLM-L6-v2's layers, so
+/// half its pieces, for the same cost (64 ranked the repository's set as 128 did, the model
+/// alone and beside all-MiniLM-L6-v2; BENCHMARKS.md, "bge-small-en-v1.5").
+pub const BGE_DOCUMENT_TOKENS: usize = 64;
 
 /// Where `skillbase model pull` puts the English model, and where `embedder = "local"` looks
 /// for it unless `model_dir` is given: `$SKILLBASE_MODEL_DIR`, else
@@ -1123,16 +1150,28 @@ pub fn default_multilingual_dir() -> std::path::PathBuf {
         .join(skillbase_embed::package::E5.model)
 }
 
+/// Where `skillbase model pull` puts bge-small-en-v1.5, and where `models = [.., "bge-small-en-v1.5"]`
+/// looks for it unless `bge_dir` is given: beside the English model's folder.
+pub fn default_bge_dir() -> std::path::PathBuf {
+    let english = default_model_dir();
+    english
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
+        .join(skillbase_embed::package::BGE.model)
+}
+
 /// The in-process sentence encoders (`skillbase_embed::Encoder`), run on tokio's blocking
-/// threads: all-MiniLM-L6-v2 for English and multilingual-e5-small for other languages, or
-/// either alone.
+/// threads: all-MiniLM-L6-v2 for English (with bge-small-en-v1.5 beside it when asked) and
+/// multilingual-e5-small for other languages, or any one alone.
 ///
-/// With both, a skill's vector is the two models' vectors side by side (each scaled by 1/√2,
-/// so the whole is a unit vector), and a message is embedded once, by the model for its
-/// language (`reads_as_english`), into its own half (the other half zero): the cosine is
-/// then that model's cosine, scaled.
+/// With several, a skill's vector is the models' vectors side by side (each scaled by 1/√k,
+/// so the whole is a unit vector), and a message is embedded by the models for its language
+/// (`reads_as_english`), into their parts (the others zero): the cosine is then the mean of
+/// those models' cosines, scaled.
 pub struct LocalEmbedder {
-    english: Option<Arc<skillbase_embed::Encoder>>,
+    /// English encoders, in the order their parts take in a vector (0, 1 or 2).
+    english: Vec<Arc<skillbase_embed::Encoder>>,
     multilingual: Option<Arc<skillbase_embed::Encoder>>,
     /// Word pieces of a message each model reads (`max_tokens`, or each model's default).
     query_tokens: Option<usize>,
@@ -1149,15 +1188,15 @@ impl LocalEmbedder {
     ) -> Result<LocalEmbedder, String> {
         let e = load_encoder(dir)?;
         if e.multilingual() {
-            LocalEmbedder::new(None, Some(e), query_tokens)
+            LocalEmbedder::new(Vec::new(), Some(e), query_tokens)
         } else {
-            LocalEmbedder::new(Some(e), None, query_tokens)
+            LocalEmbedder::new(vec![e], None, query_tokens)
         }
     }
 
-    /// The pair (or either model alone).
+    /// English encoders (parts in this order) and the multilingual one; at least one model.
     pub fn new(
-        english: Option<Arc<skillbase_embed::Encoder>>,
+        english: Vec<Arc<skillbase_embed::Encoder>>,
         multilingual: Option<Arc<skillbase_embed::Encoder>>,
         query_tokens: Option<usize>,
     ) -> Result<LocalEmbedder, String> {
@@ -1170,11 +1209,19 @@ impl LocalEmbedder {
             return Err("no local model: run `skillbase model pull`".into());
         }
         // The pieces each model reads of a skill text are part of the id: vectors made with
-        // other cuts are not reused.
-        let model_id = format!(
-            "local:{}#{DOCUMENT_TOKENS}/{MULTILINGUAL_DOCUMENT_TOKENS}",
-            ids.join("+")
-        );
+        // other cuts are not reused. (With one English model the two constants, as before a
+        // second could be added, so stored vectors stay valid.)
+        let cuts = if english.len() > 1 {
+            english
+                .iter()
+                .chain(multilingual.iter())
+                .map(|e| Self::document_tokens(e).to_string())
+                .collect::<Vec<_>>()
+                .join("/")
+        } else {
+            format!("{DOCUMENT_TOKENS}/{MULTILINGUAL_DOCUMENT_TOKENS}")
+        };
+        let model_id = format!("local:{}#{cuts}", ids.join("+"));
         Ok(LocalEmbedder {
             english,
             multilingual,
@@ -1189,12 +1236,11 @@ impl LocalEmbedder {
     /// (pull them) or one does not load. A listed-by-default model that is missing is reported
     /// by [`LocalEmbedder::note`], not an error.
     pub fn from_config(config: &SemanticConfig) -> Result<LocalEmbedder, String> {
-        use skillbase_embed::package::{E5, MINILM};
-        let want = |m: &str| {
-            config
-                .models
-                .as_ref()
-                .is_none_or(|l| l.iter().any(|x| x == m))
+        use skillbase_embed::package::{BGE, E5, MINILM};
+        // bge-small-en-v1.5 only when listed; the other two by default.
+        let want = |m: &str| match config.models.as_ref() {
+            Some(l) => l.iter().any(|x| x == m),
+            None => m != BGE.model,
         };
         let listed = config.models.is_some();
         let mut missing = Vec::new();
@@ -1214,10 +1260,19 @@ impl LocalEmbedder {
             }
             load_encoder(&dir).map(Some)
         };
-        let english = pick(
-            MINILM.model,
-            config.model_dir.clone().unwrap_or_else(default_model_dir),
-        )?;
+        let english: Vec<_> = [
+            pick(
+                MINILM.model,
+                config.model_dir.clone().unwrap_or_else(default_model_dir),
+            )?,
+            pick(
+                BGE.model,
+                config.bge_dir.clone().unwrap_or_else(default_bge_dir),
+            )?,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         let multilingual = pick(
             E5.model,
             config
@@ -1253,6 +1308,17 @@ impl LocalEmbedder {
             .collect()
     }
 
+    /// Word pieces of a skill text `e` reads.
+    fn document_tokens(e: &skillbase_embed::Encoder) -> usize {
+        if e.multilingual() {
+            MULTILINGUAL_DOCUMENT_TOKENS
+        } else if e.name() == skillbase_embed::package::BGE.model {
+            BGE_DOCUMENT_TOKENS
+        } else {
+            DOCUMENT_TOKENS
+        }
+    }
+
     /// Word pieces of a message `e` reads.
     fn query_tokens(&self, e: &skillbase_embed::Encoder) -> usize {
         self.query_tokens.unwrap_or(if e.multilingual() {
@@ -1265,42 +1331,38 @@ impl LocalEmbedder {
     /// A skill text's vector (documents; queries go through [`LocalEmbedder::embed_queries`]).
     fn embed_document(&self, text: &str) -> Vec<f32> {
         use skillbase_embed::Role;
-        match (&self.english, &self.multilingual) {
-            (Some(e), None) | (None, Some(e)) => {
-                let tokens = if e.multilingual() {
-                    MULTILINGUAL_DOCUMENT_TOKENS
-                } else {
-                    DOCUMENT_TOKENS
-                };
-                e.embed_as(text, tokens, Role::Passage)
-            }
-            (Some(en), Some(ml)) => {
-                let scale = std::f32::consts::FRAC_1_SQRT_2;
-                let mut v = en.embed_as(text, DOCUMENT_TOKENS, Role::Passage);
-                v.extend(ml.embed_as(text, MULTILINGUAL_DOCUMENT_TOKENS, Role::Passage));
-                v.iter_mut().for_each(|x| *x *= scale);
-                v
-            }
-            (None, None) => Vec::new(),
+        let models = self.encoders();
+        let mut v = Vec::new();
+        for e in &models {
+            v.extend(e.embed_as(text, Self::document_tokens(e), Role::Passage));
         }
+        if models.len() > 1 {
+            let scale = 1.0 / (models.len() as f32).sqrt();
+            v.iter_mut().for_each(|x| *x *= scale);
+        }
+        v
     }
 }
 
 impl LocalEmbedder {
     /// Query vectors, in order: the texts for each model (by [`reads_as_english`] when there
-    /// are two) packed into one forward pass per [`PACK`] texts, so a long message's passages
-    /// cost little more than one of them (each model reads its weights once per pass). With
-    /// both models, a vector lies in its model's half, the other half zero.
+    /// are models for both) packed into one forward pass per [`PACK`] texts, so a long
+    /// message's passages cost little more than one of them (each model reads its weights once
+    /// per pass). With several models, a vector lies in its language's models' parts, the
+    /// others zero.
     fn embed_queries(&self, texts: &[String]) -> Vec<Vec<f32>> {
         use skillbase_embed::Role;
-        let mut out = vec![Vec::new(); texts.len()];
-        let both = self.english.is_some() && self.multilingual.is_some();
+        let dims: Vec<usize> = self.encoders().iter().map(|e| e.dim()).collect();
+        let total: usize = dims.iter().sum();
+        let mut out = vec![vec![0.0; total]; texts.len()];
+        let both = !self.english.is_empty() && self.multilingual.is_some();
         let english: Vec<bool> = texts
             .iter()
             .map(|t| self.multilingual.is_none() || (both && reads_as_english(t)))
             .collect();
-        for (model, is_english) in [(&self.english, true), (&self.multilingual, false)] {
-            let Some(e) = model else { continue };
+        let mut offset = 0;
+        for (k, e) in self.encoders().into_iter().enumerate() {
+            let is_english = !e.multilingual();
             let mine: Vec<usize> = (0..texts.len())
                 .filter(|&i| english[i] == is_english)
                 .collect();
@@ -1308,28 +1370,16 @@ impl LocalEmbedder {
                 let t: Vec<&str> = pack.iter().map(|&i| texts[i].as_str()).collect();
                 let vectors = e.embed_many_as(&t, self.query_tokens(e), Role::Query);
                 for (&i, v) in pack.iter().zip(vectors) {
-                    out[i] = match (both, is_english) {
-                        (false, _) => v,
-                        (true, true) => {
-                            let mut v = v;
-                            v.resize(
-                                v.len() + self.multilingual.as_ref().map_or(0, |m| m.dim()),
-                                0.0,
-                            );
-                            v
-                        }
-                        (true, false) => {
-                            let mut z = vec![0.0; self.english.as_ref().map_or(0, |m| m.dim())];
-                            z.extend(v);
-                            z
-                        }
-                    };
+                    out[i][offset..offset + dims[k]].copy_from_slice(&v);
                 }
             }
+            offset += dims[k];
         }
         out
     }
+}
 
+impl LocalEmbedder {
     /// One vector per text, in order. Documents (a first index) on every core, each thread
     /// taking the next text as it finishes one (skill texts differ in length, so fixed shares
     /// would leave a core idle); a message's passages packed on one
@@ -1541,6 +1591,10 @@ mod tests {
         let c = parse("embedder = \"local\"\nsections = false").unwrap();
         assert_eq!(c.sections, Some(false));
         assert!(parse("embedder = \"local\"\nmodels = [\"multilingual-e5-small\"]\nmultilingual_dir = \"/m\"").is_ok());
+        assert!(
+            parse("embedder = \"local\"\nmodels = [\"bge-small-en-v1.5\"]\nbge_dir = \"/b\"")
+                .is_ok()
+        );
         assert!(parse("embedder = \"openai\"\nurl = \"http://127.0.0.1:1/v1/embeddings\"\nmodel = \"m\"\nkey = \"k\"").is_ok());
         for (t, want) in [
             ("embedder = \"magic\"", "use \"local\" or \"openai\""),
@@ -1563,6 +1617,11 @@ mod tests {
             ("embedder = \"local\"\nsurprise = 1", "unknown field"),
             ("embedder = \"local\"\nsections = \"yes\"", "boolean"),
             ("embedder = \"local\"\nmodels = []", "name at least one"),
+            ("embedder = \"local\"\nbge_dir = \"/b\"", "bge_dir is for"),
+            (
+                "embedder = \"openai\"\nurl = \"https://x/\"\nmodel = \"m\"\nbge_dir = \"/b\"",
+                "bge_dir is for",
+            ),
             (
                 "embedder = \"local\"\nmodels = [\"gpt-9\"]",
                 "is not a local model",

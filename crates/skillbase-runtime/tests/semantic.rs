@@ -906,6 +906,122 @@ async fn the_pair_reads_each_message_with_the_model_of_its_language() {
     e.close().await;
 }
 
+/// bge-small-en-v1.5 beside the pair (`models` names all three; `SKILLBASE_TEST_BGE_DIR` as
+/// `.ci/run` sets it): a skill's vector holds the three models' vectors, an English message is
+/// read by both English models and one in another language by the multilingual one, and each
+/// finds its skill. A listed model that is not there is an error that says how to get it.
+#[tokio::test]
+#[cfg_attr(
+    not(all(skillbase_model, skillbase_e5, skillbase_bge)),
+    ignore = "needs the three encoders: set SKILLBASE_TEST_MODEL_DIR, SKILLBASE_TEST_E5_DIR and SKILLBASE_TEST_BGE_DIR (folders `skillbase model pull` filled)"
+)]
+async fn bge_reads_english_messages_beside_minilm() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+    }
+    let agent = "support".parse().unwrap();
+    let var = |v: &str| std::path::PathBuf::from(std::env::var_os(v).unwrap());
+    let (english, multilingual, bge) = (
+        var("SKILLBASE_TEST_MODEL_DIR"),
+        var("SKILLBASE_TEST_E5_DIR"),
+        var("SKILLBASE_TEST_BGE_DIR"),
+    );
+    let table = |bge: &std::path::Path| {
+        pair_table(&english, &multilingual)
+            + &format!(
+                "models = [\"all-MiniLM-L6-v2\", \"bge-small-en-v1.5\", \"multilingual-e5-small\"]\nbge_dir = \"{}\"\n",
+                bge.display()
+            )
+    };
+    let e = Engine::builder()
+        .sqlite(db_path(dir.path()))
+        .config_toml(table(&bge))
+        .build()
+        .await
+        .unwrap();
+    let r = e.warm_semantic(&agent).await.unwrap().unwrap();
+    assert_eq!((r.computed, r.failed), (SKILLS.len(), None));
+    let id = e.semantic().unwrap().model_id();
+    assert!(
+        id.contains("all-MiniLM-L6-v2@")
+            && id.contains("+bge-small-en-v1.5@68807e3ff2abb83c+multilingual-e5-small@"),
+        "{id}"
+    );
+    let view = e.view(&agent).unwrap();
+    let qv = e
+        .query_vectors(
+            &view,
+            &["refund my order please", "je voudrais être remboursé"],
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    // 384 dimensions a model; English fills the first two parts, French the third.
+    assert_eq!(qv.matrix.dim, 3 * 384);
+    for (k, parts) in [(0, [true, true, false]), (1, [false, false, true])] {
+        let v = &qv.queries[k];
+        assert_eq!(v.len(), 3 * 384, "one passage");
+        for (p, want) in parts.iter().enumerate() {
+            let used = v[p * 384..(p + 1) * 384].iter().any(|x| *x != 0.0);
+            assert_eq!(used, *want, "message {k}, part {p}");
+        }
+    }
+    for (session, message, want) in [
+        (
+            "s1",
+            "my password stopped working and i can't get into my account",
+            "reset-password",
+        ),
+        (
+            "s2",
+            "olvidé mi contraseña y ya no puedo entrar a mi cuenta",
+            "reset-password",
+        ),
+        (
+            "s3",
+            "the customer wants their money back for the order",
+            "refund-order",
+        ),
+    ] {
+        let t = e
+            .turn(&agent, session, message, &TurnOptions::default())
+            .await
+            .unwrap();
+        let c = &t.report.catalog;
+        assert_eq!(
+            c.shown.first().map(|r| r.name.as_str()),
+            Some(want),
+            "{message}: {c:?}"
+        );
+    }
+    e.close().await;
+
+    // Listed but not there: the semantic stage does not start, and says how to get it.
+    let e = Engine::builder()
+        .sqlite(db_path(dir.path()))
+        .config_toml(table(&dir.path().join("gone")))
+        .build()
+        .await
+        .unwrap();
+    let t = e
+        .turn(
+            &agent,
+            "s4",
+            "refund my order please",
+            &TurnOptions::default(),
+        )
+        .await
+        .unwrap();
+    let stages = t.report.catalog.stages.clone().unwrap_or_default();
+    assert!(
+        stages.contains("bge-small-en-v1.5") && stages.contains("skillbase model pull"),
+        "{stages}"
+    );
+    e.close().await;
+}
+
 /// The reranker configured but not pulled: the first stages rank, and the stages line says the
 /// rerank stage is unavailable and how to get it (no model of any kind is needed: the stand-in
 /// endpoint embeds).
