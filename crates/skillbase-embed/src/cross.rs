@@ -15,13 +15,12 @@
 use crate::error::EmbedError;
 use crate::model::Bert;
 use crate::onnx::Graph;
-use crate::onnx_bert::{heads_from_config, read_bert, transpose};
+use crate::onnx_bert::transpose;
 use crate::tokenizer::Tokenizer;
-use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// The model file's name in its folder.
-pub const FILE: &str = "model.onnx";
+pub const FILE: &str = crate::onnx_bert::FILE;
 
 /// SHA-256 of the model file this version was built and checked against; a file with another
 /// digest needs a config.json giving `num_attention_heads` (the ONNX file does not say it).
@@ -60,35 +59,8 @@ impl Reranker {
     /// Loads the reranker from `dir` (model.onnx and tokenizer.json, as `skillbase model pull
     /// reranker` leaves them).
     pub fn load(dir: &Path) -> Result<Reranker, EmbedError> {
-        let path = dir.join(FILE);
-        let bytes = crate::read_file(&path)?;
-        let digest: String = Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let heads = if digest == KNOWN_SHA256 {
-            12
-        } else {
-            heads_from_config(dir, FILE, "the reranker")?
-        };
-        let graph = Graph::parse(&bytes, &path, "the reranker")?;
-        let bert = read_bert(&graph, "bert.", heads, &path)?;
-        let head = read_head(&graph, bert.cfg.hidden)?;
-        drop(graph);
-        drop(bytes);
-        let tokenizer_path = dir.join("tokenizer.json");
-        let tokenizer = Tokenizer::load(&tokenizer_path)?;
-        if tokenizer.max_id() as usize >= bert.cfg.vocab {
-            return Err(EmbedError::config(
-                &tokenizer_path,
-                format!(
-                    "token id {} is outside the model's vocabulary of {}: tokenizer.json and model.onnx do not belong together",
-                    tokenizer.max_id(),
-                    bert.cfg.vocab
-                ),
-            ));
-        }
-        let mut bert = bert;
+        let m = crate::onnx_bert::load(dir, KNOWN_SHA256, "bert.", "the reranker", read_head)?;
+        let (mut bert, head, tokenizer, digest) = (m.bert, m.extra, m.tokenizer, m.digest);
         bert.quantize();
         Ok(Reranker {
             tokenizer,

@@ -214,34 +214,15 @@ impl Encoder {
     /// (`model.onnx`, a BERT of 12 layers, hidden 384, no head) and its tokenizer.json; pooled
     /// by its `[CLS]` state, queries preceded by [`BGE_QUERY_INSTRUCTION`].
     fn load_onnx(dir: &Path) -> Result<Encoder, EmbedError> {
-        let path = dir.join(cross::FILE);
-        let bytes = read_file(&path)?;
-        let digest: String = Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let m = onnx_bert::load(
+            dir,
+            BGE_SHA256,
+            "",
+            "the bge-small-en-v1.5 model",
+            |_, _| Ok(()),
+        )?;
+        let (bert, tokenizer, digest) = (m.bert, m.tokenizer, m.digest);
         let known = digest == BGE_SHA256;
-        let heads = if known {
-            12
-        } else {
-            onnx_bert::heads_from_config(dir, cross::FILE, "the bge-small-en-v1.5 model")?
-        };
-        let graph = onnx::Graph::parse(&bytes, &path, "the bge-small-en-v1.5 model")?;
-        let bert = onnx_bert::read_bert(&graph, "", heads, &path)?;
-        drop(graph);
-        drop(bytes);
-        let tokenizer_path = dir.join("tokenizer.json");
-        let tokenizer = Tokenizer::load(&tokenizer_path)?;
-        if tokenizer.max_id() as usize >= bert.cfg.vocab {
-            return Err(EmbedError::config(
-                &tokenizer_path,
-                format!(
-                    "token id {} is outside the model's vocabulary of {}: tokenizer.json and model.onnx do not belong together",
-                    tokenizer.max_id(),
-                    bert.cfg.vocab
-                ),
-            ));
-        }
         // `[CLS] instruction [SEP]` less its two markers.
         let prefix_tokens = tokenizer
             .encode(BGE_QUERY_INSTRUCTION, usize::MAX)

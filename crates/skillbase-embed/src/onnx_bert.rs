@@ -11,8 +11,71 @@
 use crate::error::EmbedError;
 use crate::model::{Bert, Config, Layer, Linear, WordTable};
 use crate::onnx::Graph;
+use crate::tokenizer::Tokenizer;
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::Path;
+
+/// The model file's name in its folder.
+pub(crate) const FILE: &str = "model.onnx";
+
+/// A model read from a folder holding [`FILE`] and tokenizer.json (and, for a file other than
+/// the one this version knows, a config.json giving its heads).
+pub(crate) struct Loaded<T> {
+    /// The encoder (its matrices expanded to f32; [`Bert::quantize`] makes the fast form).
+    pub bert: Bert,
+    /// What `extra` read from the graph beside the encoder (a head).
+    pub extra: T,
+    pub tokenizer: Tokenizer,
+    /// The model file's SHA-256, lower-case hex.
+    pub digest: String,
+}
+
+/// Reads `dir`'s model (tensors named `{prefix}…`; `what`, as "the reranker", names it in
+/// messages): 12 heads when the file's SHA-256 is `known`, else config.json's; `extra` reads
+/// whatever else the caller needs from the graph, given the hidden size.
+pub(crate) fn load<T>(
+    dir: &Path,
+    known: &str,
+    prefix: &str,
+    what: &str,
+    extra: impl FnOnce(&Graph<'_>, usize) -> Result<T, EmbedError>,
+) -> Result<Loaded<T>, EmbedError> {
+    let path = dir.join(FILE);
+    let bytes = crate::read_file(&path)?;
+    let digest: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let heads = if digest == known {
+        12
+    } else {
+        heads_from_config(dir, FILE, what)?
+    };
+    let graph = Graph::parse(&bytes, &path, what)?;
+    let bert = read_bert(&graph, prefix, heads, &path)?;
+    let extra = extra(&graph, bert.cfg.hidden)?;
+    drop(graph);
+    drop(bytes);
+    let tokenizer_path = dir.join("tokenizer.json");
+    let tokenizer = Tokenizer::load(&tokenizer_path)?;
+    if tokenizer.max_id() as usize >= bert.cfg.vocab {
+        return Err(EmbedError::config(
+            &tokenizer_path,
+            format!(
+                "token id {} is outside the model's vocabulary of {}: tokenizer.json and model.onnx do not belong together",
+                tokenizer.max_id(),
+                bert.cfg.vocab
+            ),
+        ));
+    }
+    Ok(Loaded {
+        bert,
+        extra,
+        tokenizer,
+        digest,
+    })
+}
 
 /// `[in, out]` (ONNX's `MatMul` weight) to `[out, in]`.
 pub(crate) fn transpose(w: &[f32], rows_in: usize, cols_out: usize) -> Vec<f32> {
@@ -27,7 +90,7 @@ pub(crate) fn transpose(w: &[f32], rows_in: usize, cols_out: usize) -> Vec<f32> 
 
 /// `num_attention_heads` from `dir`'s config.json (needed for a model file this version does
 /// not know); `what` names the model in the error ("the reranker").
-pub(crate) fn heads_from_config(dir: &Path, file: &str, what: &str) -> Result<usize, EmbedError> {
+fn heads_from_config(dir: &Path, file: &str, what: &str) -> Result<usize, EmbedError> {
     let path = dir.join("config.json");
     let bytes = crate::read_file(&path).map_err(|_| {
         EmbedError::config(
@@ -51,12 +114,7 @@ pub(crate) fn heads_from_config(dir: &Path, file: &str, what: &str) -> Result<us
 
 /// The encoder of graph `g` whose tensors are named `{prefix}embeddings.…` and
 /// `{prefix}encoder.layer.N.…`, with `heads` attention heads.
-pub(crate) fn read_bert(
-    g: &Graph<'_>,
-    prefix: &str,
-    heads: usize,
-    path: &Path,
-) -> Result<Bert, EmbedError> {
+fn read_bert(g: &Graph<'_>, prefix: &str, heads: usize, path: &Path) -> Result<Bert, EmbedError> {
     let what = g.model();
     let bad = |why: String| {
         EmbedError::config(

@@ -1142,23 +1142,22 @@ pub fn default_model_dir() -> std::path::PathBuf {
 /// looks for it unless `multilingual_dir` is given: `multilingual-e5-small` beside the English
 /// model's folder.
 pub fn default_multilingual_dir() -> std::path::PathBuf {
-    let english = default_model_dir();
-    english
+    beside_english(skillbase_embed::package::E5.model)
+}
+
+/// `model`'s folder beside the English model's.
+fn beside_english(model: &str) -> std::path::PathBuf {
+    default_model_dir()
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default()
-        .join(skillbase_embed::package::E5.model)
+        .join(model)
 }
 
 /// Where `skillbase model pull` puts bge-small-en-v1.5, and where `models = [.., "bge-small-en-v1.5"]`
 /// looks for it unless `bge_dir` is given: beside the English model's folder.
 pub fn default_bge_dir() -> std::path::PathBuf {
-    let english = default_model_dir();
-    english
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default()
-        .join(skillbase_embed::package::BGE.model)
+    beside_english(skillbase_embed::package::BGE.model)
 }
 
 /// The in-process sentence encoders (`skillbase_embed::Encoder`), run on tokio's blocking

@@ -811,6 +811,23 @@ async fn the_local_encoder_reads_a_later_section() {
     );
 }
 
+/// Each message's first ranked skill is the one paired with it (a session per message).
+async fn first_choices(e: &Engine, agent: &skillbase_store::AgentName, cases: &[(&str, &str)]) {
+    for (k, (message, want)) in cases.iter().enumerate() {
+        let t = e
+            .turn(agent, &format!("s{k}"), message, &TurnOptions::default())
+            .await
+            .unwrap();
+        let c = &t.report.catalog;
+        assert!(c.ranked, "{c:?}");
+        assert_eq!(
+            c.shown.first().map(|r| r.name.as_str()),
+            Some(*want),
+            "{message}: {c:?}"
+        );
+    }
+}
+
 /// Both local encoders (`SKILLBASE_TEST_MODEL_DIR` and `SKILLBASE_TEST_E5_DIR`, as `.ci/run` sets
 /// after `skillbase model pull`): a skill's vector holds both models' vectors, an English
 /// message is read by the English model, a message in another language by the multilingual one,
@@ -843,35 +860,25 @@ async fn the_pair_reads_each_message_with_the_model_of_its_language() {
         id.contains("all-MiniLM-L6-v2@") && id.contains("+multilingual-e5-small@"),
         "{id}"
     );
-    for (session, message, want) in [
-        (
-            "s1",
-            "my password stopped working and i can't get into my account",
-            "reset-password",
-        ),
-        (
-            "s2",
-            "olvidé mi contraseña y ya no puedo entrar a mi cuenta",
-            "reset-password",
-        ),
-        (
-            "s3",
-            "je voudrais être remboursé pour ma commande",
-            "refund-order",
-        ),
-    ] {
-        let t = e
-            .turn(&agent, session, message, &TurnOptions::default())
-            .await
-            .unwrap();
-        let c = &t.report.catalog;
-        assert!(c.ranked, "{c:?}");
-        assert_eq!(
-            c.shown.first().map(|r| r.name.as_str()),
-            Some(want),
-            "{message}: {c:?}"
-        );
-    }
+    first_choices(
+        &e,
+        &agent,
+        &[
+            (
+                "my password stopped working and i can't get into my account",
+                "reset-password",
+            ),
+            (
+                "olvidé mi contraseña y ya no puedo entrar a mi cuenta",
+                "reset-password",
+            ),
+            (
+                "je voudrais être remboursé pour ma commande",
+                "refund-order",
+            ),
+        ],
+    )
+    .await;
     // Stored: one vector per skill, the two models' side by side.
     assert_eq!(
         e.store().vector_count(&id).await.unwrap(),
@@ -968,34 +975,25 @@ async fn bge_reads_english_messages_beside_minilm() {
             assert_eq!(used, *want, "message {k}, part {p}");
         }
     }
-    for (session, message, want) in [
-        (
-            "s1",
-            "my password stopped working and i can't get into my account",
-            "reset-password",
-        ),
-        (
-            "s2",
-            "olvidé mi contraseña y ya no puedo entrar a mi cuenta",
-            "reset-password",
-        ),
-        (
-            "s3",
-            "the customer wants their money back for the order",
-            "refund-order",
-        ),
-    ] {
-        let t = e
-            .turn(&agent, session, message, &TurnOptions::default())
-            .await
-            .unwrap();
-        let c = &t.report.catalog;
-        assert_eq!(
-            c.shown.first().map(|r| r.name.as_str()),
-            Some(want),
-            "{message}: {c:?}"
-        );
-    }
+    first_choices(
+        &e,
+        &agent,
+        &[
+            (
+                "my password stopped working and i can't get into my account",
+                "reset-password",
+            ),
+            (
+                "olvidé mi contraseña y ya no puedo entrar a mi cuenta",
+                "reset-password",
+            ),
+            (
+                "the customer wants their money back for the order",
+                "refund-order",
+            ),
+        ],
+    )
+    .await;
     e.close().await;
 
     // Listed but not there: the semantic stage does not start, and says how to get it.
