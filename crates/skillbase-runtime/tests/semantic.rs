@@ -811,6 +811,20 @@ async fn the_local_encoder_reads_a_later_section() {
     );
 }
 
+/// The stages line of a turn of `message` in `session`.
+async fn stages_of(
+    e: &Engine,
+    agent: &skillbase_store::AgentName,
+    session: &str,
+    message: &str,
+) -> String {
+    let t = e
+        .turn(agent, session, message, &TurnOptions::default())
+        .await
+        .unwrap();
+    t.report.catalog.stages.unwrap_or_default()
+}
+
 /// Each message's first ranked skill is the one paired with it (a session per message).
 async fn first_choices(e: &Engine, agent: &skillbase_store::AgentName, cases: &[(&str, &str)]) {
     for (k, (message, want)) in cases.iter().enumerate() {
@@ -894,16 +908,7 @@ async fn the_pair_reads_each_message_with_the_model_of_its_language() {
         .await
         .unwrap();
     e.warm_semantic(&agent).await.unwrap().unwrap();
-    let t = e
-        .turn(
-            &agent,
-            "s4",
-            "refund my order please",
-            &TurnOptions::default(),
-        )
-        .await
-        .unwrap();
-    let stages = t.report.catalog.stages.clone().unwrap_or_default();
+    let stages = stages_of(&e, &agent, "s4", "refund my order please").await;
     assert!(
         stages.starts_with("lexical+semantic")
             && stages.contains("without multilingual-e5-small")
@@ -1003,16 +1008,7 @@ async fn bge_reads_english_messages_beside_minilm() {
         .build()
         .await
         .unwrap();
-    let t = e
-        .turn(
-            &agent,
-            "s4",
-            "refund my order please",
-            &TurnOptions::default(),
-        )
-        .await
-        .unwrap();
-    let stages = t.report.catalog.stages.clone().unwrap_or_default();
+    let stages = stages_of(&e, &agent, "s4", "refund my order please").await;
     assert!(
         stages.contains("bge-small-en-v1.5") && stages.contains("skillbase model pull"),
         "{stages}"
