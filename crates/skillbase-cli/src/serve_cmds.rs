@@ -44,6 +44,11 @@ pub struct ServeArgs {
     /// Seconds a request may take before its response starts.
     #[arg(long, default_value_t = 60)]
     pub request_timeout: u64,
+    /// A folder of distractor skills (a public pool such as SkillRouter's) that REST's scale
+    /// sweeps grow an agent's library with (`POST /v1/agents/NAME/eval/sweeps`, as `skillbase
+    /// eval --sweep DIR`). Without it, sweeps are refused.
+    #[arg(long, value_name = "DIR")]
+    pub sweep_pool: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -269,6 +274,7 @@ fn server_options(
         },
         rmcp_only: false,
         retention: None,
+        sweep_pool: a.sweep_pool.clone(),
     };
     // The `[retention]` policy, applied by the server at start and every interval.
     if let Some(path) = s.config.as_ref().filter(|p| p.exists()) {

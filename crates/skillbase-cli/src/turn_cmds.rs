@@ -428,18 +428,14 @@ async fn agent_engine(
     Ok((store, engine))
 }
 
-/// The sizes `--sweep` measures: those given, else 0, 100, 1,000 and 10,000 below the pool's
-/// size, and the whole pool.
+/// The sizes `--sweep` measures: those given, else
+/// [`skillbase_insight::sweep::default_sizes`].
 fn sweep_sizes(given: &[usize], pool: usize) -> Vec<usize> {
-    if !given.is_empty() {
-        return given.to_vec();
+    if given.is_empty() {
+        skillbase_insight::sweep::default_sizes(pool)
+    } else {
+        given.to_vec()
     }
-    let mut v: Vec<usize> = [0, 100, 1_000, 10_000]
-        .into_iter()
-        .filter(|&k| k < pool)
-        .collect();
-    v.push(pool);
-    v
 }
 
 /// The cases (or graded tasks) `eval` reads, parsed.

@@ -321,6 +321,16 @@ impl Progress {
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
     }
+
+    /// Count one more unit done (a sweep counts its sizes here).
+    pub fn advance(&self) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether [`Progress::stop`] was called.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
 }
 
 /// [`evaluate_with`], counting each case in `progress` as it is done; `None` when
@@ -341,7 +351,7 @@ pub fn evaluate_observed(
     let mut unknown: Vec<String> = Vec::new();
     let mut outcomes = Vec::with_capacity(cases.len());
     for (n, case) in cases.iter().enumerate() {
-        if progress.stop.load(Ordering::Relaxed) {
+        if progress.stopped() {
             return None;
         }
         let o = run_case(view, n + 1, case, opts, vectors.and_then(|v| v.query(n)));
@@ -372,7 +382,7 @@ pub fn evaluate_observed(
             *stray.entry((skill.clone(), phrase.clone())).or_default() += 1;
         }
         outcomes.push(o);
-        progress.done.fetch_add(1, Ordering::Relaxed);
+        progress.advance();
     }
     let mut confused: Vec<Confusion> = confused
         .into_iter()

@@ -5,7 +5,9 @@
 //! asked for. The agent's skills and the distractors are written into a scratch engine (its
 //! own store, never the caller's), the distractors in growing prefixes, so each size holds the
 //! smaller ones and the semantic stage's vectors (kept per revision digest) are computed once.
-//! Each point is measured exactly as [`crate::eval`] measures: the real turn path and ranking.
+//! Each point is measured exactly as [`crate::eval`] measures: the real turn path and ranking,
+//! run off the async workers (a server's sweep leaves them to its requests). Dropping the
+//! sweep's future stops it at its next step (a batch of vectors, a size's evaluation).
 //!
 //! In the scratch store the agent sees every skill (its allowlist widened to `all`, its other
 //! settings kept): a distractor it could not see would measure nothing.
@@ -16,6 +18,7 @@ use skillbase_format::{Bundle, Digest};
 use skillbase_runtime::{Engine, TurnOptions};
 use skillbase_store::{AgentName, Author, NameSet, Scope, Store};
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Most sizes one sweep measures.
@@ -93,6 +96,7 @@ pub async fn sweep(
     // pool's folders happen to be named or listed, and are the same on every machine.
     distractors.sort_by_cached_key(|(name, _)| Digest::of(name.as_bytes()).0);
     let sizes = checked_sizes(&input.sizes, distractors.len())?;
+    let cases: Arc<[EvalCase]> = input.cases.into();
     let mut added = 0;
     let mut points = Vec::with_capacity(sizes.len());
     for size in sizes {
@@ -115,13 +119,18 @@ pub async fn sweep(
             .scratch
             .view(input.agent)
             .map_err(|e| engine_err(&e))?;
-        let messages: Vec<&str> = input.cases.iter().map(|c| c.message.as_str()).collect();
+        let messages: Vec<&str> = cases.iter().map(|c| c.message.as_str()).collect();
         let vectors = input
             .scratch
             .query_vectors(&view, &messages)
             .await
             .map_err(|e| engine_err(&e))?;
-        let report = evaluate_with(&view, input.cases, input.opts, vectors.as_ref());
+        let (cases, opts) = (cases.clone(), input.opts.clone());
+        let report = tokio::task::spawn_blocking(move || {
+            evaluate_with(&view, &cases, &opts, vectors.as_ref())
+        })
+        .await
+        .map_err(|e| engine_err(&e))?;
         let point = SweepPoint {
             distractors: added,
             skills: report.skills,
@@ -134,6 +143,17 @@ pub async fn sweep(
         points.push(point);
     }
     Ok(points)
+}
+
+/// The sizes a sweep measures when none are given: 0, 100, 1,000 and 10,000 below the pool's
+/// size, and the whole pool.
+pub fn default_sizes(pool: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = [0, 100, 1_000, 10_000]
+        .into_iter()
+        .filter(|&k| k < pool)
+        .collect();
+    v.push(pool);
+    v
 }
 
 /// The sizes in increasing order, without repeats; a size beyond the usable distractors is

@@ -285,6 +285,16 @@ impl Semantic {
         }
     }
 
+    /// A stage over the same models (the embedder and the reranker shared, nothing loaded
+    /// again) with the same weight and sections, and memory of its own: for a scratch engine
+    /// (an evaluation's scale sweep) whose skills must not fill this stage's vectors or wait on
+    /// its fills.
+    pub fn sibling(&self) -> Semantic {
+        Semantic::new(self.embedder.clone(), self.weight)
+            .with_sections(self.sections)
+            .with_rerank(self.rerank.clone())
+    }
+
     /// The stage with a reranker over its first candidates (`Err(why)`: configured, not there).
     pub fn with_rerank(
         mut self,

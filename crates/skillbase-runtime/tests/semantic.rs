@@ -330,6 +330,67 @@ async fn a_paraphrase_is_ranked_by_meaning_and_vectors_are_kept() {
     e.close().await;
 }
 
+/// A sibling of the stage (what a REST scale sweep's scratch engine ranks with) shares the
+/// embedder and its key, not the memory: its skills are embedded for it once, kept across
+/// scratch stores, and the first engine's stored vectors do not change.
+#[tokio::test]
+async fn a_sibling_stage_shares_the_models_not_the_memory() {
+    let s = stand_in().await;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_store(&db_path(dir.path())).await;
+        put_all(&store).await;
+    }
+    let e = engine(dir.path(), &s.url).await;
+    let agent: skillbase_store::AgentName = "support".parse().unwrap();
+    e.turn(&agent, "s0", "hello", &TurnOptions::default())
+        .await
+        .unwrap();
+    wait_warm(&e).await;
+    let stage = e.semantic().unwrap();
+    let model = stage.model_id();
+    let (embedded, stored) = (
+        document_requests(&s),
+        e.store().vector_count(&model).await.unwrap(),
+    );
+    assert_eq!(embedded, SKILLS.len());
+    let sibling = Arc::new(stage.sibling());
+    assert_eq!(
+        (sibling.model_id(), sibling.weight()),
+        (model.clone(), stage.weight())
+    );
+    let message = "I would like my money back, it was never repaid";
+    for round in 0..2 {
+        let scratch_dir = tempfile::tempdir().unwrap();
+        let store = open_store(&db_path(scratch_dir.path())).await;
+        put_all(&store).await;
+        let scratch = Engine::builder()
+            .store(Arc::new(store))
+            .config_toml("[agents.support]\nskills = \"all\"\ncatalog_budget = 120\n")
+            .semantic(sibling.clone())
+            .build()
+            .await
+            .unwrap();
+        let view = scratch.view(&agent).unwrap();
+        let vectors = scratch.query_vectors(&view, &[message]).await.unwrap();
+        assert!(
+            vectors.is_some(),
+            "round {round}: the sibling ranks semantically"
+        );
+        let t = scratch
+            .turn(&agent, "s1", message, &TurnOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(t.report.catalog.shown[0].name.as_str(), "refund-order");
+        // Embedded once for the sibling (the first scratch store), then read from its memory.
+        assert_eq!(document_requests(&s), 2 * SKILLS.len(), "round {round}");
+        scratch.close().await;
+    }
+    assert_eq!(e.store().vector_count(&model).await.unwrap(), stored);
+    assert_eq!(s.unauthorized.load(SeqCst), 0);
+    e.close().await;
+}
+
 #[tokio::test]
 async fn a_long_message_is_read_as_passages_and_its_request_decides() {
     let s = stand_in().await;

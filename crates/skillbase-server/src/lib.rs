@@ -16,6 +16,7 @@ pub mod auth;
 pub mod dreaming;
 pub mod error;
 mod guard;
+mod jobs;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;
@@ -24,6 +25,7 @@ pub mod retention;
 pub mod skills_ext;
 pub mod state;
 pub mod studio;
+mod sweeps;
 
 pub use auth::{Principal, generate_token, hash_token};
 pub use error::{ApiError, Problem};

@@ -59,6 +59,9 @@ pub struct ServerOptions {
     /// The retention policy (`[retention]` of `skillbase.toml`) the server applies at start and
     /// then every `interval`; none keeps everything.
     pub retention: Option<skillbase_store::retention::RetentionPolicy>,
+    /// `--sweep-pool DIR`: the folder of distractor skills REST's scale sweeps grow an agent's
+    /// library with (`POST /v1/agents/{name}/eval/sweeps`); none refuses sweeps.
+    pub sweep_pool: Option<std::path::PathBuf>,
 }
 
 /// The state every handler receives (as `Arc<AppState>`): one store served to many agents.
@@ -85,6 +88,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// The upstream MCP servers' connections (kept here: they stop when the last holder goes).
     pub gateway: Arc<skillbase_runtime::Gateway>,
+    /// REST's scale sweeps: the running and recent ones, and their semantic stage.
+    pub(crate) sweeps: crate::sweeps::Sweeps,
 }
 
 impl AppState {
@@ -105,6 +110,7 @@ impl AppState {
             vault,
             options,
             gateway: engine.gateway().clone(),
+            sweeps: crate::sweeps::Sweeps::default(),
         }))
     }
 }

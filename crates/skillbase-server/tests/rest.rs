@@ -26,6 +26,7 @@ mod openapi;
 mod routes;
 mod sessions;
 mod skills;
+mod sweeps;
 mod tools;
 mod usage;
 

@@ -15,6 +15,7 @@ mod openapi;
 mod scans;
 mod sessions;
 mod skills;
+mod sweeps;
 mod tokens;
 mod tools;
 mod usage;
@@ -111,6 +112,21 @@ fn agent_routes() -> Vec<Route> {
         (Method::GET, "/agents/{name}", get(agents::show)),
         (Method::PUT, "/agents/{name}", put(agents::put)),
         (Method::POST, "/agents/{name}/eval", post(agents::eval)),
+        (
+            Method::POST,
+            "/agents/{name}/eval/sweeps",
+            post(sweeps::start),
+        ),
+        (
+            Method::GET,
+            "/agents/{name}/eval/sweeps/{id}",
+            get(sweeps::show),
+        ),
+        (
+            Method::DELETE,
+            "/agents/{name}/eval/sweeps/{id}",
+            delete(sweeps::stop),
+        ),
         (Method::POST, "/agents/{name}/dream", post(agents::dream)),
         (
             Method::GET,
@@ -292,6 +308,7 @@ async fn method_not_allowed(req: Request) -> ApiError {
         skills::revert, skills::retire, skills::restore, skills::disable, skills::enable,
         skills::export, skills::runs, skills::approve, skills::import, skills::approvals,
         agents::list, agents::create, agents::show, agents::put, agents::eval, agents::dream,
+        sweeps::start, sweeps::show, sweeps::stop,
         a2a::card, a2a::well_known,
         doctor::report,
         usage::skill, usage::library,

@@ -13,12 +13,11 @@
 //!   session's SSE stream), skills (the record, files, history, diffs between any two
 //!   revisions, revert, retire/restore, disable/enable, runs) and agents (their configuration
 //!   and doctor findings, "try a turn", and evaluations run as background jobs whose pages show
-//!   their progress: see `jobs`), approvals, and library health (never-used, failing and
+//!   their progress: see `crate::jobs`), approvals, and library health (never-used, failing and
 //!   overlapping skills, with what to do about each; a skill's page shows its usage). No logic lives here: every action is a store or runtime
 //!   operation.
 
 mod html;
-mod jobs;
 mod markdown;
 mod pages;
 
@@ -71,7 +70,10 @@ pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/approvals", get(pages::approvals))
         .route("/health", get(pages::health))
         .fallback(|| async { fail(StatusCode::NOT_FOUND, "no such page") })
-        .layer(Extension(Arc::new(jobs::Jobs::default())))
+        .layer(Extension(Arc::new(pages::EvalJobs::new(
+            pages::MAX_PER_AGENT,
+            pages::MAX_RUNNING,
+        ))))
         .layer(middleware::from_fn_with_state(state, gate))
 }
 

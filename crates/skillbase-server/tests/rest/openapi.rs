@@ -104,6 +104,8 @@ fn links_lead_from_what_is_created_to_what_uses_it() {
         "skills_show",
         "skills_revert",
         "agents_eval",
+        "agents_sweep_show",
+        "agents_sweep_stop",
         "tokens_revoke",
         "vault_remove",
     ] {
@@ -924,6 +926,8 @@ fn bounds_and_enums_are_the_servers() {
         ("TurnBody", "context_budget"),
         ("EvalRequest", "catalog_budget"),
         ("EvalRequest", "context_budget"),
+        ("SweepRequest", "catalog_budget"),
+        ("SweepRequest", "context_budget"),
         ("Policies", "max_result_tokens"),
     ] {
         // An evaluation's two forms each have the field.

@@ -3,11 +3,11 @@
 
 use super::access::agent_of;
 use super::common::{admin_form, ok, store_error, who};
+use super::eval::EvalJobs;
 use super::eval::recent_evaluations;
 use crate::auth::Principal;
 use crate::state::AppState;
 use crate::studio::html::{esc, url};
-use crate::studio::jobs::Jobs;
 use crate::studio::{SignedIn, csrf, fail, redirect};
 use axum::Form;
 use axum::extract::{Extension, Path, State};
@@ -64,7 +64,7 @@ pub(crate) async fn agents(
 
 pub(crate) async fn agent(
     State(st): State<Arc<AppState>>,
-    Extension(jobs): Extension<Arc<Jobs>>,
+    Extension(jobs): Extension<Arc<EvalJobs>>,
     Extension(p): Extension<Principal>,
     Extension(signed): Extension<SignedIn>,
     Path(name): Path<String>,

@@ -1,12 +1,12 @@
-//! Evaluations: the form's cases started as a background job (see `studio::jobs`), the job's
+//! Evaluations: the form's cases started as a background job (see `crate::jobs`), the job's
 //! page with its progress and then its tables, and the status the page polls.
 
 use super::access::agent_of;
 use super::common::{ok, stale, store_error};
 use crate::auth::Principal;
+use crate::jobs;
 use crate::state::AppState;
 use crate::studio::html::{esc, url};
-use crate::studio::jobs::{self, Jobs};
 use crate::studio::{SignedIn, fail, redirect};
 use axum::Form;
 use axum::extract::{Extension, Path, State};
@@ -17,6 +17,13 @@ use skillbase_store::AgentName;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The studio's evaluations.
+pub(crate) type EvalJobs = jobs::Jobs<skillbase_insight::eval::EvalReport>;
+/// Evaluations running at once for one agent.
+pub(crate) const MAX_PER_AGENT: usize = 2;
+/// Evaluations running at once in the whole server.
+pub(crate) const MAX_RUNNING: usize = 4;
 
 #[derive(Deserialize)]
 pub(crate) struct EvalForm {
@@ -37,7 +44,12 @@ fn job_url(agent: &str, id: &str) -> String {
 }
 
 /// The agent page's list of the evaluations the signed-in token started for the agent.
-pub(super) fn recent_evaluations(b: &mut String, jobs: &Jobs, agent: &AgentName, p: &Principal) {
+pub(super) fn recent_evaluations(
+    b: &mut String,
+    jobs: &EvalJobs,
+    agent: &AgentName,
+    p: &Principal,
+) {
     let mine = jobs.of(agent, owner(p), Instant::now());
     if !mine.is_empty() {
         b.push_str("<h3>Your recent evaluations</h3><ul id=\"eval-jobs\">");
@@ -61,7 +73,7 @@ pub(super) fn recent_evaluations(b: &mut String, jobs: &Jobs, agent: &AgentName,
 /// page, which shows its progress and then its tables.
 pub(crate) async fn agent_eval(
     State(st): State<Arc<AppState>>,
-    Extension(jobs): Extension<Arc<Jobs>>,
+    Extension(jobs): Extension<Arc<EvalJobs>>,
     Extension(p): Extension<Principal>,
     Extension(signed): Extension<SignedIn>,
     Path(name): Path<String>,
@@ -90,20 +102,17 @@ pub(crate) async fn agent_eval(
         Ok(v) => v,
         Err(e) => return store_error(e),
     };
-    let job = match jobs.start(&a.name, owner(&p), cases.len(), Instant::now()) {
+    let job = match jobs.start(&a.name, owner(&p), cases.len(), (), Instant::now()) {
         Ok(j) => j,
         Err(why) => {
             let message = match why {
                 jobs::Refused::Agent => format!(
                     "not started: {} evaluations of {} are running already (at most {} at a time); wait for one to finish",
-                    jobs::MAX_PER_AGENT,
-                    a.name,
-                    jobs::MAX_PER_AGENT
+                    MAX_PER_AGENT, a.name, MAX_PER_AGENT
                 ),
                 jobs::Refused::Total => format!(
                     "not started: the studio is running {} evaluations already (at most {} at a time); wait for one to finish",
-                    jobs::MAX_RUNNING,
-                    jobs::MAX_RUNNING
+                    MAX_RUNNING, MAX_RUNNING
                 ),
             };
             return fail(StatusCode::TOO_MANY_REQUESTS, &message);
@@ -117,7 +126,7 @@ pub(crate) async fn agent_eval(
 /// Run a job's evaluation to its end (or until the server shuts down) and keep its outcome.
 async fn run_job(
     st: Arc<AppState>,
-    job: Arc<jobs::Job>,
+    job: Arc<jobs::Job<skillbase_insight::eval::EvalReport>>,
     view: Arc<skillbase_runtime::AgentView>,
     cases: Vec<skillbase_insight::eval::EvalCase>,
 ) {
@@ -157,11 +166,14 @@ async fn run_job(
 /// forgotten one and a malformed id are all [`no_such_job`].
 fn job_of(
     st: &AppState,
-    jobs: &Jobs,
+    jobs: &EvalJobs,
     p: &Principal,
     name: &str,
     id: &str,
-) -> Option<(Arc<skillbase_store::Agent>, Arc<jobs::Job>)> {
+) -> Option<(
+    Arc<skillbase_store::Agent>,
+    Arc<jobs::Job<skillbase_insight::eval::EvalReport>>,
+)> {
     let a = agent_of(st, p, name)?;
     let job = jobs.get(id, &a.name, owner(p), Instant::now())?;
     Some((a, job))
@@ -183,7 +195,7 @@ if(s.state==='preparing'||s.state==='running'){setTimeout(tick,500);}else{locati
 /// A job's page: its progress while it runs, then the evaluation's tables.
 pub(crate) async fn agent_eval_job(
     State(st): State<Arc<AppState>>,
-    Extension(jobs): Extension<Arc<Jobs>>,
+    Extension(jobs): Extension<Arc<EvalJobs>>,
     Extension(p): Extension<Principal>,
     Path((name, id)): Path<(String, String)>,
 ) -> Response {
@@ -248,7 +260,7 @@ pub(crate) async fn agent_eval_job(
 /// A job's progress as JSON, for its page's script: `{"state", "done", "total"}`.
 pub(crate) async fn agent_eval_status(
     State(st): State<Arc<AppState>>,
-    Extension(jobs): Extension<Arc<Jobs>>,
+    Extension(jobs): Extension<Arc<EvalJobs>>,
     Extension(p): Extension<Principal>,
     Path((name, id)): Path<(String, String)>,
 ) -> Response {

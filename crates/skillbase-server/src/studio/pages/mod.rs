@@ -28,7 +28,9 @@ mod usage;
 pub(super) use actions::skill_action;
 pub(super) use agents::{agent, agent_config, agents};
 pub(super) use approvals::approvals;
-pub(super) use eval::{agent_eval, agent_eval_job, agent_eval_status};
+pub(super) use eval::{
+    EvalJobs, MAX_PER_AGENT, MAX_RUNNING, agent_eval, agent_eval_job, agent_eval_status,
+};
 pub(super) use health::health;
 pub(super) use login::{login, login_form, logout, logout_form};
 pub(super) use session::{session, session_events};

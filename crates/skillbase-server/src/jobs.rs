@@ -1,24 +1,19 @@
-//! The studio's evaluations, run as background jobs so a long one shows its progress.
+//! Background jobs of the server: the studio's evaluations and REST's scale sweeps, each run
+//! off the request that started it so a long one shows its progress.
 //!
-//! A job is started by the agent page's "Evaluate" form and runs `eval::evaluate_observed` off
-//! the async workers; its page (and the small JSON status route the page polls) read the cases
-//! done from the evaluation's own [`Progress`]. A job is known by an unguessable id (128 random
-//! bits) and only to the token that started it, for the agent it evaluates: anyone else is told
-//! it does not exist. At most [`MAX_PER_AGENT`] jobs run per agent and [`MAX_RUNNING`] in all (a
-//! start beyond that is refused, nothing started); a finished job is kept [`KEEP_FINISHED`] (at
-//! most [`MAX_KEPT`] of them, the oldest forgotten first). Jobs live in this process's memory
-//! only: a restart forgets them, and a server shutting down stops the running ones.
+//! A job is known by an unguessable id (128 random bits) and only to the token that started it,
+//! for the agent it is about: anyone else is told it does not exist. A registry bounds the jobs
+//! running per agent and in all (a start beyond that is refused, nothing started); a finished
+//! job is kept [`KEEP_FINISHED`] (at most [`MAX_KEPT`] of them, the oldest forgotten first).
+//! Jobs live in this process's memory only: a restart forgets them, and a server shutting down
+//! stops the running ones.
 
-use skillbase_insight::eval::{EvalReport, Progress};
+use skillbase_insight::eval::Progress;
 use skillbase_store::AgentName;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Evaluations running at once for one agent.
-pub(crate) const MAX_PER_AGENT: usize = 2;
-/// Evaluations running at once in the whole server.
-pub(crate) const MAX_RUNNING: usize = 4;
 /// How long a finished job's result stays readable.
 pub(crate) const KEEP_FINISHED: Duration = Duration::from_secs(10 * 60);
 /// Finished jobs kept at most (the oldest forgotten first).
@@ -28,22 +23,33 @@ pub(crate) const MAX_KEPT: usize = 64;
 /// admin).
 pub(crate) type Owner = Option<i64>;
 
-/// Where a job is.
-#[derive(Clone)]
-pub(crate) enum State {
-    /// Computing the messages' vectors (the semantic stage), before the first case.
+/// Where a job is; `R` is what a finished one answers.
+pub(crate) enum State<R> {
+    /// Getting ready (an evaluation computes its messages' vectors) before the first unit.
     Preparing,
-    /// Running the cases.
+    /// Running its units (cases, sizes).
     Running,
-    /// Finished: the report (its per-case outcomes dropped; the page shows the tables).
-    Done(Arc<EvalReport>),
+    /// Finished: its result.
+    Done(Arc<R>),
     /// The evaluation could not run.
     Failed(String),
     /// Stopped before its end (the server is shutting down).
     Stopped,
 }
 
-impl State {
+impl<R> Clone for State<R> {
+    fn clone(&self) -> Self {
+        match self {
+            State::Preparing => State::Preparing,
+            State::Running => State::Running,
+            State::Done(r) => State::Done(r.clone()),
+            State::Failed(why) => State::Failed(why.clone()),
+            State::Stopped => State::Stopped,
+        }
+    }
+}
+
+impl<R> State<R> {
     /// The word the status route answers.
     pub(crate) fn as_str(&self) -> &'static str {
         match self {
@@ -60,32 +66,34 @@ impl State {
     }
 }
 
-/// One evaluation.
-pub(crate) struct Job {
+/// One job; `L` is what it shares with the task running it besides its progress.
+pub(crate) struct Job<R, L = ()> {
     /// Its id: 32 lowercase hex digits.
     pub(crate) id: String,
-    /// The agent evaluated.
+    /// The agent it is about.
     pub(crate) agent: AgentName,
     owner: Owner,
-    /// The number of cases.
+    /// The number of units (cases, sizes) it runs.
     pub(crate) total: usize,
-    /// The cases done so far, counted by the evaluation itself; a stop request.
+    /// The units done so far, counted by the task itself; a stop request.
     pub(crate) progress: Arc<Progress>,
     /// When it was started.
     pub(crate) started: Instant,
     /// Where it is, and when it finished.
-    state: Mutex<(State, Option<Instant>)>,
+    state: Mutex<(State<R>, Option<Instant>)>,
+    /// What the job's kind shares with its task.
+    pub(crate) live: L,
 }
 
-impl Job {
+impl<R, L> Job<R, L> {
     /// Where it is now, the cases done, and how long it ran (when finished).
-    pub(crate) fn snapshot(&self) -> (State, usize, Option<Duration>) {
+    pub(crate) fn snapshot(&self) -> (State<R>, usize, Option<Duration>) {
         let (state, finished) = self.state.lock().expect("the job lock").clone();
         let done = self.progress.done().min(self.total);
         (state, done, finished.map(|f| f - self.started))
     }
 
-    /// The evaluation has its vectors and runs its cases.
+    /// The job is ready and runs its units.
     pub(crate) fn set_running(&self) {
         let mut s = self.state.lock().expect("the job lock");
         if matches!(s.0, State::Preparing) {
@@ -93,8 +101,8 @@ impl Job {
         }
     }
 
-    /// The evaluation ended (`state` is a finished one).
-    pub(crate) fn finish(&self, state: State, now: Instant) {
+    /// The job ended (`state` is a finished one).
+    pub(crate) fn finish(&self, state: State<R>, now: Instant) {
         debug_assert!(state.finished());
         *self.state.lock().expect("the job lock") = (state, Some(now));
     }
@@ -107,16 +115,19 @@ impl Job {
 /// Why a job was not started.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refused {
-    /// [`MAX_PER_AGENT`] evaluations of this agent are running.
+    /// As many jobs of this agent as the registry allows are running.
     Agent,
-    /// [`MAX_RUNNING`] evaluations are running.
+    /// As many jobs as the registry allows are running.
     Total,
 }
 
-/// The jobs of one server, by id.
-#[derive(Default)]
-pub(crate) struct Jobs {
-    by_id: Mutex<HashMap<String, Arc<Job>>>,
+/// The jobs of one kind, by id, with how many may run at once.
+pub(crate) struct Jobs<R, L = ()> {
+    by_id: Mutex<HashMap<String, Arc<Job<R, L>>>>,
+    /// Jobs running at once for one agent.
+    pub(crate) per_agent: usize,
+    /// Jobs running at once in all.
+    pub(crate) running: usize,
 }
 
 /// Whether `id` has the form of a job id (32 lowercase hex digits): anything else is looked
@@ -131,24 +142,53 @@ fn new_id() -> String {
     raw.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-impl Jobs {
-    /// Register a new job of `total` cases for `agent`, started by `owner`, unless too many are
+impl<R, L> Jobs<R, L> {
+    /// An empty registry running at most `per_agent` jobs of one agent and `running` in all.
+    pub(crate) fn new(per_agent: usize, running: usize) -> Jobs<R, L> {
+        Jobs {
+            by_id: Mutex::new(HashMap::new()),
+            per_agent,
+            running,
+        }
+    }
+
+    /// Why a job of `agent` would be refused now, if it would.
+    pub(crate) fn refusal(&self, agent: &AgentName, now: Instant) -> Option<Refused> {
+        let mut map = self.by_id.lock().expect("the jobs lock");
+        forget_old(&mut map, now);
+        self.refusal_in(&map, agent)
+    }
+
+    fn refusal_in(
+        &self,
+        map: &HashMap<String, Arc<Job<R, L>>>,
+        agent: &AgentName,
+    ) -> Option<Refused> {
+        let running: Vec<&Arc<Job<R, L>>> =
+            map.values().filter(|j| j.finished_at().is_none()).collect();
+        if running.iter().filter(|j| j.agent == *agent).count() >= self.per_agent {
+            return Some(Refused::Agent);
+        }
+        if running.len() >= self.running {
+            return Some(Refused::Total);
+        }
+        None
+    }
+
+    /// Register a new job of `total` units for `agent`, started by `owner`, unless too many are
     /// running (then nothing is registered).
     pub(crate) fn start(
         &self,
         agent: &AgentName,
         owner: Owner,
         total: usize,
+        live: L,
         now: Instant,
-    ) -> Result<Arc<Job>, Refused> {
+    ) -> Result<Arc<Job<R, L>>, Refused> {
         let mut map = self.by_id.lock().expect("the jobs lock");
-        sweep(&mut map, now);
-        let running: Vec<&Arc<Job>> = map.values().filter(|j| j.finished_at().is_none()).collect();
-        if running.iter().filter(|j| j.agent == *agent).count() >= MAX_PER_AGENT {
-            return Err(Refused::Agent);
-        }
-        if running.len() >= MAX_RUNNING {
-            return Err(Refused::Total);
+        forget_old(&mut map, now);
+        if let Some(why) = self.refusal_in(&map, agent) {
+            return Err(why);
         }
         let mut id = new_id();
         while map.contains_key(&id) {
@@ -162,6 +202,7 @@ impl Jobs {
             progress: Arc::new(Progress::default()),
             started: now,
             state: Mutex::new((State::Preparing, None)),
+            live,
         });
         map.insert(id, job.clone());
         Ok(job)
@@ -175,22 +216,22 @@ impl Jobs {
         agent: &AgentName,
         owner: Owner,
         now: Instant,
-    ) -> Option<Arc<Job>> {
+    ) -> Option<Arc<Job<R, L>>> {
         if !well_formed(id) {
             return None;
         }
         let mut map = self.by_id.lock().expect("the jobs lock");
-        sweep(&mut map, now);
+        forget_old(&mut map, now);
         map.get(id)
             .filter(|j| j.agent == *agent && j.owner == owner)
             .cloned()
     }
 
     /// `owner`'s jobs of `agent`, the newest first.
-    pub(crate) fn of(&self, agent: &AgentName, owner: Owner, now: Instant) -> Vec<Arc<Job>> {
+    pub(crate) fn of(&self, agent: &AgentName, owner: Owner, now: Instant) -> Vec<Arc<Job<R, L>>> {
         let mut map = self.by_id.lock().expect("the jobs lock");
-        sweep(&mut map, now);
-        let mut v: Vec<Arc<Job>> = map
+        forget_old(&mut map, now);
+        let mut v: Vec<Arc<Job<R, L>>> = map
             .values()
             .filter(|j| j.agent == *agent && j.owner == owner)
             .cloned()
@@ -202,7 +243,7 @@ impl Jobs {
 
 /// Forget the jobs finished more than [`KEEP_FINISHED`] ago, then the oldest finished ones
 /// beyond [`MAX_KEPT`]. Running jobs are never forgotten.
-fn sweep(map: &mut HashMap<String, Arc<Job>>, now: Instant) {
+fn forget_old<R, L>(map: &mut HashMap<String, Arc<Job<R, L>>>, now: Instant) {
     map.retain(|_, j| {
         j.finished_at()
             .is_none_or(|f| now.saturating_duration_since(f) < KEEP_FINISHED)
@@ -227,16 +268,25 @@ mod tests {
         AgentName::parse(n).unwrap()
     }
 
-    fn done(j: &Job, at: Instant) {
+    const MAX_PER_AGENT: usize = 2;
+    const MAX_RUNNING: usize = 4;
+
+    type TestJobs = Jobs<(), ()>;
+
+    fn registry() -> TestJobs {
+        Jobs::new(MAX_PER_AGENT, MAX_RUNNING)
+    }
+
+    fn done(j: &Job<(), ()>, at: Instant) {
         j.finish(State::Stopped, at);
     }
 
     #[test]
     fn ids_are_random_and_read_strictly() {
-        let jobs = Jobs::default();
+        let jobs = registry();
         let t = Instant::now();
-        let a = jobs.start(&agent("a"), Some(1), 3, t).unwrap();
-        let b = jobs.start(&agent("b"), Some(1), 3, t).unwrap();
+        let a = jobs.start(&agent("a"), Some(1), 3, (), t).unwrap();
+        let b = jobs.start(&agent("b"), Some(1), 3, (), t).unwrap();
         assert!(well_formed(&a.id) && well_formed(&b.id));
         assert_ne!(a.id, b.id);
         for bad in [
@@ -255,9 +305,9 @@ mod tests {
 
     #[test]
     fn a_job_is_its_owners_and_its_agents_only() {
-        let jobs = Jobs::default();
+        let jobs = registry();
         let t = Instant::now();
-        let j = jobs.start(&agent("a"), Some(1), 3, t).unwrap();
+        let j = jobs.start(&agent("a"), Some(1), 3, (), t).unwrap();
         assert!(jobs.get(&j.id, &agent("a"), Some(1), t).is_some());
         assert!(jobs.get(&j.id, &agent("b"), Some(1), t).is_none());
         assert!(jobs.get(&j.id, &agent("a"), Some(2), t).is_none());
@@ -268,38 +318,39 @@ mod tests {
 
     #[test]
     fn running_jobs_are_bounded_per_agent_and_in_all() {
-        let jobs = Jobs::default();
+        let jobs = registry();
         let t = Instant::now();
-        let mut a: Vec<Arc<Job>> = (0..MAX_PER_AGENT)
-            .map(|_| jobs.start(&agent("a"), Some(1), 1, t).unwrap())
+        let mut a: Vec<Arc<Job<(), ()>>> = (0..MAX_PER_AGENT)
+            .map(|_| jobs.start(&agent("a"), Some(1), 1, (), t).unwrap())
             .collect();
         // Another token changes nothing: the bound is the agent's.
         assert_eq!(
-            jobs.start(&agent("a"), Some(2), 1, t).err(),
+            jobs.start(&agent("a"), Some(2), 1, (), t).err(),
             Some(Refused::Agent)
         );
         let mut n = MAX_PER_AGENT;
         let mut i = 0;
         while n < MAX_RUNNING {
-            jobs.start(&agent(&format!("x{i}")), Some(1), 1, t).unwrap();
+            jobs.start(&agent(&format!("x{i}")), Some(1), 1, (), t)
+                .unwrap();
             i += 1;
             n += 1;
         }
         assert_eq!(
-            jobs.start(&agent("z"), Some(1), 1, t).err(),
+            jobs.start(&agent("z"), Some(1), 1, (), t).err(),
             Some(Refused::Total)
         );
         // A finished job no longer counts.
         done(&a.pop().unwrap(), t);
-        assert!(jobs.start(&agent("a"), Some(1), 1, t).is_ok());
+        assert!(jobs.start(&agent("a"), Some(1), 1, (), t).is_ok());
     }
 
     #[test]
     fn finished_jobs_are_forgotten_after_a_while_and_beyond_a_number() {
-        let jobs = Jobs::default();
+        let jobs = registry();
         let t = Instant::now();
-        let running = jobs.start(&agent("a"), Some(1), 1, t).unwrap();
-        let finished = jobs.start(&agent("a"), Some(1), 1, t).unwrap();
+        let running = jobs.start(&agent("a"), Some(1), 1, (), t).unwrap();
+        let finished = jobs.start(&agent("a"), Some(1), 1, (), t).unwrap();
         done(&finished, t + Duration::from_secs(1));
         let later = t + Duration::from_secs(1) + KEEP_FINISHED - Duration::from_secs(1);
         assert!(
@@ -322,7 +373,7 @@ mod tests {
         let mut ids = Vec::new();
         for k in 0..MAX_KEPT + 3 {
             let at = much_later + Duration::from_millis(k as u64 + 1);
-            let j = jobs.start(&agent("b"), Some(1), 1, at).unwrap();
+            let j = jobs.start(&agent("b"), Some(1), 1, (), at).unwrap();
             done(&j, at);
             ids.push(j.id.clone());
         }
