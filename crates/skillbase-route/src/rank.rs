@@ -575,6 +575,37 @@ impl Bm25 {
             .collect()
     }
 
+    /// [`Bm25::scores`] of the documents the query reaches, by document (every other scores
+    /// 0): the same sums, added in the same order, without a score for every document of the
+    /// index, so a query per skill over a large library (the doctor's near-duplicates) costs
+    /// what it touches, not the library's size.
+    pub fn scores_sparse(&self, query: &str) -> Vec<(u32, f32)> {
+        let n = self.doc_len.len();
+        if n == 0 {
+            return Vec::new();
+        }
+        let folded = fold_fast(query);
+        let words = split_words(&folded, MAX_QUERY_WORDS);
+        let mut q = self.query_terms(&words, false);
+        self.keep_specific(&mut q.matched, n);
+        let mut at: FxMap<u32, f32> = FxMap::default();
+        for t in &q.matched {
+            for &(doc, contribution) in &self.postings[*t as usize] {
+                *at.entry(doc).or_insert(0.0) += contribution;
+            }
+        }
+        if !q.weak.is_empty() {
+            for (t, share) in self.weak_kept(q.seen, q.weak) {
+                for &(doc, contribution) in &self.postings[t as usize] {
+                    *at.entry(doc).or_insert(0.0) += share * contribution;
+                }
+            }
+        }
+        let mut v: Vec<(u32, f32)> = at.into_iter().collect();
+        v.sort_unstable_by_key(|&(doc, _)| doc);
+        v
+    }
+
     /// Documents ordered by score (highest first), ties by index.
     pub fn rank(&self, query: &str) -> Vec<(u32, f32)> {
         let mut v: Vec<(u32, f32)> = self
@@ -805,6 +836,69 @@ mod tests {
         }
         // An English message is never translated: "pedido" is no English word.
         assert!(idx.rank("pedido").iter().all(|(_, s)| *s == 0.0));
+    }
+
+    /// The sparse scores are the dense ones where they are not zero, bit for bit: English
+    /// words, stems, a translated and a cognate message, a long message past the terms kept.
+    #[test]
+    fn sparse_scores_are_the_dense_ones_where_not_zero() {
+        let names: Vec<String> = (0..60).map(|i| format!("skill-{i}")).collect();
+        let words = [
+            "refund", "tracking", "invoice", "shipment", "password", "deploy", "rollback",
+            "schedule", "meeting", "report",
+        ];
+        let descriptions: Vec<String> = (0..60)
+            .map(|i| {
+                format!(
+                    "Handle the {} and the {} of a customer, then the {}{}",
+                    words[i % 10],
+                    words[(i * 3 + 1) % 10],
+                    words[(i * 7 + 2) % 10],
+                    " again".repeat(i % 3)
+                )
+            })
+            .collect();
+        let mut docs: Vec<Doc<'_>> = names
+            .iter()
+            .zip(&descriptions)
+            .map(|(n, d)| doc(n, d))
+            .collect();
+        docs.push(doc(
+            "reset-password",
+            "Reset a user's password and sign them out",
+        ));
+        docs.push(doc("produccion", "Desplegar la configuracion a produccion"));
+        let idx = Bm25::new(docs);
+        let long: String = (0..400)
+            .map(|i| format!("word{i} refund customer "))
+            .collect();
+        for query in [
+            "the customer wants a refund of the order",
+            "refunds tracked shipments invoices",
+            "olvidé mi contraseña y no puedo entrar",
+            "configuración de producción del pedido",
+            long.as_str(),
+            "nothing matches here",
+        ] {
+            let dense = idx.scores(query);
+            let sparse = idx.scores_sparse(query);
+            let nonzero: Vec<(u32, f32)> = dense
+                .iter()
+                .enumerate()
+                .filter(|&(_, s)| *s != 0.0)
+                .map(|(i, &s)| (i as u32, s))
+                .collect();
+            let sparse_bits: Vec<(u32, u32)> =
+                sparse.iter().map(|&(d, s)| (d, s.to_bits())).collect();
+            let dense_bits: Vec<(u32, u32)> =
+                nonzero.iter().map(|&(d, s)| (d, s.to_bits())).collect();
+            assert_eq!(sparse_bits, dense_bits, "{query}");
+        }
+        // The queries reach some documents, not all: the sums compared are real ones.
+        let reached = idx
+            .scores_sparse("refunds tracked shipments invoices")
+            .len();
+        assert!((10..60).contains(&reached), "{reached}");
     }
 
     #[test]

@@ -40,12 +40,12 @@ pub struct SweepRequest {
     /// reads them.
     #[schema(value_type = Vec<skillbase_insight::eval::EvalCase>, min_items = 1, max_items = 10000)]
     pub cases: Vec<Value>,
-    /// Library sizes, as distractors added (0 is the agent's skills alone); a size beyond the
-    /// pool is measured at the whole pool. Default: 0, 100, 1,000 and 10,000 below the pool's
-    /// size, and the whole pool.
+    /// Library sizes, as distractors added (0 is the agent's skills alone; at most
+    /// 10,000,000); a size beyond the pool is measured at the whole pool. Default: 0, 100,
+    /// 1,000 and 10,000 below the pool's size, and the whole pool.
     #[serde(default)]
-    #[schema(min_items = 1, max_items = 32)]
-    pub sizes: Option<Vec<usize>>,
+    #[schema(schema_with = sizes_schema)]
+    pub sizes: Option<Vec<u64>>,
     /// Override the agent's catalog budget (tokens).
     #[serde(default)]
     #[schema(maximum = 10000000)]
@@ -54,6 +54,29 @@ pub struct SweepRequest {
     #[serde(default)]
     #[schema(maximum = 10000000)]
     pub context_budget: Option<u32>,
+}
+
+/// The largest size a sweep may ask for (distractors added).
+pub const MAX_SIZE: u64 = 10_000_000;
+
+/// `sizes`: 1 to [`MAX_SIZES`] integers from 0 to [`MAX_SIZE`].
+fn sizes_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(0))
+                .maximum(Some(MAX_SIZE)),
+        )
+        .min_items(Some(1))
+        .max_items(Some(MAX_SIZES))
+        .description(Some(
+            "Library sizes, as distractors added (0 is the agent's skills alone); a size beyond \
+             the pool is measured at the whole pool. Default: 0, 100, 1,000 and 10,000 below \
+             the pool's size, and the whole pool.",
+        ))
+        .build()
 }
 
 /// A sweep: where it is and the sizes measured so far.
@@ -164,13 +187,18 @@ pub async fn start(
     let lines: Vec<String> = b.cases.iter().map(Value::to_string).collect();
     let cases = skillbase_insight::eval::parse_cases(&lines.join("\n"))
         .map_err(|e| invalid(format!("cases: {e}")))?;
-    if let Some(s) = &b.sizes
-        && (s.is_empty() || s.len() > MAX_SIZES)
-    {
-        return Err(invalid(format!(
-            "sizes: give 1 to {MAX_SIZES} sizes (this request has {})",
-            s.len()
-        )));
+    if let Some(s) = &b.sizes {
+        if s.is_empty() || s.len() > MAX_SIZES {
+            return Err(invalid(format!(
+                "sizes: give 1 to {MAX_SIZES} sizes (this request has {})",
+                s.len()
+            )));
+        }
+        if let Some(big) = s.iter().find(|&&n| n > MAX_SIZE) {
+            return Err(invalid(format!(
+                "sizes: each is a number of distractors from 0 to {MAX_SIZE} ({big} is not)"
+            )));
+        }
     }
     let opts = TurnOptions {
         catalog_budget: super::sessions::budget("catalog_budget", b.catalog_budget)?,
@@ -191,9 +219,11 @@ pub async fn start(
         return Err(refused(why));
     }
     let pool = read_pool(dir).await?;
-    let mut sizes = b
-        .sizes
-        .unwrap_or_else(|| skillbase_insight::sweep::default_sizes(pool.len()));
+    // Each size is at most MAX_SIZE, checked above.
+    let mut sizes: Vec<usize> = match b.sizes {
+        Some(s) => s.into_iter().map(|n| n as usize).collect(),
+        None => skillbase_insight::sweep::default_sizes(pool.len()),
+    };
     sizes.sort_unstable();
     sizes.dedup();
     let total = {

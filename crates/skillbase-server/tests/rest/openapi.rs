@@ -942,6 +942,12 @@ fn bounds_and_enums_are_the_servers() {
             );
         }
     }
+    // A sweep's sizes: the server's bounds (a size over them is refused, test `sweeps`).
+    let sizes = &s["SweepRequest"]["properties"]["sizes"];
+    assert_eq!(sizes["maxItems"], skillbase_insight::sweep::MAX_SIZES);
+    assert_eq!(sizes["minItems"], 1);
+    assert_eq!(sizes["items"]["maximum"], 10_000_000);
+    assert_eq!(sizes["items"]["minimum"], 0);
     assert_eq!(
         s["AgentConfig"]["properties"]["prompts"]["maxItems"],
         skillbase_store::model::MAX_PROMPTS

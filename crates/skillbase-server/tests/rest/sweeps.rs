@@ -38,6 +38,15 @@ fn cases() -> Value {
     ])
 }
 
+/// POST `body` to start a sweep of `agent`.
+async fn start(s: &TestServer, agent: &str, token: &str, body: &Value) -> reqwest::Response {
+    s.post(&format!("/v1/agents/{agent}/eval/sweeps"), token)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// GET the sweep at `at` until it has finished.
 async fn finished(s: &TestServer, at: &str, token: &str) -> Value {
     for _ in 0..600 {
@@ -55,12 +64,13 @@ async fn a_sweep_measures_each_size_and_only_its_starter_sees_it() {
     let dir = pool(30);
     let s = TestServer::start_with(with_pool(&dir)).await;
     let events = s.event_count().await;
-    let r = s
-        .post("/v1/agents/alpha/eval/sweeps", &s.alpha)
-        .json(&json!({"cases": cases(), "sizes": [100, 0, 10, 10]}))
-        .send()
-        .await
-        .unwrap();
+    let r = start(
+        &s,
+        "alpha",
+        &s.alpha,
+        &json!({"cases": cases(), "sizes": [100, 0, 10, 10]}),
+    )
+    .await;
     assert_eq!(r.status(), 202);
     let at = r.headers()["location"].to_str().unwrap().to_owned();
     let started = r.json::<Value>().await.unwrap();
@@ -144,23 +154,11 @@ async fn a_sweep_stops_when_asked_and_one_runs_at_a_time() {
     let dir = pool(400);
     let s = TestServer::start_with(with_pool(&dir)).await;
     let body = json!({"cases": cases(), "sizes": [0, 400]});
-    let r = s
-        .post("/v1/agents/alpha/eval/sweeps", &s.admin)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let r = start(&s, "alpha", &s.admin, &body).await;
     assert_eq!(r.status(), 202);
     let at = r.headers()["location"].to_str().unwrap().to_owned();
     // One at a time in the whole server, whoever asks.
-    let (st, p) = problem(
-        s.post("/v1/agents/beta/eval/sweeps", &s.beta)
-            .json(&body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (st, p) = problem(start(&s, "beta", &s.beta, &body).await).await;
     assert_eq!(st, 429, "{p}");
     assert!(p["detail"].as_str().unwrap().contains("at a time"), "{p}");
     let stopping = s.req(Method::DELETE, &at, &s.admin).send().await.unwrap();
@@ -169,12 +167,13 @@ async fn a_sweep_stops_when_asked_and_one_runs_at_a_time() {
     assert_eq!(end["state"], "stopped", "{end}");
     assert!(end["points"].as_array().unwrap().len() < 2, "{end}");
     // Once it stopped, another may start.
-    let r = s
-        .post("/v1/agents/beta/eval/sweeps", &s.beta)
-        .json(&json!({"cases": [{"message": "beta secret", "expected": "beta-secret"}], "sizes": [0]}))
-        .send()
-        .await
-        .unwrap();
+    let r = start(
+        &s,
+        "beta",
+        &s.beta,
+        &json!({"cases": [{"message": "beta secret", "expected": "beta-secret"}], "sizes": [0]}),
+    )
+    .await;
     assert_eq!(r.status(), 202);
     let at = r.headers()["location"].to_str().unwrap().to_owned();
     assert_eq!(finished(&s, &at, &s.beta).await["state"], "done");
@@ -185,14 +184,7 @@ async fn a_sweep_stops_when_asked_and_one_runs_at_a_time() {
 async fn sweeps_refuse_bad_requests_and_a_server_without_a_readable_pool() {
     // No pool: refused, saying how to give one.
     let s = TestServer::start().await;
-    let (st, p) = problem(
-        s.post("/v1/agents/alpha/eval/sweeps", &s.admin)
-            .json(&json!({"cases": cases()}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (st, p) = problem(start(&s, "alpha", &s.admin, &json!({"cases": cases()})).await).await;
     assert_eq!(st, 409, "{p}");
     assert!(
         p["detail"].as_str().unwrap().contains("--sweep-pool"),
@@ -214,38 +206,23 @@ async fn sweeps_refuse_bad_requests_and_a_server_without_a_readable_pool() {
         (json!({"cases": cases(), "sizes": []}), "sizes"),
         (json!({"cases": cases(), "sizes": too_many_sizes}), "sizes"),
         (json!({"cases": cases(), "sizes": [-1]}), ""),
+        (
+            json!({"cases": cases(), "sizes": [0, 10_000_001]}),
+            "10000000",
+        ),
+        (json!({"cases": cases(), "sizes": [1e30]}), ""),
         (json!({"cases": cases(), "extra": 1}), "unknown field"),
         (json!({"cases": cases(), "catalog_budget": -5}), ""),
         (json!({"sizes": [1]}), ""),
     ] {
-        let (st, p) = problem(
-            s.post("/v1/agents/alpha/eval/sweeps", &s.admin)
-                .json(&bad)
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await;
+        let (st, p) = problem(start(&s, "alpha", &s.admin, &bad).await).await;
         assert!(st == 422 || st == 400, "{bad}: {st} {p}");
         assert!(p["detail"].as_str().unwrap().contains(want), "{bad}: {p}");
     }
     // Another agent's token: the same 404 as an agent that does not exist.
-    let (st, other) = problem(
-        s.post("/v1/agents/alpha/eval/sweeps", &s.beta)
-            .json(&json!({"cases": cases()}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    let (st2, missing) = problem(
-        s.post("/v1/agents/nobody/eval/sweeps", &s.admin)
-            .json(&json!({"cases": cases()}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (st, other) = problem(start(&s, "alpha", &s.beta, &json!({"cases": cases()})).await).await;
+    let (st2, missing) =
+        problem(start(&s, "nobody", &s.admin, &json!({"cases": cases()})).await).await;
     assert_eq!((st, st2), (404, 404));
     assert_eq!(
         other["detail"].as_str().unwrap().replace("alpha", "X"),
@@ -253,14 +230,7 @@ async fn sweeps_refuse_bad_requests_and_a_server_without_a_readable_pool() {
     );
     // A pool with a bad skill: refused whole, naming the pool; nothing starts.
     std::fs::write(dir.path().join("distractor-000/SKILL.md"), "no frontmatter").unwrap();
-    let (st, p) = problem(
-        s.post("/v1/agents/alpha/eval/sweeps", &s.admin)
-            .json(&json!({"cases": cases()}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (st, p) = problem(start(&s, "alpha", &s.admin, &json!({"cases": cases()})).await).await;
     assert_eq!(st, 409, "{p}");
     assert!(
         p["detail"].as_str().unwrap().contains("distractor pool"),
