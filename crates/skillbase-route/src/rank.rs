@@ -158,6 +158,8 @@ pub struct Bm25 {
     /// `idf · tf·(k1+1) / (tf + k1·(1-b+b·dl/avgdl))`). Nothing in it depends on the query, so it
     /// is computed once here and a query only adds.
     postings: Vec<Vec<(u32, f32)>>,
+    /// Per term: the largest contribution in its postings (what it can add to any document).
+    best: Vec<f32>,
     doc_len: Vec<f32>,
     /// The languages the documents are written in (query words are also stemmed in each).
     langs: Vec<Lang>,
@@ -342,6 +344,10 @@ impl Bm25 {
             doc_len.push(len);
         }
         weigh(&mut postings, &doc_len);
+        let best = postings
+            .iter()
+            .map(|l| l.iter().map(|p| p.1).fold(0.0f32, f32::max))
+            .collect();
         let prefixes = terms.keys().map(|t| prefix_key(t)).collect();
         let cognates = cognates_of(&terms, &postings);
         Bm25 {
@@ -349,6 +355,7 @@ impl Bm25 {
             terms,
             surface,
             postings,
+            best,
             doc_len,
             langs,
             prefixes,
@@ -575,35 +582,65 @@ impl Bm25 {
             .collect()
     }
 
-    /// [`Bm25::scores`] of the documents the query reaches, by document (every other scores
-    /// 0): the same sums, added in the same order, without a score for every document of the
-    /// index, so a query per skill over a large library (the doctor's near-duplicates) costs
-    /// what it touches, not the library's size.
-    pub fn scores_sparse(&self, query: &str) -> Vec<(u32, f32)> {
+    /// Document `doc`'s score for `query` and the documents scoring at least `fraction` of it
+    /// (some below may be listed too), with their scores: the same sums, in the same order, as
+    /// [`Bm25::scores`] gives them. A query per skill over a library of thousands (the
+    /// doctor's near-duplicates) costs what its rare terms reach: a document holding only terms
+    /// whose best contributions together stay under the bar cannot reach it, so only the
+    /// documents holding one of the other terms are scored.
+    pub fn scoring_near(&self, query: &str, doc: u32, fraction: f32) -> (f32, Vec<(u32, f32)>) {
         let n = self.doc_len.len();
-        if n == 0 {
-            return Vec::new();
+        if n == 0 || doc as usize >= n {
+            return (0.0, Vec::new());
         }
         let folded = fold_fast(query);
         let words = split_words(&folded, MAX_QUERY_WORDS);
         let mut q = self.query_terms(&words, false);
         self.keep_specific(&mut q.matched, n);
-        let mut at: FxMap<u32, f32> = FxMap::default();
-        for t in &q.matched {
-            for &(doc, contribution) in &self.postings[*t as usize] {
-                *at.entry(doc).or_insert(0.0) += contribution;
-            }
-        }
+        // The terms with their shares, in the order `scores` adds them.
+        let mut kept: Vec<(u32, f32)> = q.matched.iter().map(|&t| (t, 1.0)).collect();
         if !q.weak.is_empty() {
-            for (t, share) in self.weak_kept(q.seen, q.weak) {
-                for &(doc, contribution) in &self.postings[t as usize] {
-                    *at.entry(doc).or_insert(0.0) += share * contribution;
+            kept.extend(self.weak_kept(q.seen, q.weak));
+        }
+        let score_of = |d: u32| -> f32 {
+            let mut sum = 0.0f32;
+            for &(t, share) in &kept {
+                let list = &self.postings[t as usize];
+                if let Ok(at) = list.binary_search_by_key(&d, |p| p.0) {
+                    sum += if share == 1.0 {
+                        list[at].1
+                    } else {
+                        share * list[at].1
+                    };
                 }
             }
+            sum
+        };
+        let own = score_of(doc);
+        if own <= 0.0 {
+            return (own, Vec::new());
         }
-        let mut v: Vec<(u32, f32)> = at.into_iter().collect();
-        v.sort_unstable_by_key(|&(doc, _)| doc);
-        v
+        // What a term can add to any document (a little more, for rounding in the sums).
+        let bound = |t: u32, share: f32| share * self.best[t as usize] * 1.001;
+        let mut by_bound: Vec<(f32, u32)> = kept.iter().map(|&(t, sh)| (bound(t, sh), t)).collect();
+        by_bound.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let bar = fraction * own;
+        let mut below = 0.0f32;
+        let rare_from = by_bound
+            .iter()
+            .position(|&(b, _)| {
+                below += b;
+                below >= bar
+            })
+            .unwrap_or(by_bound.len());
+        let mut candidates: Vec<u32> = by_bound[rare_from..]
+            .iter()
+            .flat_map(|&(_, t)| self.postings[t as usize].iter().map(|p| p.0))
+            .collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        let near = candidates.into_iter().map(|d| (d, score_of(d))).collect();
+        (own, near)
     }
 
     /// Documents ordered by score (highest first), ties by index.
@@ -838,10 +875,11 @@ mod tests {
         assert!(idx.rank("pedido").iter().all(|(_, s)| *s == 0.0));
     }
 
-    /// The sparse scores are the dense ones where they are not zero, bit for bit: English
-    /// words, stems, a translated and a cognate message, a long message past the terms kept.
+    /// What `scoring_near` lists is every document at or over the bar, with the dense score
+    /// bit for bit, for each document's own query and for messages: English words, stems, a
+    /// translated and a cognate message, a long message past the terms kept.
     #[test]
-    fn sparse_scores_are_the_dense_ones_where_not_zero() {
+    fn scoring_near_finds_every_document_over_the_bar_with_its_dense_score() {
         let names: Vec<String> = (0..60).map(|i| format!("skill-{i}")).collect();
         let words = [
             "refund", "tracking", "invoice", "shipment", "password", "deploy", "rollback",
@@ -872,33 +910,42 @@ mod tests {
         let long: String = (0..400)
             .map(|i| format!("word{i} refund customer "))
             .collect();
-        for query in [
+        let own_queries: Vec<String> = descriptions.clone();
+        let messages = [
             "the customer wants a refund of the order",
             "refunds tracked shipments invoices",
             "olvidé mi contraseña y no puedo entrar",
             "configuración de producción del pedido",
             long.as_str(),
             "nothing matches here",
-        ] {
+        ];
+        let mut listed_fewer = 0;
+        for (k, query) in own_queries
+            .iter()
+            .map(String::as_str)
+            .chain(messages)
+            .enumerate()
+        {
             let dense = idx.scores(query);
-            let sparse = idx.scores_sparse(query);
-            let nonzero: Vec<(u32, f32)> = dense
-                .iter()
-                .enumerate()
-                .filter(|&(_, s)| *s != 0.0)
-                .map(|(i, &s)| (i as u32, s))
-                .collect();
-            let sparse_bits: Vec<(u32, u32)> =
-                sparse.iter().map(|&(d, s)| (d, s.to_bits())).collect();
-            let dense_bits: Vec<(u32, u32)> =
-                nonzero.iter().map(|&(d, s)| (d, s.to_bits())).collect();
-            assert_eq!(sparse_bits, dense_bits, "{query}");
+            for doc in [k % 62, 61, 0] {
+                let (own, near) = idx.scoring_near(query, doc as u32, 0.8);
+                assert_eq!(own.to_bits(), dense[doc].to_bits(), "{query}");
+                for &(d, s) in &near {
+                    assert_eq!(s.to_bits(), dense[d as usize].to_bits(), "{query} {d}");
+                }
+                let listed: Vec<u32> = near.iter().map(|p| p.0).collect();
+                for (d, &s) in dense.iter().enumerate() {
+                    if own > 0.0 && s >= 0.8 * own {
+                        assert!(listed.contains(&(d as u32)), "{query}: {d} missing");
+                    }
+                }
+                if own > 0.0 && near.len() < dense.iter().filter(|&&s| s > 0.0).count() {
+                    listed_fewer += 1;
+                }
+            }
         }
-        // The queries reach some documents, not all: the sums compared are real ones.
-        let reached = idx
-            .scores_sparse("refunds tracked shipments invoices")
-            .len();
-        assert!((10..60).contains(&reached), "{reached}");
+        // The bar lets it skip documents (the point of it), on most of the own queries.
+        assert!(listed_fewer > 60, "{listed_fewer}");
     }
 
     #[test]

@@ -966,7 +966,8 @@ fn d015(inputs: &Inputs) -> Vec<Finding> {
 }
 
 /// Description similarity between the view's skills, from the ranker: each skill's name and
-/// description scored against the skills it reaches, divided by its score against itself. Per skill, the
+/// description scored against the skills that can reach the bar, divided by its score
+/// against itself. Per skill, the
 /// others it reads as at least [`NEAR_DUPLICATE`] (kept sparse: a view may hold thousands).
 fn near(view: &skillbase_runtime::AgentView) -> Vec<Vec<(usize, f32)>> {
     view.skills
@@ -978,12 +979,9 @@ fn near(view: &skillbase_runtime::AgentView) -> Vec<Vec<(usize, f32)>> {
                 s.name().replace('-', " "),
                 s.entry.meta.description
             );
-            // Only the skills the description reaches: a dense score per skill, per skill, is
-            // quadratic in a library of thousands.
-            let scores = view.bm25.scores_sparse(&query);
-            let own = scores
-                .binary_search_by_key(&i, |&(j, _)| j as usize)
-                .map_or(0.0, |k| scores[k].1);
+            // Only the skills that can reach the bar are scored: a score per skill, per skill,
+            // is quadratic in a library of thousands.
+            let (own, scores) = view.bm25.scoring_near(&query, i as u32, NEAR_DUPLICATE);
             if own <= 0.0 {
                 return Vec::new();
             }
