@@ -61,6 +61,14 @@ impl Principal {
         }
     }
 
+    /// The token's id in the store; `None` in `--dev` mode (what owns a background job).
+    pub fn token_id(&self) -> Option<i64> {
+        match self {
+            Principal::Admin { token } => *token,
+            Principal::Agent { token, .. } => Some(*token),
+        }
+    }
+
     /// The author recorded for writes made with this principal.
     pub fn author(&self) -> Author {
         match self {

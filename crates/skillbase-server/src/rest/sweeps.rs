@@ -105,14 +105,6 @@ pub struct SweepStatus {
     pub points: Vec<SweepPoint>,
 }
 
-/// Who a job belongs to: the token that started it.
-fn owner(p: &Principal) -> jobs::Owner {
-    match p {
-        Principal::Admin { token } => *token,
-        Principal::Agent { token, .. } => Some(*token),
-    }
-}
-
 fn status_url(agent: &AgentName, id: &str) -> String {
     format!("/v1/agents/{agent}/eval/sweeps/{id}")
 }
@@ -240,7 +232,7 @@ pub async fn start(
     };
     let job = sweeps
         .jobs
-        .start(&name, owner(&p), total, live, Instant::now())
+        .start(&name, p.token_id(), total, live, Instant::now())
         .map_err(refused)?;
     let semantic = sweeps
         .semantic
@@ -345,7 +337,7 @@ fn job_of(st: &AppState, p: &Principal, name: &str, id: &str) -> ApiResult<Arc<S
     let name = visible_agent(p, name)?;
     st.sweeps
         .jobs
-        .get(id, &name, owner(p), Instant::now())
+        .get(id, &name, p.token_id(), Instant::now())
         .ok_or_else(|| {
             ApiError::not_found(format!(
                 "no sweep '{}' of agent '{name}' started with this token (finished sweeps are \

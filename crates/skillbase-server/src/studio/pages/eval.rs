@@ -31,14 +31,6 @@ pub(crate) struct EvalForm {
     cases: String,
 }
 
-/// Who a job belongs to: the signed-in token.
-fn owner(p: &Principal) -> jobs::Owner {
-    match p {
-        Principal::Admin { token } => *token,
-        Principal::Agent { token, .. } => Some(*token),
-    }
-}
-
 fn job_url(agent: &str, id: &str) -> String {
     format!("/studio/agents/{}/eval/{id}", url(agent))
 }
@@ -50,7 +42,7 @@ pub(super) fn recent_evaluations(
     agent: &AgentName,
     p: &Principal,
 ) {
-    let mine = jobs.of(agent, owner(p), Instant::now());
+    let mine = jobs.of(agent, p.token_id(), Instant::now());
     if !mine.is_empty() {
         b.push_str("<h3>Your recent evaluations</h3><ul id=\"eval-jobs\">");
         for j in &mine {
@@ -102,7 +94,7 @@ pub(crate) async fn agent_eval(
         Ok(v) => v,
         Err(e) => return store_error(e),
     };
-    let job = match jobs.start(&a.name, owner(&p), cases.len(), (), Instant::now()) {
+    let job = match jobs.start(&a.name, p.token_id(), cases.len(), (), Instant::now()) {
         Ok(j) => j,
         Err(why) => {
             let message = match why {
@@ -175,7 +167,7 @@ fn job_of(
     Arc<jobs::Job<skillbase_insight::eval::EvalReport>>,
 )> {
     let a = agent_of(st, p, name)?;
-    let job = jobs.get(id, &a.name, owner(p), Instant::now())?;
+    let job = jobs.get(id, &a.name, p.token_id(), Instant::now())?;
     Some((a, job))
 }
 
